@@ -1,0 +1,143 @@
+"""Sort-and-sweep orchestration between validated arrays and the Numba kernels.
+
+Two steps, separated so that the score-independent work is done once:
+
+1. :func:`prepare_memberships` turns per-subgroup row lists into the compact
+   structure the sweep needs (the unique identity rows and their subgroups),
+   together with the labels restricted to those rows.
+2. :func:`sweep_counts` sorts one score vector (once) and runs the sweep,
+   returning :class:`SweepCounts`: every subgroup's cell totals and twice its
+   Mann-Whitney U numerators, plus the overall U.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _kernels as K
+
+
+@dataclass(frozen=True)
+class Memberships:
+    """Score-independent description of the subgroups over ``n_rows`` rows.
+
+    Attributes
+    ----------
+    names : list of str
+        Subgroup names, in column order of every result.
+    labels : ndarray of bool, shape (n_rows,)
+        Binary labels (True = positive class).
+    identity_rows : ndarray of int64
+        Rows that belong to at least one subgroup, increasing.
+    row_ptr, row_groups : ndarray of int64
+        CSR lists: the subgroups of ``identity_rows[r]`` are
+        ``row_groups[row_ptr[r]:row_ptr[r + 1]]``.
+    identity_labels : ndarray of bool
+        ``labels[identity_rows]``.
+    cell_rows : ndarray of int64, shape (n_groups, 2)
+        Number of subgroup rows with label 0 and 1 (row counts, never weights).
+    """
+
+    names: list
+    labels: np.ndarray
+    identity_rows: np.ndarray
+    row_ptr: np.ndarray
+    row_groups: np.ndarray
+    identity_labels: np.ndarray
+    cell_rows: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.names)
+
+    @property
+    def class_rows(self) -> tuple:
+        """(number of negative rows, number of positive rows) over all rows."""
+        n_pos = int(np.count_nonzero(self.labels))
+        return self.n_rows - n_pos, n_pos
+
+
+def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
+    """Build :class:`Memberships` from one increasing row-index array per subgroup."""
+    labels = np.ascontiguousarray(labels, dtype=np.bool_)
+    n_rows = labels.shape[0]
+    sizes = np.array([len(r) for r in group_rows], dtype=np.int64)
+    group_ptr = np.zeros(len(group_rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=group_ptr[1:])
+    flat = (np.concatenate([np.asarray(r, dtype=np.int64) for r in group_rows])
+            if group_rows else np.empty(0, dtype=np.int64))
+    identity_rows, row_ptr, row_groups = K.build_row_csr(flat, group_ptr, n_rows)
+    identity_labels = labels[identity_rows]
+    n_pos_in_group = np.array([np.count_nonzero(labels[r]) for r in group_rows], dtype=np.int64)
+    cell_rows = np.column_stack([sizes - n_pos_in_group, n_pos_in_group]).astype(np.int64)
+    return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
+                       identity_labels, cell_rows.reshape(len(group_rows), 2))
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """Everything every metric needs, from one sort and one sweep.
+
+    ``counts`` is (n_groups, 7) with the columns named in ``_kernels``
+    (cell totals, then twice the U numerators); int64 when unweighted
+    (exact), float64 when weighted. ``total_neg``/``total_pos`` are the class
+    totals (count or weight) over all rows, ``twice_overall_u`` twice the U of
+    positives over negatives across all rows.
+    """
+
+    names: list
+    counts: np.ndarray
+    total_neg: float
+    total_pos: float
+    twice_overall_u: float
+    cell_rows: np.ndarray
+    class_rows: tuple
+    weighted: bool
+
+
+def _identity_order(id_scores: np.ndarray) -> np.ndarray:
+    return np.argsort(id_scores, kind="stable")
+
+
+def sweep_counts(scores: np.ndarray, memberships: Memberships,
+                 sample_weight: np.ndarray | None = None) -> SweepCounts:
+    """Sort ``scores`` once and compute every subgroup's U counts.
+
+    ``scores`` must be a finite float32/float64 1-D array of length
+    ``memberships.n_rows`` (validated by the caller).
+    """
+    m = memberships
+    id_scores = K.gather_scores(scores, m.identity_rows)
+    id_order = _identity_order(id_scores)
+    if sample_weight is None:
+        neg_sorted, pos_sorted = K.split_scores_by_label(scores, m.labels)
+        neg_sorted.sort()
+        pos_sorted.sort()
+        counts, twice_u = K.subgroup_counts(id_scores, id_order, m.identity_labels, m.row_ptr,
+                                            m.row_groups, neg_sorted, pos_sorted, m.n_groups)
+        total_neg, total_pos = neg_sorted.shape[0], pos_sorted.shape[0]
+        twice_u = int(twice_u)
+    else:
+        neg_rows, pos_rows = K.split_rows_by_label(m.labels)
+        neg_scores = K.gather_scores(scores, neg_rows)
+        pos_scores = K.gather_scores(scores, pos_rows)
+        neg_order = np.argsort(neg_scores, kind="stable")
+        pos_order = np.argsort(pos_scores, kind="stable")
+        neg_sorted = neg_scores[neg_order]
+        pos_sorted = pos_scores[pos_order]
+        neg_cumw = K.gather_sorted_weights(neg_rows, neg_order, sample_weight)
+        pos_cumw = K.gather_sorted_weights(pos_rows, pos_order, sample_weight)
+        pos_w_sorted = sample_weight[pos_rows[pos_order]]
+        id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
+        counts, twice_u = K.subgroup_counts_weighted(
+            id_scores, id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
+            neg_sorted, neg_cumw, pos_sorted, pos_cumw, pos_w_sorted, m.n_groups)
+        total_neg, total_pos = float(neg_cumw[-1]), float(pos_cumw[-1])
+        twice_u = float(twice_u)
+    return SweepCounts(m.names, counts, total_neg, total_pos, twice_u, m.cell_rows,
+                       m.class_rows, sample_weight is not None)

@@ -1,0 +1,330 @@
+"""Numba kernels: tie-aware Mann-Whitney U counts for all subgroups in one sweep.
+
+Everything here works on plain numpy arrays (no pandas). Conventions:
+
+* ``*_twice`` quantities hold **twice** a Mann-Whitney U count, so that a tied
+  pair (worth 1/2) stays an exact integer in the unweighted case (int64).
+  In the weighted case the same kernels run on float64 weights.
+* "below2" of a score ``s`` with respect to a sorted class array is
+  ``lt + le`` where ``lt`` (``le``) counts (or sums the weights of) class members
+  with a score strictly below (at most) ``s``; this equals twice
+  "#below + 1/2 #tied".
+
+The per-subgroup counts are derived from global class counts so that only rows
+belonging to at least one subgroup need per-subgroup work (cost
+``O(n log n + memberships)``, never ``O(n * subgroups)``):
+
+* ``U(Dg+ > Dg-)``: a block sweep over the subgroup rows in score order;
+* BPSN numerator = sum over Dg- of (#positives above + 1/2 tied) - subgroup U;
+* BNSP numerator = sum over Dg+ of (#negatives below + 1/2 tied) - subgroup U;
+* ``U(D- > Dg-)`` = sum over Dg- of (#negatives above + 1/2 tied, itself
+  included) - |Dg-|^2 / 2, likewise for the positives.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Column order of the per-subgroup count matrix returned by ``subgroup_counts``.
+# Cell totals (count or weight) first, then twice the U numerators.
+CELL_SUBGROUP_NEG = 0
+CELL_SUBGROUP_POS = 1
+TWICE_SUBGROUP_U = 2  # pairs (Dg+, Dg-) with the positive above
+TWICE_BPSN_U = 3  # pairs (D+ background, Dg-) with the positive above
+TWICE_BNSP_U = 4  # pairs (Dg+, D- background) with the positive above
+TWICE_NEG_BG_ABOVE_U = 5  # pairs (D- background, Dg-) with the background above
+TWICE_POS_BG_ABOVE_U = 6  # pairs (D+ background, Dg+) with the background above
+N_COUNT_COLUMNS = 7
+
+
+@njit(cache=True, nogil=True)
+def split_scores_by_label(scores, labels):
+    """Copy the scores of negatives and positives into two arrays (-0.0 -> +0.0)."""
+    n = scores.shape[0]
+    n_pos = 0
+    for i in range(n):
+        if labels[i]:
+            n_pos += 1
+    neg = np.empty(n - n_pos, dtype=scores.dtype)
+    pos = np.empty(n_pos, dtype=scores.dtype)
+    i_neg = 0
+    i_pos = 0
+    for i in range(n):
+        value = scores[i] + 0.0  # maps -0.0 to +0.0
+        if labels[i]:
+            pos[i_pos] = value
+            i_pos += 1
+        else:
+            neg[i_neg] = value
+            i_neg += 1
+    return neg, pos
+
+
+@njit(cache=True, nogil=True)
+def split_rows_by_label(labels):
+    """Row indices of negatives and positives, each in increasing row order."""
+    n = labels.shape[0]
+    n_pos = 0
+    for i in range(n):
+        if labels[i]:
+            n_pos += 1
+    neg = np.empty(n - n_pos, dtype=np.int64)
+    pos = np.empty(n_pos, dtype=np.int64)
+    i_neg = 0
+    i_pos = 0
+    for i in range(n):
+        if labels[i]:
+            pos[i_pos] = i
+            i_pos += 1
+        else:
+            neg[i_neg] = i
+            i_neg += 1
+    return neg, pos
+
+
+@njit(cache=True, nogil=True)
+def gather_sorted_weights(rows, order, weights):
+    """Cumulative weights (length m + 1, starting at 0) of ``rows[order]``."""
+    m = order.shape[0]
+    cumulative = np.empty(m + 1, dtype=np.float64)
+    cumulative[0] = 0.0
+    total = 0.0
+    for j in range(m):
+        total += weights[rows[order[j]]]
+        cumulative[j + 1] = total
+    return cumulative
+
+
+@njit(cache=True, nogil=True)
+def twice_auc_numerator_sorted(neg_sorted, pos_sorted):
+    """Twice U(positives > negatives) from the two sorted score arrays (exact int64)."""
+    n_neg = neg_sorted.shape[0]
+    lt = 0
+    le = 0
+    total = np.int64(0)
+    for j in range(pos_sorted.shape[0]):
+        s = pos_sorted[j]
+        while lt < n_neg and neg_sorted[lt] < s:
+            lt += 1
+        if le < lt:
+            le = lt
+        while le < n_neg and neg_sorted[le] <= s:
+            le += 1
+        total += lt + le
+    return total
+
+
+@njit(cache=True, nogil=True)
+def twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_sorted):
+    """Weighted twice U(positives > negatives): sum_p w_p (W-(< s_p) + W-(<= s_p))."""
+    n_neg = neg_sorted.shape[0]
+    lt = 0
+    le = 0
+    total = 0.0
+    for j in range(pos_sorted.shape[0]):
+        s = pos_sorted[j]
+        while lt < n_neg and neg_sorted[lt] < s:
+            lt += 1
+        if le < lt:
+            le = lt
+        while le < n_neg and neg_sorted[le] <= s:
+            le += 1
+        total += pos_w_sorted[j] * (neg_cumw[lt] + neg_cumw[le])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def rank_bounds_in_sorted(sorted_values, queries, query_order):
+    """For each query: (#values < q, #values <= q), walking queries in sorted order."""
+    m = queries.shape[0]
+    n = sorted_values.shape[0]
+    lt_out = np.empty(m, dtype=np.int64)
+    le_out = np.empty(m, dtype=np.int64)
+    lt = 0
+    le = 0
+    for t in range(m):
+        q_index = query_order[t]
+        q = queries[q_index]
+        while lt < n and sorted_values[lt] < q:
+            lt += 1
+        if le < lt:
+            le = lt
+        while le < n and sorted_values[le] <= q:
+            le += 1
+        lt_out[q_index] = lt
+        le_out[q_index] = le
+    return lt_out, le_out
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_subgroups(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
+                          neg_below2, pos_below2, total_neg, total_pos, n_groups, counts):
+    """Fill ``counts`` (n_groups x N_COUNT_COLUMNS, int64 or float64) in one pass.
+
+    ``id_*`` describe the unique rows that belong to at least one subgroup,
+    ``row_ptr``/``row_groups`` is their CSR list of subgroup ids,
+    ``neg_below2[r]``/``pos_below2[r]`` is twice "#class members below + 1/2 tied"
+    (a weight sum in the weighted case) for identity row r, and
+    ``total_neg``/``total_pos`` are the class totals of the whole data.
+    """
+    neg_in_block = np.zeros(n_groups, dtype=counts.dtype)
+    pos_in_block = np.zeros(n_groups, dtype=counts.dtype)
+    neg_strictly_below = np.zeros(n_groups, dtype=counts.dtype)
+    touched = np.empty(n_groups, dtype=np.int64)
+    is_touched = np.zeros(n_groups, dtype=np.bool_)
+    n_touched = 0
+    m = id_order.shape[0]
+    t = 0
+    while t < m:
+        # one block of equal scores among the identity rows
+        block_score = id_scores[id_order[t]]
+        while t < m and id_scores[id_order[t]] == block_score:
+            r = id_order[t]
+            w = id_weights[r]
+            if id_labels[r]:
+                bnsp_part = w * neg_below2[r]
+                aeg_part = w * (2 * total_pos - pos_below2[r])
+                for p in range(row_ptr[r], row_ptr[r + 1]):
+                    g = row_groups[p]
+                    counts[g, CELL_SUBGROUP_POS] += w
+                    counts[g, TWICE_BNSP_U] += bnsp_part
+                    counts[g, TWICE_POS_BG_ABOVE_U] += aeg_part
+                    pos_in_block[g] += w
+                    if not is_touched[g]:
+                        is_touched[g] = True
+                        touched[n_touched] = g
+                        n_touched += 1
+            else:
+                bpsn_part = w * (2 * total_pos - pos_below2[r])
+                aeg_part = w * (2 * total_neg - neg_below2[r])
+                for p in range(row_ptr[r], row_ptr[r + 1]):
+                    g = row_groups[p]
+                    counts[g, CELL_SUBGROUP_NEG] += w
+                    counts[g, TWICE_BPSN_U] += bpsn_part
+                    counts[g, TWICE_NEG_BG_ABOVE_U] += aeg_part
+                    neg_in_block[g] += w
+                    if not is_touched[g]:
+                        is_touched[g] = True
+                        touched[n_touched] = g
+                        n_touched += 1
+            t += 1
+        for j in range(n_touched):
+            g = touched[j]
+            counts[g, TWICE_SUBGROUP_U] += (2 * pos_in_block[g] * neg_strictly_below[g]
+                                            + pos_in_block[g] * neg_in_block[g])
+            neg_strictly_below[g] += neg_in_block[g]
+            neg_in_block[g] = 0
+            pos_in_block[g] = 0
+            is_touched[g] = False
+        n_touched = 0
+    # remove the within-subgroup pairs from the global sums
+    for g in range(n_groups):
+        sub = counts[g, TWICE_SUBGROUP_U]
+        counts[g, TWICE_BPSN_U] -= sub
+        counts[g, TWICE_BNSP_U] -= sub
+        counts[g, TWICE_NEG_BG_ABOVE_U] -= counts[g, CELL_SUBGROUP_NEG] * counts[g, CELL_SUBGROUP_NEG]
+        counts[g, TWICE_POS_BG_ABOVE_U] -= counts[g, CELL_SUBGROUP_POS] * counts[g, CELL_SUBGROUP_POS]
+
+
+@njit(cache=True, nogil=True)
+def subgroup_counts(id_scores, id_order, id_labels, row_ptr, row_groups,
+                    neg_sorted, pos_sorted, n_groups):
+    """Exact (int64) per-subgroup counts; see the module docstring.
+
+    Returns ``(counts, twice_overall_u)`` where counts is (n_groups, 7) int64.
+    """
+    neg_lt, neg_le = rank_bounds_in_sorted(neg_sorted, id_scores, id_order)
+    pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
+    neg_below2 = neg_lt + neg_le
+    pos_below2 = pos_lt + pos_le
+    ones = np.ones(id_scores.shape[0], dtype=np.int64)
+    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.int64)
+    _accumulate_subgroups(id_scores, id_order, id_labels, ones, row_ptr, row_groups,
+                          neg_below2, pos_below2, np.int64(neg_sorted.shape[0]),
+                          np.int64(pos_sorted.shape[0]), n_groups, counts)
+    return counts, twice_auc_numerator_sorted(neg_sorted, pos_sorted)
+
+
+@njit(cache=True, nogil=True)
+def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
+                             neg_sorted, neg_cumw, pos_sorted, pos_cumw, pos_w_sorted, n_groups):
+    """Weighted (float64) per-subgroup counts.
+
+    ``neg_cumw``/``pos_cumw`` are cumulative weights (length class size + 1)
+    along the sorted class scores; ``pos_w_sorted`` the positives' weights in
+    sorted order. Returns ``(counts, twice_overall_u)``.
+    """
+    neg_lt, neg_le = rank_bounds_in_sorted(neg_sorted, id_scores, id_order)
+    pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
+    m = id_scores.shape[0]
+    neg_below2 = np.empty(m, dtype=np.float64)
+    pos_below2 = np.empty(m, dtype=np.float64)
+    for r in range(m):
+        neg_below2[r] = neg_cumw[neg_lt[r]] + neg_cumw[neg_le[r]]
+        pos_below2[r] = pos_cumw[pos_lt[r]] + pos_cumw[pos_le[r]]
+    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
+    _accumulate_subgroups(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
+                          neg_below2, pos_below2, neg_cumw[neg_cumw.shape[0] - 1],
+                          pos_cumw[pos_cumw.shape[0] - 1], n_groups, counts)
+    overall = twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_sorted)
+    return counts, overall
+
+
+@njit(cache=True, nogil=True)
+def threshold_column_rows(values, threshold, out):
+    """Write the row indices with ``values[i] >= threshold`` into ``out``; return how many.
+
+    NaN compares False, so unannotated rows are not members. Works for float,
+    integer and boolean columns (booleans compare as 0/1).
+    """
+    count = 0
+    for i in range(values.shape[0]):
+        if values[i] >= threshold:
+            out[count] = i
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def build_row_csr(group_rows, group_ptr, n_rows):
+    """Invert per-subgroup row lists into a CSR over the unique identity rows.
+
+    Returns ``(identity_rows, row_ptr, row_groups)``: identity_rows in increasing
+    order; the subgroups of identity_rows[r] are row_groups[row_ptr[r]:row_ptr[r+1]].
+    """
+    n_groups = group_ptr.shape[0] - 1
+    per_row = np.zeros(n_rows, dtype=np.int32)
+    for p in range(group_rows.shape[0]):
+        per_row[group_rows[p]] += 1
+    n_identity = 0
+    for i in range(n_rows):
+        if per_row[i] > 0:
+            n_identity += 1
+    identity_rows = np.empty(n_identity, dtype=np.int64)
+    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    compact = np.empty(n_rows, dtype=np.int32) if n_identity > 0 else np.empty(0, dtype=np.int32)
+    row_ptr[0] = 0
+    r = 0
+    for i in range(n_rows):
+        if per_row[i] > 0:
+            identity_rows[r] = i
+            compact[i] = r
+            row_ptr[r + 1] = row_ptr[r] + per_row[i]
+            r += 1
+    fill = row_ptr[:-1].copy()
+    row_groups = np.empty(group_rows.shape[0], dtype=np.int64)
+    for g in range(n_groups):
+        for p in range(group_ptr[g], group_ptr[g + 1]):
+            r = compact[group_rows[p]]
+            row_groups[fill[r]] = g
+            fill[r] += 1
+    return identity_rows, row_ptr, row_groups
+
+
+@njit(cache=True, nogil=True)
+def gather_scores(scores, rows):
+    """``scores[rows]`` with -0.0 mapped to +0.0."""
+    out = np.empty(rows.shape[0], dtype=scores.dtype)
+    for j in range(rows.shape[0]):
+        out[j] = scores[rows[j]] + 0.0
+    return out

@@ -1,0 +1,226 @@
+"""Public array API: per-subgroup bias metrics and the overall AUC.
+
+Definitions (Borkan et al. 2019, Definitions 3.3/3.4 and Table 2), for a
+subgroup g with D-/D+ the background (rows not in g) negatives/positives and
+Dg-/Dg+ the subgroup's, ties counted as 1/2:
+
+=================  ===========================================
+``subgroup_auc``   AUC(Dg- vs Dg+)
+``bpsn_auc``       AUC(Dg- vs D+)   background positive, subgroup negative
+``bnsp_auc``       AUC(D- vs Dg+)   background negative, subgroup positive
+``negative_aeg``   1/2 - P(s(D-) > s(Dg-))
+``positive_aeg``   1/2 - P(s(D+) > s(Dg+))
+=================  ===========================================
+
+A positive AEG means the subgroup is scored *higher* than the background. The
+paper's integral form (its Definition 4, the area between the curves) has the
+opposite sign; fastbias follows Definitions 3.3/3.4, Table 2 and the authors'
+reference code.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from . import _kernels as K
+from ._core import SweepCounts, prepare_memberships, sweep_counts
+from ._validation import (UndefinedMetricWarning, as_labels, as_sample_weight, as_scores,
+                          subgroup_rows)
+
+METRIC_COLUMNS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
+AUC_METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc"]
+COUNT_COLUMNS = ["subgroup_size", "subgroup_negatives", "subgroup_positives",
+                 "background_negatives", "background_positives"]
+WEIGHT_COLUMNS = ["subgroup_negative_weight", "subgroup_positive_weight",
+                  "background_negative_weight", "background_positive_weight"]
+
+# which cells each metric needs, for the NaN explanation
+_METRIC_CELLS = {
+    "subgroup_auc": ("subgroup_negatives", "subgroup_positives"),
+    "bpsn_auc": ("subgroup_negatives", "background_positives"),
+    "bnsp_auc": ("background_negatives", "subgroup_positives"),
+    "negative_aeg": ("background_negatives", "subgroup_negatives"),
+    "positive_aeg": ("background_positives", "subgroup_positives"),
+}
+
+
+def _ratio(numerator, denominator):
+    """numerator / denominator as float64, NaN where the denominator is 0."""
+    num = np.asarray(numerator, dtype=np.float64)
+    den = np.asarray(denominator, dtype=np.float64)
+    out = np.full(num.shape, np.nan)
+    ok = den > 0
+    np.divide(num, den, out=out, where=ok)
+    return out
+
+
+def metrics_from_counts(sc: SweepCounts) -> dict:
+    """Map sweep counts to the five metrics (arrays, one entry per subgroup)."""
+    c = sc.counts
+    sub_neg = c[:, K.CELL_SUBGROUP_NEG]
+    sub_pos = c[:, K.CELL_SUBGROUP_POS]
+    bg_neg = sc.total_neg - sub_neg
+    bg_pos = sc.total_pos - sub_pos
+    if sc.weighted:
+        # float cancellation can leave a tiny negative remainder for an empty background
+        bg_neg = np.where(sc.class_rows[0] - sc.cell_rows[:, 0] > 0, bg_neg, 0.0)
+        bg_pos = np.where(sc.class_rows[1] - sc.cell_rows[:, 1] > 0, bg_pos, 0.0)
+    # products in float64: exact for the int64 counts we reach (< 2**53)
+    sub_neg_f, sub_pos_f = sub_neg.astype(np.float64), sub_pos.astype(np.float64)
+    bg_neg_f, bg_pos_f = np.asarray(bg_neg, np.float64), np.asarray(bg_pos, np.float64)
+    return {
+        "subgroup_auc": _ratio(c[:, K.TWICE_SUBGROUP_U], 2.0 * sub_neg_f * sub_pos_f),
+        "bpsn_auc": _ratio(c[:, K.TWICE_BPSN_U], 2.0 * sub_neg_f * bg_pos_f),
+        "bnsp_auc": _ratio(c[:, K.TWICE_BNSP_U], 2.0 * bg_neg_f * sub_pos_f),
+        "negative_aeg": 0.5 - _ratio(c[:, K.TWICE_NEG_BG_ABOVE_U], 2.0 * bg_neg_f * sub_neg_f),
+        "positive_aeg": 0.5 - _ratio(c[:, K.TWICE_POS_BG_ABOVE_U], 2.0 * bg_pos_f * sub_pos_f),
+    }
+
+
+def overall_auc_from_counts(sc: SweepCounts) -> float:
+    den = 2.0 * float(sc.total_neg) * float(sc.total_pos)
+    return float(sc.twice_overall_u) / den if den > 0 else float("nan")
+
+
+def table_from_counts(sc: SweepCounts, *, warn: bool = True, context: str = "") -> pd.DataFrame:
+    """The per-subgroup DataFrame (index = subgroup name) from sweep counts."""
+    cell = sc.cell_rows
+    n_neg, n_pos = sc.class_rows
+    data = {
+        "subgroup_size": cell[:, 0] + cell[:, 1],
+        "subgroup_negatives": cell[:, 0],
+        "subgroup_positives": cell[:, 1],
+        "background_negatives": n_neg - cell[:, 0],
+        "background_positives": n_pos - cell[:, 1],
+    }
+    data.update(metrics_from_counts(sc))
+    if sc.weighted:
+        c = sc.counts
+        data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG]
+        data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS]
+        data["background_negative_weight"] = sc.total_neg - c[:, K.CELL_SUBGROUP_NEG]
+        data["background_positive_weight"] = sc.total_pos - c[:, K.CELL_SUBGROUP_POS]
+    table = pd.DataFrame(data, index=pd.Index(sc.names, name="subgroup"))
+    if warn:
+        warn_undefined(table, context)
+    return table
+
+
+def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
+    """One UndefinedMetricWarning naming each NaN metric and the empty cell behind it."""
+    problems = []
+    for metric in METRIC_COLUMNS:
+        if metric not in table:
+            continue
+        for name in table.index[table[metric].isna().to_numpy()]:
+            cells = _METRIC_CELLS[metric]
+            counts = ", ".join(f"{c}={int(table.at[name, c])}" for c in cells)
+            problems.append(f"{name}: {metric} ({counts})")
+    if problems:
+        shown = "; ".join(problems[:12]) + (f"; ... {len(problems) - 12} more"
+                                             if len(problems) > 12 else "")
+        where = f" for {context}" if context else ""
+        warnings.warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
+                      f"one-class cell), set to NaN: {shown}", UndefinedMetricWarning,
+                      stacklevel=3)
+
+
+def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
+                 label_threshold: float | None = None,
+                 subgroup_threshold: float | None = None) -> pd.DataFrame:
+    """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
+
+    One sort of the scores and one sweep over the subgroup rows give every
+    tie-aware Mann-Whitney U count; unweighted counts are exact integers.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: bool, or numbers in {0, 1}. Fractional labels (e.g. a
+        toxicity fraction) need ``label_threshold``.
+    y_score : array-like of shape (n,)
+        Finite model scores. float32 scores stay float32, so ties are decided
+        in the precision given.
+    subgroups : DataFrame of boolean columns, dict of name -> mask, or (n, k) array
+        Subgroup memberships; a row may belong to several subgroups or none.
+        Names of an array input are ``subgroup_0``, ``subgroup_1``, ...
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights; every pair then counts ``w_i * w_j``.
+    label_threshold : float, optional
+        Positive iff ``y_true >= label_threshold``.
+    subgroup_threshold : float, optional
+        Member iff ``mask >= subgroup_threshold`` (NaN is never a member).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``subgroup``; columns ``subgroup_size``, the four cell counts
+        ``subgroup_negatives``, ``subgroup_positives``, ``background_negatives``,
+        ``background_positives``, then ``subgroup_auc``, ``bpsn_auc``,
+        ``bnsp_auc``, ``negative_aeg``, ``positive_aeg`` (and the four cell
+        weights when weighted). ``table.attrs["overall_auc"]`` holds the
+        overall AUC. Undefined metrics (an empty or one-class cell) are NaN and
+        raise one :class:`UndefinedMetricWarning`.
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> y = np.array([0, 0, 1, 1, 0, 1])
+    >>> s = np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.9])
+    >>> groups = {"g": np.array([True, True, True, False, False, False])}
+    >>> t = fastbias.bias_metrics(y, s, groups)
+    >>> float(t.loc["g", "subgroup_auc"]), float(t.loc["g", "bpsn_auc"])
+    (0.5, 1.0)
+    """
+    labels = as_labels(y_true, "y_true", threshold=label_threshold)
+    n = labels.shape[0]
+    scores = as_scores(y_score, "y_score", n)
+    weights = as_sample_weight(sample_weight, n)
+    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
+    sc = sweep_counts(scores, prepare_memberships(labels, rows, names), weights)
+    table = table_from_counts(sc)
+    table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+    return table
+
+
+def overall_auc(y_true, y_score, *, sample_weight=None,
+                label_threshold: float | None = None) -> float:
+    """ROC AUC of all rows, tie-aware; equal to ``sklearn.metrics.roc_auc_score``.
+
+    Unlike scikit-learn, a one-class input returns NaN with an
+    :class:`UndefinedMetricWarning` instead of raising.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels (bool or 0/1), or fractional with ``label_threshold``.
+    y_score : array-like of shape (n,)
+        Finite scores.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights.
+    label_threshold : float, optional
+        Positive iff ``y_true >= label_threshold``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> fastbias.overall_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    """
+    labels = as_labels(y_true, "y_true", threshold=label_threshold)
+    n = labels.shape[0]
+    scores = as_scores(y_score, "y_score", n)
+    weights = as_sample_weight(sample_weight, n)
+    sc = sweep_counts(scores, prepare_memberships(labels, [], []), weights)
+    value = overall_auc_from_counts(sc)
+    if np.isnan(value):
+        n_neg, n_pos = sc.class_rows
+        warnings.warn(f"overall AUC undefined (negatives={n_neg}, positives={n_pos}); NaN",
+                      UndefinedMetricWarning, stacklevel=2)
+    return value

@@ -1,7 +1,41 @@
-"""fastbias: exact, fast unintended-bias metrics with a compiled core."""
+"""fastbias: exact, fast unintended-bias metrics with a compiled (Numba) core.
+
+The core functions are imported eagerly; the rest of the public API is loaded
+on first access so that optional parts cost nothing at import time.
+"""
+from importlib import import_module
+
 from ._validation import UndefinedMetricWarning
 from .metrics import bias_metrics, overall_auc
 
 __version__ = "0.1.0"
 
-__all__ = ["bias_metrics", "overall_auc", "UndefinedMetricWarning", "__version__"]
+# public name -> submodule that defines it (loaded lazily)
+_LAZY = {
+    "evaluate": "fastbias.evaluate",
+    "EvaluationResult": "fastbias.evaluate",
+    "make_jigsaw_like": "fastbias.synthetic",
+    "final_metric": "fastbias.aggregates",
+    "power_mean": "fastbias.aggregates",
+    "pinned_auc": "fastbias.aggregates",
+    "bernstein_halfwidth": "fastbias.intervals",
+    "bernstein_min_samples": "fastbias.intervals",
+    "bernstein_interval": "fastbias.intervals",
+    "delong_paired_test": "fastbias.intervals",
+    "BiasEvaluator": "fastbias.evaluator",
+}
+
+__all__ = ["bias_metrics", "overall_auc", "UndefinedMetricWarning", "__version__", *_LAZY]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastbias' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

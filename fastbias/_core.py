@@ -100,8 +100,51 @@ class SweepCounts:
     weighted: bool
 
 
-def _identity_order(id_scores: np.ndarray) -> np.ndarray:
-    return np.argsort(id_scores, kind="stable")
+@dataclass(frozen=True)
+class ScoreOrder:
+    """One score vector sorted once, reusable for any number of weightings.
+
+    ``neg_rows``/``pos_rows`` are the negative/positive row indices in
+    increasing score order and ``neg_sorted``/``pos_sorted`` their scores;
+    ``id_scores`` are the scores of ``Memberships.identity_rows`` and
+    ``id_order`` sorts them. Re-weighting (sample weights, bootstrap
+    replicates) needs only :func:`sweep_weighted`, never a new sort.
+    """
+
+    id_scores: np.ndarray
+    id_order: np.ndarray
+    neg_rows: np.ndarray
+    pos_rows: np.ndarray
+    neg_sorted: np.ndarray
+    pos_sorted: np.ndarray
+
+
+def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
+    """Sort ``scores`` within each class and among the identity rows (argsort based)."""
+    id_scores = K.gather_scores(scores, memberships.identity_rows)
+    id_order = np.argsort(id_scores, kind="stable")
+    neg_rows, pos_rows = K.split_rows_by_label(memberships.labels)
+    neg_scores = K.gather_scores(scores, neg_rows)
+    pos_scores = K.gather_scores(scores, pos_rows)
+    neg_order = np.argsort(neg_scores, kind="stable")
+    pos_order = np.argsort(pos_scores, kind="stable")
+    return ScoreOrder(id_scores, id_order, neg_rows[neg_order], pos_rows[pos_order],
+                      neg_scores[neg_order], pos_scores[pos_order])
+
+
+def sweep_weighted(order: ScoreOrder, memberships: Memberships,
+                   sample_weight: np.ndarray) -> SweepCounts:
+    """Weighted (float64) counts for a pre-sorted score vector; O(n + memberships)."""
+    m = memberships
+    neg_cumw = K.cumulative_weights(order.neg_rows, sample_weight)
+    pos_cumw = K.cumulative_weights(order.pos_rows, sample_weight)
+    pos_w_sorted = sample_weight[order.pos_rows]
+    id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
+    counts, twice_u = K.subgroup_counts_weighted(
+        order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
+        order.neg_sorted, neg_cumw, order.pos_sorted, pos_cumw, pos_w_sorted, m.n_groups)
+    return SweepCounts(m.names, counts, float(neg_cumw[-1]), float(pos_cumw[-1]),
+                       float(twice_u), m.cell_rows, m.class_rows, True)
 
 
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
@@ -109,35 +152,18 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
-    ``memberships.n_rows`` (validated by the caller).
+    ``memberships.n_rows`` (validated by the caller). Unweighted counts are
+    exact int64 (value sorts only, the fast path); weighted counts are float64.
     """
     m = memberships
+    if sample_weight is not None:
+        return sweep_weighted(order_scores(scores, m), m, sample_weight)
     id_scores = K.gather_scores(scores, m.identity_rows)
-    id_order = _identity_order(id_scores)
-    if sample_weight is None:
-        neg_sorted, pos_sorted = K.split_scores_by_label(scores, m.labels)
-        neg_sorted.sort()
-        pos_sorted.sort()
-        counts, twice_u = K.subgroup_counts(id_scores, id_order, m.identity_labels, m.row_ptr,
-                                            m.row_groups, neg_sorted, pos_sorted, m.n_groups)
-        total_neg, total_pos = neg_sorted.shape[0], pos_sorted.shape[0]
-        twice_u = int(twice_u)
-    else:
-        neg_rows, pos_rows = K.split_rows_by_label(m.labels)
-        neg_scores = K.gather_scores(scores, neg_rows)
-        pos_scores = K.gather_scores(scores, pos_rows)
-        neg_order = np.argsort(neg_scores, kind="stable")
-        pos_order = np.argsort(pos_scores, kind="stable")
-        neg_sorted = neg_scores[neg_order]
-        pos_sorted = pos_scores[pos_order]
-        neg_cumw = K.gather_sorted_weights(neg_rows, neg_order, sample_weight)
-        pos_cumw = K.gather_sorted_weights(pos_rows, pos_order, sample_weight)
-        pos_w_sorted = sample_weight[pos_rows[pos_order]]
-        id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
-        counts, twice_u = K.subgroup_counts_weighted(
-            id_scores, id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
-            neg_sorted, neg_cumw, pos_sorted, pos_cumw, pos_w_sorted, m.n_groups)
-        total_neg, total_pos = float(neg_cumw[-1]), float(pos_cumw[-1])
-        twice_u = float(twice_u)
-    return SweepCounts(m.names, counts, total_neg, total_pos, twice_u, m.cell_rows,
-                       m.class_rows, sample_weight is not None)
+    id_order = np.argsort(id_scores, kind="stable")
+    neg_sorted, pos_sorted = K.split_scores_by_label(scores, m.labels)
+    neg_sorted.sort()
+    pos_sorted.sort()
+    counts, twice_u = K.subgroup_counts(id_scores, id_order, m.identity_labels, m.row_ptr,
+                                        m.row_groups, neg_sorted, pos_sorted, m.n_groups)
+    return SweepCounts(m.names, counts, neg_sorted.shape[0], pos_sorted.shape[0], int(twice_u),
+                       m.cell_rows, m.class_rows, False)

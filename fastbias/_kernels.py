@@ -83,14 +83,14 @@ def split_rows_by_label(labels):
 
 
 @njit(cache=True, nogil=True)
-def gather_sorted_weights(rows, order, weights):
-    """Cumulative weights (length m + 1, starting at 0) of ``rows[order]``."""
-    m = order.shape[0]
+def cumulative_weights(rows, weights):
+    """Cumulative weights (length m + 1, starting at 0) of ``weights[rows]``."""
+    m = rows.shape[0]
     cumulative = np.empty(m + 1, dtype=np.float64)
     cumulative[0] = 0.0
     total = 0.0
     for j in range(m):
-        total += weights[rows[order[j]]]
+        total += weights[rows[j]]
         cumulative[j + 1] = total
     return cumulative
 

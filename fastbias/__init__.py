@@ -12,8 +12,8 @@ __version__ = "0.1.0"
 
 # public name -> submodule that defines it (loaded lazily)
 _LAZY = {
-    "evaluate": "fastbias.evaluate",
-    "EvaluationResult": "fastbias.evaluate",
+    "evaluate": "fastbias.evaluation",
+    "EvaluationResult": "fastbias.evaluation",
     "make_jigsaw_like": "fastbias.synthetic",
     "final_metric": "fastbias.aggregates",
     "power_mean": "fastbias.aggregates",

@@ -1,0 +1,306 @@
+"""DataFrame entry point: one or many models, Jigsaw-layout columns as they come."""
+from __future__ import annotations
+
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._core import Memberships, SweepCounts, prepare_memberships, sweep_counts
+from ._validation import as_labels, as_sample_weight, as_scores, column_rows
+from .metrics import (COUNT_COLUMNS, METRIC_COLUMNS, overall_auc_from_counts, table_from_counts,
+                      warn_undefined)
+
+MISSING_POLICIES = ("background", "exclude")
+
+
+@dataclass
+class EvaluationResult:
+    """What :func:`evaluate` returns.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        Tidy: one row per (model, subgroup) with columns ``model``,
+        ``subgroup``, the counts (``subgroup_size``, ``subgroup_negatives``,
+        ``subgroup_positives``, ``background_negatives``,
+        ``background_positives``) and the five metrics (plus interval columns
+        when intervals were asked for).
+    overall_auc : pandas.Series
+        Overall AUC per model (index = model name).
+    label, models, subgroups : str, list of str, list of str
+        The columns that were evaluated.
+    settings : dict
+        Thresholds and the missing-identity policy used.
+    """
+
+    table: pd.DataFrame
+    overall_auc: pd.Series
+    label: str
+    models: list
+    subgroups: list
+    settings: dict = field(default_factory=dict)
+
+    def for_model(self, model: str | None = None) -> pd.DataFrame:
+        """One model's rows, indexed by subgroup (the layout of :func:`bias_metrics`).
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=4, random_state=0)
+        >>> res = fastbias.evaluate(df, label="toxicity", scores="model_fair",
+        ...                         subgroups=["male", "female"])
+        >>> list(res.for_model().index)
+        ['male', 'female']
+        """
+        if model is None:
+            if len(self.models) != 1:
+                raise ValueError(f"several models were evaluated ({self.models}); name one")
+            model = self.models[0]
+        if model not in self.models:
+            raise KeyError(f"model {model!r} was not evaluated; models are {self.models}")
+        out = self.table[self.table["model"] == model].drop(columns="model").set_index("subgroup")
+        out.attrs["overall_auc"] = float(self.overall_auc[model])
+        return out
+
+    def wide(self, metrics=None) -> pd.DataFrame:
+        """Models side by side: index subgroup, columns (metric, model).
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=3, random_state=0)
+        >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+        ...                         subgroups=["male", "female", "transgender"])
+        >>> res.wide(["bpsn_auc"]).columns.tolist()
+        [('bpsn_auc', 'model_fair'), ('bpsn_auc', 'model_biased')]
+        """
+        metrics = list(METRIC_COLUMNS if metrics is None else metrics)
+        wide = self.table.pivot(index="subgroup", columns="model", values=metrics)
+        wide = wide.reindex(index=self.subgroups)
+        return wide.reindex(columns=pd.MultiIndex.from_product([metrics, self.models]))
+
+    def final_metric(self, **kwargs) -> pd.Series:
+        """Jigsaw final metric per model (see :func:`fastbias.final_metric`)."""
+        from .aggregates import final_metric
+
+        return pd.Series({m: final_metric(self.for_model(m), float(self.overall_auc[m]), **kwargs)
+                          for m in self.models}, name="final_metric")
+
+    def __repr__(self) -> str:
+        head = (f"EvaluationResult(label={self.label!r}, models={self.models}, "
+                f"{len(self.subgroups)} subgroups)")
+        return head + "\noverall AUC:\n" + self.overall_auc.to_string()
+
+
+def _require_columns(df: pd.DataFrame, columns, argument: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise KeyError(f"{argument}: column(s) {missing} not in the DataFrame "
+                       f"(columns are {list(df.columns)[:20]}{' ...' if df.shape[1] > 20 else ''})")
+
+
+def _as_list(value, argument: str) -> list:
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        raise ValueError(f"{argument} is required")
+    out = list(value)
+    if not out:
+        raise ValueError(f"{argument} is empty")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
+    return out
+
+
+def _identity_column(df: pd.DataFrame, name: str) -> np.ndarray:
+    col = df[name]
+    dtype = col.dtype
+    if pd.api.types.is_bool_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
+        return col.to_numpy().view(np.uint8)
+    if pd.api.types.is_extension_array_dtype(dtype):
+        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+            return col.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    if not pd.api.types.is_numeric_dtype(dtype):
+        raise TypeError(f"subgroup column {name!r} must be numeric or boolean, got dtype {dtype}")
+    return col.to_numpy()
+
+
+def _universes(columns: list, missing_subgroup: str, n: int):
+    """Group subgroups by the rows they may be compared with.
+
+    With ``missing_subgroup="background"`` every subgroup uses all rows. With
+    ``"exclude"`` a subgroup's background leaves out rows whose identity
+    value is NaN; subgroups with the same NaN pattern (as in Jigsaw, where all
+    identity columns are annotated together) share one universe and one sweep.
+    Returns a list of (kept_rows or None, [subgroup indices]).
+    """
+    if missing_subgroup == "background":
+        return [(None, list(range(len(columns))))]
+    groups: dict = {}
+    for j, values in enumerate(columns):
+        if np.issubdtype(values.dtype, np.floating):
+            missing = np.isnan(values)
+        else:
+            missing = np.zeros(n, dtype=bool)
+        key = np.packbits(missing).tobytes()
+        if key not in groups:
+            groups[key] = (missing, [])
+        groups[key][1].append(j)
+    out = []
+    for missing, members in groups.values():
+        kept = None if not missing.any() else np.flatnonzero(~missing)
+        out.append((kept, members))
+    return out
+
+
+@dataclass(frozen=True)
+class _PreparedUniverse:
+    kept_rows: np.ndarray | None
+    subgroup_index: list
+    memberships: Memberships
+
+
+def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+             subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
+             sample_weight=None, n_jobs: int | None = None, ci: str | None = None,
+             confidence: float = 0.95, n_boot: int = 1000, random_state=None) -> EvaluationResult:
+    """Bias metrics for one or many models from a DataFrame, as the data comes.
+
+    Labels and subgroup memberships are prepared once and shared by all
+    models; each model then costs one sort and one sweep, and models run in
+    parallel threads (the kernels release the GIL).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per example.
+    label : str
+        Label column: boolean, 0/1, or a fraction (e.g. Jigsaw's ``target``)
+        binarised as ``>= label_threshold``.
+    scores : str or list of str
+        Score column(s), one per model.
+    subgroups : list of str
+        Identity columns: boolean, or numeric (e.g. annotator fractions)
+        binarised as ``>= subgroup_threshold``; NaN means "not annotated".
+    label_threshold, subgroup_threshold : float, default 0.5
+    missing_subgroup : {"background", "exclude"}, default "background"
+        What an unannotated (NaN) identity value means: "background" counts
+        the row as background for that subgroup (what the Jigsaw competition
+        did); "exclude" leaves it out of that subgroup's background.
+    sample_weight : str or array-like, optional
+        A weight column name or an array of non-negative weights.
+    n_jobs : int, optional
+        Threads for the models (default: one per model, at most the CPU count).
+    ci : {None, "delong", "bootstrap", "bernstein"}, optional
+        Add ``<metric>_low``/``<metric>_high`` interval columns.
+    confidence : float, default 0.95
+    n_boot : int, default 1000
+        Bootstrap replicates (``ci="bootstrap"``).
+    random_state : int or numpy Generator, optional
+        Seed for the bootstrap.
+
+    Returns
+    -------
+    EvaluationResult
+        ``.table`` (tidy, one row per model and subgroup), ``.overall_auc``
+        (per model), ``.wide()`` and ``.for_model()`` views.
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> df = fastbias.make_jigsaw_like(n_rows=50_000, n_identities=4, random_state=1)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+    ...                         subgroups=["male", "female", "transgender", "other_gender"])
+    >>> res.table.shape[0]
+    8
+    >>> bool(res.overall_auc["model_fair"] > 0.5)
+    True
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if missing_subgroup not in MISSING_POLICIES:
+        raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, got {missing_subgroup!r}")
+    if ci not in (None, "delong", "bootstrap", "bernstein"):
+        raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
+    models = _as_list(scores, "scores")
+    subgroup_names = _as_list(subgroups, "subgroups")
+    _require_columns(df, [label], "label")
+    _require_columns(df, models, "scores")
+    _require_columns(df, subgroup_names, "subgroups")
+    if df.shape[0] == 0:
+        raise ValueError("df is empty (0 rows)")
+    n = df.shape[0]
+
+    labels = as_labels(df[label], f"label column {label!r}", threshold=label_threshold)
+    if isinstance(sample_weight, str):
+        _require_columns(df, [sample_weight], "sample_weight")
+        weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}")
+    else:
+        weights = as_sample_weight(sample_weight, n)
+
+    columns = [_identity_column(df, name) for name in subgroup_names]
+    buffer = np.empty(n, dtype=np.int64)
+    member_rows = [column_rows(values, 1.0 if values.dtype == np.uint8 else subgroup_threshold,
+                               buffer) for values in columns]
+    universes = []
+    for kept, index in _universes(columns, missing_subgroup, n):
+        rows = [member_rows[j] if kept is None else np.searchsorted(kept, member_rows[j])
+                for j in index]
+        sub_labels = labels if kept is None else labels[kept]
+        universes.append(_PreparedUniverse(
+            kept, index, prepare_memberships(sub_labels, rows, [subgroup_names[j] for j in index])))
+    needs_overall = all(u.kept_rows is not None for u in universes)
+    overall_memberships = prepare_memberships(labels, [], []) if needs_overall else None
+
+    def run_model(model: str):
+        values = as_scores(df[model], f"score column {model!r}", n)
+        tables, overall = [], None
+        for u in universes:
+            s = values if u.kept_rows is None else values[u.kept_rows]
+            w = None if weights is None else (weights if u.kept_rows is None else weights[u.kept_rows])
+            sc = sweep_counts(s, u.memberships, w)
+            table = table_from_counts(sc, warn=False)
+            if ci is not None:
+                from .intervals import add_intervals
+
+                table = add_intervals(table, method=ci, scores=s, memberships=u.memberships,
+                                      sample_weight=w, confidence=confidence, n_boot=n_boot,
+                                      random_state=random_state)
+            tables.append(table)
+            if u.kept_rows is None:
+                overall = (overall_auc_from_counts(sc), table.attrs)
+        if overall is None:
+            sc = sweep_counts(values, overall_memberships, weights)
+            overall = (overall_auc_from_counts(sc), {})
+        return pd.concat(tables).reindex(subgroup_names), overall
+
+    workers = n_jobs or min(len(models), os.cpu_count() or 1)
+    if workers > 1 and len(models) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(run_model, models))
+    else:
+        results = [run_model(m) for m in models]
+
+    parts = []
+    overall_aucs = {}
+    for model, (table, (auc, attrs)) in zip(models, results):
+        warn_undefined(table, context=f"model {model!r}")
+        overall_aucs[model] = auc
+        part = table.reset_index()
+        part.insert(0, "model", model)
+        parts.append(part)
+    tidy = pd.concat(parts, ignore_index=True)
+    result = EvaluationResult(
+        table=tidy, overall_auc=pd.Series(overall_aucs, name="overall_auc"), label=label,
+        models=models, subgroups=subgroup_names,
+        settings={"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
+                  "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
+                  "weighted": weights is not None})
+    return result
+
+
+__all__ = ["evaluate", "EvaluationResult", "COUNT_COLUMNS"]

@@ -1,0 +1,135 @@
+"""A Jigsaw-sized synthetic evaluation set, for demos, benchmarks and tests.
+
+The layout follows the Civil Comments / Jigsaw Unintended Bias data
+(Borkan et al. 2019, section 4): a float toxicity fraction, 24 float identity
+columns that are NaN where a comment was not annotated for identities, and
+model scores with ties (scores rounded, as production APIs return them).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+JIGSAW_ROWS = 1_804_875
+
+#: The 24 identity columns of the Jigsaw Unintended Bias data set.
+JIGSAW_IDENTITIES = [
+    "male", "female", "transgender", "other_gender",
+    "heterosexual", "homosexual_gay_or_lesbian", "bisexual", "other_sexual_orientation",
+    "christian", "jewish", "muslim", "hindu", "buddhist", "atheist", "other_religion",
+    "black", "white", "asian", "latino", "other_race_or_ethnicity",
+    "physical_disability", "intellectual_or_learning_disability",
+    "psychiatric_or_mental_illness", "other_disability",
+]
+
+
+def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
+                     toxic_fraction: float = 0.08, annotated_fraction: float = 0.25,
+                     identity_fraction_range=(0.001, 0.03), biased_identities=None,
+                     bias_shift: float = 0.8, score_decimals: int = 3,
+                     score_dtype=np.float32, random_state=0) -> pd.DataFrame:
+    """Generate a Jigsaw-layout data set with a fair and a biased model.
+
+    Parameters
+    ----------
+    n_rows : int, default 1,804,875
+        Rows (the size of the Jigsaw Unintended Bias training set).
+    n_identities : int, default 24
+        Identity columns; the first 24 carry Jigsaw's names, more are
+        ``identity_24``, ...
+    toxic_fraction : float, default 0.08
+        Approximate share of toxic rows (``toxicity >= 0.5``) outside identities.
+    annotated_fraction : float, default 0.25
+        Share of rows annotated for identity; the others have NaN identities.
+    identity_fraction_range : (float, float), default (0.001, 0.03)
+        Each identity covers a log-uniform share of all rows in this range;
+        identities overlap at random. Identity rows are more often toxic.
+    biased_identities : list of str, optional
+        Identities on which ``model_biased`` shifts scores up (default: every
+        other identity).
+    bias_shift : float, default 0.8
+        Logit shift of ``model_biased`` on rows of the biased identities.
+    score_decimals : int, default 3
+        Scores are rounded to this many decimals, which creates ties.
+    score_dtype : numpy dtype, default float32
+    random_state : int, default 0
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``toxicity`` (float fraction), the identity columns (float
+        fraction of annotators, NaN if not annotated), ``model_fair`` and
+        ``model_biased`` (scores in [0, 1]).
+
+    Examples
+    --------
+    >>> from fastbias.synthetic import make_jigsaw_like
+    >>> df = make_jigsaw_like(n_rows=10_000, n_identities=3, random_state=0)
+    >>> list(df.columns)
+    ['toxicity', 'male', 'female', 'transgender', 'model_fair', 'model_biased']
+    >>> bool(df["male"].isna().any())
+    True
+    """
+    if n_rows < 1:
+        raise ValueError(f"n_rows must be >= 1, got {n_rows}")
+    if n_identities < 0:
+        raise ValueError(f"n_identities must be >= 0, got {n_identities}")
+    if not 0 < annotated_fraction <= 1:
+        raise ValueError(f"annotated_fraction must be in (0, 1], got {annotated_fraction}")
+    rng = np.random.default_rng(random_state)
+    names = [JIGSAW_IDENTITIES[j] if j < len(JIGSAW_IDENTITIES) else f"identity_{j}"
+             for j in range(n_identities)]
+    if biased_identities is None:
+        biased_identities = names[::2]
+    unknown = sorted(set(biased_identities) - set(names))
+    if unknown:
+        raise ValueError(f"biased_identities {unknown} are not among the identity columns")
+
+    annotated = rng.random(n_rows) < annotated_fraction
+    lo, hi = identity_fraction_range
+    shares = np.exp(rng.uniform(np.log(lo), np.log(hi), n_identities))
+    base_logit = np.log(toxic_fraction / (1 - toxic_fraction))
+    logit = np.full(n_rows, base_logit)
+    bias = np.zeros(n_rows)
+    identity_values = {}
+    for j, name in enumerate(names):
+        member_rate = min(shares[j] / annotated_fraction, 1.0)
+        member = annotated & (rng.random(n_rows) < member_rate)
+        values = np.where(member, rng.uniform(0.5, 1.0, n_rows),
+                          np.where(rng.random(n_rows) < 0.1, rng.uniform(0.0, 0.45, n_rows), 0.0))
+        values[~annotated] = np.nan
+        identity_values[name] = np.round(values, 2)
+        logit += 0.7 * member  # identity mentions are more often toxic
+        if name in biased_identities:
+            bias += bias_shift * member
+    toxic = rng.random(n_rows) < 1.0 / (1.0 + np.exp(-logit))
+    toxicity = np.where(toxic, rng.uniform(0.5, 1.0, n_rows),
+                        np.where(rng.random(n_rows) < 0.3, rng.uniform(0.0, 0.45, n_rows), 0.0))
+    latent = -2.6 + 3.0 * toxic + rng.normal(0.0, 1.0, n_rows)
+    data = {"toxicity": np.round(toxicity, 4)}
+    data.update(identity_values)
+    for model, shift in (("model_fair", 0.0), ("model_biased", 1.0)):
+        noise = rng.normal(0.0, 0.35, n_rows)
+        score = 1.0 / (1.0 + np.exp(-(latent + noise + shift * bias)))
+        data[model] = np.round(score, score_decimals).astype(score_dtype)
+    return pd.DataFrame(data)
+
+
+def to_arrays(df: pd.DataFrame, *, label: str = "toxicity", score: str = "model_fair",
+              subgroups=None, threshold: float = 0.5):
+    """Binary labels, scores and an (n, k) boolean membership array from a Jigsaw-layout frame.
+
+    Examples
+    --------
+    >>> from fastbias.synthetic import make_jigsaw_like, to_arrays
+    >>> y, s, groups = to_arrays(make_jigsaw_like(n_rows=1_000, n_identities=2))
+    >>> y.dtype, s.dtype, groups.shape
+    (dtype('bool'), dtype('float32'), (1000, 2))
+    """
+    if subgroups is None:
+        subgroups = [c for c in df.columns if c in JIGSAW_IDENTITIES or c.startswith("identity_")]
+    y = df[label].to_numpy() >= threshold
+    s = df[score].to_numpy()
+    groups = np.column_stack([df[c].to_numpy() >= threshold for c in subgroups]) if subgroups \
+        else np.zeros((len(df), 0), dtype=bool)
+    return y, s, groups

@@ -62,21 +62,31 @@ class Memberships:
         return self.n_rows - n_pos, n_pos
 
 
+def _memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:
+    identity_labels = labels[identity_rows]
+    cell_rows = K.cell_row_counts(identity_labels, row_ptr, row_groups, len(names))
+    return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
+                       identity_labels, cell_rows)
+
+
 def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
     """Build :class:`Memberships` from one increasing row-index array per subgroup."""
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
-    n_rows = labels.shape[0]
     sizes = np.array([len(r) for r in group_rows], dtype=np.int64)
     group_ptr = np.zeros(len(group_rows) + 1, dtype=np.int64)
     np.cumsum(sizes, out=group_ptr[1:])
     flat = (np.concatenate([np.asarray(r, dtype=np.int64) for r in group_rows])
             if group_rows else np.empty(0, dtype=np.int64))
-    identity_rows, row_ptr, row_groups = K.build_row_csr(flat, group_ptr, n_rows)
-    identity_labels = labels[identity_rows]
-    n_pos_in_group = np.array([np.count_nonzero(labels[r]) for r in group_rows], dtype=np.int64)
-    cell_rows = np.column_stack([sizes - n_pos_in_group, n_pos_in_group]).astype(np.int64)
-    return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
-                       identity_labels, cell_rows.reshape(len(group_rows), 2))
+    csr = K.build_row_csr(flat, group_ptr, labels.shape[0])
+    return _memberships_from_csr(labels, names, *csr)
+
+
+def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list) -> Memberships:
+    """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass."""
+    labels = np.ascontiguousarray(labels, dtype=np.bool_)
+    if matrix.dtype == np.bool_:
+        matrix = matrix.view(np.uint8)
+    return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix))
 
 
 @dataclass(frozen=True)
@@ -119,10 +129,19 @@ class ScoreOrder:
     pos_sorted: np.ndarray
 
 
+def identity_order(id_scores: np.ndarray) -> np.ndarray:
+    """Indices that sort ``id_scores`` (ties in any order: the sweep groups them)."""
+    if id_scores.dtype == np.float32 and id_scores.shape[0] < 2 ** 32:
+        keys = K.packed_float32_keys(id_scores)
+        keys.sort()
+        return K.order_from_packed_keys(keys)
+    return np.argsort(id_scores)
+
+
 def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
     """Sort ``scores`` within each class and among the identity rows (argsort based)."""
     id_scores = K.gather_scores(scores, memberships.identity_rows)
-    id_order = np.argsort(id_scores, kind="stable")
+    id_order = identity_order(id_scores)
     neg_rows, pos_rows = K.split_rows_by_label(memberships.labels)
     neg_scores = K.gather_scores(scores, neg_rows)
     pos_scores = K.gather_scores(scores, pos_rows)
@@ -159,7 +178,7 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     if sample_weight is not None:
         return sweep_weighted(order_scores(scores, m), m, sample_weight)
     id_scores = K.gather_scores(scores, m.identity_rows)
-    id_order = np.argsort(id_scores, kind="stable")
+    id_order = identity_order(id_scores)
     neg_sorted, pos_sorted = K.split_scores_by_label(scores, m.labels)
     neg_sorted.sort()
     pos_sorted.sort()

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from ._core import SweepCounts, prepare_memberships, sweep_counts
+from ._core import (Memberships, SweepCounts, prepare_memberships, prepare_memberships_dense,
+                    sweep_counts)
 from ._validation import (UndefinedMetricWarning, as_labels, as_sample_weight, as_scores,
                           subgroup_rows)
 
@@ -127,6 +128,24 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
                       stacklevel=3)
 
 
+def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None
+                      ) -> Memberships:
+    """Validated labels + any accepted subgroup container -> :class:`Memberships`.
+
+    A dense (n, k) boolean array takes a single row-major pass; DataFrames and
+    dicts take one jitted pass per column.
+    """
+    n = labels.shape[0]
+    if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
+            and subgroups.shape[1] > 0):
+        if subgroups.shape[0] != n:
+            raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}")
+        names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
+        return prepare_memberships_dense(labels, subgroups, names)
+    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
+    return prepare_memberships(labels, rows, names)
+
+
 def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                  label_threshold: float | None = None,
                  subgroup_threshold: float | None = None) -> pd.DataFrame:
@@ -178,8 +197,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     n = labels.shape[0]
     scores = as_scores(y_score, "y_score", n)
     weights = as_sample_weight(sample_weight, n)
-    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
-    sc = sweep_counts(scores, prepare_memberships(labels, rows, names), weights)
+    sc = sweep_counts(scores, prepare_subgroups(labels, subgroups, subgroup_threshold), weights)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     return table

@@ -1,0 +1,4 @@
+"""``python -m fastbias`` runs the command-line tool."""
+from .cli import main
+
+raise SystemExit(main())

@@ -148,7 +148,9 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
 
 def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                  label_threshold: float | None = None,
-                 subgroup_threshold: float | None = None) -> pd.DataFrame:
+                 subgroup_threshold: float | None = None, ci: str | None = None,
+                 confidence: float = 0.95, n_boot: int = 1000,
+                 random_state=None) -> pd.DataFrame:
     """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
 
     One sort of the scores and one sweep over the subgroup rows give every
@@ -171,6 +173,15 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         Positive iff ``y_true >= label_threshold``.
     subgroup_threshold : float, optional
         Member iff ``mask >= subgroup_threshold`` (NaN is never a member).
+    ci : {None, "delong", "bootstrap", "bernstein"}, optional
+        Add ``<metric>_low``/``<metric>_high`` columns (and ``<metric>_se``
+        where the method has standard errors); see ``docs/intervals.md``.
+    confidence : float, default 0.95
+        Coverage of the intervals.
+    n_boot : int, default 1000
+        Replicates for ``ci="bootstrap"``.
+    random_state : int or numpy Generator, optional
+        Seed for ``ci="bootstrap"``.
 
     Returns
     -------
@@ -197,9 +208,18 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     n = labels.shape[0]
     scores = as_scores(y_score, "y_score", n)
     weights = as_sample_weight(sample_weight, n)
-    sc = sweep_counts(scores, prepare_subgroups(labels, subgroups, subgroup_threshold), weights)
+    if ci not in (None, "delong", "bootstrap", "bernstein"):
+        raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
+    memberships = prepare_subgroups(labels, subgroups, subgroup_threshold)
+    sc = sweep_counts(scores, memberships, weights)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+    if ci is not None:
+        from .intervals import add_intervals
+
+        table = add_intervals(table, method=ci, scores=scores, memberships=memberships,
+                              sample_weight=weights, confidence=confidence, n_boot=n_boot,
+                              random_state=random_state)
     return table
 
 

@@ -1,0 +1,279 @@
+"""Numba kernels behind :mod:`fastbias.intervals` (no pandas here).
+
+DeLong structural components from one sweep
+-------------------------------------------
+Every metric is a two-sample U-statistic ``theta = P(X > Y) + 1/2 P(X = Y)``
+between an "above" sample X and a "below" sample Y (the AEGs are
+``1/2 - theta``). DeLong's variance needs, besides ``theta``, the sums of
+squared placements ``SQX = sum_x w_x c(x)^2`` with ``c(x)`` the weight of Y
+below x (ties 1/2) and ``SQY = sum_y w_y d(y)^2`` with ``d(y)`` the weight of X
+above y. For a subgroup g (D-/D+ all negatives/positives, Dg-/Dg+ the
+subgroup's cells, B-/B+ the background cells) the five metrics are
+
+====  ===============  ======  ======
+col   metric           X       Y
+====  ===============  ======  ======
+0     subgroup AUC     Dg+     Dg-
+1     BPSN AUC         B+      Dg-
+2     BNSP AUC         Dg+     B-
+3     negative AEG     B-      Dg-      (theta = P(B- > Dg-))
+4     positive AEG     B+      Dg+      (theta = P(B+ > Dg+))
+====  ===============  ======  ======
+
+Subgroup-side placements are global class placements minus within-subgroup
+ones. A background-side sum such as ``sum_{x in B+} c(x)^2`` with
+``c(x) = sum_{y in Dg-} w_y k(x, y)`` is the sum over *all* positives minus the
+sum over Dg+, and the sum over all positives expands over pairs of subgroup
+rows: ``sum_{y, y'} w_y w_y' sum_x w_x k(x, y) k(x, y')``, where the inner sum
+is ``W+(> s') + 1/2 W+(= s')`` when ``s_y < s_y' = s'`` and
+``W+(> s) + 1/4 W+(= s)`` when the two scores are equal. So one block sweep
+over the subgroup rows in score order, with global class weights below/at
+each row, gives every sum in ``O(n log n + memberships)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+N_METRICS = 5
+# column blocks of the sums returned by ``delong_subgroup_sums``
+U_SUM = 0  # columns 0..4: sum of placements (= U, plain units)
+SQ_X = 5  # columns 5..9: sum over X of w * c(x)^2
+SQ_Y = 10  # columns 10..14: sum over Y of w * d(y)^2
+
+
+@njit(cache=True, nogil=True)
+def weights_at_bounds(cumulative, lt, le):
+    """Weight strictly below and at-or-below, from cumulative weights and rank bounds."""
+    m = lt.shape[0]
+    below = np.empty(m, dtype=np.float64)
+    at_or_below = np.empty(m, dtype=np.float64)
+    for r in range(m):
+        below[r] = cumulative[lt[r]]
+        at_or_below[r] = cumulative[le[r]]
+    return below, at_or_below
+
+
+@njit(cache=True, nogil=True)
+def delong_subgroup_sums(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
+                         neg_below, neg_at_or_below, pos_below, pos_at_or_below,
+                         total_neg, total_pos, n_groups):
+    """Per subgroup: U, SQX and SQY of the five metrics (see the module docstring).
+
+    ``neg_below[r]``/``neg_at_or_below[r]`` are the weights of all negatives with
+    a score below / at or below identity row r's score (likewise for the
+    positives). Returns ``(sums, cells)``: sums is (n_groups, 15) float64 with
+    the column blocks U_SUM, SQ_X, SQ_Y; cells is (n_groups, 2) with the
+    weights of Dg- and Dg+.
+    """
+    m = id_order.shape[0]
+    cells = np.zeros((n_groups, 2), dtype=np.float64)
+    for r in range(m):
+        label = 1 if id_labels[r] else 0
+        for p in range(row_ptr[r], row_ptr[r + 1]):
+            cells[row_groups[p], label] += id_weights[r]
+    sums = np.zeros((n_groups, 3 * N_METRICS), dtype=np.float64)
+    # background "all of the class" parts of SQX[1], SQY[2], SQX[3], SQX[4] and the
+    # within-class self parts of SQX[3], SQX[4]
+    all_bpsn = np.zeros(n_groups)
+    all_bnsp = np.zeros(n_groups)
+    all_neg_aeg = np.zeros(n_groups)
+    self_neg_aeg = np.zeros(n_groups)
+    all_pos_aeg = np.zeros(n_groups)
+    self_pos_aeg = np.zeros(n_groups)
+    neg_lt = np.zeros(n_groups)  # subgroup negative weight strictly below the block
+    pos_lt = np.zeros(n_groups)
+    neg_eq = np.zeros(n_groups)  # ... inside the current block
+    pos_eq = np.zeros(n_groups)
+    touched = np.empty(n_groups, dtype=np.int64)
+    is_touched = np.zeros(n_groups, dtype=np.bool_)
+    t = 0
+    while t < m:
+        block_score = id_scores[id_order[t]]
+        start = t
+        n_touched = 0
+        while t < m and id_scores[id_order[t]] == block_score:
+            r = id_order[t]
+            w = id_weights[r]
+            for p in range(row_ptr[r], row_ptr[r + 1]):
+                g = row_groups[p]
+                if id_labels[r]:
+                    pos_eq[g] += w
+                else:
+                    neg_eq[g] += w
+                if not is_touched[g]:
+                    is_touched[g] = True
+                    touched[n_touched] = g
+                    n_touched += 1
+            t += 1
+        # global class weights around this score (the same for every row of the block)
+        r0 = id_order[start]
+        big_n_lt = neg_below[r0]
+        big_n_eq = neg_at_or_below[r0] - big_n_lt
+        big_n_gt = total_neg - neg_at_or_below[r0]
+        big_p_lt = pos_below[r0]
+        big_p_eq = pos_at_or_below[r0] - big_p_lt
+        big_p_gt = total_pos - pos_at_or_below[r0]
+        for q in range(start, t):
+            r = id_order[q]
+            w = id_weights[r]
+            for p in range(row_ptr[r], row_ptr[r + 1]):
+                g = row_groups[p]
+                n_lt = neg_lt[g]
+                n_eq = neg_eq[g]
+                n_gt = cells[g, 0] - n_lt - n_eq
+                p_lt = pos_lt[g]
+                p_eq = pos_eq[g]
+                p_gt = cells[g, 1] - p_lt - p_eq
+                if id_labels[r]:
+                    a = n_lt + 0.5 * n_eq  # Dg- below x
+                    bnsp = big_n_lt + 0.5 * big_n_eq - a  # B- below x
+                    pos_aeg = (big_p_gt + 0.5 * big_p_eq) - (p_gt + 0.5 * p_eq)  # B+ above x
+                    sums[g, U_SUM + 0] += w * a
+                    sums[g, SQ_X + 0] += w * a * a
+                    sums[g, U_SUM + 2] += w * bnsp
+                    sums[g, SQ_X + 2] += w * bnsp * bnsp
+                    sums[g, U_SUM + 4] += w * pos_aeg
+                    sums[g, SQ_Y + 4] += w * pos_aeg * pos_aeg
+                    all_bnsp[g] += w * (2.0 * p_gt * (big_n_lt + 0.5 * big_n_eq)
+                                        + p_eq * (big_n_lt + 0.25 * big_n_eq))
+                    all_pos_aeg[g] += w * (2.0 * p_lt * (big_p_gt + 0.5 * big_p_eq)
+                                           + p_eq * (big_p_gt + 0.25 * big_p_eq))
+                    own = p_lt + 0.5 * p_eq
+                    self_pos_aeg[g] += w * own * own
+                else:
+                    b = p_gt + 0.5 * p_eq  # Dg+ above y
+                    bpsn = big_p_gt + 0.5 * big_p_eq - b  # B+ above y
+                    neg_aeg = (big_n_gt + 0.5 * big_n_eq) - (n_gt + 0.5 * n_eq)  # B- above y
+                    sums[g, SQ_Y + 0] += w * b * b
+                    sums[g, U_SUM + 1] += w * bpsn
+                    sums[g, SQ_Y + 1] += w * bpsn * bpsn
+                    sums[g, U_SUM + 3] += w * neg_aeg
+                    sums[g, SQ_Y + 3] += w * neg_aeg * neg_aeg
+                    all_bpsn[g] += w * (2.0 * n_lt * (big_p_gt + 0.5 * big_p_eq)
+                                        + n_eq * (big_p_gt + 0.25 * big_p_eq))
+                    all_neg_aeg[g] += w * (2.0 * n_lt * (big_n_gt + 0.5 * big_n_eq)
+                                           + n_eq * (big_n_gt + 0.25 * big_n_eq))
+                    own = n_lt + 0.5 * n_eq
+                    self_neg_aeg[g] += w * own * own
+        for j in range(n_touched):
+            g = touched[j]
+            neg_lt[g] += neg_eq[g]
+            pos_lt[g] += pos_eq[g]
+            neg_eq[g] = 0.0
+            pos_eq[g] = 0.0
+            is_touched[g] = False
+    for g in range(n_groups):
+        sums[g, SQ_X + 1] = all_bpsn[g] - sums[g, SQ_X + 0]
+        sums[g, SQ_Y + 2] = all_bnsp[g] - sums[g, SQ_Y + 0]
+        sums[g, SQ_X + 3] = all_neg_aeg[g] - self_neg_aeg[g]
+        sums[g, SQ_X + 4] = all_pos_aeg[g] - self_pos_aeg[g]
+    return sums, cells
+
+
+@njit(cache=True, nogil=True)
+def class_placements(neg_sorted, neg_cumw, pos_sorted, pos_cumw):
+    """Overall-AUC placements, in each class's sorted order (plain units).
+
+    Returns ``(pos_place, neg_place)``: for every positive the negative weight
+    below it (ties 1/2), for every negative the positive weight above it.
+    """
+    n_neg = neg_sorted.shape[0]
+    n_pos = pos_sorted.shape[0]
+    pos_place = np.empty(n_pos, dtype=np.float64)
+    lt = 0
+    le = 0
+    for j in range(n_pos):
+        s = pos_sorted[j]
+        while lt < n_neg and neg_sorted[lt] < s:
+            lt += 1
+        if le < lt:
+            le = lt
+        while le < n_neg and neg_sorted[le] <= s:
+            le += 1
+        pos_place[j] = 0.5 * (neg_cumw[lt] + neg_cumw[le])
+    total_pos = pos_cumw[n_pos]
+    neg_place = np.empty(n_neg, dtype=np.float64)
+    lt = 0
+    le = 0
+    for j in range(n_neg):
+        s = neg_sorted[j]
+        while lt < n_pos and pos_sorted[lt] < s:
+            lt += 1
+        if le < lt:
+            le = lt
+        while le < n_pos and pos_sorted[le] <= s:
+            le += 1
+        neg_place[j] = total_pos - 0.5 * (pos_cumw[lt] + pos_cumw[le])
+    return pos_place, neg_place
+
+
+@njit(cache=True, nogil=True)
+def cell_placements(sorted_scores, sorted_rows, side, weights, out):
+    """Placements of every row of two samples X (side 1) and Y (side 2).
+
+    ``sorted_scores``/``sorted_rows`` list all rows in increasing score order;
+    ``side[i]`` is 1 for X, 2 for Y, 0 for neither. Writes into ``out[i]`` the
+    Y weight below an X row (ties 1/2) or the X weight above a Y row (ties 1/2);
+    returns ``(W_X, W_Y)``. ``O(n)``, used by the paired test.
+    """
+    n = sorted_rows.shape[0]
+    total_x = 0.0
+    total_y = 0.0
+    for i in range(n):
+        if side[i] == 1:
+            total_x += weights[i]
+        elif side[i] == 2:
+            total_y += weights[i]
+    x_below = 0.0
+    y_below = 0.0
+    t = 0
+    while t < n:
+        start = t
+        s = sorted_scores[t]
+        x_eq = 0.0
+        y_eq = 0.0
+        while t < n and sorted_scores[t] == s:
+            i = sorted_rows[t]
+            if side[i] == 1:
+                x_eq += weights[i]
+            elif side[i] == 2:
+                y_eq += weights[i]
+            t += 1
+        for q in range(start, t):
+            i = sorted_rows[q]
+            if side[i] == 1:
+                out[i] = y_below + 0.5 * y_eq
+            elif side[i] == 2:
+                out[i] = (total_x - x_below - x_eq) + 0.5 * x_eq
+        x_below += x_eq
+        y_below += y_eq
+    return total_x, total_y
+
+
+# Poisson(1) cumulative probabilities P(K <= k), k = 0..19 (beyond: below 2**-53)
+def _poisson_one_cdf():
+    cdf = np.empty(20)
+    term = np.exp(-1.0)
+    total = 0.0
+    for k in range(20):
+        total += term
+        cdf[k] = total
+        term /= k + 1
+    return cdf
+
+
+POISSON_ONE_CDF = _poisson_one_cdf()
+
+
+@njit(cache=True, nogil=True)
+def poisson_one_from_uniform(uniform, cdf, base_weight, out):
+    """``out[i] = base_weight[i] * K_i`` with ``K_i ~ Poisson(1)`` by inversion of ``uniform[i]``."""
+    last = cdf.shape[0]
+    for i in range(uniform.shape[0]):
+        u = uniform[i]
+        k = 0
+        while k < last and u >= cdf[k]:
+            k += 1
+        out[i] = base_weight[i] * k
+    return out

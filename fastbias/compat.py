@@ -226,7 +226,7 @@ def power_mean(series, p):
     return _power_mean(series, p)
 
 
-def get_final_metric(bias_df, overall_auc, POWER=-5, OVERALL_MODEL_WEIGHT=0.25):  # noqa: N803
+def get_final_metric(bias_df, overall_auc, POWER=-5, OVERALL_MODEL_WEIGHT=0.25):
     """The competition's final score from a bias table: the Kaggle kernel's function.
 
     ``OVERALL_MODEL_WEIGHT * overall_auc + (1 - OVERALL_MODEL_WEIGHT) *

@@ -20,7 +20,12 @@ from sklearn.metrics import roc_auc_score
 import fastbias
 from fastbias import UndefinedMetricWarning
 from fastbias._core import prepare_memberships, sweep_counts
-from fastbias.aggregates import _expected_pinned_terms, final_metric, pinned_auc, power_mean
+from fastbias.aggregates import (
+    _expected_pinned_terms,
+    final_metric,
+    pinned_auc,
+    power_mean,
+)
 
 from .reference import pair_probability, sklearn_scipy_metrics
 
@@ -110,7 +115,7 @@ def _table_with_undefined_group():
 
 
 def test_final_metric_nan_propagates_by_default_with_a_warning():
-    y, s, member, table = _table_with_undefined_group()
+    table = _table_with_undefined_group()[3]
     with pytest.warns(UndefinedMetricWarning, match=r"subgroup_2 \(subgroup_auc\)"):
         assert math.isnan(final_metric(table))
 
@@ -133,9 +138,9 @@ def test_final_metric_nan_overall_auc_gives_nan():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(overall_weight=1.5), ValueError, "overall_weight"),
-    (dict(overall_weight=True), ValueError, "overall_weight"),
-    (dict(nan_policy="skip"), ValueError, "nan_policy"),
+    ({"overall_weight": 1.5}, ValueError, "overall_weight"),
+    ({"overall_weight": True}, ValueError, "overall_weight"),
+    ({"nan_policy": "skip"}, ValueError, "nan_policy"),
 ])
 def test_final_metric_rejects_bad_options(kwargs, error, match):
     table = fastbias.bias_metrics(*_random_problem(0))
@@ -222,7 +227,7 @@ def test_sampled_pinned_auc_other_seeds_and_shared_states(method):
 
 
 def test_sampled_pinned_auc_with_replacement_and_large_subgroups():
-    df, names = _frame(4, n=300)
+    df = _frame(4, n=300)[0]
     df["big"] = np.arange(len(df)) < 200  # larger than its background of 100 rows
     with pytest.raises(ValueError, match="'big' has 200 rows but its background only 100"):
         pinned_auc(df["label"], df["score"], df[["g0", "big"]])
@@ -266,7 +271,7 @@ def _enumerated_expectation(y, s, member, dixon, replace):
     m = rows.size
     draws = (itertools.product(population, repeat=m) if replace
              else itertools.combinations(population, m))
-    total_u = total_pairs = total_auc = 0.0
+    total_u = total_pairs = 0.0
     count = 0
     for drawn in draws:
         pinned = np.concatenate([rows, np.asarray(drawn, dtype=np.int64)])

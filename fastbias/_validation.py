@@ -1,11 +1,26 @@
 """Input validation shared by every entry point.
 
 Every error names the argument (or column) and what is wrong with it, with a
-count and an example where that helps. Nothing here is jitted except the
-column pass that turns a membership column into row indices.
+count and an example position where that helps. Errors are ``ValueError``
+(a bad value or shape), ``TypeError`` (a bad type or dtype) or, for a column
+asked for by name that is not there, ``KeyError``. Nothing here is jitted
+except the column pass that turns a membership column into row indices.
+
+Conversions, in one place (see ``docs/validation.md`` for the full table):
+
+* numpy arrays, lists, pandas Series/Index (numpy, nullable and pyarrow-backed
+  dtypes, categoricals), pyarrow arrays and polars Series are accepted;
+  rows are matched by position (a pandas index is ignored);
+* a missing value (NaN, ``None``, ``pd.NA``) is an error unless the entry
+  point was given ``nan_policy="omit"``, which drops the row with one
+  :class:`OmittedRowsWarning` stating how many rows each argument cost;
+* scores keep float32 (ties are decided in the precision given); integers
+  are converted to float64 exactly (beyond 2**53 is an error).
 """
 from __future__ import annotations
 
+import numbers
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -13,38 +28,134 @@ import pandas as pd
 
 from . import _kernels as K
 
+NAN_POLICIES = ("raise", "omit")
+_OMIT_HINT = "drop those rows, or pass nan_policy='omit'"
+
 
 class UndefinedMetricWarning(RuntimeWarning):
     """A metric is undefined (empty or one-class cell) and was set to NaN."""
 
 
-def _to_numpy(values, name: str) -> np.ndarray:
-    """Array-like (numpy, pandas, lists, nullable dtypes) -> 1-D numpy array."""
+class OmittedRowsWarning(UserWarning):
+    """Rows with a missing label, score or weight were dropped (``nan_policy="omit"``)."""
+
+
+# ----------------------------------------------------------------------------- conversion
+
+def _from_foreign(values):
+    """pyarrow / polars containers -> pandas (cheap; keeps nulls as missing)."""
+    module = type(values).__module__ or ""
+    if module.startswith(("pyarrow", "polars")) and hasattr(values, "to_pandas"):
+        return values.to_pandas()
+    return values
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _ints_to_float(ints: np.ndarray, name: str) -> np.ndarray:
+    """Integer values -> float64, refusing values that float64 cannot hold exactly."""
+    if ints.size and (ints.max() > 2 ** 53 or ints.min() < -(2 ** 53)):
+        raise ValueError(f"{name} has integers beyond 2**53 that float64 cannot hold exactly")
+    return ints.astype(np.float64)
+
+
+def _from_objects(arr: np.ndarray, name: str):
+    """Object array -> (numeric array if every present value is a number or bool, else
+    the object array; missing mask or None). Missing entries of numeric data become NaN."""
+    missing = np.asarray(pd.isna(arr), dtype=bool)
+    any_missing = bool(missing.any())
+    present = arr[~missing] if any_missing else arr
+    kind = pd.api.types.infer_dtype(present, skipna=False)
+    if kind == "boolean":
+        values = present.astype(np.bool_)
+    elif kind == "integer":
+        try:
+            values = present.astype(np.int64)
+        except OverflowError:
+            raise ValueError(f"{name} has integers too large for int64") from None
+    elif kind in ("floating", "mixed-integer-float", "decimal", "empty"):
+        values = present.astype(np.float64)
+    else:
+        return arr, (missing if any_missing else None)
+    if not any_missing:
+        return values, None
+    out = np.full(arr.shape[0], np.nan)
+    out[~missing] = _ints_to_float(values, name) if values.dtype.kind in "iu" else values
+    return out, missing
+
+
+def _from_pandas(values, name: str):
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _from_objects(values.to_numpy(dtype=object), name)
+    if not pd.api.types.is_extension_array_dtype(dtype):
+        arr = values.to_numpy()
+        if arr.dtype == object:
+            return _from_objects(arr, name)
+        return arr, None
+    missing = np.asarray(values.isna(), dtype=bool)
+    any_missing = bool(missing.any())
+    if pd.api.types.is_bool_dtype(dtype):
+        arr = (values.to_numpy(dtype=np.float64, na_value=np.nan) if any_missing
+               else values.to_numpy(dtype=np.bool_))
+    elif pd.api.types.is_integer_dtype(dtype):
+        if any_missing:
+            ints = values.to_numpy(dtype=np.int64, na_value=0)
+            arr = _ints_to_float(ints, name)
+            arr[missing] = np.nan
+        else:
+            arr = values.to_numpy(dtype=getattr(dtype, "numpy_dtype", np.int64))
+    elif pd.api.types.is_float_dtype(dtype):
+        float_dtype = getattr(dtype, "numpy_dtype", np.dtype(np.float64))
+        arr = values.to_numpy(dtype=float_dtype, na_value=np.nan)
+    else:  # strings and other extension types
+        return _from_objects(values.to_numpy(dtype=object, na_value=None), name)
+    return arr, (missing if any_missing else None)
+
+
+def column_values(values, name: str):
+    """Any accepted 1-D container -> (numpy array, mask of missing entries or None).
+
+    Numeric or boolean data with missing entries come back as float64 with
+    NaN there (so float NaN and ``pd.NA``/``None`` mean the same thing);
+    non-numeric data (strings, mixed objects) as an object array.
+    """
+    values = _from_foreign(values)
+    if isinstance(values, pd.DataFrame):
+        if values.shape[1] != 1:
+            raise ValueError(f"{name} must be one-dimensional, got a DataFrame with "
+                             f"{values.shape[1]} columns")
+        values = values.iloc[:, 0]
     if isinstance(values, (pd.Series, pd.Index)):
-        dtype = values.dtype
-        if isinstance(dtype, pd.CategoricalDtype):
-            return np.asarray(values.astype(object))
-        if pd.api.types.is_extension_array_dtype(dtype):
-            if values.isna().any():
-                raise ValueError(f"{name} contains {int(values.isna().sum())} missing value(s) "
-                                 f"(pd.NA) at position {int(np.flatnonzero(values.isna())[0])}")
-            if pd.api.types.is_bool_dtype(dtype):
-                return values.to_numpy(dtype=np.bool_)
-            if pd.api.types.is_float_dtype(dtype) or pd.api.types.is_integer_dtype(dtype):
-                return values.to_numpy(dtype=np.float64 if pd.api.types.is_float_dtype(dtype)
-                                       else np.int64)
-            return values.to_numpy(dtype=object)
-        return values.to_numpy()
-    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        values = values.to_numpy()  # polars / pyarrow
-    arr = np.asarray(values)
+        arr, missing = _from_pandas(values, name)
+    else:
+        if values is None or isinstance(values, (str, bytes, numbers.Number)):
+            raise TypeError(f"{name} must be an array-like of values, got {type(values).__name__}")
+        try:
+            arr = np.asarray(values)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{name} could not be read as a 1-D array: {exc}") from None
+        missing = None
     if arr.ndim == 0:
         raise ValueError(f"{name} must be one-dimensional, got a scalar")
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    return arr
+    if missing is None:
+        if arr.dtype == object:
+            arr, missing = _from_objects(arr, name)
+        elif arr.dtype.kind == "f":
+            nan = np.isnan(arr)
+            missing = nan if nan.any() else None
+    return arr, missing
+
+
+def _to_numpy(values, name: str) -> np.ndarray:
+    """Array-like -> 1-D numpy array (missing numeric values as NaN)."""
+    return column_values(values, name)[0]
 
 
 def check_length(arr: np.ndarray, n: int, name: str, reference: str = "y_true") -> None:
@@ -52,111 +163,296 @@ def check_length(arr: np.ndarray, n: int, name: str, reference: str = "y_true") 
         raise ValueError(f"{name} has {arr.shape[0]} rows but {reference} has {n}")
 
 
+def check_threshold(threshold, name: str) -> float:
+    """A threshold must be a finite real number."""
+    if isinstance(threshold, (str, bytes)) or not isinstance(threshold, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {threshold!r}")
+    value = float(threshold)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def check_nan_policy(nan_policy) -> str:
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
+    return nan_policy
+
+
+# ----------------------------------------------------------------------------- scores
+
+def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
+    """Score dtype rules: float32 kept, float16 -> float32, the rest -> float64 exactly."""
+    kind = arr.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
+    if kind not in "iuf":
+        raise TypeError(f"{name} must be numeric scores, got dtype {arr.dtype}")
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    elif kind in "iu":
+        arr = _ints_to_float(arr, name)
+    elif arr.dtype not in (np.float32, np.float64):  # long double
+        converted = arr.astype(np.float64)
+        lost = (converted.astype(arr.dtype) != arr) & ~np.isnan(arr)
+        if lost.any():
+            raise ValueError(f"{name} has {int(lost.sum())} {arr.dtype} value(s) that float64 "
+                             f"cannot hold exactly (first at position {_first(lost)}); ties "
+                             f"would change: cast the scores yourself")
+        arr = converted
+    return np.ascontiguousarray(arr)
+
+
+def _nonfinite_message(arr: np.ndarray, name: str) -> str:
+    bad = ~np.isfinite(arr)
+    n_nan = int(np.isnan(arr).sum())
+    return (f"{name} has {n_nan} NaN and {int(bad.sum()) - n_nan} infinite value(s) "
+            f"(first at position {_first(bad)}); scores must be finite: {_OMIT_HINT}")
+
+
 def as_scores(y_score, name: str = "y_score", n: int | None = None) -> np.ndarray:
     """Validate scores: numeric, 1-D, finite; float32 kept (ties decided in float32)."""
-    arr = _to_numpy(y_score, name)
+    arr, _ = column_values(y_score, name)
     if n is not None:
         check_length(arr, n, name)
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty")
-    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.number)):
-        raise TypeError(f"{name} must be numeric scores, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.complexfloating):
-        raise TypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
-    if arr.dtype == np.float16:
-        arr = arr.astype(np.float32)
-    elif np.issubdtype(arr.dtype, np.integer):
-        if arr.size and np.abs(arr.astype(np.float64)).max() > 2.0 ** 53:
-            raise ValueError(f"{name} has integers beyond 2**53 that float64 cannot hold exactly")
-        arr = arr.astype(np.float64)
-    elif arr.dtype not in (np.float32, np.float64):
-        arr = arr.astype(np.float64)  # longdouble
-    arr = np.ascontiguousarray(arr)
-    finite = np.isfinite(arr)
-    if not finite.all():
-        bad = np.flatnonzero(~finite)
-        n_nan = int(np.isnan(arr[bad]).sum())
-        n_inf = bad.size - n_nan
-        raise ValueError(f"{name} has {n_nan} NaN and {n_inf} infinite value(s) "
-                         f"(first at position {int(bad[0])}); scores must be finite")
+    arr = _numeric_scores(arr, name)
+    if not np.isfinite(arr).all():
+        raise ValueError(_nonfinite_message(arr, name))
     return arr
 
 
-def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
-              pos_label=None) -> np.ndarray:
-    """Validate labels and return a boolean array (True = positive)."""
-    arr = _to_numpy(y_true, name)
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
+# ----------------------------------------------------------------------------- labels
+
+def _shown_values(values, limit: int = 5) -> str:
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    text = ", ".join(repr(v) for v in values[:limit])
+    return f"[{text}{', ...' if len(values) > limit else ''}]"
+
+
+def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
+                  threshold_name: str = "label_threshold") -> np.ndarray:
+    """Labels without missing values -> bool array (True = positive)."""
     if pos_label is not None:
-        return np.ascontiguousarray(arr == pos_label)
-    if arr.dtype == np.bool_:
-        return np.ascontiguousarray(arr)
-    if arr.dtype == object or arr.dtype.kind in "USO":
+        if threshold is not None:
+            raise ValueError(f"pass either pos_label or {threshold_name}, not both")
+        distinct = pd.unique(arr)
+        if len(distinct) > 2:
+            raise ValueError(f"{name} has {len(distinct)} distinct values "
+                             f"{_shown_values(distinct)}; pos_label needs two-class labels "
+                             f"(for one class against the rest pass y_true == value)")
+        positive = np.asarray(arr == pos_label)
+        if positive.shape != arr.shape:  # numpy gave a scalar: incomparable types
+            positive = np.zeros(arr.shape[0], dtype=bool)
+        positive = np.ascontiguousarray(positive, dtype=np.bool_)
+        if not positive.any():
+            raise ValueError(f"pos_label {pos_label!r} does not occur in {name} "
+                             f"(its values are {_shown_values(distinct)})")
+        return positive
+    kind = arr.dtype.kind
+    if kind in "OUS":
         raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {arr[0]!r}); "
                         f"pass pos_label to say which value is the positive class")
-    if not np.issubdtype(arr.dtype, np.number):
+    if kind not in "biuf":
         raise TypeError(f"{name} must be numeric or boolean, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        nan = np.isnan(arr)
-        if nan.any():
-            raise ValueError(f"{name} has {int(nan.sum())} NaN label(s) "
-                             f"(first at position {int(np.flatnonzero(nan)[0])})")
-    if threshold is None:
-        not_binary = (arr != 0) & (arr != 1)
-        if not_binary.any():
-            first = int(np.flatnonzero(not_binary)[0])
-            raise ValueError(f"{name} is not binary: {int(not_binary.sum())} value(s) other than "
-                             f"0/1 (e.g. {arr[first]!r} at position {first}); pass a label "
-                             f"threshold to binarize")
-        return np.ascontiguousarray(arr == 1)
-    return np.ascontiguousarray(arr >= threshold)
+    if threshold is not None:
+        thr = check_threshold(threshold, threshold_name)
+        return np.ascontiguousarray(arr >= thr)
+    if kind == "b":
+        return np.ascontiguousarray(arr)
+    not_binary = (arr != 0) & (arr != 1)
+    if not_binary.any():
+        first = _first(not_binary)
+        raise ValueError(f"{name} is not binary: {int(not_binary.sum())} value(s) other than "
+                         f"0/1 (e.g. {arr[first]!r} at position {first}); pass a label "
+                         f"threshold ({threshold_name}) to binarize, or pos_label")
+    return np.ascontiguousarray(arr == 1)
 
 
-def as_sample_weight(sample_weight, n: int, name: str = "sample_weight") -> np.ndarray | None:
-    if sample_weight is None:
-        return None
-    arr = _to_numpy(sample_weight, name)
-    check_length(arr, n, name)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
+def _missing_message(missing: np.ndarray, name: str, what: str = "missing") -> str:
+    return (f"{name} has {int(missing.sum())} {what} value(s) (NaN, None or pd.NA; first at "
+            f"position {_first(missing)}): {_OMIT_HINT}")
+
+
+def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
+              pos_label=None, threshold_name: str = "label_threshold") -> np.ndarray:
+    """Validate labels and return a boolean array (True = positive).
+
+    Booleans and 0/1 numbers as they are; fractions with ``threshold``
+    (positive iff ``>= threshold``); any two-valued labels (strings,
+    categoricals, numbers) with ``pos_label``. Missing labels are an error.
+    """
+    arr, missing = column_values(y_true, name)
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    if missing is not None:
+        raise ValueError(_missing_message(missing, name, "missing label"))
+    return binary_labels(arr, name, threshold, pos_label, threshold_name)
+
+
+# ----------------------------------------------------------------------------- weights
+
+def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None) -> np.ndarray:
+    if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        raise ValueError(f"{name} has {int(bad.sum())} NaN or infinite value(s) "
-                         f"(first at position {int(np.flatnonzero(bad)[0])})")
+    if missing is not None:
+        raise ValueError(_missing_message(missing, name, "NaN or missing"))
+    infinite = np.isinf(arr)
+    if infinite.any():
+        raise ValueError(f"{name} has {int(infinite.sum())} infinite value(s) "
+                         f"(first at position {_first(infinite)}); weights must be finite")
     negative = arr < 0
     if negative.any():
-        first = int(np.flatnonzero(negative)[0])
+        first = _first(negative)
         raise ValueError(f"{name} has {int(negative.sum())} negative value(s) "
                          f"(e.g. {arr[first]} at position {first}); weights must be >= 0")
     return arr
 
 
+def as_sample_weight(sample_weight, n: int, name: str = "sample_weight") -> np.ndarray | None:
+    """Validate weights: numeric, finite, non-negative, length ``n``; float64."""
+    if sample_weight is None:
+        return None
+    arr, missing = column_values(sample_weight, name)
+    check_length(arr, n, name)
+    return _weights_array(arr, name, missing)
+
+
+# ----------------------------------------------------------------------------- nan_policy
+
+def rows_to_omit(parts: list) -> tuple:
+    """Union of per-argument drop masks -> (drop mask or None, description).
+
+    ``parts`` is a list of ``(name, mask or None, what)``.
+    """
+    drop = None
+    notes = []
+    for name, mask, what in parts:
+        if mask is None or not mask.any():
+            continue
+        drop = mask.copy() if drop is None else (drop | mask)
+        notes.append(f"{name}: {int(mask.sum())} {what}")
+    return drop, "; ".join(notes)
+
+
+def warn_omitted(n_dropped: int, n_rows: int, description: str, stacklevel: int = 3) -> None:
+    warnings.warn(f"nan_policy='omit' dropped {n_dropped} of {n_rows} rows ({description})",
+                  OmittedRowsWarning, stacklevel=stacklevel + 1)
+
+
+def score_drop_mask(arr: np.ndarray, missing):
+    """Rows ``nan_policy='omit'`` drops for a score column: NaN, missing or infinite."""
+    if arr.dtype.kind in "fc":
+        bad = ~np.isfinite(arr)
+        return bad if bad.any() else None
+    return missing
+
+
+def _score_drop_what(arr: np.ndarray, mask: np.ndarray) -> str:
+    if arr.dtype.kind != "f":
+        return "missing"
+    n_nan = int(np.isnan(arr[mask]).sum())
+    return f"({n_nan} NaN or missing, {int(mask.sum()) - n_nan} infinite)"
+
+
+def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
+                   pos_label=None, nan_policy: str = "raise", stacklevel: int = 3):
+    """Validate the row inputs of the array entry points under ``nan_policy``.
+
+    Returns ``(labels, scores, weights, kept)`` where ``kept`` is None when
+    every row is used, else the boolean mask (over the input rows) of the rows
+    kept by ``nan_policy="omit"``.
+    """
+    check_nan_policy(nan_policy)
+    y_arr, y_missing = column_values(y_true, "y_true")
+    n = y_arr.shape[0]
+    if n == 0:
+        raise ValueError("y_true is empty")
+    s_arr, s_missing = column_values(y_score, "y_score")
+    check_length(s_arr, n, "y_score")
+    w_arr = w_missing = None
+    if sample_weight is not None:
+        w_arr, w_missing = column_values(sample_weight, "sample_weight")
+        check_length(w_arr, n, "sample_weight")
+    kept = None
+    if nan_policy == "omit":
+        s_drop = score_drop_mask(s_arr, s_missing)
+        drop, description = rows_to_omit([
+            ("y_true", y_missing, "missing"),
+            ("y_score", s_drop, "" if s_drop is None else _score_drop_what(s_arr, s_drop)),
+            ("sample_weight", w_missing, "NaN or missing"),
+        ])
+        if drop is not None:
+            n_dropped = int(drop.sum())
+            if n_dropped == n:
+                raise ValueError(f"nan_policy='omit' leaves no rows: all {n} rows have a "
+                                 f"missing value ({description})")
+            warn_omitted(n_dropped, n, description, stacklevel)
+            kept = ~drop
+            y_arr, s_arr = y_arr[kept], s_arr[kept]
+            y_missing = s_missing = w_missing = None
+            if w_arr is not None:
+                w_arr = w_arr[kept]
+    if y_missing is not None:
+        raise ValueError(_missing_message(y_missing, "y_true", "missing label"))
+    labels = binary_labels(y_arr, "y_true", label_threshold, pos_label)
+    scores = _numeric_scores(s_arr, "y_score")
+    if not np.isfinite(scores).all():
+        raise ValueError(_nonfinite_message(scores, "y_score"))
+    weights = None if w_arr is None else _weights_array(w_arr, "sample_weight", w_missing)
+    return labels, scores, weights, kept
+
+
+def restrict_rows(rows: list, kept: np.ndarray) -> list:
+    """Row-index arrays over all rows -> the same rows renumbered among the ``kept`` ones."""
+    new_index = np.cumsum(kept) - 1
+    return [new_index[r[kept[r]]] for r in rows]
+
+
+# ----------------------------------------------------------------------------- subgroups
+
 def _membership_values(values, name: str, threshold: float | None):
     """One subgroup column -> (array, threshold) for the jitted column pass."""
-    arr = values if isinstance(values, np.ndarray) else _to_numpy(values, f"subgroup {name!r}")
+    label = f"subgroup {name!r}"
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biu":
+        arr, missing = values, None
+    else:
+        arr, missing = column_values(values, label)
     if arr.ndim != 1:
-        raise ValueError(f"subgroup {name!r} must be a 1-D mask, got shape {arr.shape}")
+        raise ValueError(f"{label} must be a 1-D mask, got shape {arr.shape}")
     if arr.dtype == np.bool_:
         return arr.view(np.uint8), 1
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise TypeError(f"subgroup {name!r} must be boolean or numeric, got dtype {arr.dtype}")
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}")
     if threshold is not None:
         return arr, threshold
-    if np.issubdtype(arr.dtype, np.floating) and np.isnan(arr).any():
-        raise ValueError(f"subgroup {name!r} has {int(np.isnan(arr).sum())} NaN value(s); "
-                         f"use fastbias.evaluate (missing_subgroup=...) for unannotated rows")
+    if missing is not None:
+        raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first at "
+                         f"position {_first(missing)}); pass a subgroup threshold (missing is "
+                         f"then never a member) or use fastbias.evaluate (missing_subgroup=...)")
     not_binary = (arr != 0) & (arr != 1)
     if not_binary.any():
-        first = int(np.flatnonzero(not_binary)[0])
-        raise ValueError(f"subgroup {name!r} is not a boolean mask: value {arr[first]!r} at "
+        first = _first(not_binary)
+        raise ValueError(f"{label} is not a boolean mask: value {arr[first]!r} at "
                          f"position {first}; pass a subgroup threshold to binarize")
     return arr, 1
 
 
+def _looks_like_names(subgroups) -> bool:
+    return (isinstance(subgroups, (list, tuple)) and len(subgroups) > 0
+            and all(isinstance(x, str) for x in subgroups))
+
+
 def subgroup_columns(subgroups, n: int | None = None):
     """Normalise the accepted subgroup containers to (names, list of 1-D columns)."""
+    subgroups = _from_foreign(subgroups)
+    if isinstance(subgroups, str) or _looks_like_names(subgroups):
+        raise TypeError(f"subgroups must be membership masks (a DataFrame of boolean columns, "
+                        f"a dict of name -> mask or an (n, k) array), got column name(s) "
+                        f"{subgroups!r}; to select columns by name use "
+                        f"fastbias.evaluate(df, ..., subgroups=[...])")
     if isinstance(subgroups, pd.DataFrame):
         names = [str(c) for c in subgroups.columns]
         columns = [subgroups.iloc[:, j] for j in range(subgroups.shape[1])]
@@ -167,12 +463,21 @@ def subgroup_columns(subgroups, n: int | None = None):
         names = [str(k) for k in subgroups.keys()]
         columns = list(subgroups.values())
     else:
-        arr = np.asarray(subgroups)
+        if subgroups is None or isinstance(subgroups, (bytes, numbers.Number)):
+            raise TypeError(f"subgroups must be a DataFrame, a dict of masks or an (n, k) array, "
+                            f"got {type(subgroups).__name__}")
+        try:
+            arr = np.asarray(subgroups)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"subgroups could not be read as an (n, k) array: {exc}") from None
         if arr.ndim == 1:
             arr = arr[:, None]
         if arr.ndim != 2:
             raise ValueError(f"subgroups must be a DataFrame, a dict of masks or an (n, k) array, "
                              f"got an array of shape {arr.shape}")
+        if n is not None and arr.shape[0] != n and arr.shape[1] == n:
+            raise ValueError(f"subgroups has shape {arr.shape}: one row per subgroup; expected "
+                             f"(n_rows, n_subgroups) = ({n}, {arr.shape[0]}), transpose it")
         names = [f"subgroup_{j}" for j in range(arr.shape[1])]
         columns = [arr[:, j] for j in range(arr.shape[1])]
     if len(set(names)) != len(names):
@@ -180,9 +485,21 @@ def subgroup_columns(subgroups, n: int | None = None):
         raise ValueError(f"subgroups has duplicate name(s): {dup}")
     if n is not None:
         for name, col in zip(names, columns):
-            if len(col) != n:
-                raise ValueError(f"subgroup {name!r} mask has {len(col)} rows but y_true has {n}")
+            length = _column_length(col, name)
+            if length != n:
+                raise ValueError(f"subgroup {name!r} mask has {length} rows but y_true has {n}")
     return names, columns
+
+
+def _column_length(col, name: str) -> int:
+    if isinstance(col, (str, bytes, numbers.Number)) or col is None:
+        raise TypeError(f"subgroup {name!r} must be a mask (array-like), got "
+                        f"{type(col).__name__}")
+    try:
+        return len(col)
+    except TypeError:
+        raise TypeError(f"subgroup {name!r} must be a mask (array-like), got "
+                        f"{type(col).__name__}") from None
 
 
 def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.ndarray:
@@ -193,6 +510,8 @@ def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.
 
 def subgroup_rows(subgroups, n: int, threshold: float | None = None):
     """Validate subgroups and return (names, list of increasing row-index arrays)."""
+    if threshold is not None:
+        threshold = check_threshold(threshold, "subgroup_threshold")
     names, columns = subgroup_columns(subgroups, n)
     if not names:
         raise ValueError("subgroups is empty: give at least one subgroup")
@@ -202,3 +521,82 @@ def subgroup_rows(subgroups, n: int, threshold: float | None = None):
         values, thr = _membership_values(col, name, threshold)
         rows.append(column_rows(values, float(thr), buffer))
     return names, rows
+
+
+# ----------------------------------------------------------------------------- evaluate + omit
+
+def omit_for_evaluate(evaluate, df: pd.DataFrame, *, label, scores, subgroups, sample_weight,
+                      **settings):
+    """``evaluate(..., nan_policy="omit")``: drop rows, then evaluate with ``"raise"``.
+
+    Rows with a missing label or weight are dropped for every model; rows
+    with a NaN, missing or infinite score only for that model. Models with
+    the same dropped rows are evaluated together (sharing one preparation).
+    """
+    from .evaluation import EvaluationResult, _as_list, _require_columns
+
+    models = _as_list(scores, "scores")
+    subgroup_names = _as_list(subgroups, "subgroups")
+    _require_columns(df, [label], "label")
+    _require_columns(df, models, "scores")
+    _require_columns(df, subgroup_names, "subgroups")
+    n = df.shape[0]
+    if n == 0:
+        raise ValueError("df is empty (0 rows)")
+    label_name = f"label column {label!r}"
+    parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
+    weights = sample_weight
+    if isinstance(sample_weight, str):
+        _require_columns(df, [sample_weight], "sample_weight")
+        name = f"sample_weight column {sample_weight!r}"
+        parts.append((name, column_values(df[sample_weight], name)[1], "NaN or missing"))
+    elif sample_weight is not None:
+        weights, missing = column_values(sample_weight, "sample_weight")
+        check_length(weights, n, "sample_weight", "df")
+        parts.append(("sample_weight", missing, "NaN or missing"))
+    common, _ = rows_to_omit(parts)
+    groups: dict = {}
+    for model in models:
+        name = f"score column {model!r}"
+        values, missing = column_values(df[model], name)
+        drop = score_drop_mask(values, missing)
+        if drop is not None:
+            parts.append((name, drop, _score_drop_what(values, drop)))
+        if common is not None:
+            drop = common.copy() if drop is None else (drop | common)
+        key = b"" if drop is None else np.packbits(drop).tobytes()
+        groups.setdefault(key, (drop, []))[1].append(model)
+    if list(groups) == [b""]:
+        return evaluate(df, label=label, scores=scores, subgroups=subgroups,
+                        sample_weight=sample_weight, nan_policy="raise", **settings)
+    _, description = rows_to_omit(parts)
+    omitted = {}
+    results = []
+    columns = list(dict.fromkeys([label, *models, *subgroup_names]
+                                 + ([sample_weight] if isinstance(sample_weight, str) else [])))
+    for drop, group_models in groups.values():
+        sub_df, sub_weights = df, weights
+        if drop is not None:
+            kept = np.flatnonzero(~drop)
+            if kept.size == 0:
+                raise ValueError(f"nan_policy='omit' leaves no rows for model(s) {group_models}: "
+                                 f"all {n} rows have a missing value ({description})")
+            sub_df = df[columns].iloc[kept]
+            if weights is not None and not isinstance(weights, str):
+                sub_weights = weights[kept]
+        for model in group_models:
+            omitted[model] = 0 if drop is None else int(drop.sum())
+        results.append(evaluate(sub_df, label=label, scores=group_models, subgroups=subgroups,
+                                sample_weight=sub_weights, nan_policy="raise", **settings))
+    kept_text = ", ".join(f"{m!r}: {n - omitted[m]}" for m in models)
+    warnings.warn(f"nan_policy='omit' dropped rows ({description}); rows kept per model: "
+                  f"{kept_text} of {n}", OmittedRowsWarning, stacklevel=3)
+    order = {m: i for i, m in enumerate(models)}
+    table = pd.concat([r.table for r in results], ignore_index=True)
+    table = table.iloc[np.argsort(table["model"].map(order).to_numpy(), kind="stable")]
+    overall = pd.concat([r.overall_auc for r in results]).reindex(models)
+    result_settings = dict(results[0].settings)
+    result_settings.update(nan_policy="omit", omitted_rows=omitted)
+    return EvaluationResult(table=table.reset_index(drop=True), overall_auc=overall, label=label,
+                            models=models, subgroups=results[0].subgroups,
+                            settings=result_settings)

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ._core import Memberships, SweepCounts, prepare_memberships, sweep_counts
-from ._validation import as_labels, as_sample_weight, as_scores, column_rows
+from ._validation import (as_labels, as_sample_weight, as_scores, check_nan_policy,
+                          check_threshold, column_rows, column_values, omit_for_evaluate)
 from .metrics import (COUNT_COLUMNS, METRIC_COLUMNS, overall_auc_from_counts, table_from_counts,
                       warn_undefined)
 
@@ -124,6 +125,10 @@ def _identity_column(df: pd.DataFrame, name: str) -> np.ndarray:
     if pd.api.types.is_extension_array_dtype(dtype):
         if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
             return col.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    if dtype == object:  # numbers/bools with None: NaN = not annotated
+        values, _ = column_values(col, f"subgroup column {name!r}")
+        if values.dtype.kind in "biuf":
+            return values.view(np.uint8) if values.dtype == np.bool_ else values
     if not pd.api.types.is_numeric_dtype(dtype):
         raise TypeError(f"subgroup column {name!r} must be numeric or boolean, got dtype {dtype}")
     return col.to_numpy()
@@ -167,7 +172,8 @@ class _PreparedUniverse:
 def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold: float = 0.5,
              subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
              sample_weight=None, n_jobs: int | None = None, ci: str | None = None,
-             confidence: float = 0.95, n_boot: int = 1000, random_state=None) -> EvaluationResult:
+             confidence: float = 0.95, n_boot: int = 1000, random_state=None,
+             nan_policy: str = "raise", pos_label=None) -> EvaluationResult:
     """Bias metrics for one or many models from a DataFrame, as the data comes.
 
     Labels and subgroup memberships are prepared once and shared by all
@@ -202,6 +208,15 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         Bootstrap replicates (``ci="bootstrap"``).
     random_state : int or numpy Generator, optional
         Seed for the bootstrap.
+    nan_policy : {"raise", "omit"}, default "raise"
+        "omit" drops rows with a missing label or weight (for every model)
+        and, per model, rows whose score is NaN, missing or infinite, with
+        one ``OmittedRowsWarning`` giving the count per column; so models may
+        be evaluated on different rows (``settings["omitted_rows"]``).
+        Missing identity values are governed by ``missing_subgroup``.
+    pos_label : scalar, optional
+        The positive class of a two-valued, non-0/1 label column (strings,
+        categoricals); ``label_threshold`` is then not used.
 
     Returns
     -------
@@ -220,8 +235,21 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     >>> bool(res.overall_auc["model_fair"] > 0.5)
     True
     """
+    if not isinstance(df, pd.DataFrame) and (type(df).__module__ or "").startswith(
+            ("pyarrow", "polars")) and hasattr(df, "to_pandas"):
+        df = df.to_pandas()
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if check_nan_policy(nan_policy) == "omit":
+        return omit_for_evaluate(evaluate, df, label=label, scores=scores, subgroups=subgroups,
+                                 sample_weight=sample_weight, pos_label=pos_label,
+                                 label_threshold=label_threshold,
+                                 subgroup_threshold=subgroup_threshold,
+                                 missing_subgroup=missing_subgroup, n_jobs=n_jobs, ci=ci,
+                                 confidence=confidence, n_boot=n_boot, random_state=random_state)
+    subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
+    if pos_label is None:
+        label_threshold = check_threshold(label_threshold, "label_threshold")
     if missing_subgroup not in MISSING_POLICIES:
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, got {missing_subgroup!r}")
     if ci not in (None, "delong", "bootstrap", "bernstein"):
@@ -235,7 +263,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         raise ValueError("df is empty (0 rows)")
     n = df.shape[0]
 
-    labels = as_labels(df[label], f"label column {label!r}", threshold=label_threshold)
+    labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
+                       threshold=label_threshold if pos_label is None else None)
     if isinstance(sample_weight, str):
         _require_columns(df, [sample_weight], "sample_weight")
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}")
@@ -299,7 +328,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         models=models, subgroups=subgroup_names,
         settings={"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
                   "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
-                  "weighted": weights is not None})
+                  "weighted": weights is not None, "nan_policy": nan_policy,
+                  "pos_label": pos_label})
     return result
 
 

@@ -27,8 +27,7 @@ import pandas as pd
 from . import _kernels as K
 from ._core import (Memberships, SweepCounts, prepare_memberships, prepare_memberships_dense,
                     sweep_counts)
-from ._validation import (UndefinedMetricWarning, as_labels, as_sample_weight, as_scores,
-                          subgroup_rows)
+from ._validation import UndefinedMetricWarning, restrict_rows, subgroup_rows, validated_rows
 
 METRIC_COLUMNS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 AUC_METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc"]
@@ -128,21 +127,25 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
                       stacklevel=3)
 
 
-def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None
-                      ) -> Memberships:
+def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
+                      kept: np.ndarray | None = None) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
 
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
-    dicts take one jitted pass per column.
+    dicts take one jitted pass per column. ``kept`` (a boolean mask over the
+    input rows, from ``nan_policy="omit"``) restricts the subgroups to those rows.
     """
-    n = labels.shape[0]
+    n = labels.shape[0] if kept is None else kept.shape[0]
     if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
             and subgroups.shape[1] > 0):
         if subgroups.shape[0] != n:
             raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}")
         names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
-        return prepare_memberships_dense(labels, subgroups, names)
+        matrix = subgroups if kept is None else subgroups[kept]
+        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names)
     names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
+    if kept is not None:
+        rows = restrict_rows(rows, kept)
     return prepare_memberships(labels, rows, names)
 
 
@@ -150,7 +153,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                  label_threshold: float | None = None,
                  subgroup_threshold: float | None = None, ci: str | None = None,
                  confidence: float = 0.95, n_boot: int = 1000,
-                 random_state=None) -> pd.DataFrame:
+                 random_state=None, nan_policy: str = "raise", pos_label=None) -> pd.DataFrame:
     """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
 
     One sort of the scores and one sweep over the subgroup rows give every
@@ -182,6 +185,14 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         Replicates for ``ci="bootstrap"``.
     random_state : int or numpy Generator, optional
         Seed for ``ci="bootstrap"``.
+    nan_policy : {"raise", "omit"}, default "raise"
+        What a missing value (NaN, None, pd.NA) in ``y_true``, ``y_score``
+        or ``sample_weight``, or an infinite score, does: raise a
+        ``ValueError``, or drop the row with one ``OmittedRowsWarning``
+        stating how many rows each argument cost. See ``docs/validation.md``.
+    pos_label : scalar, optional
+        For two-valued labels that are not 0/1 (strings, categoricals):
+        the value of the positive class.
 
     Returns
     -------
@@ -204,13 +215,12 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     >>> float(t.loc["g", "subgroup_auc"]), float(t.loc["g", "bpsn_auc"])
     (0.5, 1.0)
     """
-    labels = as_labels(y_true, "y_true", threshold=label_threshold)
-    n = labels.shape[0]
-    scores = as_scores(y_score, "y_score", n)
-    weights = as_sample_weight(sample_weight, n)
+    labels, scores, weights, kept = validated_rows(
+        y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
+        nan_policy=nan_policy)
     if ci not in (None, "delong", "bootstrap", "bernstein"):
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
-    memberships = prepare_subgroups(labels, subgroups, subgroup_threshold)
+    memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
     sc = sweep_counts(scores, memberships, weights)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
@@ -224,7 +234,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
 
 
 def overall_auc(y_true, y_score, *, sample_weight=None,
-                label_threshold: float | None = None) -> float:
+                label_threshold: float | None = None, nan_policy: str = "raise",
+                pos_label=None) -> float:
     """ROC AUC of all rows, tie-aware; equal to ``sklearn.metrics.roc_auc_score``.
 
     Unlike scikit-learn, a one-class input returns NaN with an
@@ -240,6 +251,11 @@ def overall_auc(y_true, y_score, *, sample_weight=None,
         Non-negative row weights.
     label_threshold : float, optional
         Positive iff ``y_true >= label_threshold``.
+    nan_policy : {"raise", "omit"}, default "raise"
+        Raise on a missing label, score or weight (or an infinite score), or
+        drop those rows with an ``OmittedRowsWarning``.
+    pos_label : scalar, optional
+        The positive class of two-valued non-0/1 labels (e.g. strings).
 
     Returns
     -------
@@ -251,10 +267,9 @@ def overall_auc(y_true, y_score, *, sample_weight=None,
     >>> fastbias.overall_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
     """
-    labels = as_labels(y_true, "y_true", threshold=label_threshold)
-    n = labels.shape[0]
-    scores = as_scores(y_score, "y_score", n)
-    weights = as_sample_weight(sample_weight, n)
+    labels, scores, weights, _ = validated_rows(
+        y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
+        nan_policy=nan_policy)
     sc = sweep_counts(scores, prepare_memberships(labels, [], []), weights)
     value = overall_auc_from_counts(sc)
     if np.isnan(value):

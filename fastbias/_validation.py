@@ -54,6 +54,11 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def _plain(value):
+    """numpy scalar -> Python scalar, for readable messages."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _ints_to_float(ints: np.ndarray, name: str) -> np.ndarray:
     """Integer values -> float64, refusing values that float64 cannot hold exactly."""
     if ints.size and (ints.max() > 2 ** 53 or ints.min() < -(2 ** 53)):
@@ -226,7 +231,7 @@ def as_scores(y_score, name: str = "y_score", n: int | None = None) -> np.ndarra
 # ----------------------------------------------------------------------------- labels
 
 def _shown_values(values, limit: int = 5) -> str:
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    values = [_plain(v) for v in values]
     text = ", ".join(repr(v) for v in values[:limit])
     return f"[{text}{', ...' if len(values) > limit else ''}]"
 
@@ -252,8 +257,9 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
         return positive
     kind = arr.dtype.kind
     if kind in "OUS":
-        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {arr[0]!r}); "
-                        f"pass pos_label to say which value is the positive class")
+        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. "
+                        f"{_plain(arr[0])!r}); pass pos_label to say which value is the "
+                        f"positive class")
     if kind not in "biuf":
         raise TypeError(f"{name} must be numeric or boolean, got dtype {arr.dtype}")
     if threshold is not None:
@@ -265,7 +271,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
     if not_binary.any():
         first = _first(not_binary)
         raise ValueError(f"{name} is not binary: {int(not_binary.sum())} value(s) other than "
-                         f"0/1 (e.g. {arr[first]!r} at position {first}); pass a label "
+                         f"0/1 (e.g. {_plain(arr[first])!r} at position {first}); pass a label "
                          f"threshold ({threshold_name}) to binarize, or pos_label")
     return np.ascontiguousarray(arr == 1)
 
@@ -307,7 +313,7 @@ def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None) -> np
     if negative.any():
         first = _first(negative)
         raise ValueError(f"{name} has {int(negative.sum())} negative value(s) "
-                         f"(e.g. {arr[first]} at position {first}); weights must be >= 0")
+                         f"(e.g. {_plain(arr[first])} at position {first}); weights must be >= 0")
     return arr
 
 
@@ -435,7 +441,7 @@ def _membership_values(values, name: str, threshold: float | None):
     not_binary = (arr != 0) & (arr != 1)
     if not_binary.any():
         first = _first(not_binary)
-        raise ValueError(f"{label} is not a boolean mask: value {arr[first]!r} at "
+        raise ValueError(f"{label} is not a boolean mask: value {_plain(arr[first])!r} at "
                          f"position {first}; pass a subgroup threshold to binarize")
     return arr, 1
 

@@ -1,0 +1,455 @@
+"""Bad and unusual inputs: every one gives a clear error or a result equal to brute force.
+
+Each error must name the argument (or column) and say what is wrong; each
+accepted input form must give the same numbers as the brute-force reference
+on the equivalent clean numpy data.
+"""
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastbias
+from fastbias._validation import OmittedRowsWarning, UndefinedMetricWarning
+from tests.reference import brute_force_metrics, pair_probability
+
+METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
+TOL = 1e-12
+
+Y = np.array([0, 1, 0, 1, 1, 0, 1, 0, 0, 1])
+S = np.array([0.1, 0.9, 0.4, 0.35, 0.8, 0.7, 0.35, 0.2, 0.35, 0.6])
+G = np.array([1, 1, 0, 1, 0, 1, 0, 0, 1, 1], dtype=bool)
+H = np.array([0, 1, 1, 0, 1, 0, 1, 0, 1, 0], dtype=bool)
+
+
+def quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return function(*args, **kwargs)
+
+
+def assert_table_matches(table, y, s, groups, w=None):
+    for name, member in groups.items():
+        expected = brute_force_metrics(y, s, member, w)
+        for metric in METRICS:
+            got = table.loc[name, metric]
+            if np.isnan(expected[metric]):
+                assert np.isnan(got), (name, metric, got)
+            else:
+                assert abs(got - expected[metric]) <= TOL, (name, metric, got, expected[metric])
+        member = np.asarray(member, bool)
+        y_bool = np.asarray(y, bool)
+        assert table.loc[name, "subgroup_negatives"] == (member & ~y_bool).sum()
+        assert table.loc[name, "background_positives"] == (~member & y_bool).sum()
+
+
+def brute_overall(y, s, w=None):
+    y = np.asarray(y, bool)
+    s = np.asarray(s, float)
+    w = np.ones(y.size) if w is None else np.asarray(w, float)
+    return pair_probability(s[y], s[~y], w[y], w[~y])
+
+
+# ------------------------------------------------------------------ errors name the argument
+
+BAD_ARRAY_INPUTS = [
+    # (kwargs replacing the good ones, error type, regex the message must match)
+    ({"y_score": np.where(np.arange(10) == 4, np.nan, S)}, ValueError,
+     r"y_score has 1 NaN .*position 4.*nan_policy='omit'"),
+    ({"y_score": np.where(np.arange(10) % 3 == 0, np.inf, S)}, ValueError, r"y_score .*4 infinite"),
+    ({"y_score": S[:7]}, ValueError, r"y_score has 7 rows but y_true has 10"),
+    ({"y_true": [], "y_score": []}, ValueError, r"y_true is empty"),
+    ({"y_true": np.r_[Y[:9], 2]}, ValueError, r"y_true is not binary: 1 value.*position 9"),
+    ({"y_true": Y * 0.5}, ValueError, r"y_true is not binary: 5 value.*label_threshold"),
+    ({"y_true": np.where(Y == 1, "toxic", "ok")}, TypeError, r"y_true has non-numeric.*pos_label"),
+    ({"y_true": pd.Categorical(np.where(Y == 1, "toxic", "ok"))}, TypeError,
+     r"y_true has non-numeric.*pos_label"),
+    ({"y_true": np.where(Y == 1, "a", "b"), "pos_label": "A"}, ValueError,
+     r"pos_label 'A' does not occur in y_true \(its values are \['b', 'a'\]\)"),
+    ({"y_true": np.array(list("abcabcabca")), "pos_label": "a"}, ValueError,
+     r"y_true has 3 distinct values.*two-class"),
+    ({"pos_label": 1, "label_threshold": 0.5}, ValueError, r"either pos_label or label_threshold"),
+    ({"label_threshold": float("nan")}, ValueError, r"label_threshold must be finite"),
+    ({"label_threshold": "0.5"}, TypeError, r"label_threshold must be a number"),
+    ({"subgroup_threshold": float("inf")}, ValueError, r"subgroup_threshold must be finite"),
+    ({"y_true": pd.array([0, 1, None, 1, 1, 0, 1, 0, 0, 1], dtype="Int64")}, ValueError,
+     r"y_true has 1 missing label.*position 2"),
+    ({"y_true": pd.array([0, 1, 0, 1, 1, 0, None, 0, None, 1], dtype="boolean")}, ValueError,
+     r"y_true has 2 missing label.*position 6"),
+    ({"y_score": pd.array([0.1, None, 0.4, 0.3, 0.8, 0.7, 0.3, 0.2, 0.3, 0.6], dtype="Float64")},
+     ValueError, r"y_score has 1 NaN"),
+    ({"y_score": [0.1, None, 0.4, 0.3, 0.8, 0.7, 0.3, 0.2, 0.3, 0.6]}, ValueError,
+     r"y_score has 1 NaN"),
+    ({"y_score": np.array(list("abcdefghij"), dtype=object)}, TypeError,
+     r"y_score must be numeric scores, got dtype object"),
+    ({"y_score": np.arange(10) > 4}, TypeError, r"y_score must be numeric"),
+    ({"y_score": np.arange(10) * 1j}, TypeError, r"y_score must be real-valued"),
+    ({"y_score": np.arange(10, dtype=np.int64) + 2 ** 60}, ValueError, r"y_score .*beyond 2\*\*53"),
+    ({"y_score": np.array(["2020-01-01"] * 10, dtype="datetime64[D]")}, TypeError,
+     r"y_score must be numeric"),
+    ({"y_score": np.ones((10, 2))}, ValueError, r"y_score must be one-dimensional"),
+    ({"y_score": 0.5}, TypeError, r"y_score must be an array-like"),
+    ({"y_true": None}, TypeError, r"y_true must be an array-like"),
+    ({"y_true": [[0, 1], [1]]}, ValueError, r"y_true could not be read"),
+    ({"sample_weight": np.r_[np.ones(9), -1e-9]}, ValueError,
+     r"sample_weight has 1 negative value.*position 9.*>= 0"),
+    ({"sample_weight": np.r_[np.ones(9), np.nan]}, ValueError,
+     r"sample_weight has 1 NaN or missing"),
+    ({"sample_weight": np.r_[np.ones(9), np.inf]}, ValueError, r"sample_weight has 1 infinite"),
+    ({"sample_weight": np.ones(11)}, ValueError, r"sample_weight has 11 rows but y_true has 10"),
+    ({"sample_weight": np.array(["1"] * 10)}, TypeError, r"sample_weight must be numeric"),
+    ({"nan_policy": "drop"}, ValueError, r"nan_policy must be 'raise' or 'omit', got 'drop'"),
+]
+
+BAD_SUBGROUPS = [
+    ({"g": G[:9]}, ValueError, r"subgroup 'g' mask has 9 rows but y_true has 10"),
+    (np.ones((2, 10), bool), ValueError, r"subgroups has 2 rows but y_true has 10"),
+    (np.ones((2, 10), np.int8), ValueError, r"shape \(2, 10\).*transpose"),
+    (["male", "female"], TypeError, r"column name\(s\) \['male', 'female'\].*fastbias.evaluate"),
+    ("male", TypeError, r"column name"),
+    ({}, ValueError, r"subgroups is empty"),
+    (pd.DataFrame(index=range(10)), ValueError, r"subgroups is empty"),
+    (pd.DataFrame(np.ones((10, 2), bool), columns=["a", "a"]), ValueError,
+     r"duplicate name\(s\): \['a'\]"),
+    ({1: G, "1": H}, ValueError, r"duplicate name\(s\): \['1'\]"),
+    ({"g": G.astype(int) * 2}, ValueError, r"subgroup 'g' is not a boolean mask: value 2"),
+    ({"g": np.where(G, 1.0, np.nan)}, ValueError, r"subgroup 'g' has 4 NaN or missing.*threshold"),
+    ({"g": pd.array(np.where(G, True, None), dtype="boolean")}, ValueError,
+     r"subgroup 'g' has 4 NaN or missing"),
+    ({"g": np.array(list("abcdefghij"))}, TypeError, r"subgroup 'g' must be boolean or numeric"),
+    ({"g": 1}, TypeError, r"subgroup 'g' must be a mask"),
+    (None, TypeError, r"subgroups must be"),
+    (np.ones((10, 2, 2), bool), ValueError, r"subgroups must be .*shape \(10, 2, 2\)"),
+]
+
+
+_DEFAULT = object()
+
+
+def _call_bias_metrics(kwargs, subgroups=_DEFAULT):
+    arguments = {"y_true": Y, "y_score": S}
+    arguments.update(kwargs)
+    return fastbias.bias_metrics(arguments.pop("y_true"), arguments.pop("y_score"),
+                                 {"g": G} if subgroups is _DEFAULT else subgroups, **arguments)
+
+
+@pytest.mark.parametrize("kwargs, error, pattern", BAD_ARRAY_INPUTS)
+def test_bias_metrics_bad_input_names_the_argument(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        _call_bias_metrics(kwargs)
+
+
+@pytest.mark.parametrize("kwargs, error, pattern",
+                         [case for case in BAD_ARRAY_INPUTS if "subgroup_threshold" not in case[0]])
+def test_overall_auc_bad_input_names_the_argument(kwargs, error, pattern):
+    arguments = {"y_true": Y, "y_score": S}
+    arguments.update(kwargs)
+    with pytest.raises(error, match=pattern):
+        fastbias.overall_auc(arguments.pop("y_true"), arguments.pop("y_score"), **arguments)
+
+
+@pytest.mark.parametrize("subgroups, error, pattern", BAD_SUBGROUPS)
+def test_bad_subgroups_name_the_subgroup(subgroups, error, pattern):
+    with pytest.raises(error, match=pattern):
+        _call_bias_metrics({}, subgroups)
+
+
+def test_omit_does_not_hide_other_errors():
+    # omit drops missing values only: a negative weight or a bad label still raises
+    with pytest.raises(ValueError, match="negative"):
+        _call_bias_metrics({"sample_weight": np.r_[np.ones(9), -1.0], "nan_policy": "omit"})
+    with pytest.raises(ValueError, match="not binary"):
+        _call_bias_metrics({"y_true": np.r_[Y[:9], 3], "nan_policy": "omit"})
+    with pytest.raises(ValueError, match="infinite"):
+        _call_bias_metrics({"sample_weight": np.r_[np.ones(9), np.inf], "nan_policy": "omit"})
+    with pytest.raises(ValueError, match=r"leaves no rows: all 10 rows.*y_score: 10"):
+        _call_bias_metrics({"y_score": np.full(10, np.nan), "nan_policy": "omit"})
+
+
+# ------------------------------------------------------------------ nan_policy="omit"
+
+def test_omit_drops_rows_and_equals_brute_force_on_the_rest():
+    y = Y.astype(float)
+    y[3] = np.nan
+    s = S.copy()
+    s[[0, 5]] = [np.nan, -np.inf]
+    w = np.linspace(0.5, 2.0, 10)
+    w[8] = np.nan
+    with pytest.warns(OmittedRowsWarning) as record:
+        table = quiet(fastbias.bias_metrics, y, s, {"g": G, "h": H}, sample_weight=w,
+                      nan_policy="omit")
+    omit_messages = [str(r.message) for r in record if r.category is OmittedRowsWarning]
+    assert len(omit_messages) == 1
+    message = omit_messages[0]
+    assert "dropped 4 of 10 rows" in message
+    assert "y_true: 1 missing" in message
+    assert "y_score: 2 (1 NaN or missing, 1 infinite)" in message
+    assert "sample_weight: 1 NaN or missing" in message
+    keep = np.ones(10, bool)
+    keep[[0, 3, 5, 8]] = False
+    assert_table_matches(table, Y[keep], S[keep], {"g": G[keep], "h": H[keep]}, w[keep])
+    assert abs(table.attrs["overall_auc"] - brute_overall(Y[keep], S[keep], w[keep])) <= TOL
+
+
+def test_omit_without_missing_values_is_silent_and_identical():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OmittedRowsWarning)
+        omitted = quiet(fastbias.bias_metrics, Y, S, {"g": G}, nan_policy="omit")
+    pd.testing.assert_frame_equal(omitted, quiet(fastbias.bias_metrics, Y, S, {"g": G}))
+
+
+@pytest.mark.parametrize("subgroups", ["dense", "dict", "frame"])
+def test_omit_restricts_every_subgroup_container(subgroups):
+    s = S.copy()
+    s[[1, 6]] = np.nan
+    container = {
+        "dense": np.column_stack([G, H]),
+        "dict": {"subgroup_0": G, "subgroup_1": H.astype(float)},
+        "frame": pd.DataFrame({"subgroup_0": G, "subgroup_1": pd.array(H, dtype="boolean")}),
+    }[subgroups]
+    with pytest.warns(OmittedRowsWarning, match="dropped 2 of 10"):
+        table = quiet(fastbias.bias_metrics, Y, s, container, nan_policy="omit")
+    keep = ~np.isnan(s)
+    assert_table_matches(table, Y[keep], S[keep],
+                         {"subgroup_0": G[keep], "subgroup_1": H[keep]})
+
+
+def test_overall_auc_omit_and_nullable():
+    y = pd.array([0, 1, 0, None, 1, 0, 1, 0, 0, 1], dtype="Int64")
+    s = pd.array([0.1, 0.9, None, 0.35, 0.8, 0.7, 0.35, 0.2, 0.35, 0.6], dtype="Float64")
+    with pytest.warns(OmittedRowsWarning, match=r"dropped 2 of 10.*y_true: 1.*y_score: 1"):
+        value = fastbias.overall_auc(y, s, nan_policy="omit")
+    keep = np.ones(10, bool)
+    keep[[2, 3]] = False
+    assert abs(value - brute_overall(Y[keep], S[keep])) <= TOL
+
+
+# ------------------------------------------------------------------ pos_label
+
+@pytest.mark.parametrize("make_labels, pos_label", [
+    (lambda y: np.where(y == 1, "toxic", "ok"), "toxic"),
+    (lambda y: pd.Series(np.where(y == 1, "toxic", "ok"), dtype="category"), "toxic"),
+    (lambda y: pd.Series(np.where(y == 1, "toxic", "ok"), dtype="string"), "toxic"),
+    (lambda y: np.where(y == 1, 1, -1), 1),
+    (lambda y: np.where(y == 1, 2.0, 7.0), 2.0),
+    (lambda y: np.where(y == 1, "ok", "toxic").astype(object), "ok"),
+])
+def test_pos_label_equals_boolean_labels(make_labels, pos_label):
+    labels = make_labels(Y)
+    expected_y = np.asarray(labels == pos_label, dtype=bool)
+    table = quiet(fastbias.bias_metrics, labels, S, {"g": G, "h": H}, pos_label=pos_label)
+    assert_table_matches(table, expected_y, S, {"g": G, "h": H})
+    value = fastbias.overall_auc(labels, S, pos_label=pos_label)
+    assert abs(value - brute_overall(expected_y, S)) <= TOL
+
+
+def test_pos_label_with_missing_labels_and_omit():
+    labels = pd.Categorical(["t", "o", "o", None, "t", "o", "t", "o", "o", "t"])
+    with pytest.raises(ValueError, match="y_true has 1 missing label"):
+        fastbias.bias_metrics(labels, S, {"g": G}, pos_label="t")
+    with pytest.warns(OmittedRowsWarning, match="y_true: 1 missing"):
+        table = quiet(fastbias.bias_metrics, labels, S, {"g": G}, pos_label="t", nan_policy="omit")
+    keep = np.arange(10) != 3
+    y = np.asarray(labels == "t")
+    assert_table_matches(table, y[keep], S[keep], {"g": G[keep]})
+
+
+# ------------------------------------------------------------------ accepted input forms
+
+def _forms():
+    yield "lists", Y.tolist(), S.tolist(), {"g": G.tolist()}
+    yield "series", pd.Series(Y, index=np.arange(10)[::-1]), pd.Series(S), pd.DataFrame({"g": G})
+    yield "nullable", (pd.array(Y, dtype="Int64"), pd.array(S, dtype="Float64"),
+                       pd.DataFrame({"g": pd.array(G, dtype="boolean")}))
+    yield "object", Y.astype(object), S.astype(object), {"g": G.astype(object)}
+    yield "float-labels", Y.astype(np.float32), S, {"g": G.astype(np.float64)}
+    yield "column-vectors", Y[:, None], S[:, None], G[:, None]
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return
+    yield "arrow-backed", (pd.Series(Y, dtype="int64[pyarrow]"),
+                           pd.Series(S, dtype="double[pyarrow]"),
+                           pd.DataFrame({"g": pd.Series(G, dtype="bool[pyarrow]")}))
+
+
+@pytest.mark.parametrize("form", list(_forms()), ids=lambda f: f[0])
+def test_input_forms_equal_numpy(form):
+    # rows are matched by position: a pandas index is ignored
+    _, y, s, groups = (form[0], *form[1]) if len(form) == 2 else form
+    table = quiet(fastbias.bias_metrics, y, s, groups)
+    name = table.index[0]
+    assert_table_matches(table, Y, S, {name: G})
+
+
+def test_pyarrow_inputs():
+    pa = pytest.importorskip("pyarrow")
+    table = quiet(fastbias.bias_metrics, pa.array(Y), pa.chunked_array([S[:4], S[4:]]),
+                  pa.table({"g": G, "h": H}))
+    assert_table_matches(table, Y, S, {"g": G, "h": H})
+    with pytest.raises(ValueError, match="y_true has 1 missing"):
+        fastbias.bias_metrics(pa.array([0, 1, None, 1, 1, 0, 1, 0, 0, 1]), S, {"g": G})
+    df = pd.DataFrame({"y": Y, "s": S, "g": G})
+    res = quiet(fastbias.evaluate, pa.Table.from_pandas(df), label="y", scores="s", subgroups=["g"])
+    assert_table_matches(res.for_model(), Y, S, {"g": G})
+
+
+def test_polars_inputs():
+    pl = pytest.importorskip("polars")
+    table = quiet(fastbias.bias_metrics, pl.Series(Y), pl.Series(S), pl.DataFrame({"g": G}))
+    assert_table_matches(table, Y, S, {"g": G})
+    with pytest.raises(ValueError, match="y_score has 1 NaN"):
+        fastbias.bias_metrics(Y, pl.Series([0.1, None, *S[2:]]), {"g": G})
+    df = pl.DataFrame({"y": Y, "s": S, "g": G})
+    res = quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=["g"])
+    assert_table_matches(res.for_model(), Y, S, {"g": G})
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint16, np.uint64])
+def test_integer_scores_are_exact(dtype):
+    ranks = np.array([3, 9, 5, 4, 8, 7, 4, 2, 4, 6], dtype=dtype)
+    table = quiet(fastbias.bias_metrics, Y, ranks, {"g": G})
+    assert_table_matches(table, Y, ranks.astype(float), {"g": G})
+
+
+def test_large_integer_scores_up_to_2_53_are_exact():
+    base = np.int64(2 ** 53)
+    ranks = base - np.array([3, 9, 5, 4, 8, 7, 4, 2, 4, 6], dtype=np.int64)
+    table = quiet(fastbias.bias_metrics, Y, ranks, {"g": G})
+    assert_table_matches(table, Y, -np.array([3, 9, 5, 4, 8, 7, 4, 2, 4, 6.0]), {"g": G})
+
+
+def test_float16_scores_become_float32_without_merging_ties():
+    s16 = S.astype(np.float16)
+    table = quiet(fastbias.bias_metrics, Y, s16, {"g": G})
+    assert_table_matches(table, Y, s16.astype(np.float64), {"g": G})
+
+
+def test_long_double_scores_exact_or_refused():
+    if np.finfo(np.longdouble).nmant <= np.finfo(np.float64).nmant:
+        pytest.skip("long double is float64 on this platform")
+    exact = S.astype(np.longdouble)
+    assert_table_matches(quiet(fastbias.bias_metrics, Y, exact, {"g": G}), Y, S, {"g": G})
+    inexact = exact + np.longdouble(2.0) ** -60
+    with pytest.raises(ValueError, match="float64 cannot hold exactly"):
+        fastbias.bias_metrics(Y, inexact, {"g": G})
+
+
+def test_fractional_labels_with_threshold():
+    fractions = np.where(Y == 1, 0.5, 0.49)
+    table = quiet(fastbias.bias_metrics, fractions, S, {"g": G}, label_threshold=0.5)
+    assert_table_matches(table, Y, S, {"g": G})
+
+
+def test_object_subgroup_column_with_none_and_threshold():
+    column = np.where(G, 0.8, 0.1).astype(object)
+    column[[2, 7]] = None  # never a member with a threshold
+    table = quiet(fastbias.bias_metrics, Y, S, {"g": column}, subgroup_threshold=0.5)
+    assert_table_matches(table, Y, S, {"g": G})
+
+
+# ------------------------------------------------------------------ evaluate
+
+@pytest.fixture
+def frame():
+    return pd.DataFrame({
+        "label": np.where(Y == 1, "toxic", "ok"),
+        "a": S,
+        "b": S[::-1].copy(),
+        "g": G.astype(float),
+        "h": pd.array(H, dtype="boolean"),
+        "w": np.linspace(0.5, 2.0, 10),
+    })
+
+
+def test_evaluate_errors_name_the_column(frame):
+    with pytest.raises(TypeError, match=r"label column 'label' has non-numeric.*pos_label"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["g"])
+    with pytest.raises(KeyError, match=r"subgroups: column\(s\) \['martian'\]"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["martian"],
+                          pos_label="toxic")
+    with pytest.raises(KeyError, match=r"sample_weight: column\(s\) \['weight'\]"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["g"], pos_label="toxic",
+                          sample_weight="weight")
+    with pytest.raises(ValueError, match=r"subgroups has duplicate names: \['g'\]"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["g", "g"], pos_label="toxic")
+    with pytest.raises(ValueError, match="subgroup_threshold must be finite"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["g"], pos_label="toxic",
+                          subgroup_threshold=np.nan)
+    with pytest.raises(ValueError, match="nan_policy must be"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["g"], nan_policy="skip")
+    bad = frame.assign(a=frame["a"].where(np.arange(10) != 4))
+    with pytest.raises(ValueError, match=r"score column 'a' has 1 NaN.*position 4"):
+        fastbias.evaluate(bad, label="label", scores="a", subgroups=["g"], pos_label="toxic")
+    bad = frame.assign(w=-frame["w"])
+    with pytest.raises(ValueError, match=r"sample_weight column 'w' has 10 negative"):
+        fastbias.evaluate(bad, label="label", scores="a", subgroups=["g"], pos_label="toxic",
+                          sample_weight="w")
+    with pytest.raises(ValueError, match=r"sample_weight has 3 rows but y_true has 10"):
+        fastbias.evaluate(frame, label="label", scores="a", subgroups=["g"], pos_label="toxic",
+                          sample_weight=[1.0, 2.0, 3.0])
+
+
+def test_evaluate_pos_label_equals_brute_force(frame):
+    res = quiet(fastbias.evaluate, frame, label="label", scores=["a", "b"], subgroups=["g", "h"],
+                pos_label="toxic", sample_weight="w")
+    for model in ["a", "b"]:
+        assert_table_matches(res.for_model(model), Y, frame[model].to_numpy(),
+                             {"g": G, "h": H}, frame["w"].to_numpy())
+
+
+def test_evaluate_omit_drops_per_model(frame):
+    frame = frame.astype({"label": object})
+    frame.loc[3, "label"] = None            # dropped for every model
+    frame.loc[[0, 6], "a"] = [np.nan, np.inf]  # dropped for model a only
+    frame.loc[9, "b"] = np.nan              # dropped for model b only
+    with pytest.raises(ValueError, match="label column 'label' has 1 missing"):
+        fastbias.evaluate(frame, label="label", scores=["a", "b"], subgroups=["g", "h"],
+                          pos_label="toxic")
+    with pytest.warns(OmittedRowsWarning) as record:
+        res = quiet(fastbias.evaluate, frame, label="label", scores=["a", "b"],
+                    subgroups=["g", "h"], pos_label="toxic", nan_policy="omit",
+                    sample_weight=frame["w"].to_numpy())
+    messages = [str(r.message) for r in record if r.category is OmittedRowsWarning]
+    assert len(messages) == 1
+    assert re.search(r"label column 'label': 1 missing", messages[0])
+    assert re.search(r"score column 'a': 2 \(1 NaN or missing, 1 infinite\)", messages[0])
+    assert re.search(r"'a': 7, 'b': 8 of 10", messages[0])
+    assert res.settings["omitted_rows"] == {"a": 3, "b": 2}
+    assert res.models == ["a", "b"] and list(res.table["model"].unique()) == ["a", "b"]
+    w = frame["w"].to_numpy()
+    for model, dropped in [("a", [0, 3, 6]), ("b", [3, 9])]:
+        keep = ~np.isin(np.arange(10), dropped)
+        s = frame[model].to_numpy()
+        assert_table_matches(res.for_model(model), Y[keep], s[keep],
+                             {"g": G[keep], "h": H[keep]}, w[keep])
+        assert abs(res.overall_auc[model] - brute_overall(Y[keep], s[keep], w[keep])) <= TOL
+
+
+def test_evaluate_omit_without_missing_is_the_plain_result(frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OmittedRowsWarning)
+        omitted = quiet(fastbias.evaluate, frame, label="label", scores=["a", "b"],
+                        subgroups=["g", "h"], pos_label="toxic", nan_policy="omit")
+    plain = quiet(fastbias.evaluate, frame, label="label", scores=["a", "b"], subgroups=["g", "h"],
+                  pos_label="toxic")
+    pd.testing.assert_frame_equal(omitted.table, plain.table)
+
+
+def test_evaluate_omit_with_no_rows_left_for_a_model(frame):
+    frame = frame.assign(a=np.nan)
+    with pytest.raises(ValueError, match=r"leaves no rows for model\(s\) \['a'\]"):
+        fastbias.evaluate(frame, label="label", scores=["a", "b"], subgroups=["g"],
+                          pos_label="toxic", nan_policy="omit")
+
+
+def test_evaluate_object_identity_column_with_none(frame):
+    column = G.astype(object)
+    column[[2, 4]] = None  # unannotated
+    frame = frame.assign(g=column)
+    res = quiet(fastbias.evaluate, frame, label="label", scores="a", subgroups=["g"],
+                pos_label="toxic", missing_subgroup="exclude")
+    keep = ~np.isin(np.arange(10), [2, 4])
+    assert_table_matches(res.for_model(), Y[keep], S[keep], {"g": G[keep]})

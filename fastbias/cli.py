@@ -1,0 +1,662 @@
+"""The ``fastbias`` command: bias reports from a data file, and a demo.
+
+::
+
+    fastbias report DATA --label COL --scores COL [COL ...] --subgroups COL [COL ...]
+                         [--out FILE [--out FILE ...]] [--ci {delong,bootstrap,bernstein}] ...
+    fastbias demo [--rows N] [--out FILE]
+
+``report`` reads CSV (also .tsv and compressed .gz/.bz2/.xz/.zip), Parquet
+(needs pyarrow: ``pip install "fastbias[parquet]"``) or JSON lines, evaluates
+every score column with :func:`fastbias.evaluate`, prints an aligned table and
+writes each ``--out`` file in the format of its extension: ``.html`` (a
+self-contained report with figures), ``.csv`` or ``.json``.
+
+``demo`` builds the Jigsaw-sized synthetic set (1.8M rows, 24 identities, a
+fair and a biased model), evaluates it, prints the table and the time of each
+step, and writes the HTML report.
+
+Errors are one line on stderr (``fastbias: error: ...``) with exit status 1;
+usage errors exit with 2. Progress is shown on stderr only when it is a
+terminal (``--progress always|never`` overrides).
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import json
+import os
+import sys
+import threading
+import time
+import warnings
+
+DEMO_OUTPUT = "fastbias-demo-report.html"
+CSV_CHUNK_ROWS = 250_000
+
+_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
+_INPUT_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet",
+                  ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+_OUTPUT_FORMATS = {".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
+
+
+class CLIError(Exception):
+    """An error the user can fix; printed as one line."""
+
+
+# --------------------------------------------------------------------------- progress display
+
+class Progress:
+    """One status line on stderr, rewritten in place; silent when disabled."""
+
+    def __init__(self, enabled: bool, stream=None):
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self._width = 0
+        self._lock = threading.Lock()
+
+    def update(self, text: str) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            pad = max(0, self._width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self.stream.flush()
+            self._width = len(text)
+
+    def clear(self) -> None:
+        if not self.enabled or not self._width:
+            return
+        with self._lock:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+    def ticking(self, label: str):
+        """Context manager: show ``label ... 3.2 s`` (elapsed time) until the block ends."""
+        return _Ticker(self, label)
+
+
+class _Ticker:
+    def __init__(self, progress: Progress, label: str):
+        self.progress, self.label = progress, label
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        if self.progress.enabled:
+            start = time.perf_counter()
+
+            def run():
+                while not self._stop.wait(0.2):
+                    self.progress.update(f"{self.label} ... {time.perf_counter() - start:.1f} s")
+
+            self.progress.update(f"{self.label} ...")
+            self._thread = threading.Thread(target=run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.progress.clear()
+        return False
+
+
+def _progress_enabled(args) -> bool:
+    if getattr(args, "quiet", False) or args.progress == "never":
+        return False
+    if args.progress == "always":
+        return True
+    return sys.stderr.isatty()
+
+
+# --------------------------------------------------------------------------- reading data
+
+def _split_suffix(path: str):
+    """(format, compression, extension) from a file name such as ``data.tsv.gz``."""
+    name = os.path.basename(path).lower()
+    root, ext = os.path.splitext(name)
+    compression = _COMPRESSION.get(ext)
+    if compression is not None:
+        root, ext = os.path.splitext(root)
+    return _INPUT_FORMATS.get(ext), compression, ext
+
+
+def _open_text_stream(raw, compression):
+    if compression is None:
+        return io.TextIOWrapper(raw, encoding="utf-8")
+    if compression == "gzip":
+        import gzip
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
+    if compression == "bz2":
+        import bz2
+        return io.TextIOWrapper(bz2.BZ2File(raw), encoding="utf-8")
+    if compression == "xz":
+        import lzma
+        return io.TextIOWrapper(lzma.LZMAFile(raw), encoding="utf-8")
+    raise CLIError(f"JSON lines compressed as {compression} are not supported; use .gz, .bz2 or "
+                   f".xz")
+
+
+def _header(path: str, fmt: str, compression, sep) -> list:
+    import pandas as pd
+
+    if fmt == "csv":
+        try:
+            return [str(c) for c in pd.read_csv(path, nrows=0, sep=sep,
+                                                compression=compression or None).columns]
+        except pd.errors.EmptyDataError:
+            raise CLIError(f"data file {path!r} is empty") from None
+    if fmt == "parquet":
+        pq = _pyarrow_parquet()
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception as exc:  # pyarrow raises its own error types
+            raise CLIError(f"cannot read {path!r} as Parquet: {exc}") from None
+    with open(path, "rb") as raw:
+        stream = _open_text_stream(raw, compression)
+        for line in stream:
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("["):
+                raise CLIError(f"{path!r} is a JSON array, not JSON lines (one object per "
+                               f"line); convert it, e.g. with pandas: "
+                               f"pd.read_json(path).to_json(out, orient='records', lines=True)")
+            try:
+                first = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CLIError(f"{path!r} is not JSON lines: first line does not parse "
+                               f"({exc.msg})") from None
+            if not isinstance(first, dict):
+                raise CLIError(f"{path!r}: each JSON line must be an object with the columns as "
+                               f"keys, got {type(first).__name__}")
+            return [str(k) for k in first]
+    raise CLIError(f"data file {path!r} is empty")
+
+
+def _pyarrow_parquet():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise CLIError("reading Parquet needs pyarrow: pip install 'fastbias[parquet]'") from None
+    return pq
+
+
+def _check_columns(header: list, wanted: dict) -> None:
+    """wanted: option name -> list of column names. Raise on the first unknown column."""
+    available = set(header)
+    for option, names in wanted.items():
+        for name in names:
+            if name in available:
+                continue
+            close = difflib.get_close_matches(name, header, n=3, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
+            shown = ", ".join(header[:15]) + (f", ... ({len(header)} in all)"
+                                              if len(header) > 15 else "")
+            raise CLIError(f"unknown column {name!r} ({option}){hint} The file has columns: "
+                           f"{shown}")
+
+
+def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
+              progress: Progress | None = None, wanted: dict | None = None):
+    """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
+
+    ``wanted`` (option -> column names) is checked against the file's header
+    first, so that an unknown column fails fast with the option named.
+    """
+    import pandas as pd
+
+    progress = progress or Progress(False)
+    if not os.path.exists(path):
+        raise CLIError(f"data file {path!r} not found")
+    if os.path.isdir(path):
+        raise CLIError(f"data path {path!r} is a directory; give one file")
+    fmt, compression, ext = _split_suffix(path)
+    if input_format is not None:
+        fmt = input_format
+    if fmt is None:
+        raise CLIError(f"cannot tell the format of {path!r} from its extension; use .csv, "
+                       f".parquet or .jsonl, or say --input-format csv|parquet|jsonl")
+    if fmt == "csv" and sep is None:
+        sep = "\t" if ext == ".tsv" else ","
+    header = _header(path, fmt, compression, sep)
+    if wanted:
+        _check_columns(header, wanted)
+    columns = list(dict.fromkeys(columns))
+    size = os.path.getsize(path)
+    name = os.path.basename(path)
+    if fmt == "csv":
+        if not progress.enabled:
+            return pd.read_csv(path, usecols=columns, sep=sep, compression=compression or None)
+        parts, rows = [], 0
+        with open(path, "rb") as raw:
+            reader = pd.read_csv(raw, usecols=columns, sep=sep, chunksize=CSV_CHUNK_ROWS,
+                                 compression=compression or None)
+            for chunk in reader:
+                parts.append(chunk)
+                rows += len(chunk)
+                done = raw.tell() / size if size else 1.0
+                progress.update(f"reading {name}: {min(done, 1.0):4.0%} ({rows:,} rows)")
+        progress.clear()
+        return pd.concat(parts, ignore_index=True) if parts else \
+            pd.read_csv(path, usecols=columns, sep=sep, compression=compression or None)
+    if fmt == "parquet":
+        pq = _pyarrow_parquet()
+        import pyarrow as pa
+
+        parquet_file = pq.ParquetFile(path)
+        groups = parquet_file.num_row_groups
+        tables = []
+        for i in range(groups):
+            tables.append(parquet_file.read_row_group(i, columns=columns))
+            progress.update(f"reading {name}: row group {i + 1}/{groups}")
+        progress.clear()
+        table = pa.concat_tables(tables) if tables else parquet_file.schema_arrow.empty_table()
+        return table.select(columns).to_pandas()
+    # JSON lines
+    parts, rows = [], 0
+    with open(path, "rb") as raw:
+        stream = _open_text_stream(raw, compression)
+        reader = pd.read_json(stream, lines=True, chunksize=CSV_CHUNK_ROWS)
+        for chunk in reader:
+            missing = [c for c in columns if c not in chunk.columns]
+            if missing:
+                raise CLIError(f"JSON lines in {path!r} lack column(s) {missing} after row "
+                               f"{rows:,}")
+            parts.append(chunk[columns])
+            rows += len(chunk)
+            progress.update(f"reading {name}: {min(raw.tell() / size if size else 1, 1):4.0%} "
+                            f"({rows:,} rows)")
+    progress.clear()
+    if not parts:
+        raise CLIError(f"data file {path!r} has no rows")
+    return pd.concat(parts, ignore_index=True)
+
+
+def _coerce_object_flags(df, names) -> None:
+    """JSON true/false/null columns arrive as object dtype: make them nullable booleans."""
+    import pandas as pd
+
+    for name in names:
+        col = df[name]
+        if col.dtype != object:
+            continue
+        values = col.dropna()
+        if len(values) and all(isinstance(v, bool) for v in values):
+            df[name] = col.astype("boolean")
+        elif len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                 for v in values):
+            df[name] = pd.to_numeric(col)
+
+
+def _prepare_label(df, label: str, positive):
+    import pandas as pd
+
+    col = df[label]
+    if positive is not None:
+        text = col.astype(str)
+        if not (text == positive).any():
+            values = sorted(map(str, pd.unique(col.dropna())))[:8]
+            raise CLIError(f"--positive {positive!r} does not occur in label column {label!r} "
+                           f"(values: {', '.join(repr(v) for v in values)})")
+        missing = col.isna().to_numpy()
+        if missing.any():  # keep them missing: evaluate() raises or omits (--nan-policy)
+            flags = pd.array((text == positive).to_numpy(), dtype="boolean")
+            flags[missing] = pd.NA
+            df[label] = flags
+        else:
+            df[label] = (text == positive).to_numpy()
+        return
+    if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
+        values = sorted(map(str, pd.unique(col.dropna())))[:6]
+        raise CLIError(f"label column {label!r} is not numeric (dtype {col.dtype}, values like "
+                       f"{', '.join(repr(v) for v in values)}); say which value is the positive "
+                       f"class with --positive VALUE")
+
+
+# --------------------------------------------------------------------------- commands
+
+def _say(args, text: str) -> None:
+    if not args.quiet:
+        print(text, file=sys.stderr)
+
+
+def _check_outputs(paths) -> list:
+    outputs = []
+    for path in paths or []:
+        ext = os.path.splitext(path)[1].lower()
+        if ext not in _OUTPUT_FORMATS:
+            raise CLIError(f"--out {path!r}: unknown extension {ext or '(none)'!r}; use .html, "
+                           f".csv or .json")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise CLIError(f"--out {path!r}: folder {folder!r} does not exist")
+        outputs.append((path, _OUTPUT_FORMATS[ext]))
+    return outputs
+
+
+def _run_evaluate(df, args, progress, subgroups, scores, label):
+    import fastbias
+
+    kwargs = dict(label=label, scores=scores, subgroups=subgroups,
+                  label_threshold=args.label_threshold,
+                  subgroup_threshold=args.subgroup_threshold,
+                  missing_subgroup=args.missing_subgroup)
+    if args.ci is not None:
+        kwargs.update(ci=args.ci, confidence=args.confidence, n_boot=args.n_boot,
+                      random_state=args.seed)
+    if getattr(args, "weight", None):
+        kwargs["sample_weight"] = args.weight
+    if getattr(args, "nan_policy", "raise") != "raise":
+        kwargs["nan_policy"] = args.nan_policy
+    what = f"evaluating {len(scores)} model(s) x {len(subgroups)} subgroups"
+    if args.ci == "bootstrap":
+        what += f" with {args.n_boot} bootstrap replicates"
+    elif args.ci:
+        what += f" with {args.ci} intervals"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with progress.ticking(what):
+            try:
+                result = fastbias.evaluate(df, **kwargs)
+            except ModuleNotFoundError as exc:
+                if args.ci and "interval" in str(exc):
+                    raise CLIError(f"--ci {args.ci}: this installation of fastbias has no "
+                                   f"interval support ({exc})") from None
+                raise
+    for w in caught:
+        if issubclass(w.category, fastbias.UndefinedMetricWarning):
+            _say(args, f"fastbias: warning: {w.message}")
+    return result
+
+
+def _write_outputs(report, outputs, args) -> None:
+    for path, fmt in outputs:
+        start = time.perf_counter()
+        report.save(path, fmt=fmt)
+        kind = {"html": "HTML report", "csv": "CSV table", "json": "JSON"}[fmt]
+        note = ""
+        if fmt == "html":
+            from .report import _matplotlib_available
+
+            if not _matplotlib_available():
+                note = " without figures (matplotlib missing: pip install 'fastbias[plot]')"
+        _say(args, f"wrote {path} ({kind}, {os.path.getsize(path) / 1024:,.0f} KiB, "
+                   f"{time.perf_counter() - start:.1f} s){note}")
+
+
+def cmd_report(args) -> int:
+    from .report import BiasReport
+
+    outputs = _check_outputs(args.out)
+    progress = Progress(_progress_enabled(args))
+    wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
+    if args.weight:
+        wanted["--weight"] = [args.weight]
+    columns = [c for names in wanted.values() for c in names]
+    timings = {}
+    start = time.perf_counter()
+    df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
+                   progress=progress, wanted=wanted)
+    timings["read data"] = time.perf_counter() - start
+    if len(df) == 0:
+        raise CLIError(f"data file {args.data!r} has no rows")
+    _coerce_object_flags(df, [args.label, *args.subgroups])
+    _prepare_label(df, args.label, args.positive)
+    start = time.perf_counter()
+    result = _run_evaluate(df, args, progress, args.subgroups, args.scores, args.label)
+    timings["evaluate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    report = BiasReport.from_result(df, result, title=args.title or
+                                    f"fastbias report: {os.path.basename(args.data)}",
+                                    source=os.path.abspath(args.data))
+    report.timings = timings
+    print(report.to_text(max_subgroups=args.top))
+    _write_outputs(report, outputs, args)
+    timings["report"] = time.perf_counter() - start
+    _say(args, "time: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    import numpy as np
+
+    from .report import BiasReport, _matplotlib_available
+    from .synthetic import JIGSAW_IDENTITIES, make_jigsaw_like
+
+    if args.rows < 100:
+        raise CLIError(f"--rows must be at least 100, got {args.rows}")
+    if not 1 <= args.identities <= 200:
+        raise CLIError(f"--identities must be between 1 and 200, got {args.identities}")
+    outputs = _check_outputs(args.out or [DEMO_OUTPUT])
+    progress = Progress(_progress_enabled(args))
+    timings = {}
+
+    start = time.perf_counter()
+    with progress.ticking(f"generating {args.rows:,} rows"):
+        df = make_jigsaw_like(n_rows=args.rows, n_identities=args.identities,
+                              random_state=args.seed)
+    timings["generate data"] = time.perf_counter() - start
+    identities = [c for c in df.columns if c in JIGSAW_IDENTITIES or c.startswith("identity_")]
+    biased = identities[::2]
+    models = ["model_fair", "model_biased"]
+
+    # compile (or load the cached) kernels on a small slice, so that "evaluate" times the work
+    start = time.perf_counter()
+    with progress.ticking("compiling kernels"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import fastbias
+
+        small = df.iloc[: min(len(df), 5_000)]
+        kwargs = {"ci": args.ci, "n_boot": 20} if args.ci else {}
+        try:
+            fastbias.evaluate(small, label="toxicity", scores=models, subgroups=identities,
+                              missing_subgroup=args.missing_subgroup, **kwargs)
+        except ModuleNotFoundError as exc:
+            raise CLIError(f"--ci {args.ci}: this installation of fastbias has no interval "
+                           f"support ({exc})") from None
+    timings["compile kernels (first run only; cached)"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    result = _run_evaluate(df, args, progress, identities, models, "toxicity")
+    timings[f"evaluate {len(models)} models x {len(identities)} subgroups"] = \
+        time.perf_counter() - start
+
+    start = time.perf_counter()
+    report = BiasReport.from_result(df, result, title="fastbias demo: a Jigsaw-sized synthetic "
+                                                      "data set",
+                                    source=f"fastbias.make_jigsaw_like(n_rows={args.rows}, "
+                                           f"n_identities={args.identities}, "
+                                           f"random_state={args.seed}); model_biased scores "
+                                           f"rows of {len(biased)} identities higher")
+    timings["bin scores for the report"] = time.perf_counter() - start
+    del df
+
+    n_toxic = report.histograms.n_positives
+    print(f"fastbias demo: {args.rows:,} rows ({n_toxic:,} toxic), {len(identities)} identity "
+          f"columns, models {', '.join(models)}")
+    print(f"model_biased scores the rows of {len(biased)} identities higher "
+          f"({', '.join(biased[:4])}{', ...' if len(biased) > 4 else ''}): watch their BPSN AUC "
+          f"and AEGs.\n")
+    print(report.to_text(max_subgroups=args.top))
+    print()
+
+    start = time.perf_counter()
+    report.timings = dict(timings)
+    with progress.ticking("writing the report"):
+        for path, fmt in outputs:
+            report.save(path, fmt=fmt)
+    timings["write " + ", ".join(os.path.basename(p) for p, _ in outputs)] = \
+        time.perf_counter() - start
+
+    width = max(len(k) for k in timings)
+    print("time per step")
+    for step, seconds in timings.items():
+        print(f"  {step.ljust(width)}  {seconds:7.2f} s")
+    total = float(np.sum(list(timings.values())))
+    print(f"  {'total'.ljust(width)}  {total:7.2f} s\n")
+    for path, fmt in outputs:
+        print(f"wrote {os.path.abspath(path)}")
+    if any(fmt == "html" for _, fmt in outputs) and not _matplotlib_available():
+        print("note: matplotlib is not installed, so the HTML report has tables but no figures; "
+              "pip install 'fastbias[plot]' for the heatmaps and score distributions")
+    return 0
+
+
+# --------------------------------------------------------------------------- argument parsing
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value != value:
+        raise argparse.ArgumentTypeError("must not be NaN")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_common(parser) -> None:
+    parser.add_argument("--label-threshold", type=_threshold, default=0.5, metavar="T",
+                        help="label >= T is positive (default 0.5)")
+    parser.add_argument("--subgroup-threshold", type=_threshold, default=0.5, metavar="T",
+                        help="identity value >= T means member (default 0.5)")
+    parser.add_argument("--missing-subgroup", choices=["background", "exclude"],
+                        default="background",
+                        help="what an unannotated (empty/NaN) identity value means: count the "
+                             "row as background (default, as the Jigsaw competition did) or "
+                             "exclude it from that subgroup's background")
+    parser.add_argument("--ci", choices=["delong", "bootstrap", "bernstein"], default=None,
+                        help="add confidence intervals computed by this method")
+    parser.add_argument("--confidence", type=_probability, default=0.95, metavar="P",
+                        help="confidence level of the intervals (default 0.95)")
+    parser.add_argument("--n-boot", type=_positive_int, default=1000, metavar="N",
+                        help="bootstrap replicates for --ci bootstrap (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--top", type=_positive_int, default=None, metavar="N",
+                        help="print only the N worst subgroups (the files keep all)")
+    parser.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                        help="progress display on stderr (default: only on a terminal)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress, notes or warnings on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="fastbias",
+        description="Exact unintended-bias metrics (Subgroup/BPSN/BNSP AUC, AEGs) of "
+                    "classifiers, with reports.")
+    parser.add_argument("--version", action="version", version=f"fastbias {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    report = commands.add_parser(
+        "report", help="bias metrics of a data file: table on the terminal, HTML/CSV/JSON files",
+        description="Evaluate score columns of a data file per subgroup, print an aligned table "
+                    "and write the outputs named by --out (format by extension: .html, .csv, "
+                    ".json).")
+    report.add_argument("data", metavar="DATA",
+                        help="CSV/TSV (optionally .gz/.bz2/.xz/.zip), Parquet or JSON-lines file")
+    report.add_argument("--label", required=True, metavar="COL",
+                        help="label column: 0/1, boolean, a fraction (see --label-threshold) or "
+                             "text (see --positive)")
+    report.add_argument("--scores", required=True, nargs="+", metavar="COL",
+                        help="score column(s), one per model")
+    report.add_argument("--subgroups", required=True, nargs="+", metavar="COL",
+                        help="identity columns: boolean or numeric (see --subgroup-threshold)")
+    report.add_argument("--out", action="append", metavar="FILE",
+                        help="write the report here (.html, .csv or .json); may be repeated")
+    report.add_argument("--positive", metavar="VALUE", default=None,
+                        help="the label value of the positive class, for a text label column")
+    report.add_argument("--weight", metavar="COL", default=None, help="sample weight column")
+    report.add_argument("--nan-policy", choices=["raise", "omit"], default="raise",
+                        help="rows with a missing label or a NaN/infinite score: stop with an "
+                             "error (default) or leave them out (per model for scores)")
+    report.add_argument("--title", default=None, help="title of the HTML report")
+    report.add_argument("--input-format", choices=["csv", "parquet", "jsonl"], default=None,
+                        help="format of DATA when its extension does not say")
+    report.add_argument("--sep", default=None, help="CSV field separator (default ',', TSV tab)")
+    _add_common(report)
+    report.set_defaults(func=cmd_report)
+
+    demo = commands.add_parser(
+        "demo", help="evaluate a Jigsaw-sized synthetic data set and write an HTML report",
+        description="Build the Jigsaw-sized synthetic data set (1.8M rows, 24 identities, a fair "
+                    "and a biased model), evaluate it, print the table and the time of each "
+                    "step, and write the report.")
+    demo.add_argument("--rows", type=_positive_int, default=1_804_875, metavar="N",
+                      help="rows to generate (default 1,804,875, the size of the Jigsaw data)")
+    demo.add_argument("--identities", type=_positive_int, default=24, metavar="K",
+                      help="identity columns (default 24)")
+    demo.add_argument("--out", action="append", metavar="FILE",
+                      help=f"report file(s) (.html, .csv, .json; default {DEMO_OUTPUT})")
+    _add_common(demo)
+    demo.set_defaults(func=cmd_demo, top=10)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the ``fastbias`` command line; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 1 on an error in the data or files, 2 on a usage error.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fastbias.cli import main
+    >>> out = os.path.join(tempfile.mkdtemp(), "demo.json")
+    >>> main(["demo", "--rows", "20000", "--identities", "4", "--out", out,
+    ...       "--quiet"])  # doctest: +ELLIPSIS
+    fastbias demo: 20,000 rows ...
+    0
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CLIError as exc:
+        print(f"fastbias: error: {exc}", file=sys.stderr)
+    except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"fastbias: error: {message}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("fastbias: interrupted", file=sys.stderr)
+        return 130
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,384 @@
+"""The report builder and its figures: numbers checked against independent references.
+
+The binned scores are checked against numpy.histogram of the rows picked by
+hand, the tables against brute-force pair counts (tests.reference), the
+summary against a direct computation, and the figures against the table
+they draw.
+"""
+import json
+import re
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastbias
+from fastbias.metrics import AUC_METRICS, METRIC_COLUMNS
+from fastbias.report import BiasReport, score_histograms
+from tests.reference import brute_force_metrics
+
+matplotlib = pytest.importorskip("matplotlib")
+
+
+def small_frame(seed=0, n=400):
+    """Heavy ties (scores on a 0.05 grid, on the histogram edges), NaN identities, one
+    subgroup without positives and one without any rows."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.35
+    a = np.round(np.clip(0.3 + 0.35 * y + rng.normal(0, 0.2, n), 0, 1) * 20) / 20
+    b = np.round(np.clip(0.3 + 0.2 * y + rng.normal(0, 0.25, n), 0, 1) * 20) / 20
+    g1 = np.where(rng.random(n) < 0.3, rng.uniform(0.5, 1, n), rng.uniform(0, 0.45, n))
+    g1[rng.random(n) < 0.2] = np.nan
+    g2 = (rng.random(n) < 0.15).astype(float)
+    g2[rng.random(n) < 0.1] = np.nan
+    df = pd.DataFrame({
+        "label": y.astype(float),
+        "model_a": a,
+        "model_b": b,
+        "g1": g1,
+        "g2": g2,
+        "no_positives": (~y & (rng.random(n) < 0.2)),
+        "nobody": np.zeros(n, dtype=bool),
+    })
+    return df
+
+
+SUBGROUPS = ["g1", "g2", "no_positives", "nobody"]
+MODELS = ["model_a", "model_b"]
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return small_frame()
+
+
+def evaluate_quietly(df, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        return fastbias.evaluate(df, label="label", scores=MODELS, subgroups=SUBGROUPS, **kwargs)
+
+
+@pytest.fixture(scope="module", params=["background", "exclude"])
+def report(request, frame):
+    result = evaluate_quietly(frame, missing_subgroup=request.param)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        return BiasReport.from_result(frame, result, bins=20, title="test report")
+
+
+def reference_rows(df, subgroup, policy):
+    """(member, universe) boolean masks picked by hand."""
+    values = df[subgroup].to_numpy(dtype=np.float64)
+    member = values >= 0.5
+    universe = ~np.isnan(values) if policy == "exclude" else np.ones(len(df), bool)
+    return member & universe, universe
+
+
+def test_histograms_match_numpy_histogram(report, frame):
+    h = report.histograms
+    policy = report.result.settings["missing_subgroup"]
+    y = frame["label"].to_numpy() >= 0.5
+    np.testing.assert_allclose(h.edges, np.linspace(0, 1, 21))
+    for model in MODELS:
+        s = frame[model].to_numpy(dtype=np.float64)
+        for subgroup in SUBGROUPS:
+            member, universe = reference_rows(frame, subgroup, policy)
+            background = universe & ~member
+            expected = {
+                "subgroup_negatives": member & ~y, "subgroup_positives": member & y,
+                "background_negatives": background & ~y, "background_positives": background & y,
+            }
+            cells = h.cells(model, subgroup)
+            for cell, mask in expected.items():
+                want, _ = np.histogram(s[mask], bins=h.edges)
+                np.testing.assert_array_equal(cells[cell], want, err_msg=f"{model} {subgroup} {cell}")
+
+
+def test_histograms_add_up_to_table_counts(report):
+    h = report.histograms
+    for row in report.result.table.to_dict("records"):
+        cells = h.cells(row["model"], row["subgroup"])
+        for cell, counts in cells.items():
+            assert int(counts.sum()) == int(row[cell])
+
+
+def test_histogram_range_follows_scores_outside_unit_interval(frame):
+    df = frame.copy()
+    df["model_a"] = df["model_a"] * 10 - 3  # scores in [-3, 7]
+    result = evaluate_quietly(df)
+    h = score_histograms(df, result, bins=10)
+    assert h.edges[0] == pytest.approx(min(df["model_a"].min(), df["model_b"].min()))
+    assert h.edges[-1] == pytest.approx(max(df["model_a"].max(), df["model_b"].max()))
+    for model in MODELS:
+        want, _ = np.histogram(df[model].to_numpy(), bins=h.edges)
+        got = h.counts[MODELS.index(model), 0].sum(axis=0)  # four cells of g1 add up to all rows
+        np.testing.assert_array_equal(got, want)
+
+
+def test_histograms_reject_bad_bins(frame):
+    result = evaluate_quietly(frame)
+    with pytest.raises(ValueError, match="bins must be a positive integer"):
+        score_histograms(frame, result, bins=0)
+    h = score_histograms(frame, result, bins=3)
+    with pytest.raises(KeyError, match="model 'nope'"):
+        h.cells("nope", "g1")
+    with pytest.raises(KeyError, match="subgroup 'nope'"):
+        h.cells("model_a", "nope")
+
+
+def test_table_values_match_brute_force(report, frame):
+    policy = report.result.settings["missing_subgroup"]
+    y = frame["label"].to_numpy() >= 0.5
+    table = report.to_frame()
+    for model in MODELS:
+        s = frame[model].to_numpy(dtype=np.float64)
+        for subgroup in SUBGROUPS:
+            member, universe = reference_rows(frame, subgroup, policy)
+            want = brute_force_metrics(y[universe], s[universe], member[universe])
+            row = table[(table["model"] == model) & (table["subgroup"] == subgroup)].iloc[0]
+            for metric in METRIC_COLUMNS:
+                if np.isnan(want[metric]):
+                    assert np.isnan(row[metric]), (model, subgroup, metric)
+                else:
+                    assert row[metric] == pytest.approx(want[metric], abs=1e-12)
+
+
+def test_summary_against_direct_computation(report):
+    from sklearn.metrics import roc_auc_score
+
+    summary = report.summary()
+    frame = small_frame()
+    y = frame["label"].to_numpy() >= 0.5
+    for model in MODELS:
+        part = report.result.table[report.result.table["model"] == model]
+        assert summary.at[model, "overall_auc"] == pytest.approx(roc_auc_score(y, frame[model]),
+                                                                 abs=1e-12)
+        aucs = part[AUC_METRICS].to_numpy(dtype=float)
+        assert summary.at[model, "lowest_auc"] == np.nanmin(aucs)
+        i, j = np.unravel_index(np.nanargmin(aucs), aucs.shape)
+        assert summary.at[model, "lowest_auc_subgroup"] == part["subgroup"].iloc[i]
+        assert summary.at[model, "lowest_auc_metric"] == AUC_METRICS[j]
+        aegs = part[["negative_aeg", "positive_aeg"]].to_numpy(dtype=float)
+        assert abs(summary.at[model, "largest_abs_aeg"]) == np.nanmax(np.abs(aegs))
+        assert summary.at[model, "undefined_values"] == int(np.isnan(
+            part[METRIC_COLUMNS].to_numpy(dtype=float)).sum())
+        # "nobody" and "no_positives" have undefined AUCs: the final metric propagates NaN
+        assert np.isnan(summary.at[model, "final_metric"])
+        # leaving them out: 0.25 overall + 0.75 mean of the power means (p = -5)
+        omitted = report.final_metrics(nan_policy="omit")[model]
+        power_means = [np.mean(col[~np.isnan(col)] ** -5.0) ** (-1 / 5) for col in aucs.T]
+        want = 0.25 * roc_auc_score(y, frame[model]) + 0.75 * np.mean(power_means)
+        assert omitted == pytest.approx(want, abs=1e-12)
+
+
+def test_worst_first_orders_by_lowest_auc(report):
+    order = report.worst_subgroups()
+    table = report.result.table
+    lowest = [np.nanmin(table[table["subgroup"] == g][AUC_METRICS].to_numpy(dtype=float))
+              if not table[table["subgroup"] == g][AUC_METRICS].isna().all().all() else np.inf
+              for g in order]
+    assert lowest == sorted(lowest)
+    assert order[-1] == "nobody"  # every AUC undefined: last
+    assert report.worst_subgroups(2) == order[:2]
+
+
+def test_undefined_cells_are_explained(report):
+    undefined = report.undefined_cells()
+    table = report.result.table
+    assert len(undefined) == int(table[METRIC_COLUMNS].isna().to_numpy().sum())
+    reasons = undefined.set_index(["model", "subgroup", "metric"])["reason"]
+    assert reasons[("model_a", "no_positives", "subgroup_auc")] == (
+        "it compares subgroup negatives with subgroup positives, and subgroup_positives = 0")
+    assert "subgroup_negatives = 0 and subgroup_positives = 0" in \
+        reasons[("model_a", "nobody", "subgroup_auc")]
+
+
+def test_text_table(report):
+    text = report.to_text()
+    table = report.result.table
+    for model in MODELS:
+        assert f"{model}  overall AUC {report.result.overall_auc[model]:.4f}" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("g2 "))
+    row = table[(table["model"] == "model_a") & (table["subgroup"] == "g2")].iloc[0]
+    assert f"{row['subgroup_auc']:.4f}" in line and f"{row['negative_aeg']:+.4f}" in line
+    assert f"{int(row['background_negatives']):,}" in line
+    nobody = next(ln for ln in text.splitlines() if ln.startswith("nobody "))
+    assert nobody.split()[-5:] == ["n/a"] * 5
+    assert "undefined value(s)" in text
+    # aligned: every row of a block has the header's width or less, columns right-aligned
+    block = text.split("\n\n")[0].splitlines()
+    assert len({len(ln) for ln in block[1:3]}) == 1
+    short = report.to_text(max_subgroups=2)
+    assert "(2 worst of 4 subgroups shown)" in short
+
+
+def test_json_is_strict_and_complete(report, tmp_path):
+    path = tmp_path / "r.json"
+    report.save(path)
+    data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert data["label"] == "label" and data["n_rows"] == len(small_frame())
+    assert [m["name"] for m in data["models"]] == MODELS
+    table = report.result.table
+    for m in data["models"]:
+        assert m["overall_auc"] == pytest.approx(report.result.overall_auc[m["name"]], abs=0)
+        for row in m["subgroups"]:
+            want = table[(table["model"] == m["name"]) & (table["subgroup"] == row["subgroup"])]
+            for metric in METRIC_COLUMNS:
+                value = want[metric].iloc[0]
+                assert (row[metric] is None) if np.isnan(value) else row[metric] == value
+
+
+def test_csv_round_trip(report, tmp_path):
+    path = tmp_path / "r.csv"
+    report.save(path)
+    back = pd.read_csv(path)
+    table = report.to_frame()
+    assert list(back.columns) == list(table.columns)
+    np.testing.assert_allclose(back[METRIC_COLUMNS].to_numpy(dtype=float),
+                               table[METRIC_COLUMNS].to_numpy(dtype=float), rtol=0, atol=1e-15)
+    assert (back.groupby("model")["overall_auc"].nunique() == 1).all()
+
+
+def test_save_rejects_unknown_extension(report, tmp_path):
+    with pytest.raises(ValueError, match=r"unknown extension '\.xlsx'"):
+        report.save(tmp_path / "r.xlsx")
+
+
+def test_html_is_self_contained_with_every_part(report):
+    page = report.to_html()
+    assert page.startswith("<!DOCTYPE html>")
+    # nothing loaded from elsewhere: every src is an inline image, no external links or scripts
+    sources = re.findall(r'src="([^"]*)"', page)
+    assert sources and all(src.startswith("data:image/png;base64,") for src in sources)
+    assert not re.search(r"(href|src)=\"(https?:)?//", page)
+    assert "<script" not in page
+    ids = re.findall(r'<figure id="fig-(\w+)"', page)
+    assert ids == ["aucs", "aegs", "distributions"]  # no intervals computed: no interval figure
+    # the tables: one per model, one row per subgroup, undefined cells marked and explained
+    assert page.count('<table class="metrics"') == 2
+    n_undefined = len(report.undefined_cells())
+    assert page.count('class="num undefined"') >= n_undefined
+    assert page.count('<li id="undef-') == n_undefined
+    assert "subgroup_positives = 0" in page
+    assert "Figures are left out" not in page
+
+
+def test_html_shows_intervals_when_present(frame):
+    result = evaluate_quietly(frame)
+    for metric in METRIC_COLUMNS:  # interval columns as fastbias.evaluate(ci=...) adds them
+        result.table[f"{metric}_low"] = result.table[metric] - 0.01
+        result.table[f"{metric}_high"] = result.table[metric] + 0.02
+    report = BiasReport.from_result(frame, result)
+    page = report.to_html()
+    assert re.findall(r'<figure id="fig-(\w+)"', page) == ["aucs", "aegs", "intervals",
+                                                           "distributions"]
+    row = result.table[(result.table["model"] == "model_b") & (result.table["subgroup"] == "g1")]
+    low, high = row["bpsn_auc_low"].iloc[0], row["bpsn_auc_high"].iloc[0]
+    assert f"[{low:.3f}, {high:.3f}]" in page
+    assert f"[{low:.3f}, {high:.3f}]" in report.to_text()
+
+
+def test_html_without_matplotlib(report, monkeypatch):
+    import fastbias.report as report_module
+
+    monkeypatch.setattr(report_module, "_matplotlib_available", lambda: False)
+    page = report.to_html()
+    assert "<img" not in page
+    assert "Figures are left out: matplotlib is not installed" in page
+    assert page.count('<table class="metrics"') == 2
+
+
+def test_plotting_needs_matplotlib_message(report, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"pip install 'fastbias\[plot\]'"):
+        report.plot_aucs()
+
+
+def test_heatmaps_draw_the_table(report):
+    order = report.worst_subgroups()
+    fig = report.plot_aucs()
+    model_axes = fig.axes[:2]
+    assert [ax.get_title() for ax in model_axes] == MODELS
+    assert [t.get_text() for t in model_axes[0].get_yticklabels()] == order
+    for ax, model in zip(model_axes, MODELS):
+        drawn = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)
+        want = report.result.for_model(model).reindex(order)[AUC_METRICS].to_numpy(dtype=float)
+        np.testing.assert_array_equal(drawn, want)
+    fig = report.plot_aegs(max_subgroups=2)
+    drawn = np.ma.filled(fig.axes[1].images[0].get_array().astype(float), np.nan)
+    want = report.result.for_model("model_b").reindex(order[:2])[
+        ["negative_aeg", "positive_aeg"]].to_numpy(dtype=float)
+    np.testing.assert_array_equal(drawn, want)
+    norm = fig.axes[0].images[0].norm
+    assert (norm.vmin, norm.vmax) == (-0.5, 0.5)
+    assert report.plot_aucs().axes[0].images[0].norm.vmin == 0.5
+
+
+def test_distribution_figure_layout(report):
+    fig = report.plot_distributions(n_worst=2)
+    assert len(fig.axes) == 2 * 2 * len(MODELS)
+    titles = [ax.get_title() for ax in fig.axes]
+    worst = report.worst_subgroups(1)[0]
+    assert titles[:4] == [f"model_a | {worst}: negatives", f"model_a | {worst}: positives",
+                          f"model_b | {worst}: negatives", f"model_b | {worst}: positives"]
+    fig = report.plot_distributions("g1", models=["model_b"])
+    assert len(fig.axes) == 2
+    with pytest.raises(KeyError, match="subgroup 'zzz'"):
+        report.plot_distributions(["zzz"])
+
+
+def test_plot_arguments_are_checked(report):
+    with pytest.raises(KeyError, match="models \\['zzz'\\] were not evaluated"):
+        report.plot_aucs(models=["zzz"])
+    with pytest.raises(KeyError, match="subgroups \\['zzz'\\] were not evaluated"):
+        report.plot_aegs(subgroups=["zzz"])
+    with pytest.raises(ValueError, match="no interval columns"):
+        report.plot_intervals()
+
+
+def test_plot_subgroup_scores_from_arrays():
+    from fastbias.plotting import plot_subgroup_scores
+
+    rng = np.random.default_rng(3)
+    y = rng.random(500) < 0.5
+    g = rng.random(500) < 0.3
+    s = np.clip(0.25 + 0.5 * y + 0.1 * g + rng.normal(0, 0.05, 500), 0, 1)
+    fig = plot_subgroup_scores(y, s, g, title="scenario")
+    ax = fig.axes[0]
+    assert ax.get_title() == "scenario"
+    assert len(ax.patches) == 4  # four density curves
+    with pytest.raises(ValueError, match="one length"):
+        plot_subgroup_scores(y[:-1], s, g)
+
+
+def test_color_scale():
+    from fastbias.plotting import AEG_COLOR_STOPS, AUC_COLOR_STOPS, color_for, text_color_on
+
+    assert color_for(0.5, AUC_COLOR_STOPS) == AUC_COLOR_STOPS[0][1]
+    assert color_for(0.0, AEG_COLOR_STOPS) == "#f7f7f7"
+    assert color_for(2.0, AEG_COLOR_STOPS) == AEG_COLOR_STOPS[-1][1]
+    # halfway between two stops is the mean of their channels
+    (p0, c0), (p1, c1) = AUC_COLOR_STOPS[0], AUC_COLOR_STOPS[1]
+    mid = color_for((p0 + p1) / 2, AUC_COLOR_STOPS)
+    for k in (1, 3, 5):
+        assert abs(int(mid[k:k + 2], 16) - (int(c0[k:k + 2], 16) + int(c1[k:k + 2], 16)) / 2) <= 1
+    assert text_color_on("#000000") == "#ffffff" and text_color_on("#ffffff") == "#000000"
+
+
+def test_bias_report_one_step(frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        report = fastbias.bias_report(frame, label="label", scores="model_a",
+                                      subgroups=["g1", "g2"], title="one step", bins=5,
+                                      subgroup_threshold=0.7)
+    assert report.title == "one step"
+    assert report.histograms.counts.shape == (1, 2, 4, 5)
+    y = frame["label"].to_numpy() >= 0.5
+    member = frame["g1"].to_numpy() >= 0.7
+    want = brute_force_metrics(y, frame["model_a"].to_numpy(), member)
+    got = report.result.for_model().loc["g1"]
+    for metric in METRIC_COLUMNS:
+        assert got[metric] == pytest.approx(want[metric], abs=1e-12)
+    assert isinstance(report, BiasReport)

@@ -1,0 +1,309 @@
+"""scikit-learn integration: bias-aware scorers for cross-validation and hyper-parameter search.
+
+:func:`make_bias_scorer` returns a scorer usable as ``scoring=`` in
+``cross_val_score``, ``cross_validate``, ``GridSearchCV`` and
+``RandomizedSearchCV``. The scorer needs each evaluated fold's subgroup
+memberships, which scikit-learn does not hand to scorers by default. Three ways
+to get them:
+
+1. **Metadata routing** (recommended; scikit-learn >= 1.4). Enable it with
+   ``sklearn.set_config(enable_metadata_routing=True)``, build the scorer, and
+   pass the memberships as ``subgroups`` (a DataFrame or an (n, k) array, one
+   row per sample): ``GridSearchCV(...).fit(X, y, subgroups=S)`` or
+   ``cross_val_score(..., params={"subgroups": S})``. scikit-learn slices them
+   to each fold.
+2. **Columns of X** (routing off): ``make_bias_scorer(subgroup_columns=[...])``
+   reads the memberships from those columns of the fold's ``X`` (a
+   DataFrame); the model must ignore them (e.g. a ``ColumnTransformer`` that
+   selects the feature columns).
+3. **Aligned by X's index** (routing off): ``make_bias_scorer(subgroups=S)``
+   with ``S`` a DataFrame indexed like ``X``; the scorer looks up the fold's
+   rows by ``X.index`` labels.
+
+All scores are "higher is better" (see :data:`fastbias.evaluator.SCORE_NAMES`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .evaluator import SCORE_NAMES, BiasEvaluator, _check_score_name
+
+_RESPONSE_METHODS = ("decision_function", "predict_proba", "predict")
+
+
+def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weight=None,
+               pos_label=None, label_threshold: float | None = None,
+               subgroup_threshold: float | None = None, power: float = -5,
+               overall_weight: float = 0.25, nan_policy: str = "propagate") -> float:
+    """A bias-aware score with scikit-learn's metric convention.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels (bool or 0/1; other values with ``pos_label``, or
+        fractional with ``label_threshold``).
+    y_score : array-like of shape (n,)
+        Scores of the positive class (probabilities or decision values).
+    subgroups : DataFrame, dict of masks or (n, k) array
+        Subgroup memberships of the same rows (keyword-only, so that it can be
+        routed as metadata).
+    metric : {"final", "overall_auc", "min_subgroup_auc", "min_bpsn_auc", "min_bnsp_auc"}
+        See :meth:`fastbias.BiasEvaluator.score`.
+    sample_weight : array-like of shape (n,), optional
+    pos_label : optional
+        The positive class when ``y_true`` is not 0/1 or boolean.
+    label_threshold, subgroup_threshold : float, optional
+        Binarise fractional labels / memberships (``>=``).
+    power, overall_weight, nan_policy
+        Settings of the final metric (see :func:`fastbias.final_metric`).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from fastbias.sklearn import bias_score
+    >>> y = [0, 0, 1, 1, 0, 1, 0, 1]
+    >>> s = [0.1, 0.4, 0.35, 0.8, 0.7, 0.9, 0.2, 0.6]
+    >>> groups = {"a": [1, 1, 1, 1, 0, 0, 0, 0], "b": [0, 0, 1, 0, 1, 1, 1, 1]}
+    >>> round(bias_score(y, s, subgroups=groups), 4)
+    0.8247
+    >>> bias_score(y, s, subgroups=groups, metric="min_subgroup_auc")
+    0.6666666666666666
+    """
+    _check_score_name(metric)
+    if pos_label is not None:
+        from ._validation import as_labels
+
+        y_true = as_labels(y_true, "y_true", pos_label=pos_label)
+    evaluator = BiasEvaluator(y_true, subgroups, sample_weight=sample_weight,
+                              label_threshold=label_threshold,
+                              subgroup_threshold=subgroup_threshold, power=power,
+                              overall_weight=overall_weight, nan_policy=nan_policy,
+                              fold_cache_size=0)
+    return evaluator.score(y_score, metric)
+
+
+def final_metric_score(y_true, y_score, *, subgroups, sample_weight=None, pos_label=None,
+                       label_threshold: float | None = None,
+                       subgroup_threshold: float | None = None, power: float = -5,
+                       overall_weight: float = 0.25, nan_policy: str = "propagate") -> float:
+    """The Jigsaw final metric with scikit-learn's metric convention.
+
+    Same as ``bias_score(..., metric="final")``; parameters as in
+    :func:`bias_score`.
+
+    Examples
+    --------
+    >>> from fastbias.sklearn import final_metric_score
+    >>> y = [0, 0, 1, 1, 0, 1, 0, 1]
+    >>> s = [0.1, 0.4, 0.35, 0.8, 0.7, 0.9, 0.2, 0.6]
+    >>> groups = {"a": [1, 1, 1, 1, 0, 0, 0, 0], "b": [0, 0, 1, 0, 1, 1, 1, 1]}
+    >>> round(final_metric_score(y, s, subgroups=groups), 4)
+    0.8247
+    """
+    return bias_score(y_true, y_score, subgroups=subgroups, metric="final",
+                      sample_weight=sample_weight, pos_label=pos_label,
+                      label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
+                      power=power, overall_weight=overall_weight, nan_policy=nan_policy)
+
+
+def _response_methods(response_method) -> tuple:
+    methods = (response_method,) if isinstance(response_method, str) else tuple(response_method)
+    bad = [m for m in methods if m not in _RESPONSE_METHODS]
+    if not methods or bad:
+        raise ValueError(f"response_method must be one of {_RESPONSE_METHODS} or a tuple of "
+                         f"them, got {response_method!r}")
+    return methods
+
+
+def positive_class_scores(estimator, X, response_method=("decision_function", "predict_proba"),
+                          pos_label=None) -> np.ndarray:
+    """Scores of the positive class from the first available response method.
+
+    ``predict_proba`` gives the column of ``pos_label`` (default: the second
+    class, ``classes_[1]``); ``decision_function`` is negated when
+    ``pos_label`` is the first class. Used by the routing-free scorers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from fastbias.sklearn import positive_class_scores
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> model = LogisticRegression().fit(X, ["no", "no", "yes", "yes"])
+    >>> bool(np.all(np.diff(positive_class_scores(model, X, "predict_proba")) > 0))
+    True
+    >>> bool(np.all(np.diff(positive_class_scores(model, X, "predict_proba", "no")) < 0))
+    True
+    """
+    methods = _response_methods(response_method)
+    for name in methods:
+        method = getattr(estimator, name, None)
+        if method is not None:
+            break
+    else:
+        raise AttributeError(f"{type(estimator).__name__} has none of the response methods "
+                             f"{methods}")
+    out = np.asarray(method(X))
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) != 2:
+        raise ValueError(f"bias metrics need a binary classifier; the estimator has "
+                         f"{len(classes)} classes")
+    if name == "predict_proba":
+        if out.ndim == 2:
+            column = 1
+            if pos_label is not None:
+                if classes is None or pos_label not in list(classes):
+                    raise ValueError(f"pos_label={pos_label!r} is not one of the estimator's "
+                                     f"classes {None if classes is None else list(classes)}")
+                column = list(classes).index(pos_label)
+            out = out[:, column]
+    elif name == "decision_function":
+        if out.ndim == 2:
+            raise ValueError("decision_function returned 2-D output; a binary classifier is needed")
+        if pos_label is not None and classes is not None and pos_label == classes[0]:
+            out = -out
+    return out
+
+
+class _FoldScorer:
+    """Scorer reading a fold's subgroups from X (columns or index labels); no routing needed."""
+
+    def __init__(self, metric, subgroups, subgroup_columns, response_method, settings):
+        self.metric = metric
+        self.subgroups = subgroups
+        self.subgroup_columns = subgroup_columns
+        self.response_method = response_method
+        self.settings = settings
+
+    def _fold_subgroups(self, X):
+        if self.subgroup_columns is not None:
+            if not isinstance(X, pd.DataFrame):
+                raise TypeError(f"subgroup_columns needs X to be a pandas DataFrame holding "
+                                f"those columns, got {type(X).__name__}")
+            missing = [c for c in self.subgroup_columns if c not in X.columns]
+            if missing:
+                raise KeyError(f"subgroup_columns {missing} are not columns of X "
+                               f"(columns are {list(X.columns)[:20]})")
+            return X[self.subgroup_columns]
+        if not isinstance(X, (pd.DataFrame, pd.Series)):
+            raise TypeError(f"subgroups= (aligned by index) needs X to be a pandas DataFrame or "
+                            f"Series whose index labels identify the rows, got "
+                            f"{type(X).__name__}")
+        try:
+            positions = self.subgroups.index.get_indexer(X.index)
+        except pd.errors.InvalidIndexError as exc:
+            raise ValueError("subgroups has duplicate index labels; rows cannot be looked up "
+                             "by X.index") from exc
+        if (positions < 0).any():
+            missing = X.index[positions < 0]
+            raise KeyError(f"{missing.size} row(s) of X are not in the index of subgroups "
+                           f"(e.g. {missing[0]!r})")
+        return self.subgroups.iloc[positions]
+
+    def __call__(self, estimator, X, y_true, sample_weight=None):
+        subgroups = self._fold_subgroups(X)
+        scores = positive_class_scores(estimator, X, self.response_method,
+                                       self.settings.get("pos_label"))
+        return bias_score(y_true, scores, subgroups=subgroups, metric=self.metric,
+                          sample_weight=sample_weight, **self.settings)
+
+    def __repr__(self) -> str:
+        where = (f"subgroup_columns={self.subgroup_columns!r}" if self.subgroup_columns is not None
+                 else f"subgroups=<{type(self.subgroups).__name__} aligned by X.index>")
+        return f"make_bias_scorer(metric={self.metric!r}, {where})"
+
+
+def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=None,
+                     response_method=("decision_function", "predict_proba"), pos_label=None,
+                     label_threshold: float | None = None,
+                     subgroup_threshold: float | None = None, power: float = -5,
+                     overall_weight: float = 0.25, nan_policy: str = "propagate"):
+    """A scikit-learn scorer for a bias-aware metric (higher is better).
+
+    Parameters
+    ----------
+    metric : {"final", "overall_auc", "min_subgroup_auc", "min_bpsn_auc", "min_bnsp_auc"}
+        ``"final"`` is the Jigsaw competition metric.
+    subgroups : pandas DataFrame or Series, optional
+        Routing-free fallback: memberships of all rows, indexed like ``X``
+        (the scorer selects the fold's rows by ``X.index`` labels).
+    subgroup_columns : list of str, optional
+        Routing-free fallback: memberships are these columns of ``X``.
+    response_method : str or tuple of str, default ("decision_function", "predict_proba")
+        The first available method gives the scores (AUC only uses their order).
+    pos_label : optional
+        Positive class, when the labels are not 0/1 or boolean.
+    label_threshold, subgroup_threshold : float, optional
+        Binarise fractional labels / memberships (``>=``).
+    power, overall_weight, nan_policy
+        Settings of the final metric (see :func:`fastbias.final_metric`); with
+        small folds, ``nan_policy="omit"`` skips subgroups a fold leaves
+        one-class instead of scoring the fold NaN.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, X, y)``. Without ``subgroups``/``subgroup_columns``
+        this is a scikit-learn scorer that requests the ``subgroups`` metadata
+        (metadata routing must be enabled). To route ``sample_weight`` too, call
+        ``.set_score_request(subgroups=True, sample_weight=True)`` on it
+        (scikit-learn replaces the whole request on each call).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_val_score
+    >>> from fastbias.sklearn import make_bias_scorer
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame({"x": rng.normal(size=600)})
+    >>> y = (X["x"] + rng.normal(size=600) > 0).to_numpy()
+    >>> S = pd.DataFrame({"a": rng.random(600) < 0.3, "b": rng.random(600) < 0.3})
+    >>> scorer = make_bias_scorer("final", subgroups=S)  # routing-free: rows found by X.index
+    >>> cross_val_score(LogisticRegression(), X, y, scoring=scorer, cv=3).round(3)
+    array([0.869, 0.891, 0.84 ])
+    """
+    _check_score_name(metric)
+    _response_methods(response_method)
+    # check the final-metric settings now rather than at the first fold
+    BiasEvaluator([0, 1], {"g": [True, False]}, power=power, overall_weight=overall_weight,
+                  nan_policy=nan_policy)
+    settings = {"pos_label": pos_label, "label_threshold": label_threshold,
+                "subgroup_threshold": subgroup_threshold, "power": power,
+                "overall_weight": overall_weight, "nan_policy": nan_policy}
+    if subgroups is not None and subgroup_columns is not None:
+        raise ValueError("give subgroups or subgroup_columns, not both")
+    if subgroup_columns is not None:
+        columns = [subgroup_columns] if isinstance(subgroup_columns, str) else list(subgroup_columns)
+        if not columns:
+            raise ValueError("subgroup_columns is empty")
+        return _FoldScorer(metric, None, columns, response_method, settings)
+    if subgroups is not None:
+        if not isinstance(subgroups, (pd.DataFrame, pd.Series)):
+            raise TypeError(f"subgroups must be a pandas DataFrame or Series indexed like X "
+                            f"(the rows are looked up by X.index), got {type(subgroups).__name__}; "
+                            f"with arrays, enable metadata routing and pass them at fit time")
+        return _FoldScorer(metric, subgroups.to_frame() if isinstance(subgroups, pd.Series)
+                           else subgroups, None, response_method, settings)
+
+    import sklearn
+    from sklearn.metrics import make_scorer
+
+    if not sklearn.get_config().get("enable_metadata_routing", False):
+        raise RuntimeError(
+            "make_bias_scorer() without subgroups/subgroup_columns routes the subgroups of each "
+            "fold as metadata, which needs sklearn.set_config(enable_metadata_routing=True) "
+            "before the scorer is made. Without routing, pass subgroups=<DataFrame indexed like "
+            "X> or subgroup_columns=[columns of X].")
+    kwargs = {k: v for k, v in settings.items() if v is not None}
+    scorer = make_scorer(bias_score, response_method=response_method, greater_is_better=True,
+                         metric=metric, **kwargs)
+    return scorer.set_score_request(subgroups=True)
+
+
+__all__ = ["make_bias_scorer", "bias_score", "final_metric_score", "positive_class_scores",
+           "SCORE_NAMES"]

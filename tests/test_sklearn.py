@@ -1,0 +1,203 @@
+"""fastbias.sklearn: scorers inside cross-validation and searches equal direct calls per fold."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.base import clone  # noqa: E402
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import (GridSearchCV, RandomizedSearchCV, StratifiedKFold,  # noqa: E402
+                                     cross_val_score, cross_validate)
+from sklearn.pipeline import make_pipeline  # noqa: E402
+
+from fastbias.evaluator import BiasEvaluator  # noqa: E402
+from fastbias.sklearn import (bias_score, final_metric_score, make_bias_scorer,  # noqa: E402
+                              positive_class_scores)
+from tests.test_evaluator import assert_close, reference_final_metric  # noqa: E402
+from tests.reference import brute_force_metrics  # noqa: E402
+
+CV = StratifiedKFold(n_splits=3)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(4)
+    n = 900
+    groups = pd.DataFrame({"a": rng.random(n) < 0.25, "b": rng.random(n) < 0.2,
+                           "c": rng.random(n) < 0.3})
+    latent = rng.normal(size=n)
+    y = latent + 0.8 * groups["a"].to_numpy() + rng.normal(size=n) > 0.5
+    X = pd.DataFrame({"x1": latent + rng.normal(0, 0.5, n),
+                      "x2": groups["a"].to_numpy() + rng.normal(0, 0.5, n),
+                      "x3": rng.normal(size=n)})
+    return X, y, groups
+
+
+@pytest.fixture
+def routing():
+    with sklearn.config_context(enable_metadata_routing=True):
+        yield
+
+
+def direct_fold_scores(estimator, params, X, y, groups, metric="final", w=None):
+    """Refit each fold by hand and score it with BiasEvaluator(index=test)."""
+    evaluator = BiasEvaluator(y, groups, sample_weight=w)
+    out = []
+    for train, test in CV.split(X, y):
+        model = clone(estimator).set_params(**params).fit(X.iloc[train], y[train])
+        scores = model.decision_function(X.iloc[test])
+        out.append(evaluator.score(scores, metric, index=test))
+    return out
+
+
+def test_grid_search_with_routing_equals_direct_calls_per_fold(data, routing):
+    X, y, groups = data
+    grid = {"C": [0.01, 1.0]}
+    search = GridSearchCV(LogisticRegression(), grid, scoring=make_bias_scorer(), cv=CV)
+    search.fit(X, y, subgroups=groups)
+    for k, params in enumerate(search.cv_results_["params"]):
+        direct = direct_fold_scores(LogisticRegression(), params, X, y, groups)
+        for i in range(CV.get_n_splits()):
+            assert search.cv_results_[f"split{i}_test_score"][k] == pytest.approx(direct[i],
+                                                                                  abs=1e-12)
+    # and one fold against the brute-force reference formula
+    train, test = next(CV.split(X, y))
+    model = LogisticRegression(C=0.01).fit(X.iloc[train], y[train])
+    s = model.decision_function(X.iloc[test])
+    fold_groups = {g: groups[g].to_numpy()[test] for g in groups}
+    assert_close(search.cv_results_["split0_test_score"][0],
+                 reference_final_metric(y[test], s, fold_groups), tol=1e-9)
+
+
+def test_randomized_search_and_cross_val_score_with_routing(data, routing):
+    X, y, groups = data
+    scorer = make_bias_scorer("min_bpsn_auc")
+    search = RandomizedSearchCV(LogisticRegression(), {"C": [0.001, 0.1, 10.0]}, n_iter=2,
+                                scoring=scorer, cv=CV, random_state=0)
+    search.fit(X, y, subgroups=groups)
+    for k, params in enumerate(search.cv_results_["params"]):
+        direct = direct_fold_scores(LogisticRegression(), params, X, y, groups, "min_bpsn_auc")
+        np.testing.assert_allclose([search.cv_results_[f"split{i}_test_score"][k]
+                                    for i in range(3)], direct, rtol=0, atol=1e-12)
+    values = cross_val_score(LogisticRegression(), X, y, scoring=scorer, cv=CV,
+                             params={"subgroups": groups.to_numpy()})
+    np.testing.assert_allclose(values, direct_fold_scores(LogisticRegression(), {}, X, y, groups,
+                                                          "min_bpsn_auc"), rtol=0, atol=1e-12)
+
+
+def test_sample_weight_is_routed_when_requested(data, routing):
+    X, y, groups = data
+    w = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    # scikit-learn's set_score_request replaces the request: name subgroups again
+    scorer = make_bias_scorer().set_score_request(subgroups=True, sample_weight=True)
+    estimator = LogisticRegression().set_fit_request(sample_weight=False)
+    res = cross_validate(estimator, X, y, scoring=scorer, cv=CV,
+                         params={"subgroups": groups, "sample_weight": w})
+    np.testing.assert_allclose(res["test_score"],
+                               direct_fold_scores(LogisticRegression(), {}, X, y, groups, w=w),
+                               rtol=0, atol=1e-12)
+
+
+def test_routing_free_fallbacks_equal_routing(data):
+    X, y, groups = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = cross_val_score(LogisticRegression(), X, y, scoring=make_bias_scorer(), cv=CV,
+                                 params={"subgroups": groups})
+    # 1. aligned by X.index (with a non-default index, to make the lookup matter)
+    X2 = X.set_index(pd.Index(np.arange(len(X)) * 7 + 3))
+    groups2 = groups.set_index(X2.index)[::-1]  # other order: rows are found by label
+    by_index = cross_val_score(LogisticRegression(), X2, y, scoring=make_bias_scorer(
+        subgroups=groups2), cv=CV)
+    np.testing.assert_allclose(by_index, routed, rtol=0, atol=1e-12)
+    # 2. subgroup columns carried in X; the model only sees the feature columns
+    Xg = pd.concat([X, groups], axis=1)
+    features = ColumnTransformer([("keep", "passthrough", list(X.columns))])
+    model = make_pipeline(features, LogisticRegression())
+    by_columns = cross_val_score(model, Xg, y, cv=CV,
+                                 scoring=make_bias_scorer(subgroup_columns=list(groups.columns)))
+    np.testing.assert_allclose(by_columns, routed, rtol=0, atol=1e-12)
+    # in a search, alongside a built-in scorer
+    search = GridSearchCV(model, {"logisticregression__C": [0.1, 1.0]}, cv=CV, refit="final",
+                          scoring={"final": make_bias_scorer(subgroup_columns=list(groups.columns)),
+                                   "auc": "roc_auc"}).fit(Xg, y)
+    assert search.cv_results_["split0_test_final"][1] == pytest.approx(routed[0], abs=1e-12)
+
+
+def test_string_labels_with_pos_label(data, routing):
+    X, y, groups = data
+    labels = np.where(y, "toxic", "ok")
+    scorer = make_bias_scorer(pos_label="toxic", response_method="predict_proba")
+    got = cross_val_score(LogisticRegression(), X, labels, scoring=scorer, cv=CV,
+                          params={"subgroups": groups})
+    np.testing.assert_allclose(got, direct_fold_scores(LogisticRegression(), {}, X, y, groups),
+                               rtol=0, atol=1e-9)
+    fallback = make_bias_scorer(pos_label="toxic", response_method="predict_proba",
+                                subgroups=groups)
+    np.testing.assert_allclose(cross_val_score(LogisticRegression(), X, labels, cv=CV,
+                                               scoring=fallback), got, rtol=0, atol=1e-12)
+
+
+def test_positive_class_scores_orientation(data):
+    X, y, _ = data
+    labels = np.where(y, "toxic", "ok")  # classes_ = ["ok", "toxic"]
+    model = LogisticRegression().fit(X, labels)
+    proba = model.predict_proba(X)
+    np.testing.assert_array_equal(positive_class_scores(model, X, "predict_proba"), proba[:, 1])
+    np.testing.assert_array_equal(positive_class_scores(model, X, "predict_proba", "ok"),
+                                  proba[:, 0])
+    np.testing.assert_array_equal(positive_class_scores(model, X, ("decision_function",), "ok"),
+                                  -model.decision_function(X))
+    with pytest.raises(ValueError, match="pos_label='maybe'"):
+        positive_class_scores(model, X, "predict_proba", "maybe")
+    with pytest.raises(ValueError, match="response_method"):
+        positive_class_scores(model, X, "transform")
+
+
+def test_metric_functions_equal_brute_force(data):
+    _, y, groups = data
+    s = np.round(np.random.default_rng(1).random(len(y)) + 0.3 * y, 2)
+    masks = {g: groups[g].to_numpy() for g in groups}
+    assert_close(final_metric_score(y, s, subgroups=groups), reference_final_metric(y, s, masks))
+    expected = min(brute_force_metrics(y, s, m)["bnsp_auc"] for m in masks.values())
+    assert_close(bias_score(y, s, subgroups=groups, metric="min_bnsp_auc"), expected)
+
+
+def test_scorer_errors(data):
+    X, y, groups = data
+    with sklearn.config_context(enable_metadata_routing=False):
+        with pytest.raises(RuntimeError, match="enable_metadata_routing=True"):
+            make_bias_scorer()
+    with pytest.raises(ValueError, match="metric must be one of"):
+        make_bias_scorer("auc", subgroups=groups)
+    with pytest.raises(ValueError, match="not both"):
+        make_bias_scorer(subgroups=groups, subgroup_columns=["a"])
+    with pytest.raises(TypeError, match="DataFrame or Series indexed like X"):
+        make_bias_scorer(subgroups=groups.to_numpy())
+    with pytest.raises(ValueError, match="nan_policy"):
+        make_bias_scorer(subgroups=groups, nan_policy="skip")
+    model = LogisticRegression().fit(X, y)
+    with pytest.raises(TypeError, match="needs X to be a pandas"):
+        make_bias_scorer(subgroups=groups)(model, X.to_numpy(), y)
+    with pytest.raises(KeyError, match="not in the index of subgroups"):
+        make_bias_scorer(subgroups=groups.iloc[:10])(model, X, y)
+    with pytest.raises(KeyError, match=r"\['zz'\] are not columns of X"):
+        make_bias_scorer(subgroup_columns=["zz"])(model, X, y)
+
+
+def test_small_folds_nan_policy(data):
+    X, y, groups = data
+    rare = groups.assign(rare=False)
+    rare.iloc[:3, rare.columns.get_loc("rare")] = True  # absent from most folds
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        propagated = cross_val_score(LogisticRegression(), X, y, cv=CV,
+                                     scoring=make_bias_scorer(subgroups=rare))
+    assert np.isnan(propagated).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        omitted = cross_val_score(LogisticRegression(), X, y, cv=CV,
+                                  scoring=make_bias_scorer(subgroups=rare, nan_policy="omit"))
+    assert np.isfinite(omitted).all()

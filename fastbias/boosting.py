@@ -1,0 +1,198 @@
+"""Bias-aware evaluation metrics for gradient boosting (LightGBM, XGBoost).
+
+Both libraries call a custom metric on every evaluation set after every
+boosting round. The callables here report the Jigsaw final metric and the
+worst subgroup's BPSN AUC (or any of :data:`fastbias.evaluator.SCORE_NAMES`)
+from one sort and sweep per call, using a :class:`~fastbias.BiasEvaluator`
+prepared once per evaluation set, so that early stopping can follow them.
+
+Neither library is a dependency of fastbias; nothing here imports them.
+
+Which evaluator serves which evaluation set: the one with the same number of
+rows whose labels equal the set's labels (checked on every call, an O(n)
+comparison). Give one evaluator per evaluation set, in any order; the
+training set needs one too if it is among the evaluation sets. Row weights
+come from the evaluator: weights attached to the evaluation data are not
+used (bias metrics are usually reported unweighted even when training is
+weighted).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_labels
+from .evaluator import BiasEvaluator, _check_score_name
+
+DEFAULT_METRICS = ("final", "min_bpsn_auc")
+#: XGBoost's early stopping follows the *last* metric: the final metric goes last.
+XGBOOST_DEFAULT_METRICS = ("min_bpsn_auc", "final")
+
+
+class _BoostingBiasMetric:
+    """Shared part: pick the evaluator of an evaluation set and compute the scores."""
+
+    def __init__(self, evaluators, metrics, name_index=0):
+        if isinstance(evaluators, BiasEvaluator):
+            evaluators = [evaluators]
+        evaluators = list(evaluators)
+        if not evaluators or not all(isinstance(e, BiasEvaluator) for e in evaluators):
+            raise TypeError("evaluators must be a BiasEvaluator or a non-empty sequence of them "
+                            "(one per evaluation set)")
+        metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+        if not metrics:
+            raise ValueError("metrics is empty")
+        for metric in metrics:
+            _check_score_name(metric)
+        if len(set(metrics)) != len(metrics):
+            raise ValueError(f"metrics has duplicates: {metrics}")
+        self.evaluators = evaluators
+        self.metrics = metrics
+        # the metric a one-number API reports; XGBoost's scikit-learn wrapper uses the name
+        self.__name__ = metrics[name_index]
+
+    def _evaluator_for(self, labels) -> BiasEvaluator:
+        labels = np.asarray(labels)
+        n = labels.shape[0]
+        same_size = [e for e in self.evaluators if e.n_rows == n]
+        if not same_size:
+            raise ValueError(f"no BiasEvaluator for an evaluation set of {n} rows (the "
+                             f"evaluators have {[e.n_rows for e in self.evaluators]} rows); give "
+                             f"one per evaluation set, the training set too if it is evaluated")
+        for evaluator in same_size:
+            try:
+                binary = as_labels(labels, "labels", threshold=evaluator.label_threshold)
+            except (TypeError, ValueError):
+                continue
+            if np.array_equal(binary, evaluator.labels):
+                return evaluator
+        raise ValueError(f"the labels of an evaluation set of {n} rows differ from those of "
+                         f"every BiasEvaluator of that size; build the evaluator from the same "
+                         f"rows, in the same order")
+
+    def _values(self, labels, preds) -> dict:
+        preds = np.asarray(preds)
+        if preds.ndim == 2 and preds.shape[1] == 1:
+            preds = preds.reshape(-1)
+        if preds.ndim != 1:
+            raise ValueError(f"bias metrics need one score per row (binary classification); got "
+                             f"predictions of shape {preds.shape}")
+        return self._evaluator_for(labels).scores(preds, self.metrics)
+
+    def __deepcopy__(self, memo):
+        # the evaluators are read-only after preparation: copies share them
+        # (LightGBM deep-copies its fit arguments)
+        return type(self)(self.evaluators, self.metrics)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(metrics={self.metrics}, "
+                f"{len(self.evaluators)} evaluator(s))")
+
+
+class LightGBMBiasMetric(_BoostingBiasMetric):
+    """LightGBM custom metric: ``feval`` of ``lightgbm.train`` / ``eval_metric`` of ``fit``.
+
+    Called as ``(preds, eval_data)`` by ``lightgbm.train`` and
+    ``(y_true, y_pred)`` by the scikit-learn estimators; returns a list of
+    ``(name, value, True)`` (higher is better), one per metric.
+    """
+
+    def __call__(self, preds, eval_data):
+        if hasattr(eval_data, "get_label") and hasattr(eval_data, "num_data"):
+            labels, scores = eval_data.get_label(), preds  # lightgbm.train(feval=...)
+        else:
+            labels, scores = preds, eval_data  # LGBMModel.fit(eval_metric=...): (y_true, y_pred)
+        values = self._values(labels, scores)
+        return [(name, value, True) for name, value in values.items()]
+
+
+class XGBoostBiasMetric(_BoostingBiasMetric):
+    """XGBoost custom metric: ``custom_metric`` of ``xgboost.train`` / ``eval_metric``.
+
+    Called as ``(predt, dmatrix)`` by ``xgboost.train``: returns a list of
+    ``(name, value)``, one per metric. Called as ``(y_true, y_score)`` by the
+    scikit-learn estimators (``XGBClassifier(eval_metric=...)``): returns the
+    *last* metric's value only (that API takes one number; XGBoost's early
+    stopping follows the last metric too).
+    """
+
+    def __init__(self, evaluators, metrics):
+        super().__init__(evaluators, metrics, name_index=-1)
+
+    def __call__(self, predt, dmatrix, sample_weight=None):
+        if hasattr(dmatrix, "get_label") and hasattr(dmatrix, "num_row"):
+            values = self._values(dmatrix.get_label(), predt)
+            return [(name, value) for name, value in values.items()]
+        return self._values(predt, dmatrix)[self.__name__]
+
+
+def lightgbm_metric(evaluators, *, metrics=DEFAULT_METRICS) -> LightGBMBiasMetric:
+    """A LightGBM eval metric reporting bias-aware scores each boosting round.
+
+    Parameters
+    ----------
+    evaluators : BiasEvaluator or sequence of BiasEvaluator
+        One per evaluation set (matched by row count and labels).
+    metrics : sequence of str, default ("final", "min_bpsn_auc")
+        Names from :data:`fastbias.evaluator.SCORE_NAMES`; all higher-is-better.
+        Early stopping with ``lightgbm.early_stopping(..., first_metric_only=True)``
+        follows the first one.
+
+    Returns
+    -------
+    LightGBMBiasMetric
+        Pass it as ``feval=`` to ``lightgbm.train`` or ``eval_metric=`` to
+        ``LGBMClassifier.fit``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> from fastbias.boosting import lightgbm_metric
+    >>> y = np.array([0, 0, 1, 1, 0, 1])
+    >>> ev = fastbias.BiasEvaluator(y, {"g": [1, 1, 1, 0, 0, 0]})
+    >>> feval = lightgbm_metric(ev)
+    >>> feval(y, np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.9]))  # the scikit-learn API's call
+    [('final', 0.5694444444444444, True), ('min_bpsn_auc', 1.0, True)]
+    """
+    return LightGBMBiasMetric(evaluators, metrics)
+
+
+def xgboost_metric(evaluators, *, metrics=XGBOOST_DEFAULT_METRICS) -> XGBoostBiasMetric:
+    """An XGBoost custom metric reporting bias-aware scores each boosting round.
+
+    XGBoost minimises custom metrics unless told otherwise: pass
+    ``maximize=True`` to ``xgboost.train``, or, with the scikit-learn API,
+    ``callbacks=[xgboost.callback.EarlyStopping(rounds=..., metric_name=...,
+    maximize=True)]`` instead of ``early_stopping_rounds`` (which would stop
+    on the *lowest* score). Early stopping follows the *last* metric (the
+    final metric, by default) unless ``metric_name`` says otherwise. XGBoost
+    records custom metric values with six decimals.
+
+    Parameters
+    ----------
+    evaluators : BiasEvaluator or sequence of BiasEvaluator
+        One per evaluation set (matched by row count and labels).
+    metrics : sequence of str, default ("min_bpsn_auc", "final")
+        Names from :data:`fastbias.evaluator.SCORE_NAMES`. The scikit-learn
+        API reports only the last.
+
+    Returns
+    -------
+    XGBoostBiasMetric
+        Pass it as ``custom_metric=`` to ``xgboost.train`` or ``eval_metric=``
+        to ``XGBClassifier``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> from fastbias.boosting import xgboost_metric
+    >>> y = np.array([0, 0, 1, 1, 0, 1])
+    >>> ev = fastbias.BiasEvaluator(y, {"g": [1, 1, 1, 0, 0, 0]})
+    >>> metric = xgboost_metric(ev, metrics=["min_subgroup_auc"])
+    >>> metric(y, np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.9]))  # the scikit-learn API's call
+    0.5
+    """
+    return XGBoostBiasMetric(evaluators, metrics)
+
+
+__all__ = ["lightgbm_metric", "xgboost_metric", "LightGBMBiasMetric", "XGBoostBiasMetric",
+           "DEFAULT_METRICS", "XGBOOST_DEFAULT_METRICS"]

@@ -359,6 +359,18 @@ class BiasEvaluator:
         self._identity_position = None
         self._lock = threading.Lock()
 
+    def __getstate__(self):
+        # picklable (joblib workers, copies): the lock and the caches are rebuilt
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state["_folds"] = OrderedDict()
+        state["_identity_position"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # ------------------------------------------------------------------ properties
 
     @property

@@ -37,7 +37,7 @@ import pandas as pd
 
 from . import _interval_kernels as IK
 from . import _kernels as K
-from ._core import Memberships, order_scores, sweep_weighted
+from ._core import Memberships, SweepCounts, order_scores, sweep_weighted
 from ._validation import (
     UndefinedMetricWarning,
     _to_numpy,
@@ -907,8 +907,9 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
     order = order_scores(scores, m)
     seeds = _seed_sequence(random_state).spawn(n_boot)
     base = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    values = {metric: np.empty((n_boot, m.n_groups)) for metric in METRIC_COLUMNS}
-    overall = np.empty(n_boot)
+    counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
+    class_totals = np.empty((n_boot, 2))
+    twice_overall_u = np.empty(n_boot)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     bar = _Progress(n_boot, bool(progress))
@@ -919,9 +920,9 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
         for b in chunk:
             replicate_weights(seeds[b], base, w, uniform)
             sc = sweep_weighted(order, m, w)
-            for metric, v in metrics_from_counts(sc).items():
-                values[metric][b] = v
-            overall[b] = overall_auc_from_counts(sc)
+            counts[b] = sc.counts
+            class_totals[b] = sc.total_neg, sc.total_pos
+            twice_overall_u[b] = sc.twice_overall_u
             bar.update(1)
 
     workers = n_jobs if n_jobs is not None else min(os.cpu_count() or 1, 8)
@@ -937,6 +938,15 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                 list(pool.map(run, chunks))
     finally:
         bar.close()
+    # all replicates' metrics at once: the replicates stacked as rows of one SweepCounts
+    k = m.n_groups
+    stacked = SweepCounts(list(m.names) * n_boot, counts.reshape(n_boot * k, -1),
+                          np.repeat(class_totals[:, 0], k), np.repeat(class_totals[:, 1], k),
+                          0.0, np.tile(m.cell_rows, (n_boot, 1)), m.class_rows, True)
+    values = {metric: v.reshape(n_boot, k) for metric, v in metrics_from_counts(stacked).items()}
+    den = 2.0 * class_totals[:, 0] * class_totals[:, 1]
+    overall = np.full(n_boot, np.nan)
+    np.divide(twice_overall_u, den, out=overall, where=den > 0)
     if m.n_groups:
         final = _final_metric_values(overall, values)
     else:

@@ -687,3 +687,23 @@ def test_public_names_are_exported():
                  "delong_paired_test", "ustatistic_bernstein_interval", "ustatistic_min_samples",
                  "demographic_parity_cost", "equal_opportunity_cost"):
         assert callable(getattr(fastbias, name))
+
+
+def test_coverage_study_truth_matches_a_large_sample():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "coverage_study.py"
+    spec = importlib.util.spec_from_file_location("coverage_study", path)
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    rng = np.random.default_rng(15)
+    y, s, g = study.simulate(rng, 60_000, 30_000, 0.5)
+    table = fastbias.bias_metrics(y, s, {"g": g})
+    truth = study.true_values(60_000, 30_000, 0.5)
+    for metric in METRIC_COLUMNS:
+        assert table.loc["g", metric] == pytest.approx(truth[metric], abs=0.01)
+    assert table.attrs["overall_auc"] == pytest.approx(truth["overall_auc"], abs=0.01)
+    small = study.run_study(reps=3, n_boot=20, sizes=(("tiny", 30),), n_background=300)
+    assert set(small["method"]) == {"delong", "bootstrap", "bernstein"}
+    assert small["coverage"].between(0, 1).all()

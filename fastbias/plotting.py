@@ -503,9 +503,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
             ax.errorbar(mid[ok], y[ok] + offsets[k], xerr=np.clip(err, 0, None), fmt="o",
                         markersize=3, capsize=2, linewidth=1, color=palette[k % len(palette)],
                         label=str(model))
-        if metric in AUC_METRICS:
-            ax.axvline(0.5, color="#999999", linewidth=0.8, linestyle=":")
-        else:
+        if metric not in AUC_METRICS:  # AUC axes zoom on the data; AEGs show where 0 is
             ax.axvline(0.0, color="#999999", linewidth=0.8, linestyle=":")
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
         ax.tick_params(labelsize=7)

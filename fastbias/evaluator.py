@@ -126,6 +126,30 @@ def _radix_sort_gathered(bits, rows, n_bits, out_bits, order):
 
 
 @njit(cache=True, nogil=True)
+def _csr_in_order(order, row_ptr, row_groups, identity_labels):
+    """The identity CSR and labels re-listed in ``order`` (the identity rows' score order).
+
+    With the rows listed in score order, the sweep kernels read every array
+    sequentially (identity order = 0, 1, 2, ...) instead of jumping around
+    memory once per row and array; one gather here is several times cheaper.
+    """
+    m = order.shape[0]
+    ptr = np.empty(m + 1, dtype=np.int64)
+    groups = np.empty(row_groups.shape[0], dtype=np.int64)
+    labels = np.empty(m, dtype=np.bool_)
+    ptr[0] = 0
+    t = 0
+    for q in range(m):
+        r = order[q]
+        labels[q] = identity_labels[r]
+        for e in range(row_ptr[r], row_ptr[r + 1]):
+            groups[t] = row_groups[e]
+            t += 1
+        ptr[q + 1] = t
+    return ptr, groups, labels
+
+
+@njit(cache=True, nogil=True)
 def _identity_positions(identity_rows, n_rows):
     """Row -> position in ``identity_rows`` (-1 for rows in no subgroup)."""
     out = np.full(n_rows, -1, dtype=np.int64)
@@ -199,6 +223,7 @@ class _PreparedRows:
     neg_rows: np.ndarray
     pos_rows: np.ndarray
     sample_weight: np.ndarray | None
+    identity_sequence: np.ndarray  # 0, 1, ..., n_identity - 1
 
     @property
     def n_rows(self) -> int:
@@ -207,26 +232,35 @@ class _PreparedRows:
 
 def _prepared(memberships: Memberships, sample_weight) -> _PreparedRows:
     neg_rows, pos_rows = K.split_rows_by_label(memberships.labels)
-    return _PreparedRows(memberships, neg_rows, pos_rows, sample_weight)
+    sequence = np.arange(memberships.identity_rows.shape[0], dtype=np.int64)
+    return _PreparedRows(memberships, neg_rows, pos_rows, sample_weight, sequence)
 
 
 def _sweep(scores: np.ndarray, prep: _PreparedRows) -> SweepCounts:
-    """One radix sort per class and of the identity rows, then the core sweep kernels."""
+    """Radix-sort each class and the identity rows, then run the core sweep kernels.
+
+    The identity rows are handed to the kernels already in score order
+    (scores sorted, CSR and labels re-listed, order = 0, 1, 2, ...); the
+    counts do not depend on the order in which the rows are listed.
+    """
     m = prep.memberships
-    id_scores = K.gather_scores(scores, m.identity_rows)
-    _, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
+    id_sorted, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
+    row_ptr, row_groups, id_labels = _csr_in_order(id_order, m.row_ptr, m.row_groups,
+                                                   m.identity_labels)
     if prep.sample_weight is None:
         neg_sorted, _ = sorted_scores(scores, prep.neg_rows)
         pos_sorted, _ = sorted_scores(scores, prep.pos_rows)
-        counts, twice_u = K.subgroup_counts(id_scores, id_order, m.identity_labels, m.row_ptr,
-                                            m.row_groups, neg_sorted, pos_sorted, m.n_groups)
+        counts, twice_u = K.subgroup_counts(id_sorted, prep.identity_sequence, id_labels, row_ptr,
+                                            row_groups, neg_sorted, pos_sorted, m.n_groups)
         return SweepCounts(m.names, counts, neg_sorted.shape[0], pos_sorted.shape[0],
                            int(twice_u), m.cell_rows, m.class_rows, False)
     neg_sorted, neg_order = sorted_scores(scores, prep.neg_rows, with_order=True)
     pos_sorted, pos_order = sorted_scores(scores, prep.pos_rows, with_order=True)
-    order = ScoreOrder(id_scores, id_order, prep.neg_rows[neg_order], prep.pos_rows[pos_order],
-                       neg_sorted, pos_sorted)
-    return sweep_weighted(order, m, prep.sample_weight)
+    listed = Memberships(m.names, m.labels, m.identity_rows[id_order], row_ptr, row_groups,
+                         id_labels, m.cell_rows)
+    order = ScoreOrder(id_sorted, prep.identity_sequence, prep.neg_rows[neg_order],
+                       prep.pos_rows[pos_order], neg_sorted, pos_sorted)
+    return sweep_weighted(order, listed, prep.sample_weight)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -620,6 +620,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_PYTHON_TO_CLI = [("pass nan_policy='omit'", "pass --nan-policy omit"),
+                  ("nan_policy='omit'", "--nan-policy omit"),
+                  ("pass pos_label", "pass --positive VALUE"),
+                  ("pos_label", "--positive")]
+
+
+def _in_cli_terms(message: str) -> str:
+    """Library error messages name Python arguments; say the command-line option instead."""
+    for python_words, cli_words in _PYTHON_TO_CLI:
+        message = message.replace(python_words, cli_words)
+    return " ".join(message.split())
+
+
 def main(argv=None) -> int:
     """Run the ``fastbias`` command line; returns the exit status.
 
@@ -651,7 +664,7 @@ def main(argv=None) -> int:
         print(f"fastbias: error: {exc}", file=sys.stderr)
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"fastbias: error: {message}", file=sys.stderr)
+        print(f"fastbias: error: {_in_cli_terms(message)}", file=sys.stderr)
     except KeyboardInterrupt:
         print("fastbias: interrupted", file=sys.stderr)
         return 130

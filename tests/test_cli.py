@@ -260,6 +260,7 @@ def bad_files(frame, tmp_path_factory):
 @pytest.mark.parametrize("args, message", [
     (["nan_scores.csv", *REPORT_ARGS],
      "score column 'model_b' has 2 NaN and 0 infinite value(s) (first at position 5)"),
+    (["nan_scores.csv", *REPORT_ARGS], "--nan-policy omit"),
     (["text_scores.csv", *REPORT_ARGS], "score column 'model_b'"),
     (["text_group.csv", *REPORT_ARGS], "subgroup column 'g2'"),
     (["ok.csv", "--label", "verdict", "--scores", "model_a", "--subgroups", "g1"],
@@ -286,6 +287,7 @@ def test_error_messages(args, message, bad_files, capsys, monkeypatch):
     assert status == 1
     assert err.startswith("fastbias: error: ") and message in err, err
     assert len(err.strip().splitlines()) == 1
+    assert "nan_policy" not in err and "pos_label" not in err  # options, not Python arguments
     assert out == ""
 
 

@@ -209,46 +209,95 @@ def class_placements(neg_sorted, neg_cumw, pos_sorted, pos_cumw):
 
 
 @njit(cache=True, nogil=True)
-def cell_placements(sorted_scores, sorted_rows, side, weights, out):
-    """Placements of every row of two samples X (side 1) and Y (side 2).
+def merged_placements(c_scores, c_weights, c_skip, s_scores, s_weights, c_is_x,
+                      c_out, s_out):
+    """Placements of two samples merged in score order (paired test); sequential access.
 
-    ``sorted_scores``/``sorted_rows`` list all rows in increasing score order;
-    ``side[i]`` is 1 for X, 2 for Y, 0 for neither. Writes into ``out[i]`` the
-    Y weight below an X row (ties 1/2) or the X weight above a Y row (ties 1/2);
-    returns ``(W_X, W_Y)``. ``O(n)``, used by the paired test.
+    Sample "c" is given in increasing score order by ``c_scores``/``c_weights``,
+    leaving out the positions flagged in ``c_skip`` (a background cell: a whole
+    class minus the subgroup's rows); sample "s" by ``s_scores``/``s_weights``.
+    ``c_is_x`` says whether c is the above sample X. Writes the placement of
+    each position (Y weight below an X row, X weight above a Y row, ties 1/2)
+    into ``c_out``/``s_out`` and returns ``(W_X, W_Y)``. ``O(len(c) + len(s))``.
     """
-    n = sorted_rows.shape[0]
-    total_x = 0.0
-    total_y = 0.0
-    for i in range(n):
-        if side[i] == 1:
-            total_x += weights[i]
-        elif side[i] == 2:
-            total_y += weights[i]
+    nc = c_scores.shape[0]
+    ns = s_scores.shape[0]
+    w_c = 0.0
+    for i in range(nc):
+        if not c_skip[i]:
+            w_c += c_weights[i]
+    w_s = 0.0
+    for j in range(ns):
+        w_s += s_weights[j]
+    w_x = w_c if c_is_x else w_s
+    w_y = w_s if c_is_x else w_c
     x_below = 0.0
     y_below = 0.0
-    t = 0
-    while t < n:
-        start = t
-        s = sorted_scores[t]
-        x_eq = 0.0
-        y_eq = 0.0
-        while t < n and sorted_scores[t] == s:
-            i = sorted_rows[t]
-            if side[i] == 1:
-                x_eq += weights[i]
-            elif side[i] == 2:
-                y_eq += weights[i]
-            t += 1
-        for q in range(start, t):
-            i = sorted_rows[q]
-            if side[i] == 1:
-                out[i] = y_below + 0.5 * y_eq
-            elif side[i] == 2:
-                out[i] = (total_x - x_below - x_eq) + 0.5 * x_eq
+    i = 0
+    j = 0
+    while i < nc or j < ns:
+        if j >= ns or (i < nc and c_scores[i] <= s_scores[j]):
+            score = c_scores[i]
+        else:
+            score = s_scores[j]
+        c_eq = 0.0
+        i_end = i
+        while i_end < nc and c_scores[i_end] == score:
+            if not c_skip[i_end]:
+                c_eq += c_weights[i_end]
+            i_end += 1
+        s_eq = 0.0
+        j_end = j
+        while j_end < ns and s_scores[j_end] == score:
+            s_eq += s_weights[j_end]
+            j_end += 1
+        x_eq = c_eq if c_is_x else s_eq
+        y_eq = s_eq if c_is_x else c_eq
+        x_value = y_below + 0.5 * y_eq  # an X row: Y weight below
+        y_value = (w_x - x_below - x_eq) + 0.5 * x_eq  # a Y row: X weight above
+        c_value = x_value if c_is_x else y_value
+        s_value = y_value if c_is_x else x_value
+        for q in range(i, i_end):
+            c_out[q] = c_value
+        for q in range(j, j_end):
+            s_out[q] = s_value
         x_below += x_eq
         y_below += y_eq
-    return total_x, total_y
+        i = i_end
+        j = j_end
+    return w_x, w_y
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_moments(out, side, weights, skip, place_a, place_b, perm_ab):
+    for i in range(weights.shape[0]):
+        if skip[i]:
+            continue
+        w = weights[i]
+        a = place_a[i]
+        b = place_b[perm_ab[i]]
+        out[side, 0] += w * a
+        out[side, 1] += w * b
+        out[side, 2] += w * a * a
+        out[side, 3] += w * b * b
+        out[side, 4] += w * a * b
+
+
+@njit(cache=True, nogil=True)
+def paired_moments(c_weights, c_skip, c_place_a, c_place_b, c_perm_ab,
+                   s_weights, s_skip, s_place_a, s_place_b, s_perm_ab, c_is_x):
+    """Weighted moments of two models' placements over the X and the Y sample.
+
+    Weights, skip flags and ``place_a`` are in model a's score order;
+    ``place_b`` in model b's, ``perm_ab[i]`` the model-b position of model a's
+    position i. Returns a (2, 5) array: row 0 for X, row 1 for Y, columns
+    ``sum w a``, ``sum w b``, ``sum w a^2``, ``sum w b^2``, ``sum w a b``.
+    """
+    out = np.zeros((2, 5))
+    c_side = 0 if c_is_x else 1
+    _accumulate_moments(out, c_side, c_weights, c_skip, c_place_a, c_place_b, c_perm_ab)
+    _accumulate_moments(out, 1 - c_side, s_weights, s_skip, s_place_a, s_place_b, s_perm_ab)
+    return out
 
 
 # Poisson(1) cumulative probabilities P(K <= k), k = 0..19 (beyond: below 2**-53)

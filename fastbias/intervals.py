@@ -37,7 +37,7 @@ import pandas as pd
 
 from . import _interval_kernels as IK
 from . import _kernels as K
-from ._core import Memberships, SweepCounts, order_scores, sweep_weighted
+from ._core import Memberships, SweepCounts, order_scores, prepare_memberships, sweep_weighted
 from ._validation import (
     UndefinedMetricWarning,
     _to_numpy,
@@ -713,38 +713,63 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     else:
         names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
     z_crit = _z_value(confidence)
-    sorted_models = []
-    for s in (sa, sb):
-        order = np.argsort(s, kind="stable")
-        sorted_models.append((K.gather_scores(s, order), order))
-    buf_a = np.zeros(n)
-    buf_b = np.zeros(n)
+    memberships = prepare_memberships(labels, rows, names)
+    orders = [order_scores(s, memberships) for s in (sa, sb)]
 
-    def compare(side: np.ndarray):
-        # placements of both models: buf[i] for rows of X (side 1) and Y (side 2)
-        w_x, w_y = IK.cell_placements(sorted_models[0][0], sorted_models[0][1], side, w, buf_a)
-        IK.cell_placements(sorted_models[1][0], sorted_models[1][1], side, w, buf_b)
+    class _Sample:
+        """One sample for both models, each array in that model's score order: scores,
+        weights, skip flags (rows left out of a background cell); ``perm_ab`` maps
+        model a's positions to model b's; ``place`` receives the placements."""
+
+        def __init__(self, scores, weights, perm_ab):
+            size = scores[0].shape[0]
+            self.scores, self.weights, self.perm_ab = scores, weights, perm_ab
+            self.skip = [np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)]
+            self.no_skip = np.zeros(size, dtype=bool)
+            self.place = [np.empty(size), np.empty(size)]
+
+    classes, positions = {}, {}
+    for label in (0, 1):
+        class_rows = [o.pos_rows if label else o.neg_rows for o in orders]
+        positions[label] = []
+        for k in range(2):
+            pos_k = np.empty(n, dtype=np.int64)
+            pos_k[class_rows[k]] = np.arange(class_rows[k].shape[0])
+            positions[label].append(pos_k)
+        classes[label] = _Sample([o.pos_sorted if label else o.neg_sorted for o in orders],
+                                 [np.ascontiguousarray(w[r]) for r in class_rows],
+                                 positions[label][1][class_rows[0]])
+
+    def cell_sample(cell_rows):
+        idx = [np.argsort(K.gather_scores(s, cell_rows), kind="stable") for s in (sa, sb)]
+        rank_b = np.empty(cell_rows.shape[0], dtype=np.int64)
+        rank_b[idx[1]] = np.arange(cell_rows.shape[0])
+        sorted_rows = [cell_rows[i] for i in idx]
+        return _Sample([K.gather_scores(s, r) for s, r in zip((sa, sb), sorted_rows)],
+                       [np.ascontiguousarray(w[r]) for r in sorted_rows], rank_b[idx[0]])
+
+    def compare(c: _Sample, s: _Sample, c_is_x: bool, exclude: bool = False):
+        """(theta_a, theta_b, var_a, var_b, cov_ab); c leaves out its flagged rows if exclude."""
+        c_skip = c.skip if exclude else [c.no_skip, c.no_skip]
+        for k in range(2):
+            w_x, w_y = IK.merged_placements(c.scores[k], c.weights[k], c_skip[k], s.scores[k],
+                                            s.weights[k], c_is_x, c.place[k], s.place[k])
+        mom = IK.paired_moments(c.weights[0], c_skip[0], c.place[0], c.place[1], c.perm_ab,
+                                s.weights[0], s.no_skip, s.place[0], s.place[1], s.perm_ab,
+                                c_is_x)
+        if not (w_x > 0 and w_y > 0):
+            return np.nan, np.nan, np.nan, np.nan, np.nan
+        ta = mom[0, 0] / (w_x * w_y)
+        tb = mom[0, 1] / (w_x * w_y)
         if not (w_x > 1 and w_y > 1):
-            theta = [np.nan, np.nan]
-            if w_x > 0 and w_y > 0:
-                x = side == 1
-                theta = [np.dot(w[x], buf[x]) / (w_x * w_y) for buf in (buf_a, buf_b)]
-            return theta[0], theta[1], np.nan, np.nan, np.nan
-        x, y = side == 1, side == 2
-        va_x, vb_x = buf_a[x] / w_y, buf_b[x] / w_y
-        va_y, vb_y = buf_a[y] / w_x, buf_b[y] / w_x
-        wx_rows, wy_rows = w[x], w[y]
-        ta, tb = np.dot(wx_rows, va_x) / w_x, np.dot(wx_rows, vb_x) / w_x
+            return ta, tb, np.nan, np.nan, np.nan
 
-        def cov(p, q, tp, tq):
-            s10 = (np.dot(wx_rows, p[0] * q[0]) - w_x * tp * tq) / (w_x - 1.0)
-            s01 = (np.dot(wy_rows, p[1] * q[1]) - w_y * tp * tq) / (w_y - 1.0)
+        def cov(col, tp, tq):
+            s10 = (mom[0, col] / (w_y * w_y) - w_x * tp * tq) / (w_x - 1.0)
+            s01 = (mom[1, col] / (w_x * w_x) - w_y * tp * tq) / (w_y - 1.0)
             return s10 / w_x + s01 / w_y
 
-        var_a = max(cov((va_x, va_y), (va_x, va_y), ta, ta), 0.0)
-        var_b = max(cov((vb_x, vb_y), (vb_x, vb_y), tb, tb), 0.0)
-        cov_ab = cov((va_x, va_y), (vb_x, vb_y), ta, tb)
-        return ta, tb, var_a, var_b, cov_ab
+        return (ta, tb, max(cov(2, ta, ta), 0.0), max(cov(3, tb, tb), 0.0), cov(4, ta, tb))
 
     records, index = [], []
 
@@ -775,20 +800,28 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
             "z": z, "p_value": p_value,
         })
 
-    side = np.where(labels, 1, 2).astype(np.int8)
-    add("overall", "overall_auc", compare(side))
-    member = np.zeros(n, dtype=bool)
+    add("overall", "overall_auc", compare(classes[1], classes[0], True))
     for name, group_rows in zip(names, rows):
-        member[:] = False
-        member[group_rows] = True
-        cells = {("subgroup", 0): member & ~labels, ("subgroup", 1): member & labels,
-                 ("background", 0): ~member & ~labels, ("background", 1): ~member & labels}
+        group_rows = np.asarray(group_rows, dtype=np.int64)
+        group_labels = labels[group_rows]
+        cell = {label: cell_sample(group_rows[group_labels == bool(label)]) for label in (0, 1)}
+        flagged = {}
+        for label in (0, 1):  # flag the subgroup's rows in each class's sorted orders
+            members = group_rows[group_labels == bool(label)]
+            for k in range(2):
+                flagged[label, k] = positions[label][k][members]
+                classes[label].skip[k][flagged[label, k]] = True
         for metric in METRIC_COLUMNS:
-            x_cell, y_cell = _METRIC_SAMPLES[metric]
-            side = np.zeros(n, dtype=np.int8)
-            side[cells[x_cell]] = 1
-            side[cells[y_cell]] = 2
-            add(name, metric, compare(side))
+            (x_part, x_label), (y_part, y_label) = _METRIC_SAMPLES[metric]
+            if x_part == "subgroup" and y_part == "subgroup":
+                result = compare(cell[x_label], cell[y_label], True)
+            elif x_part == "background":
+                result = compare(classes[x_label], cell[y_label], True, exclude=True)
+            else:
+                result = compare(classes[y_label], cell[x_label], False, exclude=True)
+            add(name, metric, result)
+        for (label, k), flagged_positions in flagged.items():
+            classes[label].skip[k][flagged_positions] = False
     out = pd.DataFrame(records, index=pd.MultiIndex.from_tuples(index,
                                                                 names=["subgroup", "metric"]))
     return out

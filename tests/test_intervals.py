@@ -476,6 +476,31 @@ def test_paired_test_weighted_equals_replicated_rows():
     pd.testing.assert_frame_equal(got, ref, rtol=1e-9)
 
 
+def test_paired_test_se_agrees_with_single_model_sweep_and_handles_empty_cells():
+    rng = np.random.default_rng(16)
+    n = 3000
+    y = rng.random(n) < 0.3
+    sa = (y + rng.normal(size=n)).astype(np.float32).round(1)
+    sb = (0.5 * y + rng.normal(size=n)).round(2)
+    groups = {"g": rng.random(n) < 0.2, "negatives_only": ~y & (rng.random(n) < 0.1),
+              "everyone": np.ones(n, bool)}
+    res = delong_paired_test(y, sa, sb, groups)
+    m = make_memberships(y, groups)
+    for scores, col in ((sa, "se_a"), (sb, "se_b")):
+        se, overall_se = delong_standard_errors(scores, m)
+        assert res.loc[("overall", "overall_auc"), col] == pytest.approx(overall_se, rel=1e-9)
+        for j, name in enumerate(groups):
+            for metric in METRIC_COLUMNS:
+                got = res.loc[(name, metric), col]
+                if np.isnan(se[metric][j]):
+                    assert np.isnan(got)
+                else:
+                    assert got == pytest.approx(se[metric][j], rel=1e-9)
+    assert np.isnan(res.loc[("negatives_only", "subgroup_auc"), "difference"])
+    assert np.isnan(res.loc[("everyone", "bpsn_auc"), "p_value"])
+    assert np.isfinite(res.loc[("everyone", "subgroup_auc"), "p_value"])
+
+
 def test_paired_test_same_model_twice():
     rng = np.random.default_rng(11)
     y = rng.random(200) < 0.5

@@ -37,7 +37,13 @@ import pandas as pd
 
 from . import _interval_kernels as IK
 from . import _kernels as K
-from ._core import Memberships, SweepCounts, order_scores, prepare_memberships, sweep_weighted
+from ._core import (
+    Memberships,
+    SweepCounts,
+    order_scores,
+    prepare_memberships,
+    sweep_weighted,
+)
 from ._validation import (
     UndefinedMetricWarning,
     _to_numpy,

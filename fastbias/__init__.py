@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 # public name -> submodule that defines it (loaded lazily)
 _LAZY = {
     "evaluate": "fastbias.evaluation",
+    "OmittedRowsWarning": "fastbias._validation",
     "EvaluationResult": "fastbias.evaluation",
     "make_jigsaw_like": "fastbias.synthetic",
     "final_metric": "fastbias.aggregates",
@@ -22,7 +23,14 @@ _LAZY = {
     "bernstein_min_samples": "fastbias.intervals",
     "bernstein_interval": "fastbias.intervals",
     "delong_paired_test": "fastbias.intervals",
+    "ustatistic_bernstein_interval": "fastbias.intervals",
+    "ustatistic_min_samples": "fastbias.intervals",
+    "demographic_parity_cost": "fastbias.intervals",
+    "equal_opportunity_cost": "fastbias.intervals",
     "BiasEvaluator": "fastbias.evaluator",
+    "evaluate_parquet": "fastbias.streaming",
+    "bias_report": "fastbias.report",
+    "BiasReport": "fastbias.report",
 }
 
 __all__ = ["bias_metrics", "overall_auc", "UndefinedMetricWarning", "__version__", *_LAZY]

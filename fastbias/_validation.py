@@ -20,13 +20,46 @@ Conversions, in one place (see ``docs/validation.md`` for the full table):
 from __future__ import annotations
 
 import numbers
+import os
+import tempfile
 import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from . import _kernels as K
+
+def _numba_cache_fallback() -> None:
+    """Keep ``@njit(cache=True)`` kernels importable from a read-only install.
+
+    Numba caches compiled kernels next to the source (``__pycache__``) or,
+    when that is not writable, in the user cache directory. When neither is
+    writable (a read-only image with no writable HOME, e.g. a serverless
+    runtime) numba raises ``RuntimeError: cannot cache function ...: no
+    locator available`` while *decorating*, i.e. at ``import fastbias``.
+    This module is imported before any kernel module, so it checks once and
+    then points numba at a per-user temporary directory instead.
+    """
+    try:
+        import numba
+        from numba.core.caching import FunctionCache
+
+        if numba.config.DISABLE_JIT or numba.config.CACHE_DIR:
+            return
+        try:
+            FunctionCache(_numba_cache_fallback)  # same directory as the kernel modules
+        except RuntimeError:
+            user = os.getuid() if hasattr(os, "getuid") else "user"
+            path = os.path.join(tempfile.gettempdir(), f"fastbias-numba-cache-{user}")
+            os.environ["NUMBA_CACHE_DIR"] = path  # survives numba.config reloads
+            numba.config.CACHE_DIR = path
+    except Exception:  # never let the check itself break the import
+        pass
+
+
+_numba_cache_fallback()
+
+from . import _kernels as K  # noqa: E402  (after the cache check on purpose)
 
 NAN_POLICIES = ("raise", "omit")
 _OMIT_HINT = "drop those rows, or pass nan_policy='omit'"

@@ -56,17 +56,35 @@ def _ratio(numerator, denominator):
     return out
 
 
+def background_totals(sc: SweepCounts) -> tuple:
+    """Background negative and positive totals (counts, or weights) per subgroup.
+
+    Weighted, they are "class total minus subgroup total", two float sums
+    over the same rows in different orders; when the background has no rows,
+    or only rows of weight 0, the difference is a rounding remainder of
+    either sign (up to ~n eps W) that would turn an undefined metric into a
+    wrong number. A remainder within the rounding bound of the two sums has
+    no significant digit and is set to exactly 0 (the metric is then NaN).
+    """
+    c = sc.counts
+    bg_neg = sc.total_neg - c[:, K.CELL_SUBGROUP_NEG]
+    bg_pos = sc.total_pos - c[:, K.CELL_SUBGROUP_POS]
+    if sc.weighted:
+        eps = np.finfo(np.float64).eps
+        n_neg, n_pos = sc.class_rows
+        bg_neg = np.where((n_neg - sc.cell_rows[:, 0] > 0)
+                          & (bg_neg > 4.0 * eps * max(n_neg, 1) * abs(sc.total_neg)), bg_neg, 0.0)
+        bg_pos = np.where((n_pos - sc.cell_rows[:, 1] > 0)
+                          & (bg_pos > 4.0 * eps * max(n_pos, 1) * abs(sc.total_pos)), bg_pos, 0.0)
+    return bg_neg, bg_pos
+
+
 def metrics_from_counts(sc: SweepCounts) -> dict:
     """Map sweep counts to the five metrics (arrays, one entry per subgroup)."""
     c = sc.counts
     sub_neg = c[:, K.CELL_SUBGROUP_NEG]
     sub_pos = c[:, K.CELL_SUBGROUP_POS]
-    bg_neg = sc.total_neg - sub_neg
-    bg_pos = sc.total_pos - sub_pos
-    if sc.weighted:
-        # float cancellation can leave a tiny negative remainder for an empty background
-        bg_neg = np.where(sc.class_rows[0] - sc.cell_rows[:, 0] > 0, bg_neg, 0.0)
-        bg_pos = np.where(sc.class_rows[1] - sc.cell_rows[:, 1] > 0, bg_pos, 0.0)
+    bg_neg, bg_pos = background_totals(sc)
     # products in float64: exact for the int64 counts we reach (< 2**53)
     sub_neg_f, sub_pos_f = sub_neg.astype(np.float64), sub_pos.astype(np.float64)
     bg_neg_f, bg_pos_f = np.asarray(bg_neg, np.float64), np.asarray(bg_pos, np.float64)
@@ -100,8 +118,8 @@ def table_from_counts(sc: SweepCounts, *, warn: bool = True, context: str = "") 
         c = sc.counts
         data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG]
         data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS]
-        data["background_negative_weight"] = sc.total_neg - c[:, K.CELL_SUBGROUP_NEG]
-        data["background_positive_weight"] = sc.total_pos - c[:, K.CELL_SUBGROUP_POS]
+        data["background_negative_weight"], data["background_positive_weight"] = \
+            background_totals(sc)
     table = pd.DataFrame(data, index=pd.Index(sc.names, name="subgroup"))
     if warn:
         warn_undefined(table, context)

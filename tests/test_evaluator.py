@@ -369,3 +369,16 @@ def test_memory_stays_flat_over_1000_calls():
     # one call allocates ~100 kB of temporaries; growth must stay far below that per call
     assert after_1100 - after_100 < 64 * 1024, (after_100, after_1100)
     assert len(ev._folds) == 1
+
+
+def test_evaluator_pickles_with_its_settings(case):
+    import pickle
+
+    y, s, groups, _ = case
+    ev = BiasEvaluator(y, groups, power=-3, nan_policy="omit")
+    fold = np.arange(0, len(y), 2)
+    ev.final_metric(s[fold], index=fold)  # fill the fold cache
+    copy = pickle.loads(pickle.dumps(ev))
+    assert copy.power == -3 and copy.nan_policy == "omit" and len(copy._folds) == 0
+    assert copy.final_metric(s) == ev.final_metric(s)
+    assert copy.final_metric(s[fold], index=fold) == ev.final_metric(s[fold], index=fold)

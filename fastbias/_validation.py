@@ -62,7 +62,8 @@ _numba_cache_fallback()
 from . import _kernels as K  # noqa: E402  (after the cache check on purpose)
 
 NAN_POLICIES = ("raise", "omit")
-_OMIT_HINT = "drop those rows, or pass nan_policy='omit'"
+_OMIT_HINT = ("drop those rows first (bias_metrics, overall_auc and evaluate do it with "
+              "nan_policy='omit')")
 
 
 class UndefinedMetricWarning(RuntimeWarning):

@@ -47,7 +47,7 @@ def model_scores(df, n_models: int, seed: int = 0) -> list:
 
 def prepare(rows: int = ROWS, n_models: int = 10):
     df = make_jigsaw_like(n_rows=rows, random_state=0)
-    y, s, groups = to_arrays(df)
+    y, _, groups = to_arrays(df)
     return y, groups, model_scores(df, n_models)
 
 
@@ -158,7 +158,8 @@ def main(argv=None) -> None:
     fold_scores = scores[0][fold]
     t0 = time.perf_counter()
     ev.final_metric(fold_scores, index=fold)
-    print(f"first call on a 1/5 fold (prepares the fold): {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    elapsed = time.perf_counter() - t0
+    print(f"first call on a 1/5 fold (prepares the fold): {elapsed * 1e3:.1f} ms")
     record("final_metric(fold scores, index=fold) (1/5)",
            lambda: ev.final_metric(fold_scores, index=fold), r, cpu=True)
     s64 = scores[0].astype(np.float64)

@@ -34,10 +34,10 @@ from numba import njit
 from . import _kernels as K
 from ._core import (Memberships, ScoreOrder, SweepCounts, _memberships_from_csr,
                     prepare_memberships, sweep_weighted)
-from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight,
-                          as_scores, subgroup_rows)
-from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts,
-                      table_from_counts, warn_undefined)
+from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores,
+                          subgroup_rows)
+from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, table_from_counts,
+                      warn_undefined)
 
 #: Names accepted by :meth:`BiasEvaluator.score` (and the scikit-learn and
 #: boosting helpers built on it). All are "higher is better".
@@ -577,8 +577,8 @@ class BiasEvaluator:
         Examples
         --------
         >>> import fastbias
-        >>> ev = fastbias.BiasEvaluator([0, 0, 1, 1, 0, 1, 0, 1],
-        ...                             {"a": [1, 1, 1, 1, 0, 0, 0, 0], "b": [0, 0, 1, 0, 1, 1, 1, 1]})
+        >>> groups = {"a": [1, 1, 1, 1, 0, 0, 0, 0], "b": [0, 0, 1, 0, 1, 1, 1, 1]}
+        >>> ev = fastbias.BiasEvaluator([0, 0, 1, 1, 0, 1, 0, 1], groups)
         >>> round(ev.final_metric([0.1, 0.4, 0.35, 0.8, 0.7, 0.9, 0.2, 0.6]), 4)
         0.8247
         """
@@ -660,9 +660,8 @@ class BiasEvaluator:
                                  f"or a list of score arrays; got shape {arr.shape}")
             if arr.shape[0] != n:
                 hint = " (transpose it: rows x models is expected)" if arr.shape[1] == n else ""
-                raise ValueError(f"score_matrix has {arr.shape[0]} rows but "
-                                 f"{'index selects' if prep is not self._full else 'the evaluator has'}"
-                                 f" {n}{hint}")
+                where = "the evaluator has" if prep is self._full else "index selects"
+                raise ValueError(f"score_matrix has {arr.shape[0]} rows but {where} {n}{hint}")
             names = None
             columns = [arr[:, j] for j in range(arr.shape[1])]
         if not columns:

@@ -278,7 +278,8 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
     if subgroups is not None and subgroup_columns is not None:
         raise ValueError("give subgroups or subgroup_columns, not both")
     if subgroup_columns is not None:
-        columns = [subgroup_columns] if isinstance(subgroup_columns, str) else list(subgroup_columns)
+        columns = ([subgroup_columns] if isinstance(subgroup_columns, str)
+                   else list(subgroup_columns))
         if not columns:
             raise ValueError("subgroup_columns is empty")
         return _FoldScorer(metric, None, columns, response_method, settings)

@@ -25,7 +25,7 @@ def data():
 
 
 def valid_evaluator(data):
-    X, y, groups, _, valid = data
+    _, y, groups, _, valid = data
     return BiasEvaluator(y[valid], groups[valid])
 
 
@@ -41,7 +41,7 @@ def check_first_round_against_reference(data, scores, recorded_final, recorded_b
 
 def test_lightgbm_train_feval_equals_direct_calls_and_drives_early_stopping(data):
     lgb = pytest.importorskip("lightgbm")
-    X, y, groups, train, valid = data
+    X, y, _, train, valid = data
     ev = valid_evaluator(data)
     dtrain = lgb.Dataset(X[train], y[train].astype(float))
     dvalid = lgb.Dataset(X[valid], y[valid].astype(float), reference=dtrain)
@@ -93,7 +93,7 @@ def test_lightgbm_sklearn_api_and_several_evaluation_sets(data):
 
 def test_lightgbm_unknown_evaluation_set_is_an_error(data):
     lgb = pytest.importorskip("lightgbm")
-    X, y, groups, train, valid = data
+    X, y, _, train, _ = data
     dtrain = lgb.Dataset(X[train], y[train].astype(float))
     with pytest.raises(ValueError, match="no BiasEvaluator for an evaluation set of 1600 rows"):
         lgb.train({"objective": "binary", "verbose": -1, "num_threads": 1}, dtrain,
@@ -105,7 +105,7 @@ def test_lightgbm_unknown_evaluation_set_is_an_error(data):
 
 def test_xgboost_train_custom_metric_equals_direct_calls(data):
     xgb = pytest.importorskip("xgboost")
-    X, y, groups, train, valid = data
+    X, y, _, train, valid = data
     ev = valid_evaluator(data)
     dtrain = xgb.DMatrix(X[train], label=y[train])
     dvalid = xgb.DMatrix(X[valid], label=y[valid])
@@ -136,7 +136,7 @@ def test_xgboost_train_custom_metric_equals_direct_calls(data):
 
 def test_xgboost_sklearn_api(data):
     xgb = pytest.importorskip("xgboost")
-    X, y, groups, train, valid = data
+    X, y, _, train, valid = data
     ev = valid_evaluator(data)
     stop = xgb.callback.EarlyStopping(rounds=5, metric_name="final", maximize=True)
     model = xgb.XGBClassifier(n_estimators=ROUNDS, max_depth=3, learning_rate=0.3, n_jobs=1,
@@ -152,7 +152,7 @@ def test_xgboost_sklearn_api(data):
 # --------------------------------------------------------------------------- plain calls
 
 def test_callables_without_the_libraries(data):
-    X, y, groups, _, valid = data
+    X, y, _, _, valid = data
     ev = valid_evaluator(data)
     scores = np.round(X[valid, 0], 1)
     lgb_values = lightgbm_metric(ev, metrics=["final", "overall_auc"])(y[valid], scores)

@@ -76,8 +76,9 @@ def test_sorted_scores_equals_numpy_sort_and_stable_argsort(values, data):
 def test_sorted_scores_extreme_values():
     for dtype in (np.float32, np.float64):
         info = np.finfo(dtype)
-        x = np.array([0.0, -0.0, info.max, -info.max, info.tiny, -info.tiny, info.smallest_subnormal,
-                      -info.smallest_subnormal, 1.0, -1.0, np.inf, -np.inf, 0.5, 0.5], dtype=dtype)
+        x = np.array([0.0, -0.0, info.max, -info.max, info.tiny, -info.tiny,
+                      info.smallest_subnormal, -info.smallest_subnormal, 1.0, -1.0, np.inf,
+                      -np.inf, 0.5, 0.5], dtype=dtype)
         got, _ = sorted_scores(x, np.arange(x.size, dtype=np.int64))
         np.testing.assert_array_equal(got, np.sort(x + dtype(0.0)))
 
@@ -194,7 +195,8 @@ def test_fold_index_equals_fresh_evaluation_on_the_subset(case):
         expected = brute_force_metrics(y[fold], s[fold], sub[g])
         for metric in METRIC_COLUMNS:
             assert_close(table.loc[g, metric], expected[metric])
-    assert_close(ev.final_metric(s[fold], index=fold), reference_final_metric(y[fold], s[fold], sub))
+    assert_close(ev.final_metric(s[fold], index=fold),
+                 reference_final_metric(y[fold], s[fold], sub))
     mask = np.zeros(len(y), bool)
     mask[fold] = True
     ordered = np.flatnonzero(mask)
@@ -231,7 +233,7 @@ def test_fold_counts_equal_a_new_evaluator_property(seed, n, k, fold_fraction):
 
 
 def test_fold_preparation_is_cached_and_bounded(case):
-    y, s, groups, _ = case
+    y, _, groups, _ = case
     ev = BiasEvaluator(y, groups, fold_cache_size=2)
     fold = np.arange(0, len(y), 2)
     assert ev._rows(fold) is ev._rows(fold.copy())
@@ -252,7 +254,7 @@ def test_fold_preparation_is_cached_and_bounded(case):
     (np.ones(10, bool), ValueError, "boolean mask of 10 rows"),
 ])
 def test_bad_index_is_named(case, index, error, match):
-    y, s, groups, _ = case
+    y, _, groups, _ = case
     ev = BiasEvaluator(y, groups)
     with pytest.raises(error, match=match):
         ev.final_metric(np.zeros(len(index)), index=index)
@@ -340,7 +342,7 @@ def test_metrics_many_shape_errors(case):
 # --------------------------------------------------------------------------- memory
 
 def test_memory_stays_flat_over_1000_calls():
-    y, s, groups, _ = random_case(np.random.default_rng(2), n=5_000, k=6, levels=50)
+    y, _, groups, _ = random_case(np.random.default_rng(2), n=5_000, k=6, levels=50)
     ev = BiasEvaluator(y, groups)
     fold = np.arange(0, 5_000, 3)
     rng = np.random.default_rng(0)

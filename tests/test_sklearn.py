@@ -4,20 +4,19 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-
-sklearn = pytest.importorskip("sklearn")
-from sklearn.base import clone  # noqa: E402
-from sklearn.compose import ColumnTransformer  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import (GridSearchCV, RandomizedSearchCV, StratifiedKFold,  # noqa: E402
+import sklearn
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import (GridSearchCV, RandomizedSearchCV, StratifiedKFold,
                                      cross_val_score, cross_validate)
-from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.pipeline import make_pipeline
 
-from fastbias.evaluator import BiasEvaluator  # noqa: E402
-from fastbias.sklearn import (bias_score, final_metric_score, make_bias_scorer,  # noqa: E402
+from fastbias.evaluator import BiasEvaluator
+from fastbias.sklearn import (bias_score, final_metric_score, make_bias_scorer,
                               positive_class_scores)
-from tests.test_evaluator import assert_close, reference_final_metric  # noqa: E402
-from tests.reference import brute_force_metrics  # noqa: E402
+from tests.reference import brute_force_metrics
+from tests.test_evaluator import assert_close, reference_final_metric
 
 CV = StratifiedKFold(n_splits=3)
 
@@ -36,8 +35,13 @@ def data():
     return X, y, groups
 
 
+ROUTING_AVAILABLE = tuple(int(x) for x in sklearn.__version__.split(".")[:2]) >= (1, 4)
+
+
 @pytest.fixture
 def routing():
+    if not ROUTING_AVAILABLE:
+        pytest.skip("scorer metadata routing needs scikit-learn >= 1.4")
     with sklearn.config_context(enable_metadata_routing=True):
         yield
 
@@ -101,11 +105,9 @@ def test_sample_weight_is_routed_when_requested(data, routing):
                                rtol=0, atol=1e-12)
 
 
-def test_routing_free_fallbacks_equal_routing(data):
+def test_routing_free_fallbacks_equal_direct_calls(data):
     X, y, groups = data
-    with sklearn.config_context(enable_metadata_routing=True):
-        routed = cross_val_score(LogisticRegression(), X, y, scoring=make_bias_scorer(), cv=CV,
-                                 params={"subgroups": groups})
+    routed = direct_fold_scores(LogisticRegression(), {}, X, y, groups)
     # 1. aligned by X.index (with a non-default index, to make the lookup matter)
     X2 = X.set_index(pd.Index(np.arange(len(X)) * 7 + 3))
     groups2 = groups.set_index(X2.index)[::-1]  # other order: rows are found by label
@@ -167,9 +169,9 @@ def test_metric_functions_equal_brute_force(data):
 
 def test_scorer_errors(data):
     X, y, groups = data
-    with sklearn.config_context(enable_metadata_routing=False):
-        with pytest.raises(RuntimeError, match="enable_metadata_routing=True"):
-            make_bias_scorer()
+    with sklearn.config_context(enable_metadata_routing=False), \
+            pytest.raises(RuntimeError, match="enable_metadata_routing=True"):
+        make_bias_scorer()
     with pytest.raises(ValueError, match="metric must be one of"):
         make_bias_scorer("auc", subgroups=groups)
     with pytest.raises(ValueError, match="not both"):

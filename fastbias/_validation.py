@@ -62,8 +62,9 @@ _numba_cache_fallback()
 from . import _kernels as K  # noqa: E402  (after the cache check on purpose)
 
 NAN_POLICIES = ("raise", "omit")
-_OMIT_HINT = ("drop those rows first (bias_metrics, overall_auc and evaluate do it with "
-              "nan_policy='omit')")
+# ends every "missing value" message; the CLI rewrites the Python words in it
+OMIT_WHERE = " (bias_metrics, overall_auc and evaluate take it)"
+_OMIT_HINT = "drop those rows first, or pass nan_policy='omit'" + OMIT_WHERE
 
 
 class UndefinedMetricWarning(RuntimeWarning):

@@ -37,6 +37,8 @@ class Memberships:
         ``labels[identity_rows]``.
     cell_rows : ndarray of int64, shape (n_groups, 2)
         Number of subgroup rows with label 0 and 1 (row counts, never weights).
+    neg_rows, pos_rows : ndarray of int64
+        Rows of each class, increasing.
     """
 
     names: list
@@ -46,6 +48,8 @@ class Memberships:
     row_groups: np.ndarray
     identity_labels: np.ndarray
     cell_rows: np.ndarray
+    neg_rows: np.ndarray
+    pos_rows: np.ndarray
 
     @property
     def n_rows(self) -> int:
@@ -58,15 +62,15 @@ class Memberships:
     @property
     def class_rows(self) -> tuple:
         """(number of negative rows, number of positive rows) over all rows."""
-        n_pos = int(np.count_nonzero(self.labels))
-        return self.n_rows - n_pos, n_pos
+        return int(self.neg_rows.shape[0]), int(self.pos_rows.shape[0])
 
 
 def _memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:
     identity_labels = labels[identity_rows]
     cell_rows = K.cell_row_counts(identity_labels, row_ptr, row_groups, len(names))
+    neg_rows, pos_rows = K.split_rows_by_label(labels)
     return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
-                       identity_labels, cell_rows)
+                       identity_labels, cell_rows, neg_rows, pos_rows)
 
 
 def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
@@ -129,26 +133,33 @@ class ScoreOrder:
     pos_sorted: np.ndarray
 
 
-def identity_order(id_scores: np.ndarray) -> np.ndarray:
-    """Indices that sort ``id_scores`` (ties in any order: the sweep groups them)."""
-    if id_scores.dtype == np.float32 and id_scores.shape[0] < 2 ** 32:
-        keys = K.packed_float32_keys(id_scores)
-        keys.sort()
-        return K.order_from_packed_keys(keys)
-    return np.argsort(id_scores)
+_UINT_OF_FLOAT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
+def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False):
+    """``np.sort(scores[rows] + 0.0)`` (and its stable argsort) by an LSD radix sort.
+
+    ``scores`` must be finite float32/float64 (as :func:`as_scores` returns).
+    Returns ``(sorted_values, order)``; ``order`` (positions into ``rows``)
+    is None unless asked for. On 1.8M float32 scores this is several times
+    faster than ``np.sort`` and far faster than ``np.argsort`` here.
+    """
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    out = np.empty(rows.shape[0], dtype=scores.dtype)
+    order = np.empty(rows.shape[0] if with_order else 0, dtype=np.int64)
+    K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, out.view(uint), order)
+    return out, (order if with_order else None)
 
 
 def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
-    """Sort ``scores`` within each class and among the identity rows (argsort based)."""
-    id_scores = K.gather_scores(scores, memberships.identity_rows)
-    id_order = identity_order(id_scores)
-    neg_rows, pos_rows = K.split_rows_by_label(memberships.labels)
-    neg_scores = K.gather_scores(scores, neg_rows)
-    pos_scores = K.gather_scores(scores, pos_rows)
-    neg_order = np.argsort(neg_scores, kind="stable")
-    pos_order = np.argsort(pos_scores, kind="stable")
-    return ScoreOrder(id_scores, id_order, neg_rows[neg_order], pos_rows[pos_order],
-                      neg_scores[neg_order], pos_scores[pos_order])
+    """Sort ``scores`` within each class and among the identity rows."""
+    m = memberships
+    id_scores = K.gather_scores(scores, m.identity_rows)
+    _, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
+    neg_sorted, neg_order = sorted_scores(scores, m.neg_rows, with_order=True)
+    pos_sorted, pos_order = sorted_scores(scores, m.pos_rows, with_order=True)
+    return ScoreOrder(id_scores, id_order, m.neg_rows[neg_order], m.pos_rows[pos_order],
+                      neg_sorted, pos_sorted)
 
 
 def sweep_weighted(order: ScoreOrder, memberships: Memberships,
@@ -177,12 +188,14 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     m = memberships
     if sample_weight is not None:
         return sweep_weighted(order_scores(scores, m), m, sample_weight)
-    id_scores = K.gather_scores(scores, m.identity_rows)
-    id_order = identity_order(id_scores)
-    neg_sorted, pos_sorted = K.split_scores_by_label(scores, m.labels)
-    neg_sorted.sort()
-    pos_sorted.sort()
-    counts, twice_u = K.subgroup_counts(id_scores, id_order, m.identity_labels, m.row_ptr,
-                                        m.row_groups, neg_sorted, pos_sorted, m.n_groups)
+    id_sorted, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
+    # list the identity rows in score order: the sweep then reads memory sequentially
+    row_ptr, row_groups, id_labels = K.csr_in_order(id_order, m.row_ptr, m.row_groups,
+                                                    m.identity_labels)
+    in_order = np.arange(id_sorted.shape[0], dtype=np.int64)
+    neg_sorted, _ = sorted_scores(scores, m.neg_rows)
+    pos_sorted, _ = sorted_scores(scores, m.pos_rows)
+    counts, twice_u = K.subgroup_counts(id_sorted, in_order, id_labels, row_ptr, row_groups,
+                                        neg_sorted, pos_sorted, m.n_groups)
     return SweepCounts(m.names, counts, neg_sorted.shape[0], pos_sorted.shape[0], int(twice_u),
                        m.cell_rows, m.class_rows, False)

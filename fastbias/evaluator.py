@@ -31,9 +31,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from . import _kernels as K
-from ._core import (Memberships, ScoreOrder, SweepCounts, _memberships_from_csr,
-                    prepare_memberships, sweep_weighted)
+from ._core import (Memberships, SweepCounts, _memberships_from_csr, prepare_memberships,
+                    sorted_scores, sweep_counts)
 from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores,
                           subgroup_rows)
 from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, table_from_counts,
@@ -43,111 +42,8 @@ from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts,
 #: boosting helpers built on it). All are "higher is better".
 SCORE_NAMES = ("final", "overall_auc", "min_subgroup_auc", "min_bpsn_auc", "min_bnsp_auc")
 
-_DIGIT_BITS = 11
-_N_BUCKETS = 1 << _DIGIT_BITS
-_UINT_OF_FLOAT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
-
 
 # --------------------------------------------------------------------------- kernels
-
-@njit(cache=True, nogil=True)
-def _radix_sort_gathered(bits, rows, n_bits, out_bits, order):
-    """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
-
-    ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
-    or 64). Writes the sorted bit patterns to ``out_bits`` (same width) and, if
-    ``order`` is not empty, the positions ``j`` (into ``rows``) in sorted order
-    (stable). A float maps to the unsigned key ``bits | sign`` (non-negative)
-    or ``~bits`` (negative), whose integer order is the float order; ``-0.0``
-    becomes ``+0.0``. NaN must not occur. Least-significant digit first,
-    11 bits a pass; a pass whose digit is the same for every key is skipped.
-    """
-    m = rows.shape[0]
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    digit_mask = np.uint64(_N_BUCKETS - 1)
-    n_passes = (n_bits + _DIGIT_BITS - 1) // _DIGIT_BITS
-    with_order = order.shape[0] > 0
-    keys = np.empty(m, dtype=out_bits.dtype)
-    spare = np.empty(m, dtype=out_bits.dtype)
-    n_payload = m if with_order else 0
-    payload = np.empty(n_payload, dtype=np.int64)
-    spare_payload = np.empty(n_payload, dtype=np.int64)
-    hist = np.zeros((n_passes, _N_BUCKETS), dtype=np.int64)
-    for j in range(m):
-        b = np.uint64(bits[rows[j]])
-        if b == sign:  # -0.0
-            b = np.uint64(0)
-        if b & sign:
-            k = (~b) & full
-        else:
-            k = b | sign
-        keys[j] = k
-        if with_order:
-            payload[j] = j
-        for p in range(n_passes):
-            hist[p, np.int64((k >> np.uint64(p * _DIGIT_BITS)) & digit_mask)] += 1
-    src, dst = keys, spare
-    psrc, pdst = payload, spare_payload
-    for p in range(n_passes):
-        constant_digit = False
-        for d in range(_N_BUCKETS):
-            c = hist[p, d]
-            if c != 0:
-                constant_digit = c == m
-                break
-        if constant_digit:
-            continue
-        total = 0
-        for d in range(_N_BUCKETS):
-            c = hist[p, d]
-            hist[p, d] = total
-            total += c
-        shift = np.uint64(p * _DIGIT_BITS)
-        for j in range(m):
-            k = np.uint64(src[j])
-            d = np.int64((k >> shift) & digit_mask)
-            t = hist[p, d]
-            dst[t] = k
-            if with_order:
-                pdst[t] = psrc[j]
-            hist[p, d] = t + 1
-        src, dst = dst, src
-        psrc, pdst = pdst, psrc
-    for j in range(m):
-        k = np.uint64(src[j])
-        if k & sign:
-            out_bits[j] = k ^ sign
-        else:
-            out_bits[j] = (~k) & full
-    if with_order:
-        for j in range(m):
-            order[j] = psrc[j]
-
-
-@njit(cache=True, nogil=True)
-def _csr_in_order(order, row_ptr, row_groups, identity_labels):
-    """The identity CSR and labels re-listed in ``order`` (the identity rows' score order).
-
-    With the rows listed in score order, the sweep kernels read every array
-    sequentially (identity order = 0, 1, 2, ...) instead of jumping around
-    memory once per row and array; one gather here is several times cheaper.
-    """
-    m = order.shape[0]
-    ptr = np.empty(m + 1, dtype=np.int64)
-    groups = np.empty(row_groups.shape[0], dtype=np.int64)
-    labels = np.empty(m, dtype=np.bool_)
-    ptr[0] = 0
-    t = 0
-    for q in range(m):
-        r = order[q]
-        labels[q] = identity_labels[r]
-        for e in range(row_ptr[r], row_ptr[r + 1]):
-            groups[t] = row_groups[e]
-            t += 1
-        ptr[q + 1] = t
-    return ptr, groups, labels
-
 
 @njit(cache=True, nogil=True)
 def _identity_positions(identity_rows, n_rows):
@@ -199,20 +95,6 @@ def _fold_row_csr(index, identity_position, row_ptr, row_groups):
     return identity_rows, fold_ptr, fold_groups, -1
 
 
-def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False):
-    """``np.sort(scores[rows] + 0.0)`` (and its stable argsort) by radix sort.
-
-    ``scores`` must be finite float32/float64 (as :func:`as_scores` returns).
-    Returns ``(sorted_values, order)``; ``order`` is None unless asked for.
-    """
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    out = np.empty(rows.shape[0], dtype=scores.dtype)
-    order = np.empty(rows.shape[0] if with_order else 0, dtype=np.int64)
-    _radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, out.view(uint),
-                         order)
-    return out, (order if with_order else None)
-
-
 # --------------------------------------------------------------------------- prepared rows
 
 @dataclass(frozen=True)
@@ -220,10 +102,7 @@ class _PreparedRows:
     """Score-independent state of one set of rows (all rows, or one fold)."""
 
     memberships: Memberships
-    neg_rows: np.ndarray
-    pos_rows: np.ndarray
     sample_weight: np.ndarray | None
-    identity_sequence: np.ndarray  # 0, 1, ..., n_identity - 1
 
     @property
     def n_rows(self) -> int:
@@ -231,36 +110,12 @@ class _PreparedRows:
 
 
 def _prepared(memberships: Memberships, sample_weight) -> _PreparedRows:
-    neg_rows, pos_rows = K.split_rows_by_label(memberships.labels)
-    sequence = np.arange(memberships.identity_rows.shape[0], dtype=np.int64)
-    return _PreparedRows(memberships, neg_rows, pos_rows, sample_weight, sequence)
+    return _PreparedRows(memberships, sample_weight)
 
 
 def _sweep(scores: np.ndarray, prep: _PreparedRows) -> SweepCounts:
-    """Radix-sort each class and the identity rows, then run the core sweep kernels.
-
-    The identity rows are handed to the kernels already in score order
-    (scores sorted, CSR and labels re-listed, order = 0, 1, 2, ...); the
-    counts do not depend on the order in which the rows are listed.
-    """
-    m = prep.memberships
-    id_sorted, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
-    row_ptr, row_groups, id_labels = _csr_in_order(id_order, m.row_ptr, m.row_groups,
-                                                   m.identity_labels)
-    if prep.sample_weight is None:
-        neg_sorted, _ = sorted_scores(scores, prep.neg_rows)
-        pos_sorted, _ = sorted_scores(scores, prep.pos_rows)
-        counts, twice_u = K.subgroup_counts(id_sorted, prep.identity_sequence, id_labels, row_ptr,
-                                            row_groups, neg_sorted, pos_sorted, m.n_groups)
-        return SweepCounts(m.names, counts, neg_sorted.shape[0], pos_sorted.shape[0],
-                           int(twice_u), m.cell_rows, m.class_rows, False)
-    neg_sorted, neg_order = sorted_scores(scores, prep.neg_rows, with_order=True)
-    pos_sorted, pos_order = sorted_scores(scores, prep.pos_rows, with_order=True)
-    listed = Memberships(m.names, m.labels, m.identity_rows[id_order], row_ptr, row_groups,
-                         id_labels, m.cell_rows)
-    order = ScoreOrder(id_sorted, prep.identity_sequence, prep.neg_rows[neg_order],
-                       prep.pos_rows[pos_order], neg_sorted, pos_sorted)
-    return sweep_weighted(order, listed, prep.sample_weight)
+    """One sort and one sweep of the prepared rows (see :func:`fastbias._core.sweep_counts`)."""
+    return sweep_counts(scores, prep.memberships, prep.sample_weight)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -494,6 +494,12 @@ def subgroup_columns(subgroups, n: int | None = None):
                         f"a dict of name -> mask or an (n, k) array), got column name(s) "
                         f"{subgroups!r}; to select columns by name use "
                         f"fastbias.evaluate(df, ..., subgroups=[...])")
+    if (isinstance(subgroups, (list, tuple)) and subgroups
+            and any(isinstance(x, (np.ndarray, pd.Series, pd.Index)) for x in subgroups)):
+        # one array per subgroup, or one per row? ambiguous when k == n: refuse both
+        raise TypeError(f"subgroups is a {type(subgroups).__name__} of {len(subgroups)} arrays; "
+                        f"pass a dict {{name: mask}}, a DataFrame, or an (n_rows, n_subgroups) "
+                        f"array (e.g. np.column_stack(masks))")
     if isinstance(subgroups, pd.DataFrame):
         names = [str(c) for c in subgroups.columns]
         columns = [subgroups.iloc[:, j] for j in range(subgroups.shape[1])]

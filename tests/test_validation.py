@@ -109,6 +109,8 @@ BAD_SUBGROUPS = [
     (np.ones((2, 10), np.int8), ValueError, r"shape \(2, 10\).*transpose"),
     (["male", "female"], TypeError, r"column name\(s\) \['male', 'female'\].*fastbias.evaluate"),
     ("male", TypeError, r"column name"),
+    ([G, H], TypeError, r"subgroups is a list of 2 arrays; pass a dict"),
+    ((pd.Series(G), pd.Series(H)), TypeError, r"subgroups is a tuple of 2 arrays"),
     ({}, ValueError, r"subgroups is empty"),
     (pd.DataFrame(index=range(10)), ValueError, r"subgroups is empty"),
     (pd.DataFrame(np.ones((10, 2), bool), columns=["a", "a"]), ValueError,

@@ -204,3 +204,72 @@ def stored_rows_by_bucket(bucket, stored_per_bucket, slot_of_bucket):
             order[start[b]] = i
             start[b] += 1
     return order
+
+
+@njit(cache=True, nogil=True)
+def gather_records(order, score_bytes, label_bytes, weight_bytes, code_bytes, out):
+    """Write row ``order[p]`` of each byte matrix side by side into record ``p`` of ``out``.
+
+    All arguments but ``order`` are 2-D uint8 views, one row per data row
+    (``weight_bytes`` may have 0 columns); ``out`` is the byte view of a
+    packed record array whose fields are, in this order, score, label,
+    weight, codes.
+    """
+    n_score = score_bytes.shape[1]
+    n_label = label_bytes.shape[1]
+    n_weight = weight_bytes.shape[1]
+    n_code = code_bytes.shape[1]
+    for p in range(order.shape[0]):
+        i = order[p]
+        col = 0
+        for k in range(n_score):
+            out[p, col] = score_bytes[i, k]
+            col += 1
+        for k in range(n_label):
+            out[p, col] = label_bytes[i, k]
+            col += 1
+        for k in range(n_weight):
+            out[p, col] = weight_bytes[i, k]
+            col += 1
+        for k in range(n_code):
+            out[p, col] = code_bytes[i, k]
+            col += 1
+
+
+@njit(cache=True, nogil=True)
+def pack_codes(codes):
+    """Pack (n, n_groups) int8 codes into bit words: (member bits, unannotated bits).
+
+    Each is (n, ceil(n_groups / 64)) uint64; bit g % 64 of word g // 64 is
+    set when subgroup g's code is 1 (member) or -1 (unannotated).
+    """
+    n, n_groups = codes.shape
+    n_words = (n_groups + 63) // 64
+    member = np.zeros((n, n_words), dtype=np.uint64)
+    missing = np.zeros((n, n_words), dtype=np.uint64)
+    for i in range(n):
+        for g in range(n_groups):
+            code = codes[i, g]
+            if code != 0:
+                bit = np.uint64(1) << np.uint64(g % 64)
+                if code > 0:
+                    member[i, g // 64] |= bit
+                else:
+                    missing[i, g // 64] |= bit
+    return member, missing
+
+
+@njit(cache=True, nogil=True)
+def unpack_codes(member, missing, n_groups):
+    """Inverse of :func:`pack_codes` (``missing`` may have 0 rows: nothing unannotated)."""
+    n = member.shape[0]
+    has_missing = missing.shape[0] > 0
+    codes = np.zeros((n, n_groups), dtype=np.int8)
+    for i in range(n):
+        for g in range(n_groups):
+            bit = np.uint64(1) << np.uint64(g % 64)
+            if member[i, g // 64] & bit:
+                codes[i, g] = 1
+            elif has_missing and missing[i, g // 64] & bit:
+                codes[i, g] = -1
+    return codes

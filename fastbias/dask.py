@@ -3,7 +3,7 @@
 :func:`evaluate` runs the one-machine decomposition on Dask's own machinery:
 
 1. one ``map_partitions`` binarises labels and subgroups once for all models
-   (a compact frame: label, one int8 code per subgroup, weight, scores);
+   (a compact frame: label, subgroup memberships packed in 64-bit words, weight, scores);
 2. per model, Dask's ``set_index`` on the score range-partitions the rows
    (one shuffle; equal scores always land in the same partition);
 3. one task per partition runs the Numba sweep on its rows and returns its
@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import _chunk_kernels as CK
 from .evaluation import EvaluationResult
 from .streaming import (ColumnSpec, assemble_result, chunk_counts, column_spec, encode_frame,
                         score_dtype, table_from_chunks)
@@ -30,8 +31,13 @@ _LABEL = "label"
 _WEIGHT = "weight"
 
 
-def _code_column(j: int) -> str:
-    return f"g{j}"
+def _word_columns(n_groups: int, exclude_missing: bool) -> list:
+    """Columns of the packed subgroup codes: member bits, then unannotated bits."""
+    n_words = (n_groups + 63) // 64
+    names = [f"member{w}" for w in range(n_words)]
+    if exclude_missing:
+        names += [f"unannotated{w}" for w in range(n_words)]
+    return names
 
 
 def _score_column(k: int) -> str:
@@ -47,8 +53,11 @@ def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, partition_info=None
     data = {_LABEL: rows.labels}
     if spec.weighted:
         data[_WEIGHT] = rows.weights
-    for j in range(len(spec.subgroups)):
-        data[_code_column(j)] = rows.codes[:, j]
+    member, missing = CK.pack_codes(rows.codes)
+    words = [member] + ([missing] if spec.exclude_missing else [])
+    names = _word_columns(len(spec.subgroups), spec.exclude_missing)
+    for name, column in zip(names, (w[:, k] for w in words for k in range(w.shape[1]))):
+        data[name] = column
     for k, values in enumerate(rows.scores):
         data[_score_column(k)] = values
     return pd.DataFrame(data, index=frame.index)
@@ -58,19 +67,23 @@ def _encoded_meta(spec: ColumnSpec, dtypes: pd.Series) -> pd.DataFrame:
     data = {_LABEL: np.zeros(0, np.bool_)}
     if spec.weighted:
         data[_WEIGHT] = np.zeros(0, np.float64)
-    for j in range(len(spec.subgroups)):
-        data[_code_column(j)] = np.zeros(0, np.int8)
+    for name in _word_columns(len(spec.subgroups), spec.exclude_missing):
+        data[name] = np.zeros(0, np.uint64)
     for k, model in enumerate(spec.models):
         data[_score_column(k)] = np.zeros(0, score_dtype(dtypes[model]))
     return pd.DataFrame(data)
 
 
-def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool):
+def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool):
     """ChunkCounts of one score-range partition (its index holds the scores)."""
     if frame.shape[0] == 0:
         return None
-    codes = np.ascontiguousarray(
-        frame[[_code_column(j) for j in range(n_groups)]].to_numpy(dtype=np.int8))
+    names = _word_columns(n_groups, exclude_missing)
+    n_words = (n_groups + 63) // 64
+    member = np.ascontiguousarray(frame[names[:n_words]].to_numpy(dtype=np.uint64))
+    missing = (np.ascontiguousarray(frame[names[n_words:]].to_numpy(dtype=np.uint64))
+               if exclude_missing else np.zeros((0, n_words), dtype=np.uint64))
+    codes = CK.unpack_codes(member, missing, n_groups)
     weights = frame[_WEIGHT].to_numpy(dtype=np.float64) if weighted else None
     return chunk_counts(np.ascontiguousarray(frame.index.to_numpy()),
                         frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights)
@@ -155,7 +168,7 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
 
     n_groups = len(spec.subgroups)
     shared = [_LABEL, *([_WEIGHT] if spec.weighted else []),
-              *[_code_column(j) for j in range(n_groups)]]
+              *_word_columns(n_groups, spec.exclude_missing)]
     per_model_tasks = []
     for k, model in enumerate(spec.models):
         model_divisions = divisions.get(model) if isinstance(divisions, dict) else divisions
@@ -165,7 +178,8 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
         if model_divisions is not None:
             options["divisions"] = sorted(float(x) for x in model_divisions)
         ranged = encoded[[*shared, _score_column(k)]].set_index(_score_column(k), **options)
-        per_model_tasks.append([dask.delayed(_partition_counts)(part, n_groups, spec.weighted)
+        per_model_tasks.append([dask.delayed(_partition_counts)(part, n_groups, spec.weighted,
+                                                                spec.exclude_missing)
                                 for part in ranged.to_delayed()])
     per_model_chunks = dask.compute(*per_model_tasks)
     per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from . import _chunk_kernels as CK
-from ._core import SweepCounts, prepare_memberships, sweep_counts
+from ._core import SweepCounts, prepare_memberships, prepare_memberships_dense, sweep_counts
 from ._kernels import N_COUNT_COLUMNS
 from ._validation import as_labels, as_sample_weight, as_scores, check_threshold
 from .evaluation import MISSING_POLICIES, EvaluationResult, _as_list, _identity_column
@@ -112,11 +112,12 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
 
 
 def score_dtype(dtype) -> np.dtype:
-    """The dtype ``as_scores`` gives a column of ``dtype``: float32 stays float32 (ties are
-    decided in float32), every other numeric type becomes float64."""
-    if isinstance(dtype, np.dtype) and dtype in (np.float16, np.float32):
-        return np.dtype(np.float32)
-    return np.dtype(np.float64)
+    """The dtype ``as_scores`` gives a column of ``dtype`` (float32 stays float32, so ties
+    are decided in float32; other numbers become float64), found by asking it."""
+    try:
+        return as_scores(pd.Series([1], dtype=dtype), "probe").dtype
+    except (TypeError, ValueError):
+        return np.dtype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -133,9 +134,12 @@ class EncodedRows:
     scores: list
 
 
-def encode_frame(frame: pd.DataFrame, spec: ColumnSpec, where: str = "") -> EncodedRows:
-    """Binarise and validate one piece of the data exactly as :func:`fastbias.evaluate` does."""
-    n = frame.shape[0]
+def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
+    """Binarise and validate one piece of the data exactly as :func:`fastbias.evaluate` does.
+
+    ``frame`` is a DataFrame or a dict of equally long Series, by column name.
+    """
+    n = len(frame[spec.label])
     n_groups = len(spec.subgroups)
     if n == 0:
         return EncodedRows(np.zeros(0, np.bool_), np.zeros((0, n_groups), np.int8),
@@ -237,8 +241,10 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
                 continue  # no row of this chunk is annotated for these subgroups
             s, y, c = scores[kept], labels[kept], codes[kept]
             w = None if weights is None else weights[kept]
-        rows = [np.flatnonzero(c[:, j] == 1) for j in members]
-        sc = sweep_counts(s, prepare_memberships(y, rows, members), w)
+        # members share their unannotated rows, so on the kept rows their codes are 0/1
+        matrix = c if len(members) == n_groups else c[:, members]
+        matrix = np.ascontiguousarray(matrix).view(np.uint8)
+        sc = sweep_counts(s, prepare_memberships_dense(y, matrix, members), w)
         counts[members] = sc.counts
         universe_totals[members] = (sc.total_neg, sc.total_pos)
         cell_rows[members] = sc.cell_rows
@@ -371,7 +377,10 @@ def _iter_frames(files: list, columns: list, batch_rows: int):
                 if batch.num_rows == 0:
                     continue
                 stop = start + batch.num_rows
-                yield batch.to_pandas(), f"in rows {start}..{stop - 1} of {path}"
+                # column by column: far cheaper than one consolidated DataFrame
+                frame = {name: batch.column(i).to_pandas()
+                         for i, name in enumerate(batch.schema.names)}
+                yield frame, f"in rows {start}..{stop - 1} of {path}"
                 start = stop
         finally:
             parquet.close()
@@ -398,6 +407,12 @@ def _tied_buckets(edges: np.ndarray) -> np.ndarray:
     if edges.shape[0] < 2:
         return np.zeros(0, dtype=np.int64)
     return np.flatnonzero(np.nextafter(edges[:-1], np.inf) == edges[1:]) + 1
+
+
+def _byte_rows(values: np.ndarray) -> np.ndarray:
+    """(n, bytes per row) uint8 view of a C-contiguous 1-D or 2-D array."""
+    values = np.ascontiguousarray(values)
+    return values.view(np.uint8).reshape(values.shape[0], -1)
 
 
 class _ModelSpill:
@@ -441,11 +456,12 @@ class _ModelSpill:
             raise TypeError(f"score column {self.name!r} is float32 in the Parquet schema but "
                             f"reads as {scores.dtype}; store it with one dtype")
         records = np.empty(order.shape[0], dtype=self.record_dtype)
-        records["score"] = scores[order]
-        records["label"] = rows.labels[order]
-        records["codes"] = rows.codes[order]
-        if self.weighted:
-            records["weight"] = rows.weights[order]
+        n = scores.shape[0]
+        score_type = self.record_dtype["score"]
+        weights = rows.weights if self.weighted else np.zeros((n, 0))
+        CK.gather_records(order, _byte_rows(scores.astype(score_type, copy=False)),
+                          _byte_rows(rows.labels), _byte_rows(weights), _byte_rows(rows.codes),
+                          records.view(np.uint8).reshape(order.shape[0], self.record_dtype.itemsize))
         start = 0
         for b in np.flatnonzero(per_bucket):
             stop = start + per_bucket[b]
@@ -485,7 +501,7 @@ class _ModelSpill:
 
 def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: float = 0.5,
                      subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
-                     sample_weight: str | None = None, batch_rows: int = 1_000_000,
+                     sample_weight: str | None = None, batch_rows: int = 250_000,
                      bucket_rows: int = 4_000_000, n_jobs: int | None = None,
                      temp_dir=None, random_state=0) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
@@ -494,9 +510,9 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     integer counts, so identical metrics unweighted) while holding only about
     one batch plus ``n_jobs`` buckets of compact rows in memory. The rows are
     read twice (scores only, then all needed columns), bucketed by score range
-    into spill files under ``temp_dir`` (about ``1 + 1 + n_subgroups`` bytes
-    plus the score's 4 or 8 bytes per row and model, deleted afterwards), and
-    the buckets are swept in parallel threads.
+    into spill files under ``temp_dir`` (per row and model: the score's 4 or
+    8 bytes, 1 byte of label, 1 per subgroup, 8 for a weight; deleted as the
+    buckets are swept), and the buckets are swept in parallel threads.
 
     Parameters
     ----------
@@ -506,7 +522,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
         As in :func:`fastbias.evaluate`.
     sample_weight : str, optional
         Name of a column of non-negative row weights.
-    batch_rows : int, default 1,000,000
+    batch_rows : int, default 250,000
         Rows read at a time (memory also holds one Parquet row group of the
         needed columns).
     bucket_rows : int, default 4,000,000
@@ -608,10 +624,11 @@ def _sample_edges(files, spec: ColumnSpec, batch_rows: int, n_rows: int, n_bucke
     rate = target / n_rows
     samples = [[] for _ in spec.models]
     for frame, where in _iter_frames(files, list(spec.models), batch_rows):
-        keep = None if rate >= 1 else rng.random(frame.shape[0]) < rate
+        n = len(frame[spec.models[0]])
+        keep = None if rate >= 1 else rng.random(n) < rate
         for k, model in enumerate(spec.models):
             try:
-                values = as_scores(frame[model], f"score column {model!r}", frame.shape[0])
+                values = as_scores(frame[model], f"score column {model!r}", n)
             except (ValueError, TypeError) as error:
                 raise type(error)(f"{error} ({where})") from error
             values = values if keep is None else values[keep]

@@ -112,6 +112,21 @@ def test_small_data_equals_brute_force(client):
                                                     abs=TOL)
 
 
+def test_more_than_64_subgroups(client):
+    """Memberships travel as 64-bit words; 70 subgroups need two words per row."""
+    rng = np.random.default_rng(13)
+    n, k = 3_000, 70
+    data = {f"g{j}": np.where(rng.random(n) < 0.2, np.nan, rng.random(n) < 0.1)
+            for j in range(k)}
+    df = pd.DataFrame({"y": rng.random(n) < 0.3, "s": np.round(rng.random(n), 2), **data})
+    subgroups = [f"g{j}" for j in range(k)]
+    result = quiet(fdask.evaluate, dd.from_pandas(df, npartitions=3), label="y", scores="s",
+                   subgroups=subgroups, missing_subgroup="exclude", npartitions=4)
+    reference = quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=subgroups,
+                      missing_subgroup="exclude")
+    assert_same_result(result, reference, exact=True)
+
+
 def test_divisions_that_miss_scores_are_refused(client, jigsaw):
     ddf = dd.from_pandas(jigsaw, npartitions=4)
     with pytest.raises(RuntimeError, match="overlap in score"):

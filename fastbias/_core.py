@@ -90,6 +90,7 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     if matrix.dtype == np.bool_:
         matrix = matrix.view(np.uint8)
+    matrix = np.ascontiguousarray(matrix)
     return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix))
 
 

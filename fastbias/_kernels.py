@@ -312,39 +312,66 @@ def gather_scores(scores, rows):
 
 
 @njit(cache=True, nogil=True)
-def csr_from_dense_rows(matrix):
-    """Row CSR of a dense (n, k) 0/1 uint8 matrix read row by row (C order is fastest).
+def _dense_member_positions(flat, count_only, positions):
+    """Flat positions of the non-zero bytes of ``flat`` (C-order (n, k) matrix bytes).
 
-    Returns ``(identity_rows, row_ptr, row_groups, cell_rows)`` with
-    ``cell_rows`` left to the caller (zeros here, filled by ``cell_row_counts``).
+    Memberships are sparse, so the scan reads eight bytes at a time and only
+    looks at single bytes inside non-zero words. Returns how many were found.
+    """
+    total = flat.shape[0]
+    n_words = total // 8
+    words = flat[:n_words * 8].view(np.uint64)
+    found = 0
+    for w in range(n_words):
+        if words[w] != 0:
+            base = w * 8
+            for b in range(8):
+                if flat[base + b]:
+                    if not count_only:
+                        positions[found] = base + b
+                    found += 1
+    for p in range(n_words * 8, total):
+        if flat[p]:
+            if not count_only:
+                positions[found] = p
+            found += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
+def csr_from_dense_rows(matrix):
+    """Row CSR of a dense C-contiguous (n, k) 0/1 uint8 matrix.
+
+    Returns ``(identity_rows, row_ptr, row_groups)``: rows with at least one
+    membership (increasing) and their subgroup columns (increasing).
     """
     n, k = matrix.shape
+    flat = matrix.reshape(n * k)
+    empty = np.empty(0, dtype=np.int64)
+    n_member = _dense_member_positions(flat, True, empty)
+    positions = np.empty(n_member, dtype=np.int64)
+    _dense_member_positions(flat, False, positions)
+    row_groups = np.empty(n_member, dtype=np.int64)
     n_identity = 0
-    n_member = 0
-    for i in range(n):
-        c = 0
-        for j in range(k):
-            if matrix[i, j]:
-                c += 1
-        if c:
+    last_row = -1
+    for p in range(n_member):
+        row = positions[p] // k
+        row_groups[p] = positions[p] - row * k
+        if row != last_row:
             n_identity += 1
-            n_member += c
+            last_row = row
     identity_rows = np.empty(n_identity, dtype=np.int64)
     row_ptr = np.empty(n_identity + 1, dtype=np.int64)
-    row_groups = np.empty(n_member, dtype=np.int64)
-    row_ptr[0] = 0
-    r = 0
-    p = 0
-    for i in range(n):
-        start = p
-        for j in range(k):
-            if matrix[i, j]:
-                row_groups[p] = j
-                p += 1
-        if p > start:
-            identity_rows[r] = i
-            row_ptr[r + 1] = p
+    r = -1
+    last_row = -1
+    for p in range(n_member):
+        row = positions[p] // k
+        if row != last_row:
             r += 1
+            identity_rows[r] = row
+            row_ptr[r] = p
+            last_row = row
+    row_ptr[n_identity] = n_member
     return identity_rows, row_ptr, row_groups
 
 

@@ -102,7 +102,9 @@ class SweepCounts:
     (cell totals, then twice the U numerators); int64 when unweighted
     (exact), float64 when weighted. ``total_neg``/``total_pos`` are the class
     totals (count or weight) over all rows, ``twice_overall_u`` twice the U of
-    positives over negatives across all rows.
+    positives over negatives across all rows. ``background`` (weighted only,
+    optional) holds each subgroup's background negative/positive weight
+    computed without cancellation; without it they are total minus subgroup.
     """
 
     names: list
@@ -113,6 +115,7 @@ class SweepCounts:
     cell_rows: np.ndarray
     class_rows: tuple
     weighted: bool
+    background: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -165,17 +168,19 @@ def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
 
 def sweep_weighted(order: ScoreOrder, memberships: Memberships,
                    sample_weight: np.ndarray) -> SweepCounts:
-    """Weighted (float64) counts for a pre-sorted score vector; O(n + memberships)."""
+    """Weighted (float64, compensated) counts for a pre-sorted score vector; O(n + memberships)."""
     m = memberships
-    neg_cumw = K.cumulative_weights(order.neg_rows, sample_weight)
-    pos_cumw = K.cumulative_weights(order.pos_rows, sample_weight)
+    neg_hi, neg_lo = K.cumulative_weights_compensated(order.neg_rows, sample_weight)
+    pos_hi, pos_lo = K.cumulative_weights_compensated(order.pos_rows, sample_weight)
     pos_w_sorted = sample_weight[order.pos_rows]
     id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
-    counts, twice_u = K.subgroup_counts_weighted(
+    counts, background, twice_u = K.subgroup_counts_weighted(
         order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
-        order.neg_sorted, neg_cumw, order.pos_sorted, pos_cumw, pos_w_sorted, m.n_groups)
-    return SweepCounts(m.names, counts, float(neg_cumw[-1]), float(pos_cumw[-1]),
-                       float(twice_u), m.cell_rows, m.class_rows, True)
+        order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
+        np.count_nonzero(sample_weight[order.neg_rows]), np.count_nonzero(pos_w_sorted), m.n_groups)
+    return SweepCounts(m.names, counts, float(neg_hi[-1] + neg_lo[-1]),
+                       float(pos_hi[-1] + pos_lo[-1]), float(twice_u), m.cell_rows, m.class_rows,
+                       True, background)
 
 
 def sweep_counts(scores: np.ndarray, memberships: Memberships,

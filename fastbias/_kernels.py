@@ -226,29 +226,170 @@ def subgroup_counts(id_scores, id_order, id_labels, row_ptr, row_groups,
     return counts, twice_auc_numerator_sorted(neg_sorted, pos_sorted)
 
 
+# --- compensated (double-double) arithmetic for the weighted sweep -------------------------
+# Weighted background quantities are "all rows minus the subgroup"; when the subgroup carries
+# most of a class's weight, plain float64 would lose ~eps * W_class / W_background relative.
+# Carrying every sum as an unevaluated pair hi + lo (error-free transformations) keeps the
+# result accurate to ~eps relative to the background part itself.
+
+@njit(inline="always")
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit(inline="always")
+def _two_prod(a, b):
+    p = a * b
+    c = 134217729.0 * a  # Veltkamp split (2**27 + 1)
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = 134217729.0 * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+@njit(inline="always")
+def _dd_add(a_hi, a_lo, b_hi, b_lo):
+    s, e = _two_sum(a_hi, b_hi)
+    e += a_lo + b_lo
+    hi = s + e
+    return hi, e - (hi - s)
+
+
+@njit(inline="always")
+def _dd_mul(a_hi, a_lo, b_hi, b_lo):
+    p, e = _two_prod(a_hi, b_hi)
+    e += a_hi * b_lo + a_lo * b_hi
+    hi = p + e
+    return hi, e - (hi - p)
+
+
+@njit(cache=True, nogil=True)
+def cumulative_weights_compensated(rows, weights):
+    """Prefix sums of ``weights[rows]`` as pairs (hi, lo), length m + 1, starting at 0."""
+    m = rows.shape[0]
+    hi = np.empty(m + 1, dtype=np.float64)
+    lo = np.empty(m + 1, dtype=np.float64)
+    hi[0] = 0.0
+    lo[0] = 0.0
+    for j in range(m):
+        hi[j + 1], lo[j + 1] = _dd_add(hi[j], lo[j], weights[rows[j]], 0.0)
+    return hi, lo
+
+
+@njit(cache=True, nogil=True)
+def _add_to(hi, lo, g, col, v_hi, v_lo):
+    hi[g, col], lo[g, col] = _dd_add(hi[g, col], lo[g, col], v_hi, v_lo)
+
+
 @njit(cache=True, nogil=True)
 def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
-                             neg_sorted, neg_cumw, pos_sorted, pos_cumw, pos_w_sorted, n_groups):
-    """Weighted (float64) per-subgroup counts.
+                             neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_cum_hi,
+                             pos_cum_lo, pos_w_sorted, n_weighted_neg, n_weighted_pos, n_groups):
+    """Weighted (float64) per-subgroup counts, every sum compensated.
 
-    ``neg_cumw``/``pos_cumw`` are cumulative weights (length class size + 1)
-    along the sorted class scores; ``pos_w_sorted`` the positives' weights in
-    sorted order. Returns ``(counts, twice_overall_u)``.
+    Same walk as the unweighted ``_accumulate_subgroups`` but on pairs
+    (hi, lo). ``*_cum_hi/lo`` are compensated prefix sums of the class
+    weights along the sorted class scores. Returns ``(counts, background,
+    twice_overall_u)``: counts (n_groups, 7) as in the unweighted kernel,
+    background (n_groups, 2) the background negative/positive weights computed
+    without cancellation, exactly 0 when no background row of that class has a
+    positive weight (``n_weighted_neg``/``n_weighted_pos`` count such rows
+    over the whole data).
     """
     neg_lt, neg_le = rank_bounds_in_sorted(neg_sorted, id_scores, id_order)
     pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
-    m = id_scores.shape[0]
-    neg_below2 = np.empty(m, dtype=np.float64)
-    pos_below2 = np.empty(m, dtype=np.float64)
-    for r in range(m):
-        neg_below2[r] = neg_cumw[neg_lt[r]] + neg_cumw[neg_le[r]]
-        pos_below2[r] = pos_cumw[pos_lt[r]] + pos_cumw[pos_le[r]]
-    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
-    _accumulate_subgroups(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
-                          neg_below2, pos_below2, neg_cumw[neg_cumw.shape[0] - 1],
-                          pos_cumw[pos_cumw.shape[0] - 1], n_groups, counts)
+    last_neg = neg_cum_hi.shape[0] - 1
+    last_pos = pos_cum_hi.shape[0] - 1
+    tn_hi, tn_lo = neg_cum_hi[last_neg], neg_cum_lo[last_neg]
+    tp_hi, tp_lo = pos_cum_hi[last_pos], pos_cum_lo[last_pos]
+    hi = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
+    lo = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
+    neg_block = np.zeros((n_groups, 2), dtype=np.float64)
+    pos_block = np.zeros((n_groups, 2), dtype=np.float64)
+    weighted_rows = np.zeros((n_groups, 2), dtype=np.int64)  # subgroup rows with weight > 0
+    neg_below = np.zeros((n_groups, 2), dtype=np.float64)
+    touched = np.empty(n_groups, dtype=np.int64)
+    is_touched = np.zeros(n_groups, dtype=np.bool_)
+    n_touched = 0
+    m = id_order.shape[0]
+    t = 0
+    while t < m:
+        block_score = id_scores[id_order[t]]
+        while t < m and id_scores[id_order[t]] == block_score:
+            r = id_order[t]
+            w = id_weights[r]
+            # twice "#class below + 1/2 tied" for this row, both classes
+            nb_hi, nb_lo = _dd_add(neg_cum_hi[neg_lt[r]], neg_cum_lo[neg_lt[r]],
+                                   neg_cum_hi[neg_le[r]], neg_cum_lo[neg_le[r]])
+            pb_hi, pb_lo = _dd_add(pos_cum_hi[pos_lt[r]], pos_cum_lo[pos_lt[r]],
+                                   pos_cum_hi[pos_le[r]], pos_cum_lo[pos_le[r]])
+            # twice "#positives above + 1/2 tied"
+            pa_hi, pa_lo = _dd_add(2.0 * tp_hi, 2.0 * tp_lo, -pb_hi, -pb_lo)
+            if id_labels[r]:
+                c1_hi, c1_lo = _dd_mul(nb_hi, nb_lo, w, 0.0)
+                c2_hi, c2_lo = _dd_mul(pa_hi, pa_lo, w, 0.0)
+                cell, col1, col2 = CELL_SUBGROUP_POS, TWICE_BNSP_U, TWICE_POS_BG_ABOVE_U
+            else:
+                na_hi, na_lo = _dd_add(2.0 * tn_hi, 2.0 * tn_lo, -nb_hi, -nb_lo)
+                c1_hi, c1_lo = _dd_mul(pa_hi, pa_lo, w, 0.0)
+                c2_hi, c2_lo = _dd_mul(na_hi, na_lo, w, 0.0)
+                cell, col1, col2 = CELL_SUBGROUP_NEG, TWICE_BPSN_U, TWICE_NEG_BG_ABOVE_U
+            for p in range(row_ptr[r], row_ptr[r + 1]):
+                g = row_groups[p]
+                _add_to(hi, lo, g, cell, w, 0.0)
+                if w > 0:
+                    weighted_rows[g, cell] += 1
+                _add_to(hi, lo, g, col1, c1_hi, c1_lo)
+                _add_to(hi, lo, g, col2, c2_hi, c2_lo)
+                if id_labels[r]:
+                    pos_block[g, 0], pos_block[g, 1] = _dd_add(pos_block[g, 0], pos_block[g, 1],
+                                                               w, 0.0)
+                else:
+                    neg_block[g, 0], neg_block[g, 1] = _dd_add(neg_block[g, 0], neg_block[g, 1],
+                                                               w, 0.0)
+                if not is_touched[g]:
+                    is_touched[g] = True
+                    touched[n_touched] = g
+                    n_touched += 1
+            t += 1
+        for j in range(n_touched):
+            g = touched[j]
+            # 2 * pos_block * neg_below + pos_block * neg_block
+            x_hi, x_lo = _dd_add(2.0 * neg_below[g, 0], 2.0 * neg_below[g, 1],
+                                 neg_block[g, 0], neg_block[g, 1])
+            u_hi, u_lo = _dd_mul(pos_block[g, 0], pos_block[g, 1], x_hi, x_lo)
+            _add_to(hi, lo, g, TWICE_SUBGROUP_U, u_hi, u_lo)
+            neg_below[g, 0], neg_below[g, 1] = _dd_add(neg_below[g, 0], neg_below[g, 1],
+                                                       neg_block[g, 0], neg_block[g, 1])
+            neg_block[g, 0] = neg_block[g, 1] = 0.0
+            pos_block[g, 0] = pos_block[g, 1] = 0.0
+            is_touched[g] = False
+        n_touched = 0
+    counts = np.empty((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
+    background = np.empty((n_groups, 2), dtype=np.float64)
+    for g in range(n_groups):
+        s_hi, s_lo = -hi[g, TWICE_SUBGROUP_U], -lo[g, TWICE_SUBGROUP_U]
+        _add_to(hi, lo, g, TWICE_BPSN_U, s_hi, s_lo)
+        _add_to(hi, lo, g, TWICE_BNSP_U, s_hi, s_lo)
+        q_hi, q_lo = _dd_mul(hi[g, CELL_SUBGROUP_NEG], lo[g, CELL_SUBGROUP_NEG],
+                             hi[g, CELL_SUBGROUP_NEG], lo[g, CELL_SUBGROUP_NEG])
+        _add_to(hi, lo, g, TWICE_NEG_BG_ABOVE_U, -q_hi, -q_lo)
+        q_hi, q_lo = _dd_mul(hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS],
+                             hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS])
+        _add_to(hi, lo, g, TWICE_POS_BG_ABOVE_U, -q_hi, -q_lo)
+        for col in range(N_COUNT_COLUMNS):
+            counts[g, col] = hi[g, col] + lo[g, col]
+        b_hi, b_lo = _dd_add(tn_hi, tn_lo, -hi[g, CELL_SUBGROUP_NEG], -lo[g, CELL_SUBGROUP_NEG])
+        background[g, 0] = b_hi + b_lo if n_weighted_neg > weighted_rows[g, 0] else 0.0
+        b_hi, b_lo = _dd_add(tp_hi, tp_lo, -hi[g, CELL_SUBGROUP_POS], -lo[g, CELL_SUBGROUP_POS])
+        background[g, 1] = b_hi + b_lo if n_weighted_pos > weighted_rows[g, 1] else 0.0
+    neg_cumw = neg_cum_hi + neg_cum_lo
     overall = twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_sorted)
-    return counts, overall
+    return counts, background, overall
 
 
 @njit(cache=True, nogil=True)

@@ -59,23 +59,21 @@ def _ratio(numerator, denominator):
 def background_totals(sc: SweepCounts) -> tuple:
     """Background negative and positive totals (counts, or weights) per subgroup.
 
-    Weighted, they are "class total minus subgroup total", two float sums
-    over the same rows in different orders; when the background has no rows,
-    or only rows of weight 0, the difference is a rounding remainder of
-    either sign (up to ~n eps W) that would turn an undefined metric into a
-    wrong number. A remainder within the rounding bound of the two sums has
-    no significant digit and is set to exactly 0 (the metric is then NaN).
+    Unweighted they are exact integer differences. Weighted, the sweep
+    provides them from compensated sums (``sc.background``), so a background
+    that is tiny next to its subgroup keeps its significant digits; a
+    background with no rows is exactly 0 (its metrics are then NaN).
     """
     c = sc.counts
-    bg_neg = sc.total_neg - c[:, K.CELL_SUBGROUP_NEG]
-    bg_pos = sc.total_pos - c[:, K.CELL_SUBGROUP_POS]
+    if sc.background is not None:
+        bg_neg, bg_pos = sc.background[:, 0].copy(), sc.background[:, 1].copy()
+    else:
+        bg_neg = sc.total_neg - c[:, K.CELL_SUBGROUP_NEG]
+        bg_pos = sc.total_pos - c[:, K.CELL_SUBGROUP_POS]
     if sc.weighted:
-        eps = np.finfo(np.float64).eps
         n_neg, n_pos = sc.class_rows
-        bg_neg = np.where((n_neg - sc.cell_rows[:, 0] > 0)
-                          & (bg_neg > 4.0 * eps * max(n_neg, 1) * abs(sc.total_neg)), bg_neg, 0.0)
-        bg_pos = np.where((n_pos - sc.cell_rows[:, 1] > 0)
-                          & (bg_pos > 4.0 * eps * max(n_pos, 1) * abs(sc.total_pos)), bg_pos, 0.0)
+        bg_neg = np.where(n_neg - sc.cell_rows[:, 0] > 0, np.maximum(bg_neg, 0.0), 0.0)
+        bg_pos = np.where(n_pos - sc.cell_rows[:, 1] > 0, np.maximum(bg_pos, 0.0), 0.0)
     return bg_neg, bg_pos
 
 

@@ -269,10 +269,10 @@ def test_zero_weight_cell_is_undefined():
     assert_matches_brute_force(table, y, s, {"g": g}, weights=w, tol=TOL)
 
 
-# Known limitation, kept visible: weighted background totals and the BPSN/BNSP/AEG
-# numerators are "all rows minus the subgroup's", so when the subgroup carries
-# almost all the weight, float64 cancellation leaves an absolute error of about
-# eps * (subgroup weight / background weight) instead of ~1e-16.
+# Ill-conditioned on purpose: weighted background totals and the BPSN/BNSP/AEG
+# numerators are "all rows minus the subgroup's"; with the subgroup carrying almost
+# all the weight, plain float64 would leave an error of ~eps * (subgroup weight /
+# background weight). The compensated weighted sweep must stay at ~1e-16.
 HEAVY_SUBGROUP = dict(
     y=np.array([1, 0, 1, 0, 1, 0], dtype=bool),
     s=np.array([0.9, 0.5, 0.2, 0.4, 0.8, 0.1]),
@@ -281,16 +281,12 @@ HEAVY_SUBGROUP = dict(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="weighted BPSN/BNSP/AEG lose ~eps*W_subgroup/W_background "
-                   "to cancellation (total minus subgroup); bpsn_auc 0.9999998 instead of 1.0")
 def test_weighted_metrics_exact_when_subgroup_carries_most_weight():
     y, s, g, w = (HEAVY_SUBGROUP[k] for k in "ysgw")
     table = run_bias_metrics(y, s, {"g": g}, sample_weight=w)
     assert_matches_brute_force(table, y, s, {"g": g}, weights=w, tol=TOL)
 
 
-@pytest.mark.xfail(strict=True, reason="background_positive_weight is computed as total minus "
-                   "subgroup weight: 0.0010000001 instead of 0.001")
 def test_weighted_background_totals_exact_when_subgroup_carries_most_weight():
     y, s, g, w = (HEAVY_SUBGROUP[k] for k in "ysgw")
     table = run_bias_metrics(y, s, {"g": g}, sample_weight=w)

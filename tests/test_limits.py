@@ -5,8 +5,8 @@
   narrow accumulator anywhere would show.
 * Ties are decided in the dtype of the scores given (float32 stays float32).
 * Weights spanning 1e-6..1e6 against a math.fsum brute force at 1e-12
-  relative; the ill-conditioned case (subgroup carrying almost all the
-  weight of a class) is a known limitation, kept visible as a strict xfail.
+  relative, including the ill-conditioned case of a subgroup carrying almost
+  all the weight of a class (the weighted sweep is compensated).
 """
 import math
 import os
@@ -230,11 +230,6 @@ def test_weights_spanning_1e_minus6_to_1e6_match_fsum_reference(seed):
         assert abs(table.loc["g", cell] - math.fsum(w[mask])) <= 1e-13 * math.fsum(w[mask])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known limitation: weighted BPSN/BNSP/AEG numerators and background weights are computed "
-    "as (all rows) - (subgroup) in float64, losing ~eps * W_class / W_background relative; "
-    "with the subgroup at 1e6 and the background at 1e-6 that is ~1e-4. Fix: double-double "
-    "accumulation in the weighted kernel (see docs/validation.md)"))
 def test_weights_subgroup_carrying_almost_all_weight_match_fsum_reference():
     rng = np.random.default_rng(7)
     n = 120

@@ -371,14 +371,14 @@ class BiasReport:
             row = {"overall_auc": float(self.result.overall_auc[model])}
             if model in finals.index:
                 row["final_metric"] = float(finals[model])
-            aucs = part[AUC_METRICS].stack()
+            aucs = part[AUC_METRICS].stack().dropna()
             if len(aucs):
                 (subgroup, metric), value = aucs.idxmin(), aucs.min()
                 row.update(lowest_auc=float(value), lowest_auc_subgroup=subgroup,
                            lowest_auc_metric=metric)
             else:
                 row.update(lowest_auc=np.nan, lowest_auc_subgroup=None, lowest_auc_metric=None)
-            aegs = part[AEG_METRICS].stack()
+            aegs = part[AEG_METRICS].stack().dropna()
             if len(aegs):
                 where = aegs.abs().idxmax()
                 row.update(largest_abs_aeg=float(aegs[where]), largest_aeg_subgroup=where[0],

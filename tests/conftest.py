@@ -4,6 +4,7 @@
 the repository root). They are never copied into the repository; every test
 that needs them skips cleanly when the directory is absent.
 """
+import os
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,12 @@ def madlibs_dir(shared_data) -> Path:
     if not path.is_dir():
         pytest.skip(f"madlibs data not available ({path} is absent)")
     return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under NUMBA_DISABLE_JIT=1 (kernels run as Python) skip the tests marked jit_heavy."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        skip = pytest.mark.skip(reason="jit_heavy: too slow with NUMBA_DISABLE_JIT=1")
+        for item in items:
+            if "jit_heavy" in item.keywords:
+                item.add_marker(skip)

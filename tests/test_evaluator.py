@@ -341,6 +341,7 @@ def test_metrics_many_shape_errors(case):
 
 # --------------------------------------------------------------------------- memory
 
+@pytest.mark.jit_heavy
 def test_memory_stays_flat_over_1000_calls():
     y, _, groups, _ = random_case(np.random.default_rng(2), n=5_000, k=6, levels=50)
     ev = BiasEvaluator(y, groups)

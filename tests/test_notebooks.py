@@ -19,6 +19,8 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 CELL_TIMEOUT_S = 300
 
+pytestmark = pytest.mark.jit_heavy  # far too slow with NUMBA_DISABLE_JIT=1
+
 
 def needs_shared_data(path: Path) -> bool:
     notebook = json.loads(path.read_text(encoding="utf-8"))

@@ -382,3 +382,15 @@ def test_bias_report_one_step(frame):
     for metric in METRIC_COLUMNS:
         assert got[metric] == pytest.approx(want[metric], abs=1e-12)
     assert isinstance(report, BiasReport)
+
+
+def test_report_with_every_auc_undefined_still_renders(tmp_path):
+    df = pd.DataFrame({"y": [0, 0, 0, 0], "s": [0.1, 0.2, 0.3, 0.4], "g": [1.0, 0.0, 1.0, 0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fastbias.bias_report(df, label="y", scores="s", subgroups=["g"])
+        summary = report.summary()
+        report.save(tmp_path / "one_class.html")
+    assert np.isnan(summary.loc["s", "lowest_auc"])
+    assert summary.loc["s", "undefined_values"] == 4  # the three AUCs and the positive AEG
+    assert (tmp_path / "one_class.html").stat().st_size > 0

@@ -305,6 +305,7 @@ def _write_20m_rows(path):
 
 
 @pytest.mark.slow  # 10-45 s on 2 cores: writes 20M rows, streams them, checks vs in memory
+@pytest.mark.jit_heavy
 def test_20m_rows_with_peak_memory_under_2gb(tmp_path):
     path = tmp_path / "rows20m.parquet"
     _write_20m_rows(path)

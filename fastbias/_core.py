@@ -65,16 +65,22 @@ class Memberships:
         return int(self.neg_rows.shape[0]), int(self.pos_rows.shape[0])
 
 
-def _memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:
+def _memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups,
+                          class_rows=None) -> Memberships:
     identity_labels = labels[identity_rows]
     cell_rows = K.cell_row_counts(identity_labels, row_ptr, row_groups, len(names))
-    neg_rows, pos_rows = K.split_rows_by_label(labels)
+    neg_rows, pos_rows = K.split_rows_by_label(labels) if class_rows is None else class_rows
     return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
                        identity_labels, cell_rows, neg_rows, pos_rows)
 
 
-def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
-    """Build :class:`Memberships` from one increasing row-index array per subgroup."""
+def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
+                        class_rows=None) -> Memberships:
+    """Build :class:`Memberships` from one increasing row-index array per subgroup.
+
+    ``class_rows`` optionally passes ``K.split_rows_by_label(labels)`` if the
+    caller has it already.
+    """
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     sizes = np.array([len(r) for r in group_rows], dtype=np.int64)
     group_ptr = np.zeros(len(group_rows) + 1, dtype=np.int64)
@@ -82,16 +88,18 @@ def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Me
     flat = (np.concatenate([np.asarray(r, dtype=np.int64) for r in group_rows])
             if group_rows else np.empty(0, dtype=np.int64))
     csr = K.build_row_csr(flat, group_ptr, labels.shape[0])
-    return _memberships_from_csr(labels, names, *csr)
+    return _memberships_from_csr(labels, names, *csr, class_rows=class_rows)
 
 
-def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list) -> Memberships:
+def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list,
+                              class_rows=None) -> Memberships:
     """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass."""
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     if matrix.dtype == np.bool_:
         matrix = matrix.view(np.uint8)
     matrix = np.ascontiguousarray(matrix)
-    return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix))
+    return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix),
+                                 class_rows=class_rows)
 
 
 @dataclass(frozen=True)
@@ -183,13 +191,20 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships,
                        True, background)
 
 
+def sorted_class_scores(scores: np.ndarray, class_rows) -> tuple:
+    """(sorted negative scores, sorted positive scores) for ``class_rows = (neg_rows, pos_rows)``."""
+    return sorted_scores(scores, class_rows[0])[0], sorted_scores(scores, class_rows[1])[0]
+
+
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
-                 sample_weight: np.ndarray | None = None) -> SweepCounts:
+                 sample_weight: np.ndarray | None = None, class_sorted=None) -> SweepCounts:
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
     ``memberships.n_rows`` (validated by the caller). Unweighted counts are
     exact int64 (value sorts only, the fast path); weighted counts are float64.
+    ``class_sorted`` optionally passes :func:`sorted_class_scores` computed
+    already (e.g. concurrently with the membership preparation).
     """
     m = memberships
     if sample_weight is not None:
@@ -199,8 +214,9 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     row_ptr, row_groups, id_labels = K.csr_in_order(id_order, m.row_ptr, m.row_groups,
                                                     m.identity_labels)
     in_order = np.arange(id_sorted.shape[0], dtype=np.int64)
-    neg_sorted, _ = sorted_scores(scores, m.neg_rows)
-    pos_sorted, _ = sorted_scores(scores, m.pos_rows)
+    if class_sorted is None:
+        class_sorted = sorted_class_scores(scores, (m.neg_rows, m.pos_rows))
+    neg_sorted, pos_sorted = class_sorted
     counts, twice_u = K.subgroup_counts(id_sorted, in_order, id_labels, row_ptr, row_groups,
                                         neg_sorted, pos_sorted, m.n_groups)
     return SweepCounts(m.names, counts, neg_sorted.shape[0], pos_sorted.shape[0], int(twice_u),

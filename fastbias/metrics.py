@@ -20,13 +20,14 @@ reference code.
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 
 from . import _kernels as K
 from ._core import (Memberships, SweepCounts, prepare_memberships, prepare_memberships_dense,
-                    sweep_counts)
+                    sorted_class_scores, sweep_counts)
 from ._validation import UndefinedMetricWarning, restrict_rows, subgroup_rows, validated_rows
 
 METRIC_COLUMNS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
@@ -144,7 +145,7 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
 
 
 def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
-                      kept: np.ndarray | None = None) -> Memberships:
+                      kept: np.ndarray | None = None, class_rows=None) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
 
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
@@ -158,11 +159,11 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
             raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}")
         names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
         matrix = subgroups if kept is None else subgroups[kept]
-        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names)
+        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names, class_rows)
     names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
     if kept is not None:
         rows = restrict_rows(rows, kept)
-    return prepare_memberships(labels, rows, names)
+    return prepare_memberships(labels, rows, names, class_rows)
 
 
 def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
@@ -236,8 +237,19 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         nan_policy=nan_policy)
     if ci not in (None, "delong", "bootstrap", "bernstein"):
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
-    memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
-    sc = sweep_counts(scores, memberships, weights)
+    if weights is None:
+        # the class sorts need only labels and scores: run them on a second core while this
+        # thread turns the subgroup masks into memberships
+        class_rows = K.split_rows_by_label(labels)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            sorting = pool.submit(sorted_class_scores, scores, class_rows)
+            memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
+                                            class_rows)
+            class_sorted = sorting.result()
+        sc = sweep_counts(scores, memberships, class_sorted=class_sorted)
+    else:
+        memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
+        sc = sweep_counts(scores, memberships, weights)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if ci is not None:

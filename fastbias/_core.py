@@ -98,7 +98,8 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     if matrix.dtype == np.bool_:
         matrix = matrix.view(np.uint8)
     matrix = np.ascontiguousarray(matrix)
-    return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix),
+    n_member = int(np.count_nonzero(matrix))  # numpy's SIMD count; the kernel then fills once
+    return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix, n_member),
                                  class_rows=class_rows)
 
 

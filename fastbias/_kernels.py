@@ -76,21 +76,52 @@ def cumulative_weights(rows, weights):
     return cumulative
 
 
+@njit(inline="always")
+def _count_below(values, start, q, inclusive):
+    """Smallest index i >= start with values[i] > q (inclusive) or >= q (strict).
+
+    ``values`` is sorted and ``start`` is already known to be a lower bound.
+    Galloping (exponential then binary search) from ``start``: O(log gap),
+    so walking m sorted queries through n values costs O(m log(n / m)).
+    """
+    n = values.shape[0]
+    if start >= n:
+        return n
+    v = values[start]
+    if (v > q) if inclusive else (v >= q):
+        return start
+    lo = start  # values[lo] is below the bound
+    step = 1
+    hi = start + 1
+    while hi < n:
+        v = values[hi]
+        if (v > q) if inclusive else (v >= q):
+            break
+        lo = hi
+        step *= 2
+        hi = start + step
+    if hi > n:
+        hi = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        v = values[mid]
+        if (v > q) if inclusive else (v >= q):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 @njit(cache=True, nogil=True)
 def twice_auc_numerator_sorted(neg_sorted, pos_sorted):
     """Twice U(positives > negatives) from the two sorted score arrays (exact int64)."""
-    n_neg = neg_sorted.shape[0]
     lt = 0
     le = 0
     total = np.int64(0)
     for j in range(pos_sorted.shape[0]):
         s = pos_sorted[j]
-        while lt < n_neg and neg_sorted[lt] < s:
-            lt += 1
-        if le < lt:
-            le = lt
-        while le < n_neg and neg_sorted[le] <= s:
-            le += 1
+        lt = _count_below(neg_sorted, lt, s, False)
+        le = _count_below(neg_sorted, max(le, lt), s, True)
         total += lt + le
     return total
 
@@ -98,18 +129,13 @@ def twice_auc_numerator_sorted(neg_sorted, pos_sorted):
 @njit(cache=True, nogil=True)
 def twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_sorted):
     """Weighted twice U(positives > negatives): sum_p w_p (W-(< s_p) + W-(<= s_p))."""
-    n_neg = neg_sorted.shape[0]
     lt = 0
     le = 0
     total = 0.0
     for j in range(pos_sorted.shape[0]):
         s = pos_sorted[j]
-        while lt < n_neg and neg_sorted[lt] < s:
-            lt += 1
-        if le < lt:
-            le = lt
-        while le < n_neg and neg_sorted[le] <= s:
-            le += 1
+        lt = _count_below(neg_sorted, lt, s, False)
+        le = _count_below(neg_sorted, max(le, lt), s, True)
         total += pos_w_sorted[j] * (neg_cumw[lt] + neg_cumw[le])
     return total
 
@@ -118,7 +144,6 @@ def twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_
 def rank_bounds_in_sorted(sorted_values, queries, query_order):
     """For each query: (#values < q, #values <= q), walking queries in sorted order."""
     m = queries.shape[0]
-    n = sorted_values.shape[0]
     lt_out = np.empty(m, dtype=np.int64)
     le_out = np.empty(m, dtype=np.int64)
     lt = 0
@@ -126,12 +151,8 @@ def rank_bounds_in_sorted(sorted_values, queries, query_order):
     for t in range(m):
         q_index = query_order[t]
         q = queries[q_index]
-        while lt < n and sorted_values[lt] < q:
-            lt += 1
-        if le < lt:
-            le = lt
-        while le < n and sorted_values[le] <= q:
-            le += 1
+        lt = _count_below(sorted_values, lt, q, False)
+        le = _count_below(sorted_values, max(le, lt), q, True)
         lt_out[q_index] = lt
         le_out[q_index] = le
     return lt_out, le_out
@@ -453,65 +474,57 @@ def gather_scores(scores, rows):
 
 
 @njit(cache=True, nogil=True)
-def _dense_member_positions(flat, count_only, positions):
-    """Flat positions of the non-zero bytes of ``flat`` (C-order (n, k) matrix bytes).
+def csr_from_dense_rows(matrix, n_member):
+    """Row CSR of a dense C-contiguous (n, k) 0/1 uint8 matrix with ``n_member`` non-zeros.
 
     Memberships are sparse, so the scan reads eight bytes at a time and only
-    looks at single bytes inside non-zero words. Returns how many were found.
-    """
-    total = flat.shape[0]
-    n_words = total // 8
-    words = flat[:n_words * 8].view(np.uint64)
-    found = 0
-    for w in range(n_words):
-        if words[w] != 0:
-            base = w * 8
-            for b in range(8):
-                if flat[base + b]:
-                    if not count_only:
-                        positions[found] = base + b
-                    found += 1
-    for p in range(n_words * 8, total):
-        if flat[p]:
-            if not count_only:
-                positions[found] = p
-            found += 1
-    return found
-
-
-@njit(cache=True, nogil=True)
-def csr_from_dense_rows(matrix):
-    """Row CSR of a dense C-contiguous (n, k) 0/1 uint8 matrix.
-
-    Returns ``(identity_rows, row_ptr, row_groups)``: rows with at least one
-    membership (increasing) and their subgroup columns (increasing).
+    looks at single bytes inside non-zero words (row and column are derived
+    once per such word, then stepped). Returns ``(identity_rows, row_ptr,
+    row_groups)``: rows with at least one membership (increasing) and their
+    subgroup columns (increasing).
     """
     n, k = matrix.shape
     flat = matrix.reshape(n * k)
-    empty = np.empty(0, dtype=np.int64)
-    n_member = _dense_member_positions(flat, True, empty)
-    positions = np.empty(n_member, dtype=np.int64)
-    _dense_member_positions(flat, False, positions)
+    total = flat.shape[0]
+    n_words = total // 8
+    words = flat[:n_words * 8].view(np.uint64)
+    member_row = np.empty(n_member, dtype=np.int64)
     row_groups = np.empty(n_member, dtype=np.int64)
+    found = 0
+    for w in range(n_words + 1):
+        if w < n_words:
+            if words[w] == 0:
+                continue
+            start, stop = w * 8, w * 8 + 8
+        else:
+            start, stop = n_words * 8, total
+        row = start // k
+        col = start - row * k
+        for p in range(start, stop):
+            if flat[p]:
+                member_row[found] = row
+                row_groups[found] = col
+                found += 1
+            col += 1
+            if col == k:
+                col = 0
+                row += 1
     n_identity = 0
     last_row = -1
     for p in range(n_member):
-        row = positions[p] // k
-        row_groups[p] = positions[p] - row * k
-        if row != last_row:
+        if member_row[p] != last_row:
             n_identity += 1
-            last_row = row
+            last_row = member_row[p]
     identity_rows = np.empty(n_identity, dtype=np.int64)
     row_ptr = np.empty(n_identity + 1, dtype=np.int64)
     r = -1
     last_row = -1
     for p in range(n_member):
-        row = positions[p] // k
-        if row != last_row:
+        if member_row[p] != last_row:
             r += 1
-            identity_rows[r] = row
+            identity_rows[r] = member_row[p]
             row_ptr[r] = p
-            last_row = row
+            last_row = member_row[p]
     row_ptr[n_identity] = n_member
     return identity_rows, row_ptr, row_groups
 

@@ -24,8 +24,9 @@ pytestmark = pytest.mark.jit_heavy  # far too slow with NUMBA_DISABLE_JIT=1
 
 def needs_shared_data(path: Path) -> bool:
     notebook = json.loads(path.read_text(encoding="utf-8"))
-    if notebook.get("metadata", {}).get("fastbias", {}).get("requires_shared_data"):
-        return True
+    declared = notebook.get("metadata", {}).get("fastbias", {}).get("requires_shared_data")
+    if declared is not None:  # an explicit declaration wins over the text heuristic
+        return bool(declared)
     source = "\n".join("".join(cell.get("source", "")) for cell in notebook.get("cells", [])
                        if cell.get("cell_type") == "code")
     return "shared/data" in source or "shared\" / \"data" in source or "madlibs" in source

@@ -31,12 +31,10 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ._core import (Memberships, SweepCounts, _memberships_from_csr, prepare_memberships,
-                    sorted_scores, sweep_counts)
-from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores,
-                          subgroup_rows)
-from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, table_from_counts,
-                      warn_undefined)
+from ._core import Memberships, SweepCounts, _memberships_from_csr, sorted_scores, sweep_counts
+from ._validation import UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores
+from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, prepare_subgroups,
+                      table_from_counts, warn_undefined)
 
 #: Names accepted by :meth:`BiasEvaluator.score` (and the scikit-learn and
 #: boosting helpers built on it). All are "higher is better".
@@ -194,6 +192,8 @@ class BiasEvaluator:
         CPU count).
     fold_cache_size : int, default 16
         How many prepared folds (distinct ``index`` arrays) to keep.
+    pos_label : object, optional
+        The positive class when ``y_true`` holds strings or categories.
 
     Attributes
     ----------
@@ -222,7 +222,7 @@ class BiasEvaluator:
     def __init__(self, y_true, subgroups, *, sample_weight=None,
                  label_threshold: float | None = None, subgroup_threshold: float | None = None,
                  power: float = -5, overall_weight: float = 0.25, nan_policy: str = "propagate",
-                 n_jobs: int | None = None, fold_cache_size: int = 16):
+                 n_jobs: int | None = None, fold_cache_size: int = 16, pos_label=None):
         from .aggregates import final_metric
 
         # the final metric checks its own settings: fail now, not on the first score
@@ -232,11 +232,9 @@ class BiasEvaluator:
                 or fold_cache_size < 0:
             raise ValueError(f"fold_cache_size must be a non-negative int, got {fold_cache_size!r}")
         _threads(n_jobs, 1)
-        labels = as_labels(y_true, "y_true", threshold=label_threshold)
-        n = labels.shape[0]
-        weights = as_sample_weight(sample_weight, n)
-        names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
-        self._full = _prepared(prepare_memberships(labels, rows, names), weights)
+        labels = as_labels(y_true, "y_true", threshold=label_threshold, pos_label=pos_label)
+        weights = as_sample_weight(sample_weight, labels.shape[0])
+        self._full = _prepared(prepare_subgroups(labels, subgroups, subgroup_threshold), weights)
         self.label_threshold = label_threshold
         self.subgroup_threshold = subgroup_threshold
         self.power = power

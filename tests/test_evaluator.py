@@ -385,3 +385,16 @@ def test_evaluator_pickles_with_its_settings(case):
     assert copy.power == -3 and copy.nan_policy == "omit" and len(copy._folds) == 0
     assert copy.final_metric(s) == ev.final_metric(s)
     assert copy.final_metric(s[fold], index=fold) == ev.final_metric(s[fold], index=fold)
+
+
+def test_string_labels_with_pos_label_equal_boolean_labels():
+    rng = np.random.default_rng(7)
+    n = 400
+    y = rng.random(n) < 0.4
+    s = np.round(rng.random(n), 1)
+    groups = {"g": rng.random(n) < 0.3, "h": rng.random(n) < 0.2}
+    text = np.where(y, "toxic", "nontoxic")
+    by_name = BiasEvaluator(text, groups, pos_label="toxic").metrics(s)
+    pd.testing.assert_frame_equal(by_name, BiasEvaluator(y, groups).metrics(s))
+    with pytest.raises(TypeError, match="pos_label"):
+        BiasEvaluator(text, groups)

@@ -99,8 +99,10 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
         matrix = matrix.view(np.uint8)
     matrix = np.ascontiguousarray(matrix)
     n_member = int(np.count_nonzero(matrix))  # numpy's SIMD count; the kernel then fills once
-    return _memberships_from_csr(labels, names, *K.csr_from_dense_rows(matrix, n_member),
-                                 class_rows=class_rows)
+    flat = matrix.reshape(-1)
+    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)  # a C-contiguous uint64 view, no copy
+    csr = K.csr_from_dense_rows(words, flat, matrix.shape[1], n_member)
+    return _memberships_from_csr(labels, names, *csr, class_rows=class_rows)
 
 
 @dataclass(frozen=True)
@@ -197,23 +199,35 @@ def sorted_class_scores(scores: np.ndarray, class_rows) -> tuple:
     return sorted_scores(scores, class_rows[0])[0], sorted_scores(scores, class_rows[1])[0]
 
 
+def identity_in_score_order(scores: np.ndarray, memberships: Memberships) -> tuple:
+    """The identity rows' scores sorted, with their CSR and labels re-listed in that order.
+
+    With the rows listed in score order the sweep reads memory sequentially.
+    Returns ``(id_sorted, row_ptr, row_groups, id_labels)``.
+    """
+    m = memberships
+    id_sorted, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
+    return (id_sorted, *K.csr_in_order(id_order, m.row_ptr, m.row_groups, m.identity_labels))
+
+
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
-                 sample_weight: np.ndarray | None = None, class_sorted=None) -> SweepCounts:
+                 sample_weight: np.ndarray | None = None, class_sorted=None,
+                 identity_sorted=None) -> SweepCounts:
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
     ``memberships.n_rows`` (validated by the caller). Unweighted counts are
     exact int64 (value sorts only, the fast path); weighted counts are float64.
-    ``class_sorted`` optionally passes :func:`sorted_class_scores` computed
-    already (e.g. concurrently with the membership preparation).
+    ``class_sorted`` and ``identity_sorted`` optionally pass
+    :func:`sorted_class_scores` and :func:`identity_in_score_order` computed
+    already (e.g. on two threads).
     """
     m = memberships
     if sample_weight is not None:
         return sweep_weighted(order_scores(scores, m), m, sample_weight)
-    id_sorted, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
-    # list the identity rows in score order: the sweep then reads memory sequentially
-    row_ptr, row_groups, id_labels = K.csr_in_order(id_order, m.row_ptr, m.row_groups,
-                                                    m.identity_labels)
+    if identity_sorted is None:
+        identity_sorted = identity_in_score_order(scores, m)
+    id_sorted, row_ptr, row_groups, id_labels = identity_sorted
     in_order = np.arange(id_sorted.shape[0], dtype=np.int64)
     if class_sorted is None:
         class_sorted = sorted_class_scores(scores, (m.neg_rows, m.pos_rows))

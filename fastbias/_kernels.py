@@ -473,42 +473,43 @@ def gather_scores(scores, rows):
     return out
 
 
-@njit(cache=True, nogil=True)
-def csr_from_dense_rows(matrix, n_member):
-    """Row CSR of a dense C-contiguous (n, k) 0/1 uint8 matrix with ``n_member`` non-zeros.
+@njit(inline="always")
+def _collect_members(flat, start, stop, n_cols, member_row, row_groups, found):
+    """Append (row, column) of the non-zero bytes in flat[start:stop]; return the new count."""
+    row = start // n_cols
+    col = start - row * n_cols
+    for p in range(start, stop):
+        if flat[p]:
+            member_row[found] = row
+            row_groups[found] = col
+            found += 1
+        col += 1
+        if col == n_cols:
+            col = 0
+            row += 1
+    return found
 
-    Memberships are sparse, so the scan reads eight bytes at a time and only
-    looks at single bytes inside non-zero words (row and column are derived
-    once per such word, then stepped). Returns ``(identity_rows, row_ptr,
+
+@njit(cache=True, nogil=True)
+def csr_from_dense_rows(words, flat, n_cols, n_member):
+    """Row CSR of a dense C-order (n, k) 0/1 matrix with ``n_member`` non-zeros.
+
+    ``flat`` is the matrix's bytes and ``words`` the same bytes read as uint64
+    (all whole words; a tail shorter than 8 bytes is read from ``flat``).
+    Memberships are sparse, so the scan reads eight bytes at a time and looks
+    at single bytes only inside non-zero words (row and column derived once
+    per such word, then stepped). Returns ``(identity_rows, row_ptr,
     row_groups)``: rows with at least one membership (increasing) and their
     subgroup columns (increasing).
     """
-    n, k = matrix.shape
-    flat = matrix.reshape(n * k)
-    total = flat.shape[0]
-    n_words = total // 8
-    words = flat[:n_words * 8].view(np.uint64)
+    n_words = words.shape[0]
     member_row = np.empty(n_member, dtype=np.int64)
     row_groups = np.empty(n_member, dtype=np.int64)
     found = 0
-    for w in range(n_words + 1):
-        if w < n_words:
-            if words[w] == 0:
-                continue
-            start, stop = w * 8, w * 8 + 8
-        else:
-            start, stop = n_words * 8, total
-        row = start // k
-        col = start - row * k
-        for p in range(start, stop):
-            if flat[p]:
-                member_row[found] = row
-                row_groups[found] = col
-                found += 1
-            col += 1
-            if col == k:
-                col = 0
-                row += 1
+    for w in range(n_words):
+        if words[w] != 0:
+            found = _collect_members(flat, w * 8, w * 8 + 8, n_cols, member_row, row_groups, found)
+    _collect_members(flat, n_words * 8, flat.shape[0], n_cols, member_row, row_groups, found)
     n_identity = 0
     last_row = -1
     for p in range(n_member):

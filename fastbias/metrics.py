@@ -19,6 +19,7 @@ reference code.
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from ._core import (Memberships, SweepCounts, prepare_memberships, prepare_memberships_dense,
-                    sorted_class_scores, sweep_counts)
+from ._core import (Memberships, SweepCounts, identity_in_score_order, prepare_memberships,
+                    prepare_memberships_dense, sorted_class_scores, sweep_counts)
 from ._validation import UndefinedMetricWarning, restrict_rows, subgroup_rows, validated_rows
 
 METRIC_COLUMNS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
@@ -144,6 +145,15 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
                       stacklevel=3)
 
 
+# placeholder class rows for a Memberships whose real ones are computed on another thread
+_CLASS_ROWS_PENDING = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+
+def _split_and_sort_classes(scores: np.ndarray, labels: np.ndarray) -> tuple:
+    class_rows = K.split_rows_by_label(labels)
+    return class_rows, sorted_class_scores(scores, class_rows)
+
+
 def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
                       kept: np.ndarray | None = None, class_rows=None) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
@@ -238,15 +248,17 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     if ci not in (None, "delong", "bootstrap", "bernstein"):
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
     if weights is None:
-        # the class sorts need only labels and scores: run them on a second core while this
-        # thread turns the subgroup masks into memberships
-        class_rows = K.split_rows_by_label(labels)
+        # the class split and sorts need only labels and scores: a second core does them while
+        # this thread turns the subgroup masks into memberships and orders the identity rows
         with ThreadPoolExecutor(max_workers=1) as pool:
-            sorting = pool.submit(sorted_class_scores, scores, class_rows)
+            sorting = pool.submit(_split_and_sort_classes, scores, labels)
             memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
-                                            class_rows)
-            class_sorted = sorting.result()
-        sc = sweep_counts(scores, memberships, class_sorted=class_sorted)
+                                            _CLASS_ROWS_PENDING)
+            identity_sorted = identity_in_score_order(scores, memberships)
+            (neg_rows, pos_rows), class_sorted = sorting.result()
+        memberships = dataclasses.replace(memberships, neg_rows=neg_rows, pos_rows=pos_rows)
+        sc = sweep_counts(scores, memberships, class_sorted=class_sorted,
+                          identity_sorted=identity_sorted)
     else:
         memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
         sc = sweep_counts(scores, memberships, weights)

@@ -38,8 +38,8 @@ COUNT_COLUMNS = ["subgroup_size", "subgroup_negatives", "subgroup_positives",
 WEIGHT_COLUMNS = ["subgroup_negative_weight", "subgroup_positive_weight",
                   "background_negative_weight", "background_positive_weight"]
 
-# which cells each metric needs, for the NaN explanation
-_METRIC_CELLS = {
+# which two cells each metric compares (explains an undefined value)
+METRIC_CELLS = {
     "subgroup_auc": ("subgroup_negatives", "subgroup_positives"),
     "bpsn_auc": ("subgroup_negatives", "background_positives"),
     "bnsp_auc": ("background_negatives", "subgroup_positives"),
@@ -133,7 +133,7 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
         if metric not in table:
             continue
         for name in table.index[table[metric].isna().to_numpy()]:
-            cells = _METRIC_CELLS[metric]
+            cells = METRIC_CELLS[metric]
             counts = ", ".join(f"{c}={int(table.at[name, c])}" for c in cells)
             problems.append(f"{name}: {metric} ({counts})")
     if problems:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import as_labels
-from .metrics import AUC_METRICS, COUNT_COLUMNS, METRIC_COLUMNS
+from .metrics import AUC_METRICS, COUNT_COLUMNS, METRIC_CELLS, METRIC_COLUMNS
 from .plotting import (AEG_COLOR_STOPS, AEG_METRICS, AUC_COLOR_STOPS, METRIC_LABELS, color_for,
                        interval_metrics, text_color_on, worst_first)
 
@@ -36,14 +36,6 @@ from .plotting import (AEG_COLOR_STOPS, AEG_METRICS, AUC_COLOR_STOPS, METRIC_LAB
 HISTOGRAM_CELLS = ("subgroup_negatives", "subgroup_positives", "background_negatives",
                    "background_positives")
 
-# which two cells each metric compares (for explaining undefined values)
-_METRIC_CELLS = {
-    "subgroup_auc": ("subgroup_negatives", "subgroup_positives"),
-    "bpsn_auc": ("subgroup_negatives", "background_positives"),
-    "bnsp_auc": ("background_negatives", "subgroup_positives"),
-    "negative_aeg": ("background_negatives", "subgroup_negatives"),
-    "positive_aeg": ("background_positives", "subgroup_positives"),
-}
 
 _CELL_WORDS = {
     "subgroup_negatives": "subgroup negatives",
@@ -241,7 +233,7 @@ def _fmt_count(value) -> str:
 
 def undefined_reason(row, metric: str) -> str:
     """Why ``metric`` is undefined for one table row (a dict-like with the count columns)."""
-    first, second = _METRIC_CELLS[metric]
+    first, second = METRIC_CELLS[metric]
     empty = [c for c in (first, second) if not _is_nan(row[c]) and int(row[c]) == 0]
     compares = f"it compares {_CELL_WORDS[first]} with {_CELL_WORDS[second]}"
     if not empty:

@@ -159,19 +159,19 @@ def rank_bounds_in_sorted(sorted_values, queries, query_order):
 
 
 @njit(cache=True, nogil=True)
-def _accumulate_subgroups(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
+def _accumulate_subgroups(id_scores, id_order, id_labels, row_ptr, row_groups,
                           neg_below2, pos_below2, total_neg, total_pos, n_groups, counts):
-    """Fill ``counts`` (n_groups x N_COUNT_COLUMNS, int64 or float64) in one pass.
+    """Fill ``counts`` (n_groups x N_COUNT_COLUMNS, int64, exact) in one pass.
 
     ``id_*`` describe the unique rows that belong to at least one subgroup,
     ``row_ptr``/``row_groups`` is their CSR list of subgroup ids,
     ``neg_below2[r]``/``pos_below2[r]`` is twice "#class members below + 1/2 tied"
-    (a weight sum in the weighted case) for identity row r, and
+    for identity row r, and
     ``total_neg``/``total_pos`` are the class totals of the whole data.
     """
-    neg_in_block = np.zeros(n_groups, dtype=counts.dtype)
-    pos_in_block = np.zeros(n_groups, dtype=counts.dtype)
-    neg_strictly_below = np.zeros(n_groups, dtype=counts.dtype)
+    neg_in_block = np.zeros(n_groups, dtype=np.int64)
+    pos_in_block = np.zeros(n_groups, dtype=np.int64)
+    neg_strictly_below = np.zeros(n_groups, dtype=np.int64)
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
     n_touched = 0
@@ -182,29 +182,28 @@ def _accumulate_subgroups(id_scores, id_order, id_labels, id_weights, row_ptr, r
         block_score = id_scores[id_order[t]]
         while t < m and id_scores[id_order[t]] == block_score:
             r = id_order[t]
-            w = id_weights[r]
             if id_labels[r]:
-                bnsp_part = w * neg_below2[r]
-                aeg_part = w * (2 * total_pos - pos_below2[r])
+                bnsp_part = neg_below2[r]
+                aeg_part = 2 * total_pos - pos_below2[r]
                 for p in range(row_ptr[r], row_ptr[r + 1]):
                     g = row_groups[p]
-                    counts[g, CELL_SUBGROUP_POS] += w
+                    counts[g, CELL_SUBGROUP_POS] += 1
                     counts[g, TWICE_BNSP_U] += bnsp_part
                     counts[g, TWICE_POS_BG_ABOVE_U] += aeg_part
-                    pos_in_block[g] += w
+                    pos_in_block[g] += 1
                     if not is_touched[g]:
                         is_touched[g] = True
                         touched[n_touched] = g
                         n_touched += 1
             else:
-                bpsn_part = w * (2 * total_pos - pos_below2[r])
-                aeg_part = w * (2 * total_neg - neg_below2[r])
+                bpsn_part = 2 * total_pos - pos_below2[r]
+                aeg_part = 2 * total_neg - neg_below2[r]
                 for p in range(row_ptr[r], row_ptr[r + 1]):
                     g = row_groups[p]
-                    counts[g, CELL_SUBGROUP_NEG] += w
+                    counts[g, CELL_SUBGROUP_NEG] += 1
                     counts[g, TWICE_BPSN_U] += bpsn_part
                     counts[g, TWICE_NEG_BG_ABOVE_U] += aeg_part
-                    neg_in_block[g] += w
+                    neg_in_block[g] += 1
                     if not is_touched[g]:
                         is_touched[g] = True
                         touched[n_touched] = g
@@ -239,9 +238,8 @@ def subgroup_counts(id_scores, id_order, id_labels, row_ptr, row_groups,
     pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
     neg_below2 = neg_lt + neg_le
     pos_below2 = pos_lt + pos_le
-    ones = np.ones(id_scores.shape[0], dtype=np.int64)
     counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.int64)
-    _accumulate_subgroups(id_scores, id_order, id_labels, ones, row_ptr, row_groups,
+    _accumulate_subgroups(id_scores, id_order, id_labels, row_ptr, row_groups,
                           neg_below2, pos_below2, np.int64(neg_sorted.shape[0]),
                           np.int64(pos_sorted.shape[0]), n_groups, counts)
     return counts, twice_auc_numerator_sorted(neg_sorted, pos_sorted)

@@ -45,7 +45,7 @@ def combine_chunk_counts(local_counts, universe_totals, class_totals, local_twic
     Returns
     -------
     counts : (n_groups, 7)
-        What ``subgroup_counts`` would return for all rows at once.
+        What ``member_counts`` would return for all rows at once.
     twice_u : scalar
         Twice the overall U of all rows.
     """

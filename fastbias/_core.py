@@ -12,6 +12,8 @@ Two steps, separated so that the score-independent work is done once:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,10 +37,9 @@ class Memberships:
         ``row_groups[row_ptr[r]:row_ptr[r + 1]]``.
     identity_labels : ndarray of bool
         ``labels[identity_rows]``.
-    cell_rows : ndarray of int64, shape (n_groups, 2)
-        Number of subgroup rows with label 0 and 1 (row counts, never weights).
-    neg_rows, pos_rows : ndarray of int64
-        Rows of each class, increasing.
+
+    ``cell_rows``, ``class_rows``, ``neg_rows`` and ``pos_rows`` are computed
+    on first use (the unweighted sweep needs none of them).
     """
 
     names: list
@@ -47,9 +48,6 @@ class Memberships:
     row_ptr: np.ndarray
     row_groups: np.ndarray
     identity_labels: np.ndarray
-    cell_rows: np.ndarray
-    neg_rows: np.ndarray
-    pos_rows: np.ndarray
 
     @property
     def n_rows(self) -> int:
@@ -59,28 +57,40 @@ class Memberships:
     def n_groups(self) -> int:
         return len(self.names)
 
-    @property
+    @cached_property
+    def cell_rows(self) -> np.ndarray:
+        """(n_groups, 2) int64: subgroup rows with label 0 and 1 (row counts, never weights)."""
+        return K.cell_row_counts(self.identity_labels, self.row_ptr, self.row_groups,
+                                 self.n_groups)
+
+    @cached_property
     def class_rows(self) -> tuple:
         """(number of negative rows, number of positive rows) over all rows."""
-        return int(self.neg_rows.shape[0]), int(self.pos_rows.shape[0])
+        n_pos = int(np.count_nonzero(self.labels))
+        return self.n_rows - n_pos, n_pos
+
+    @cached_property
+    def _rows_by_label(self) -> tuple:
+        return K.split_rows_by_label(self.labels)
+
+    @property
+    def neg_rows(self) -> np.ndarray:
+        """Rows with label 0, increasing (int64)."""
+        return self._rows_by_label[0]
+
+    @property
+    def pos_rows(self) -> np.ndarray:
+        """Rows with label 1, increasing (int64)."""
+        return self._rows_by_label[1]
 
 
-def _memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups,
-                          class_rows=None) -> Memberships:
-    identity_labels = labels[identity_rows]
-    cell_rows = K.cell_row_counts(identity_labels, row_ptr, row_groups, len(names))
-    neg_rows, pos_rows = K.split_rows_by_label(labels) if class_rows is None else class_rows
+def _memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:
     return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
-                       identity_labels, cell_rows, neg_rows, pos_rows)
+                       labels[identity_rows])
 
 
-def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
-                        class_rows=None) -> Memberships:
-    """Build :class:`Memberships` from one increasing row-index array per subgroup.
-
-    ``class_rows`` optionally passes ``K.split_rows_by_label(labels)`` if the
-    caller has it already.
-    """
+def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
+    """Build :class:`Memberships` from one increasing row-index array per subgroup."""
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     sizes = np.array([len(r) for r in group_rows], dtype=np.int64)
     group_ptr = np.zeros(len(group_rows) + 1, dtype=np.int64)
@@ -88,21 +98,20 @@ def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
     flat = (np.concatenate([np.asarray(r, dtype=np.int64) for r in group_rows])
             if group_rows else np.empty(0, dtype=np.int64))
     csr = K.build_row_csr(flat, group_ptr, labels.shape[0])
-    return _memberships_from_csr(labels, names, *csr, class_rows=class_rows)
+    return _memberships_from_csr(labels, names, *csr)
 
 
-def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list,
-                              class_rows=None) -> Memberships:
+def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list) -> Memberships:
     """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass."""
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     if matrix.dtype == np.bool_:
         matrix = matrix.view(np.uint8)
     matrix = np.ascontiguousarray(matrix)
-    n_member = int(np.count_nonzero(matrix))  # numpy's SIMD count; the kernel then fills once
     flat = matrix.reshape(-1)
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)  # a C-contiguous uint64 view, no copy
-    csr = K.csr_from_dense_rows(words, flat, matrix.shape[1], n_member)
-    return _memberships_from_csr(labels, names, *csr, class_rows=class_rows)
+    # first guess of the memberships: one per eight rows (the scan doubles it when short)
+    csr = K.csr_from_dense_rows(words, flat, matrix.shape[1], matrix.shape[0] // 8)
+    return _memberships_from_csr(labels, names, *csr)
 
 
 @dataclass(frozen=True)
@@ -194,45 +203,73 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships,
                        True, background)
 
 
-def sorted_class_scores(scores: np.ndarray, class_rows) -> tuple:
-    """(sorted negative scores, sorted positive scores) for ``class_rows = (neg_rows, pos_rows)``."""
-    return sorted_scores(scores, class_rows[0])[0], sorted_scores(scores, class_rows[1])[0]
+class SortedClasses(NamedTuple):
+    """All negatives' and all positives' scores in increasing order, as sortable keys.
+
+    ``neg_keys``/``pos_keys`` are unsigned integers whose order (and equality)
+    is that of the scores they came from (see ``_kernels.sorted_class_keys``);
+    ``twice_overall_u`` is twice the U of positives over negatives (exact).
+    """
+
+    neg_keys: np.ndarray
+    pos_keys: np.ndarray
+    twice_overall_u: int
 
 
-def identity_in_score_order(scores: np.ndarray, memberships: Memberships) -> tuple:
-    """The identity rows' scores sorted, with their CSR and labels re-listed in that order.
+def sort_classes(scores: np.ndarray, labels: np.ndarray) -> SortedClasses:
+    """Split finite float32/float64 ``scores`` by the boolean ``labels`` and sort each class.
 
-    With the rows listed in score order the sweep reads memory sequentially.
-    Returns ``(id_sorted, row_ptr, row_groups, id_labels)``.
+    One pass over the rows plus an LSD radix sort of each class's keys; no
+    row indices are kept (the unweighted sweep needs only the sorted values).
+    """
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    n_pos = int(np.count_nonzero(labels))
+    n_neg = labels.shape[0] - n_pos
+    neg_keys, pos_keys = K.sorted_class_keys(
+        scores.view(uint), labels, scores.dtype.itemsize * 8, np.empty(n_neg, dtype=uint),
+        np.empty(n_pos, dtype=uint), np.empty(n_neg, dtype=uint), np.empty(n_pos, dtype=uint))
+    return SortedClasses(neg_keys, pos_keys, int(K.twice_auc_numerator_sorted(neg_keys, pos_keys)))
+
+
+def sort_memberships(scores: np.ndarray, memberships: Memberships) -> tuple:
+    """Every (row, subgroup) membership in score order: ``(keys, codes)``.
+
+    ``keys`` are the rows' sortable score keys (comparable with
+    :class:`SortedClasses`), ascending; ``codes`` are ``2 * subgroup + label``
+    (int32 unless there are more than 2**30 subgroups).
     """
     m = memberships
-    id_sorted, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
-    return (id_sorted, *K.csr_in_order(id_order, m.row_ptr, m.row_groups, m.identity_labels))
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    n_members = m.row_groups.shape[0]
+    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
+    return K.sorted_member_keys(scores.view(uint), scores.dtype.itemsize * 8, m.identity_rows,
+                                m.identity_labels, m.row_ptr, m.row_groups,
+                                np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code),
+                                np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code))
 
 
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
-                 sample_weight: np.ndarray | None = None, class_sorted=None,
-                 identity_sorted=None) -> SweepCounts:
+                 sample_weight: np.ndarray | None = None, sorted_classes=None,
+                 sorted_members=None) -> SweepCounts:
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
     ``memberships.n_rows`` (validated by the caller). Unweighted counts are
     exact int64 (value sorts only, the fast path); weighted counts are float64.
-    ``class_sorted`` and ``identity_sorted`` optionally pass
-    :func:`sorted_class_scores` and :func:`identity_in_score_order` computed
-    already (e.g. on two threads).
+    ``sorted_classes`` and ``sorted_members`` optionally pass
+    :func:`sort_classes` and :func:`sort_memberships` computed already
+    (e.g. on two threads).
     """
     m = memberships
     if sample_weight is not None:
         return sweep_weighted(order_scores(scores, m), m, sample_weight)
-    if identity_sorted is None:
-        identity_sorted = identity_in_score_order(scores, m)
-    id_sorted, row_ptr, row_groups, id_labels = identity_sorted
-    in_order = np.arange(id_sorted.shape[0], dtype=np.int64)
-    if class_sorted is None:
-        class_sorted = sorted_class_scores(scores, (m.neg_rows, m.pos_rows))
-    neg_sorted, pos_sorted = class_sorted
-    counts, twice_u = K.subgroup_counts(id_sorted, in_order, id_labels, row_ptr, row_groups,
-                                        neg_sorted, pos_sorted, m.n_groups)
-    return SweepCounts(m.names, counts, neg_sorted.shape[0], pos_sorted.shape[0], int(twice_u),
-                       m.cell_rows, m.class_rows, False)
+    if sorted_members is None:
+        sorted_members = sort_memberships(scores, m)
+    if sorted_classes is None:
+        sorted_classes = sort_classes(scores, m.labels)
+    neg_keys, pos_keys, twice_u = sorted_classes
+    counts = K.member_counts(*sorted_members, neg_keys, pos_keys, m.n_groups)
+    n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
+    return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),
+                       counts[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]], (n_neg, n_pos),
+                       False)

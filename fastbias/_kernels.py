@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# Column order of the per-subgroup count matrix returned by ``subgroup_counts``.
+# Column order of the per-subgroup count matrices of ``member_counts`` and
+# ``subgroup_counts_weighted``.
 # Cell totals (count or weight) first, then twice the U numerators.
 CELL_SUBGROUP_NEG = 0
 CELL_SUBGROUP_POS = 1
@@ -159,65 +160,74 @@ def rank_bounds_in_sorted(sorted_values, queries, query_order):
 
 
 @njit(cache=True, nogil=True)
-def _accumulate_subgroups(id_scores, id_order, id_labels, row_ptr, row_groups,
-                          neg_below2, pos_below2, total_neg, total_pos, n_groups, counts):
-    """Fill ``counts`` (n_groups x N_COUNT_COLUMNS, int64, exact) in one pass.
+def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
+    """Exact (int64) per-subgroup counts from the memberships in score order.
 
-    ``id_*`` describe the unique rows that belong to at least one subgroup,
-    ``row_ptr``/``row_groups`` is their CSR list of subgroup ids,
-    ``neg_below2[r]``/``pos_below2[r]`` is twice "#class members below + 1/2 tied"
-    for identity row r, and
-    ``total_neg``/``total_pos`` are the class totals of the whole data.
+    ``member_keys`` (ascending) and ``member_codes`` list one entry per
+    (row, subgroup) membership: the row's score and ``2 * subgroup + label``.
+    ``neg_sorted``/``pos_sorted`` are all negatives' and positives' scores,
+    ascending, in the same representation as ``member_keys`` (floats or the
+    sortable integer keys of :func:`sorted_class_keys`). Returns counts
+    (n_groups, N_COUNT_COLUMNS) int64; see the module docstring.
+
+    The walk goes block by block of equal scores: the class ranks of a block
+    are found once (galloping from the previous block), and each subgroup in
+    the block is updated once with its number of negatives and positives
+    there, so the cost is O(memberships + blocks log(n / blocks)).
     """
+    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.int64)
     neg_in_block = np.zeros(n_groups, dtype=np.int64)
     pos_in_block = np.zeros(n_groups, dtype=np.int64)
     neg_strictly_below = np.zeros(n_groups, dtype=np.int64)
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
-    n_touched = 0
-    m = id_order.shape[0]
+    total_neg2 = 2 * np.int64(neg_sorted.shape[0])
+    total_pos2 = 2 * np.int64(pos_sorted.shape[0])
+    neg_lt = 0
+    neg_le = 0
+    pos_lt = 0
+    pos_le = 0
+    m = member_keys.shape[0]
     t = 0
     while t < m:
-        # one block of equal scores among the identity rows
-        block_score = id_scores[id_order[t]]
-        while t < m and id_scores[id_order[t]] == block_score:
-            r = id_order[t]
-            if id_labels[r]:
-                bnsp_part = neg_below2[r]
-                aeg_part = 2 * total_pos - pos_below2[r]
-                for p in range(row_ptr[r], row_ptr[r + 1]):
-                    g = row_groups[p]
-                    counts[g, CELL_SUBGROUP_POS] += 1
-                    counts[g, TWICE_BNSP_U] += bnsp_part
-                    counts[g, TWICE_POS_BG_ABOVE_U] += aeg_part
-                    pos_in_block[g] += 1
-                    if not is_touched[g]:
-                        is_touched[g] = True
-                        touched[n_touched] = g
-                        n_touched += 1
+        key = member_keys[t]
+        n_touched = 0
+        while t < m and member_keys[t] == key:
+            code = member_codes[t]
+            g = code >> 1
+            if code & 1:
+                pos_in_block[g] += 1
             else:
-                bpsn_part = 2 * total_pos - pos_below2[r]
-                aeg_part = 2 * total_neg - neg_below2[r]
-                for p in range(row_ptr[r], row_ptr[r + 1]):
-                    g = row_groups[p]
-                    counts[g, CELL_SUBGROUP_NEG] += 1
-                    counts[g, TWICE_BPSN_U] += bpsn_part
-                    counts[g, TWICE_NEG_BG_ABOVE_U] += aeg_part
-                    neg_in_block[g] += 1
-                    if not is_touched[g]:
-                        is_touched[g] = True
-                        touched[n_touched] = g
-                        n_touched += 1
+                neg_in_block[g] += 1
+            if not is_touched[g]:
+                is_touched[g] = True
+                touched[n_touched] = g
+                n_touched += 1
             t += 1
+        # twice "#class members below + 1/2 tied" at this score, for both classes
+        neg_lt = _count_below(neg_sorted, neg_lt, key, False)
+        neg_le = _count_below(neg_sorted, max(neg_le, neg_lt), key, True)
+        pos_lt = _count_below(pos_sorted, pos_lt, key, False)
+        pos_le = _count_below(pos_sorted, max(pos_le, pos_lt), key, True)
+        neg_below2 = np.int64(neg_lt + neg_le)
+        pos_below2 = np.int64(pos_lt + pos_le)
+        neg_above2 = total_neg2 - neg_below2
+        pos_above2 = total_pos2 - pos_below2
         for j in range(n_touched):
             g = touched[j]
-            counts[g, TWICE_SUBGROUP_U] += (2 * pos_in_block[g] * neg_strictly_below[g]
-                                            + pos_in_block[g] * neg_in_block[g])
-            neg_strictly_below[g] += neg_in_block[g]
+            n_neg = neg_in_block[g]
+            n_pos = pos_in_block[g]
+            counts[g, CELL_SUBGROUP_NEG] += n_neg
+            counts[g, CELL_SUBGROUP_POS] += n_pos
+            counts[g, TWICE_SUBGROUP_U] += n_pos * (2 * neg_strictly_below[g] + n_neg)
+            counts[g, TWICE_BPSN_U] += n_neg * pos_above2
+            counts[g, TWICE_BNSP_U] += n_pos * neg_below2
+            counts[g, TWICE_NEG_BG_ABOVE_U] += n_neg * neg_above2
+            counts[g, TWICE_POS_BG_ABOVE_U] += n_pos * pos_above2
+            neg_strictly_below[g] += n_neg
             neg_in_block[g] = 0
             pos_in_block[g] = 0
             is_touched[g] = False
-        n_touched = 0
     # remove the within-subgroup pairs from the global sums
     for g in range(n_groups):
         sub = counts[g, TWICE_SUBGROUP_U]
@@ -225,24 +235,7 @@ def _accumulate_subgroups(id_scores, id_order, id_labels, row_ptr, row_groups,
         counts[g, TWICE_BNSP_U] -= sub
         counts[g, TWICE_NEG_BG_ABOVE_U] -= counts[g, CELL_SUBGROUP_NEG] * counts[g, CELL_SUBGROUP_NEG]
         counts[g, TWICE_POS_BG_ABOVE_U] -= counts[g, CELL_SUBGROUP_POS] * counts[g, CELL_SUBGROUP_POS]
-
-
-@njit(cache=True, nogil=True)
-def subgroup_counts(id_scores, id_order, id_labels, row_ptr, row_groups,
-                    neg_sorted, pos_sorted, n_groups):
-    """Exact (int64) per-subgroup counts; see the module docstring.
-
-    Returns ``(counts, twice_overall_u)`` where counts is (n_groups, 7) int64.
-    """
-    neg_lt, neg_le = rank_bounds_in_sorted(neg_sorted, id_scores, id_order)
-    pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
-    neg_below2 = neg_lt + neg_le
-    pos_below2 = pos_lt + pos_le
-    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.int64)
-    _accumulate_subgroups(id_scores, id_order, id_labels, row_ptr, row_groups,
-                          neg_below2, pos_below2, np.int64(neg_sorted.shape[0]),
-                          np.int64(pos_sorted.shape[0]), n_groups, counts)
-    return counts, twice_auc_numerator_sorted(neg_sorted, pos_sorted)
+    return counts
 
 
 # --- compensated (double-double) arithmetic for the weighted sweep -------------------------
@@ -310,7 +303,7 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr
                              pos_cum_lo, pos_w_sorted, n_weighted_neg, n_weighted_pos, n_groups):
     """Weighted (float64) per-subgroup counts, every sum compensated.
 
-    Same walk as the unweighted ``_accumulate_subgroups`` but on pairs
+    Same quantities as the unweighted ``member_counts``, walking rows, on pairs
     (hi, lo). ``*_cum_hi/lo`` are compensated prefix sums of the class
     weights along the sorted class scores. Returns ``(counts, background,
     twice_overall_u)``: counts (n_groups, 7) as in the unweighted kernel,
@@ -472,42 +465,113 @@ def gather_scores(scores, rows):
 
 
 @njit(inline="always")
-def _collect_members(flat, start, stop, n_cols, member_row, row_groups, found):
-    """Append (row, column) of the non-zero bytes in flat[start:stop]; return the new count."""
-    row = start // n_cols
-    col = start - row * n_cols
-    for p in range(start, stop):
+def _row_of(position, n_cols, inverse):
+    """``position // n_cols`` by a float multiply (an integer division costs ~10x more)."""
+    row = np.int64(position * inverse)
+    if row * n_cols > position:
+        row -= 1
+    elif (row + 1) * n_cols <= position:
+        row += 1
+    return row
+
+
+# 2**i mod 67 differs for every i in [0, 64) (2 generates the units mod 67); this maps it to i
+_BIT_OF_POWER_MOD_67 = np.zeros(67, dtype=np.int64)
+for _bit in range(64):
+    _BIT_OF_POWER_MOD_67[(1 << _bit) % 67] = _bit
+del _bit
+
+
+@njit(cache=True, nogil=True)
+def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found):
+    """Append (row, column) of the non-zero bytes of ``words[w_start:w_stop]``; return the count.
+
+    Inside a non-zero word, each non-zero byte's high bit is set in
+    ``((x & 0x7F..) + 0x7F..) | x) & 0x80..``; the lowest one is isolated
+    (``t & -t``) and its bit index looked up from its remainder modulo 67
+    (distinct for the 64 powers of two), so the cost is per membership rather
+    than per byte, and no step overflows.
+    """
+    inverse = 1.0 / n_cols
+    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+    high = np.uint64(0x8080808080808080)
+    for w in range(w_start, w_stop):
+        x = words[w]
+        if x != 0:
+            t = (((x & low7) + low7) | x) & high
+            start = w * 8
+            while t != 0:
+                lowest = t & (~t + np.uint64(1))
+                t ^= lowest
+                position = start + (_BIT_OF_POWER_MOD_67[np.int64(lowest % np.uint64(67))] >> 3)
+                row = _row_of(position, n_cols, inverse)
+                member_row[found] = row
+                member_col[found] = position - row * n_cols
+                found += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _grown(values, used, capacity):
+    out = np.empty(capacity, dtype=values.dtype)
+    out[:used] = values[:used]
+    return out
+
+
+DENSE_SCAN_CHUNK_WORDS = 1 << 14
+
+
+@njit(cache=True, nogil=True)
+def dense_members(words, flat, n_cols, capacity):
+    """(row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix, row-major.
+
+    ``flat`` is the matrix's bytes and ``words`` the same bytes read as
+    little-endian uint64 (all whole words; a tail shorter than 8 bytes is read
+    from ``flat``). Memberships are sparse, so the scan reads eight bytes at a
+    time and does work only per non-zero byte. The output starts at
+    ``capacity`` entries and doubles when a chunk of words might not fit.
+    Returns ``(member_row, member_col)``, int64.
+    """
+    member_row = np.empty(max(capacity, 64), dtype=np.int64)
+    member_col = np.empty(max(capacity, 64), dtype=np.int64)
+    found = 0
+    n_words = words.shape[0]
+    for w_start in range(0, n_words, DENSE_SCAN_CHUNK_WORDS):
+        w_stop = min(w_start + DENSE_SCAN_CHUNK_WORDS, n_words)
+        worst = found + 8 * (w_stop - w_start)
+        if worst > member_row.shape[0]:
+            new_capacity = max(2 * member_row.shape[0], worst)
+            member_row = _grown(member_row, found, new_capacity)
+            member_col = _grown(member_col, found, new_capacity)
+        found = _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found)
+    tail_stop = flat.shape[0]
+    if found + tail_stop - n_words * 8 > member_row.shape[0]:
+        member_row = _grown(member_row, found, found + tail_stop - n_words * 8)
+        member_col = _grown(member_col, found, found + tail_stop - n_words * 8)
+    row = (n_words * 8) // n_cols if n_cols > 0 else 0
+    col = n_words * 8 - row * n_cols
+    for p in range(n_words * 8, tail_stop):
         if flat[p]:
             member_row[found] = row
-            row_groups[found] = col
+            member_col[found] = col
             found += 1
         col += 1
         if col == n_cols:
             col = 0
             row += 1
-    return found
+    return member_row[:found], member_col[:found]
 
 
 @njit(cache=True, nogil=True)
-def csr_from_dense_rows(words, flat, n_cols, n_member):
-    """Row CSR of a dense C-order (n, k) 0/1 matrix with ``n_member`` non-zeros.
+def csr_from_dense_rows(words, flat, n_cols, capacity):
+    """Row CSR of a dense C-order (n, k) 0/1 matrix (see :func:`dense_members`).
 
-    ``flat`` is the matrix's bytes and ``words`` the same bytes read as uint64
-    (all whole words; a tail shorter than 8 bytes is read from ``flat``).
-    Memberships are sparse, so the scan reads eight bytes at a time and looks
-    at single bytes only inside non-zero words (row and column derived once
-    per such word, then stepped). Returns ``(identity_rows, row_ptr,
-    row_groups)``: rows with at least one membership (increasing) and their
-    subgroup columns (increasing).
+    Returns ``(identity_rows, row_ptr, row_groups)``: rows with at least one
+    membership (increasing) and their subgroup columns (increasing).
+    ``capacity`` is a first guess of the number of non-zeros.
     """
-    n_words = words.shape[0]
-    member_row = np.empty(n_member, dtype=np.int64)
-    row_groups = np.empty(n_member, dtype=np.int64)
-    found = 0
-    for w in range(n_words):
-        if words[w] != 0:
-            found = _collect_members(flat, w * 8, w * 8 + 8, n_cols, member_row, row_groups, found)
-    _collect_members(flat, n_words * 8, flat.shape[0], n_cols, member_row, row_groups, found)
+    member_row, row_groups = dense_members(words, flat, n_cols, capacity)
+    n_member = member_row.shape[0]
     n_identity = 0
     last_row = -1
     for p in range(n_member):
@@ -539,46 +603,59 @@ def cell_row_counts(identity_labels, row_ptr, row_groups, n_groups):
     return cells
 
 
-@njit(cache=True, nogil=True)
-def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
-    """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
+@njit(inline="always")
+def _sortable_key(b, sign, full):
+    """The unsigned integer whose order is the order of the float with bit pattern ``b``.
 
-    ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
-    or 64). Writes the sorted bit patterns to ``out_bits`` (same width) and, if
-    ``order`` is not empty, the positions ``j`` (into ``rows``) in sorted order
-    (stable). A float maps to the unsigned key ``bits | sign`` (non-negative)
-    or ``~bits`` (negative), whose integer order is the float order; ``-0.0``
-    becomes ``+0.0``. NaN must not occur. Least-significant digit first,
-    11 bits a pass; a pass whose digit is the same for every key is skipped.
+    ``b`` is a uint64 holding a float32/float64 bit pattern; ``sign`` is its
+    sign bit and ``full`` its all-ones mask. Non-negative floats map to
+    ``b | sign`` and negative ones to ``~b``; ``-0.0`` becomes ``+0.0``. NaN
+    must not occur.
     """
-    m = rows.shape[0]
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    if b == sign:  # -0.0 sorts and ties as +0.0
+        b = np.uint64(0)
+    if b & sign:
+        return (~b) & full
+    return b | sign
+
+
+@njit(inline="always")
+def _float_bits_of_key(k, sign, full):
+    """Inverse of :func:`_sortable_key` (with -0.0 already folded into +0.0)."""
+    if k & sign:
+        return k ^ sign
+    return (~k) & full
+
+
+@njit(inline="always")
+def _count_digits(hist, k, n_passes):
+    """Add key ``k`` to the per-pass digit histograms ``hist`` (n_passes x RADIX_BUCKETS)."""
+    for p in range(n_passes):
+        hist[p, np.int64((k >> np.uint64(p * RADIX_DIGIT_BITS)) & np.uint64(RADIX_BUCKETS - 1))] += 1
+
+
+@njit(inline="always")
+def _radix_passes(n_bits):
+    return (n_bits + RADIX_DIGIT_BITS - 1) // RADIX_DIGIT_BITS
+
+
+@njit(cache=True, nogil=True)
+def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
+    """Sort unsigned ``keys`` ascending, carrying ``payload`` along (stable).
+
+    ``hist`` holds the digit histograms of ``keys`` (one row per pass of
+    RADIX_DIGIT_BITS bits, least significant first) and is overwritten.
+    ``spare`` (and ``spare_payload``) are scratch arrays of the same shape;
+    ``payload`` may be empty (keys only). A pass whose digit is the same for
+    every key is skipped. Returns ``(sorted_keys, sorted_payload)``, each
+    either the input array or its spare.
+    """
+    m = keys.shape[0]
+    with_payload = payload.shape[0] > 0
     digit_mask = np.uint64(RADIX_BUCKETS - 1)
-    n_passes = (n_bits + RADIX_DIGIT_BITS - 1) // RADIX_DIGIT_BITS
-    with_order = order.shape[0] > 0
-    keys = np.empty(m, dtype=out_bits.dtype)
-    spare = np.empty(m, dtype=out_bits.dtype)
-    n_payload = m if with_order else 0
-    payload = np.empty(n_payload, dtype=np.int64)
-    spare_payload = np.empty(n_payload, dtype=np.int64)
-    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    for j in range(m):
-        b = np.uint64(bits[rows[j]])
-        if b == sign:  # -0.0
-            b = np.uint64(0)
-        if b & sign:
-            k = (~b) & full
-        else:
-            k = b | sign
-        keys[j] = k
-        if with_order:
-            payload[j] = j
-        for p in range(n_passes):
-            hist[p, np.int64((k >> np.uint64(p * RADIX_DIGIT_BITS)) & digit_mask)] += 1
     src, dst = keys, spare
     psrc, pdst = payload, spare_payload
-    for p in range(n_passes):
+    for p in range(hist.shape[0]):
         constant_digit = False
         for d in range(RADIX_BUCKETS):
             c = hist[p, d]
@@ -594,45 +671,139 @@ def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
             total += c
         shift = np.uint64(p * RADIX_DIGIT_BITS)
         for j in range(m):
-            k = np.uint64(src[j])
-            d = np.int64((k >> shift) & digit_mask)
+            k = src[j]
+            d = np.int64((np.uint64(k) >> shift) & digit_mask)
             t = hist[p, d]
             dst[t] = k
-            if with_order:
+            if with_payload:
                 pdst[t] = psrc[j]
             hist[p, d] = t + 1
         src, dst = dst, src
         psrc, pdst = pdst, psrc
-    for j in range(m):
-        k = np.uint64(src[j])
-        if k & sign:
-            out_bits[j] = k ^ sign
-        else:
-            out_bits[j] = (~k) & full
-    if with_order:
-        for j in range(m):
-            order[j] = psrc[j]
+    return src, psrc
+
+
+@njit(inline="always")
+def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, hist):
+    sign = np.uint64(1) << np.uint64(n_bits - 1)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    with_payload = payload.shape[0] > 0
+    for j in range(rows.shape[0]):
+        k = _sortable_key(np.uint64(bits[rows[j]]), sign, full)
+        keys[j] = k
+        if with_payload:
+            payload[j] = j
+        _count_digits(hist, k, n_passes)
 
 
 @njit(cache=True, nogil=True)
-def csr_in_order(order, row_ptr, row_groups, identity_labels):
-    """The identity CSR and labels re-listed in ``order`` (the identity rows' score order).
+def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
+    """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
 
-    With the rows listed in score order, the sweep kernels read every array
-    sequentially (identity order = 0, 1, 2, ...) instead of jumping around
-    memory once per row and array; one gather here is several times cheaper.
+    ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
+    or 64). Writes the sorted bit patterns to ``out_bits`` (same width; -0.0
+    written as +0.0) and, if ``order`` is not empty, the positions ``j`` (into
+    ``rows``) in sorted order (stable). NaN must not occur.
     """
-    m = order.shape[0]
-    ptr = np.empty(m + 1, dtype=np.int64)
-    groups = np.empty(row_groups.shape[0], dtype=np.int64)
-    labels = np.empty(m, dtype=np.bool_)
-    ptr[0] = 0
-    t = 0
-    for q in range(m):
-        r = order[q]
-        labels[q] = identity_labels[r]
+    m = rows.shape[0]
+    sign = np.uint64(1) << np.uint64(n_bits - 1)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    n_passes = _radix_passes(n_bits)
+    with_order = order.shape[0] > 0
+    keys = np.empty(m, dtype=out_bits.dtype)
+    n_payload = m if with_order else 0
+    payload = np.empty(n_payload, dtype=np.int64)
+    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
+    # literal pass counts let the compiler unroll the histogram updates
+    if n_bits == 32:
+        _gather_keys(bits, rows, 32, 3, keys, payload, hist)
+    else:
+        _gather_keys(bits, rows, 64, 6, keys, payload, hist)
+    sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
+                                                   np.empty_like(payload), hist)
+    for j in range(m):
+        out_bits[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
+    if with_order:
+        for j in range(m):
+            order[j] = sorted_payload[j]
+
+
+@njit(inline="always")
+def _split_class_keys(bits, labels, n_bits, n_passes, neg_keys, pos_keys, neg_hist, pos_hist):
+    sign = np.uint64(1) << np.uint64(n_bits - 1)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    i_neg = 0
+    i_pos = 0
+    for i in range(bits.shape[0]):
+        k = _sortable_key(np.uint64(bits[i]), sign, full)
+        if labels[i]:
+            pos_keys[i_pos] = k
+            i_pos += 1
+            _count_digits(pos_hist, k, n_passes)
+        else:
+            neg_keys[i_neg] = k
+            i_neg += 1
+            _count_digits(neg_hist, k, n_passes)
+
+
+@njit(cache=True, nogil=True)
+def sorted_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_spare, pos_spare):
+    """The sortable keys of all negatives' and of all positives' scores, each ascending.
+
+    One pass over the rows splits them by label, turns each score (``bits``:
+    float32/float64 viewed as uint32/uint64, ``n_bits`` wide) into its sortable
+    key (:func:`_sortable_key`) and counts the radix digits; then each class
+    is radix sorted. The four output/scratch arrays have the width of ``bits``
+    and lengths (#negatives, #positives, #negatives, #positives). Returns
+    ``(neg_sorted, pos_sorted)``, views of the given arrays; comparing keys
+    compares the scores they came from.
+    """
+    n_passes = _radix_passes(n_bits)
+    neg_hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
+    pos_hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
+    # the pass count as a literal lets the compiler unroll the histogram updates (2x faster)
+    if n_bits == 32:
+        _split_class_keys(bits, labels, 32, 3, neg_keys, pos_keys, neg_hist, pos_hist)
+    else:
+        _split_class_keys(bits, labels, 64, 6, neg_keys, pos_keys, neg_hist, pos_hist)
+    no_payload = np.empty(0, dtype=np.int64)
+    neg_sorted, _ = lsd_radix_passes(neg_keys, neg_spare, no_payload, no_payload, neg_hist)
+    pos_sorted, _ = lsd_radix_passes(pos_keys, pos_spare, no_payload, no_payload, pos_hist)
+    return neg_sorted, pos_sorted
+
+
+@njit(inline="always")
+def _member_keys(bits, n_bits, n_passes, identity_rows, identity_labels, row_ptr, row_groups, keys,
+                 codes, hist):
+    sign = np.uint64(1) << np.uint64(n_bits - 1)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    for r in range(identity_rows.shape[0]):
+        k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
+        label = 1 if identity_labels[r] else 0
         for e in range(row_ptr[r], row_ptr[r + 1]):
-            groups[t] = row_groups[e]
-            t += 1
-        ptr[q + 1] = t
-    return ptr, groups, labels
+            keys[e] = k
+            codes[e] = 2 * row_groups[e] + label
+            _count_digits(hist, k, n_passes)
+
+
+@njit(cache=True, nogil=True)
+def sorted_member_keys(bits, n_bits, identity_rows, identity_labels, row_ptr, row_groups,
+                       keys, codes, keys_spare, codes_spare):
+    """Every (row, subgroup) membership as (score key, ``2 * subgroup + label``), by score.
+
+    ``identity_rows``/``row_ptr``/``row_groups`` is the membership CSR (see
+    ``Memberships``) and ``identity_labels`` the labels of those rows. The
+    output and scratch arrays have one element per membership: ``keys`` and
+    ``keys_spare`` the width of ``bits``, ``codes`` and ``codes_spare`` int32
+    or int64. Returns ``(sorted_keys, sorted_codes)`` (stable, so memberships
+    of one row stay in subgroup order), views of the given arrays.
+    """
+    n_passes = _radix_passes(n_bits)
+    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
+    if n_bits == 32:
+        _member_keys(bits, 32, 3, identity_rows, identity_labels, row_ptr, row_groups, keys, codes,
+                     hist)
+    else:
+        _member_keys(bits, 64, 6, identity_rows, identity_labels, row_ptr, row_groups, keys, codes,
+                     hist)
+    return lsd_radix_passes(keys, keys_spare, codes, codes_spare, hist)

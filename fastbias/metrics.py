@@ -19,7 +19,6 @@ reference code.
 """
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from ._core import (Memberships, SweepCounts, identity_in_score_order, prepare_memberships,
-                    prepare_memberships_dense, sorted_class_scores, sweep_counts)
+from ._core import (Memberships, SweepCounts, prepare_memberships, prepare_memberships_dense,
+                    sort_classes, sort_memberships, sweep_counts)
 from ._validation import UndefinedMetricWarning, restrict_rows, subgroup_rows, validated_rows
 
 METRIC_COLUMNS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
@@ -145,17 +144,8 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
                       stacklevel=3)
 
 
-# placeholder class rows for a Memberships whose real ones are computed on another thread
-_CLASS_ROWS_PENDING = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
-
-
-def _split_and_sort_classes(scores: np.ndarray, labels: np.ndarray) -> tuple:
-    class_rows = K.split_rows_by_label(labels)
-    return class_rows, sorted_class_scores(scores, class_rows)
-
-
 def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
-                      kept: np.ndarray | None = None, class_rows=None) -> Memberships:
+                      kept: np.ndarray | None = None) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
 
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
@@ -169,11 +159,11 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
             raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}")
         names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
         matrix = subgroups if kept is None else subgroups[kept]
-        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names, class_rows)
+        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names)
     names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
     if kept is not None:
         rows = restrict_rows(rows, kept)
-    return prepare_memberships(labels, rows, names, class_rows)
+    return prepare_memberships(labels, rows, names)
 
 
 def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
@@ -249,16 +239,14 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
     if weights is None:
         # the class split and sorts need only labels and scores: a second core does them while
-        # this thread turns the subgroup masks into memberships and orders the identity rows
+        # this thread turns the subgroup masks into memberships and sorts those
         with ThreadPoolExecutor(max_workers=1) as pool:
-            sorting = pool.submit(_split_and_sort_classes, scores, labels)
-            memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
-                                            _CLASS_ROWS_PENDING)
-            identity_sorted = identity_in_score_order(scores, memberships)
-            (neg_rows, pos_rows), class_sorted = sorting.result()
-        memberships = dataclasses.replace(memberships, neg_rows=neg_rows, pos_rows=pos_rows)
-        sc = sweep_counts(scores, memberships, class_sorted=class_sorted,
-                          identity_sorted=identity_sorted)
+            sorting = pool.submit(sort_classes, scores, labels)
+            memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
+            sorted_members = sort_memberships(scores, memberships)
+            sorted_classes = sorting.result()
+        sc = sweep_counts(scores, memberships, sorted_classes=sorted_classes,
+                          sorted_members=sorted_members)
     else:
         memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
         sc = sweep_counts(scores, memberships, weights)

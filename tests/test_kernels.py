@@ -1,0 +1,144 @@
+"""The building blocks of the unweighted sweep, each against a plain numpy reference.
+
+The end-to-end metrics are checked against brute force elsewhere; these tests
+pin down the pieces on the inputs that stress them: dense membership scans of
+every width (tails shorter than a word, all-ones matrices that overflow the
+first capacity guess), class sorts with signed zeros, subnormals and both
+widths, and the membership sort.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fastbias import _kernels as K
+from fastbias._core import (prepare_memberships, prepare_memberships_dense, sort_classes,
+                            sort_memberships)
+
+UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
+def numpy_sortable_keys(values: np.ndarray) -> np.ndarray:
+    """Independent numpy version of the float -> order-preserving unsigned key map."""
+    values = values + values.dtype.type(0.0)  # -0.0 -> +0.0
+    uint = UINT[values.dtype]
+    bits = values.view(uint)
+    sign = uint(1) << uint(8 * values.dtype.itemsize - 1)
+    return np.where(bits & sign, ~bits, bits | sign).astype(uint)
+
+
+def dense_case(rng, n_rows, n_cols, density):
+    return rng.random((n_rows, n_cols)) < density
+
+
+# ------------------------------------------------------------------ dense membership scan
+
+@pytest.mark.parametrize("n_cols", [1, 3, 7, 8, 9, 24, 70])
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 1.0])
+@pytest.mark.parametrize("n_rows", [0, 1, 5, 1001])
+def test_dense_members_equal_numpy_nonzero(n_rows, n_cols, density):
+    matrix = dense_case(np.random.default_rng(n_rows * 100 + n_cols), n_rows, n_cols, density)
+    flat = matrix.view(np.uint8).reshape(-1)
+    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
+    for capacity in (0, 5, n_rows * n_cols):  # too small forces the output to grow
+        rows, cols = K.dense_members(words, flat, n_cols, capacity)
+        expected_rows, expected_cols = np.nonzero(matrix)
+        np.testing.assert_array_equal(rows, expected_rows)
+        np.testing.assert_array_equal(cols, expected_cols)
+
+
+def test_dense_members_across_scan_chunks():
+    """More words than one scan chunk, with the output growing between chunks."""
+    n_cols = 5
+    n_rows = K.DENSE_SCAN_CHUNK_WORDS * 8 * 3 // n_cols + 3
+    matrix = dense_case(np.random.default_rng(3), n_rows, n_cols, 0.5)
+    flat = matrix.view(np.uint8).reshape(-1)
+    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
+    rows, cols = K.dense_members(words, flat, n_cols, 1)
+    expected_rows, expected_cols = np.nonzero(matrix)
+    np.testing.assert_array_equal(rows, expected_rows)
+    np.testing.assert_array_equal(cols, expected_cols)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.bool_, hnp.array_shapes(min_dims=2, max_dims=2, max_side=40)))
+def test_dense_memberships_equal_column_memberships(matrix):
+    labels = np.arange(matrix.shape[0]) % 3 == 0
+    names = [f"g{j}" for j in range(matrix.shape[1])]
+    dense = prepare_memberships_dense(labels, matrix, names)
+    columns = prepare_memberships(labels, [np.flatnonzero(matrix[:, j])
+                                           for j in range(matrix.shape[1])], names)
+    for field in ("identity_rows", "row_ptr", "row_groups", "identity_labels", "cell_rows"):
+        np.testing.assert_array_equal(getattr(dense, field), getattr(columns, field))
+    expected_cells = np.stack([(matrix & ~labels[:, None]).sum(axis=0),
+                               (matrix & labels[:, None]).sum(axis=0)], axis=1)
+    np.testing.assert_array_equal(dense.cell_rows, expected_cells)
+
+
+# ------------------------------------------------------------------------- class sorts
+
+def special_values(dtype):
+    info = np.finfo(dtype)
+    return np.array([0.0, -0.0, info.max, -info.max, info.tiny, -info.tiny,
+                     info.smallest_subnormal, -info.smallest_subnormal, 1.0, -1.0, 0.5, 0.5],
+                    dtype=dtype)
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 400),
+                         elements=st.floats(allow_nan=False, allow_infinity=False, width=32)),
+       data=st.data())
+def test_sort_classes_equals_numpy_sort(values, data):
+    labels = np.asarray(data.draw(st.lists(st.booleans(), min_size=values.size,
+                                           max_size=values.size)), dtype=np.bool_)
+    got = sort_classes(values, labels)
+    for keys, mask in ((got.neg_keys, ~labels), (got.pos_keys, labels)):
+        assert keys.dtype == UINT[values.dtype]
+        np.testing.assert_array_equal(keys, numpy_sortable_keys(np.sort(values[mask])))
+    neg, pos = values[~labels].astype(np.float64), values[labels].astype(np.float64)
+    twice_u = 2 * (pos[:, None] > neg[None, :]).sum() + (pos[:, None] == neg[None, :]).sum()
+    assert got.twice_overall_u == twice_u
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sort_classes_extreme_values_and_signed_zero(dtype):
+    values = np.tile(special_values(dtype), 50)
+    labels = np.arange(values.size) % 4 == 1
+    got = sort_classes(values, labels)
+    np.testing.assert_array_equal(got.neg_keys, numpy_sortable_keys(np.sort(values[~labels])))
+    np.testing.assert_array_equal(got.pos_keys, numpy_sortable_keys(np.sort(values[labels])))
+    # -0.0 and +0.0 give one key: the keys tie exactly where the scores do
+    zero_keys = numpy_sortable_keys(np.array([0.0, -0.0], dtype=dtype))
+    assert zero_keys[0] == zero_keys[1]
+
+
+def test_sort_classes_one_class_and_empty():
+    values = np.array([0.3, 0.1, 0.2], dtype=np.float32)
+    only_negatives = sort_classes(values, np.zeros(3, dtype=bool))
+    assert only_negatives.pos_keys.size == 0 and only_negatives.twice_overall_u == 0
+    np.testing.assert_array_equal(only_negatives.neg_keys, numpy_sortable_keys(np.sort(values)))
+    empty = sort_classes(np.empty(0), np.empty(0, dtype=bool))
+    assert empty.neg_keys.size == empty.pos_keys.size == 0
+
+
+# -------------------------------------------------------------------- membership sort
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]))
+def test_sort_memberships_lists_every_membership_in_score_order(data, dtype):
+    n = data.draw(st.integers(0, 60))
+    k = data.draw(st.integers(1, 5))
+    values = np.asarray(data.draw(st.lists(st.sampled_from(list(special_values(dtype))),
+                                           min_size=n, max_size=n)), dtype=dtype)
+    labels = np.asarray(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    matrix = np.asarray(data.draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k),
+                                           min_size=n, max_size=n)), dtype=bool).reshape(n, k)
+    m = prepare_memberships_dense(labels, matrix, [f"g{j}" for j in range(k)])
+    keys, codes = sort_memberships(values, m)
+    rows, cols = np.nonzero(matrix)
+    expected_keys = numpy_sortable_keys(values[rows])
+    expected_codes = 2 * cols + labels[rows]
+    order = np.argsort(expected_keys, kind="stable")  # stable: row-major order within ties
+    np.testing.assert_array_equal(keys, expected_keys[order])
+    np.testing.assert_array_equal(codes, expected_codes[order])

@@ -248,9 +248,34 @@ def sort_memberships(scores: np.ndarray, memberships: Memberships) -> tuple:
                                 np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code))
 
 
+# below this many memberships the counts are not worth a second thread
+PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
+
+
+def count_memberships(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
+                      executor=None) -> np.ndarray:
+    """Exact (int64) per-subgroup counts (n_groups, 7) from the two sorts.
+
+    With an ``executor`` (e.g. a ``ThreadPoolExecutor``) and enough
+    memberships, the lower half of the scores is counted on one of its
+    threads while this thread counts the upper half (split between two blocks
+    of equal scores), and the halves are joined exactly.
+    """
+    keys, codes = sorted_members
+    neg_keys, pos_keys = sorted_classes.neg_keys, sorted_classes.pos_keys
+    if executor is None or keys.shape[0] < PARALLEL_COUNT_MIN_MEMBERSHIPS:
+        return K.member_counts(keys, codes, neg_keys, pos_keys, n_groups)
+    middle = K.block_boundary_near(keys, keys.shape[0] // 2)
+    lower = executor.submit(K.member_counts_in_range, keys, codes, 0, middle, neg_keys, pos_keys,
+                            n_groups)
+    upper = K.member_counts_in_range(keys, codes, middle, keys.shape[0], neg_keys, pos_keys,
+                                     n_groups)
+    return K.finish_member_counts(K.add_member_counts(lower.result(), upper))
+
+
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
                  sample_weight: np.ndarray | None = None, sorted_classes=None,
-                 sorted_members=None) -> SweepCounts:
+                 sorted_members=None, executor=None) -> SweepCounts:
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
@@ -258,7 +283,8 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     exact int64 (value sorts only, the fast path); weighted counts are float64.
     ``sorted_classes`` and ``sorted_members`` optionally pass
     :func:`sort_classes` and :func:`sort_memberships` computed already
-    (e.g. on two threads).
+    (e.g. on two threads), and ``executor`` lends :func:`count_memberships`
+    a second thread.
     """
     m = memberships
     if sample_weight is not None:
@@ -268,7 +294,7 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     if sorted_classes is None:
         sorted_classes = sort_classes(scores, m.labels)
     neg_keys, pos_keys, twice_u = sorted_classes
-    counts = K.member_counts(*sorted_members, neg_keys, pos_keys, m.n_groups)
+    counts = count_memberships(sorted_members, sorted_classes, m.n_groups, executor)
     n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
     return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),
                        counts[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]], (n_neg, n_pos),

@@ -160,15 +160,21 @@ def rank_bounds_in_sorted(sorted_values, queries, query_order):
 
 
 @njit(cache=True, nogil=True)
-def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
-    """Exact (int64) per-subgroup counts from the memberships in score order.
+def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, pos_sorted,
+                           n_groups):
+    """Per-subgroup counts of the memberships ``start:stop`` (in score order), before finishing.
 
     ``member_keys`` (ascending) and ``member_codes`` list one entry per
     (row, subgroup) membership: the row's score and ``2 * subgroup + label``.
     ``neg_sorted``/``pos_sorted`` are all negatives' and positives' scores,
     ascending, in the same representation as ``member_keys`` (floats or the
-    sortable integer keys of :func:`sorted_class_keys`). Returns counts
-    (n_groups, N_COUNT_COLUMNS) int64; see the module docstring.
+    sortable integer keys of :func:`sorted_class_keys`). ``start`` and
+    ``stop`` must not split a block of equal scores.
+
+    Returns counts (n_groups, N_COUNT_COLUMNS) int64 in which the subgroup U
+    counts only pairs inside the range and the other U columns still include
+    the within-subgroup pairs; :func:`add_member_counts` joins two adjacent
+    ranges and :func:`finish_member_counts` removes those pairs.
 
     The walk goes block by block of equal scores: the class ranks of a block
     are found once (galloping from the previous block), and each subgroup in
@@ -187,12 +193,11 @@ def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
     neg_le = 0
     pos_lt = 0
     pos_le = 0
-    m = member_keys.shape[0]
-    t = 0
-    while t < m:
+    t = start
+    while t < stop:
         key = member_keys[t]
         n_touched = 0
-        while t < m and member_keys[t] == key:
+        while t < stop and member_keys[t] == key:
             code = member_codes[t]
             g = code >> 1
             if code & 1:
@@ -228,14 +233,52 @@ def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
             neg_in_block[g] = 0
             pos_in_block[g] = 0
             is_touched[g] = False
-    # remove the within-subgroup pairs from the global sums
-    for g in range(n_groups):
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def add_member_counts(lower, upper):
+    """Counts of two adjacent score ranges joined (``lower`` below ``upper``), unfinished.
+
+    Every subgroup negative of the lower range is strictly below every
+    subgroup positive of the upper one: those pairs join the subgroup U.
+    """
+    joined = lower + upper
+    for g in range(lower.shape[0]):
+        joined[g, TWICE_SUBGROUP_U] += (2 * upper[g, CELL_SUBGROUP_POS]
+                                        * lower[g, CELL_SUBGROUP_NEG])
+    return joined
+
+
+@njit(cache=True, nogil=True)
+def finish_member_counts(counts):
+    """Remove the within-subgroup pairs from the global sums (in place); return ``counts``."""
+    for g in range(counts.shape[0]):
         sub = counts[g, TWICE_SUBGROUP_U]
         counts[g, TWICE_BPSN_U] -= sub
         counts[g, TWICE_BNSP_U] -= sub
         counts[g, TWICE_NEG_BG_ABOVE_U] -= counts[g, CELL_SUBGROUP_NEG] * counts[g, CELL_SUBGROUP_NEG]
         counts[g, TWICE_POS_BG_ABOVE_U] -= counts[g, CELL_SUBGROUP_POS] * counts[g, CELL_SUBGROUP_POS]
     return counts
+
+
+@njit(cache=True, nogil=True)
+def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
+    """Exact (int64) per-subgroup counts of all memberships (see :func:`member_counts_in_range`).
+
+    Returns counts (n_groups, N_COUNT_COLUMNS) int64; see the module docstring.
+    """
+    return finish_member_counts(member_counts_in_range(
+        member_keys, member_codes, 0, member_keys.shape[0], neg_sorted, pos_sorted, n_groups))
+
+
+@njit(cache=True, nogil=True)
+def block_boundary_near(keys, target):
+    """The first index >= ``target`` that starts a block of equal ``keys`` (or ``len(keys)``)."""
+    t = min(max(target, 1), keys.shape[0])
+    while t < keys.shape[0] and keys[t] == keys[t - 1]:
+        t += 1
+    return t
 
 
 # --- compensated (double-double) arithmetic for the weighted sweep -------------------------
@@ -729,9 +772,11 @@ def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
 
 
 @njit(inline="always")
-def _split_class_keys(bits, labels, n_bits, n_passes, neg_keys, pos_keys, neg_hist, pos_hist):
+def _split_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_top, pos_top):
+    """Keys of each class's scores, in row order, with histograms of their top digits."""
     sign = np.uint64(1) << np.uint64(n_bits - 1)
     full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    top_shift = np.uint64(n_bits - RADIX_DIGIT_BITS)
     i_neg = 0
     i_pos = 0
     for i in range(bits.shape[0]):
@@ -739,37 +784,123 @@ def _split_class_keys(bits, labels, n_bits, n_passes, neg_keys, pos_keys, neg_hi
         if labels[i]:
             pos_keys[i_pos] = k
             i_pos += 1
-            _count_digits(pos_hist, k, n_passes)
+            pos_top[np.int64(k >> top_shift)] += 1
         else:
             neg_keys[i_neg] = k
             i_neg += 1
-            _count_digits(neg_hist, k, n_passes)
+            neg_top[np.int64(k >> top_shift)] += 1
+
+
+@njit(inline="always")
+def _insertion_sort(values, lo, hi):
+    for j in range(lo + 1, hi):
+        k = values[j]
+        i = j - 1
+        while i >= lo and values[i] > k:
+            values[i + 1] = values[i]
+            i -= 1
+        values[i + 1] = k
+
+
+@njit(inline="always")
+def _lsd_sort_segment(values, scratch, lo, hi, n_passes, hist):
+    """Sort ``values[lo:hi]`` by its lowest ``n_passes`` digits (LSD), using ``scratch[lo:hi]``.
+
+    ``hist`` is (n_passes, RADIX_BUCKETS) scratch. The sorted segment ends in ``values``.
+    """
+    for p in range(n_passes):
+        for d in range(RADIX_BUCKETS):
+            hist[p, d] = 0
+    for j in range(lo, hi):
+        _count_digits(hist, np.uint64(values[j]), n_passes)
+    src, dst = values, scratch
+    in_values = True
+    for p in range(n_passes):
+        constant_digit = False
+        for d in range(RADIX_BUCKETS):
+            c = hist[p, d]
+            if c != 0:
+                constant_digit = c == hi - lo
+                break
+        if constant_digit:
+            continue
+        total = lo
+        for d in range(RADIX_BUCKETS):
+            c = hist[p, d]
+            hist[p, d] = total
+            total += c
+        shift = np.uint64(p * RADIX_DIGIT_BITS)
+        for j in range(lo, hi):
+            k = src[j]
+            d = np.int64((np.uint64(k) >> shift) & np.uint64(RADIX_BUCKETS - 1))
+            t = hist[p, d]
+            dst[t] = k
+            hist[p, d] = t + 1
+        src, dst = dst, src
+        in_values = not in_values
+    if not in_values:
+        for j in range(lo, hi):
+            values[j] = src[j]
+
+
+@njit(inline="always")
+def _top_digit_then_lsd(keys, out, top, n_bits, n_low_passes):
+    """Sort ``keys`` into ``out``: one scatter by the top digit, then each bucket LSD sorted.
+
+    ``top`` is the histogram of the top RADIX_DIGIT_BITS bits. After the
+    scatter a bucket is small enough (typically) to stay in cache for its own
+    passes, so only one pass moves the whole array through memory at random.
+    ``keys`` is overwritten (used as scratch).
+    """
+    top_shift = np.uint64(n_bits - RADIX_DIGIT_BITS)
+    start = np.empty(RADIX_BUCKETS + 1, dtype=np.int64)
+    total = 0
+    for d in range(RADIX_BUCKETS):
+        start[d] = total
+        total += top[d]
+    start[RADIX_BUCKETS] = total
+    fill = start[:RADIX_BUCKETS].copy()
+    for j in range(keys.shape[0]):
+        k = keys[j]
+        d = np.int64(np.uint64(k) >> top_shift)
+        t = fill[d]
+        out[t] = k
+        fill[d] = t + 1
+    hist = np.zeros((n_low_passes, RADIX_BUCKETS), dtype=np.int64)
+    for d in range(RADIX_BUCKETS):
+        lo = start[d]
+        hi = start[d + 1]
+        if hi - lo <= 32:
+            _insertion_sort(out, lo, hi)
+        else:
+            _lsd_sort_segment(out, keys, lo, hi, n_low_passes, hist)
 
 
 @njit(cache=True, nogil=True)
-def sorted_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_spare, pos_spare):
+def sorted_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_out, pos_out):
     """The sortable keys of all negatives' and of all positives' scores, each ascending.
 
     One pass over the rows splits them by label, turns each score (``bits``:
     float32/float64 viewed as uint32/uint64, ``n_bits`` wide) into its sortable
-    key (:func:`_sortable_key`) and counts the radix digits; then each class
-    is radix sorted. The four output/scratch arrays have the width of ``bits``
-    and lengths (#negatives, #positives, #negatives, #positives). Returns
-    ``(neg_sorted, pos_sorted)``, views of the given arrays; comparing keys
-    compares the scores they came from.
+    key (:func:`_sortable_key`) and counts the top radix digits; then each
+    class is scattered by its top digit and every bucket LSD sorted on the
+    remaining bits. The four arrays have the width of ``bits`` and lengths
+    (#negatives, #positives, #negatives, #positives); the sorted keys are
+    written to ``neg_out``/``pos_out`` (``neg_keys``/``pos_keys`` are
+    scratch), which are returned. Comparing keys compares the scores.
     """
-    n_passes = _radix_passes(n_bits)
-    neg_hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    pos_hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    # the pass count as a literal lets the compiler unroll the histogram updates (2x faster)
+    neg_top = np.zeros(RADIX_BUCKETS, dtype=np.int64)
+    pos_top = np.zeros(RADIX_BUCKETS, dtype=np.int64)
+    # pass counts as literals let the compiler unroll the histogram updates
     if n_bits == 32:
-        _split_class_keys(bits, labels, 32, 3, neg_keys, pos_keys, neg_hist, pos_hist)
+        _split_class_keys(bits, labels, 32, neg_keys, pos_keys, neg_top, pos_top)
+        _top_digit_then_lsd(neg_keys, neg_out, neg_top, 32, 2)
+        _top_digit_then_lsd(pos_keys, pos_out, pos_top, 32, 2)
     else:
-        _split_class_keys(bits, labels, 64, 6, neg_keys, pos_keys, neg_hist, pos_hist)
-    no_payload = np.empty(0, dtype=np.int64)
-    neg_sorted, _ = lsd_radix_passes(neg_keys, neg_spare, no_payload, no_payload, neg_hist)
-    pos_sorted, _ = lsd_radix_passes(pos_keys, pos_spare, no_payload, no_payload, pos_hist)
-    return neg_sorted, pos_sorted
+        _split_class_keys(bits, labels, 64, neg_keys, pos_keys, neg_top, pos_top)
+        _top_digit_then_lsd(neg_keys, neg_out, neg_top, 64, 5)
+        _top_digit_then_lsd(pos_keys, pos_out, pos_top, 64, 5)
+    return neg_out, pos_out
 
 
 @njit(inline="always")

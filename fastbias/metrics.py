@@ -239,14 +239,14 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
     if weights is None:
         # the class split and sorts need only labels and scores: a second core does them while
-        # this thread turns the subgroup masks into memberships and sorts those
+        # this thread turns the subgroup masks into memberships and sorts those; the counts
+        # are then split between the two threads
         with ThreadPoolExecutor(max_workers=1) as pool:
             sorting = pool.submit(sort_classes, scores, labels)
             memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
             sorted_members = sort_memberships(scores, memberships)
-            sorted_classes = sorting.result()
-        sc = sweep_counts(scores, memberships, sorted_classes=sorted_classes,
-                          sorted_members=sorted_members)
+            sc = sweep_counts(scores, memberships, sorted_classes=sorting.result(),
+                              sorted_members=sorted_members, executor=pool)
     else:
         memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept)
         sc = sweep_counts(scores, memberships, weights)

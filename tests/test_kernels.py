@@ -142,3 +142,65 @@ def test_sort_memberships_lists_every_membership_in_score_order(data, dtype):
     order = np.argsort(expected_keys, kind="stable")  # stable: row-major order within ties
     np.testing.assert_array_equal(keys, expected_keys[order])
     np.testing.assert_array_equal(codes, expected_codes[order])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spread", ["uniform", "rounded", "narrow", "logits"])
+def test_sort_classes_large_inputs(dtype, spread):
+    """Buckets far above the insertion-sort size, skewed and single-bucket distributions."""
+    rng = np.random.default_rng(11)
+    n = 200_000
+    values = {"uniform": rng.random(n),
+              "rounded": np.round(rng.beta(0.5, 4, n), 3),
+              "narrow": 0.5 + rng.random(n) * 1e-3,  # every score shares its top digit
+              "logits": rng.normal(0, 4, n)}[spread].astype(dtype)
+    labels = rng.random(n) < 0.1
+    got = sort_classes(values, labels)
+    np.testing.assert_array_equal(got.neg_keys, numpy_sortable_keys(np.sort(values[~labels])))
+    np.testing.assert_array_equal(got.pos_keys, numpy_sortable_keys(np.sort(values[labels])))
+
+
+# ------------------------------------------------------------------ counts, split in two
+
+def tied_memberships(rng, n, k, levels):
+    values = (rng.integers(0, levels, n) / levels).astype(np.float32)
+    labels = rng.random(n) < 0.3
+    matrix = rng.random((n, k)) < 0.4
+    m = prepare_memberships_dense(labels, matrix, [f"g{j}" for j in range(k)])
+    return sort_memberships(values, m), sort_classes(values, labels), k
+
+
+@pytest.mark.parametrize("levels", [3, 40, 100_000])
+def test_counts_of_two_adjacent_ranges_join_exactly(levels):
+    (keys, codes), classes, k = tied_memberships(np.random.default_rng(levels), 3_000, 4, levels)
+    whole = K.member_counts(keys, codes, classes.neg_keys, classes.pos_keys, k)
+    boundaries = [0] + [t for t in range(1, keys.size) if keys[t] != keys[t - 1]] + [keys.size]
+    for middle in boundaries[::max(1, len(boundaries) // 25)] + [keys.size]:
+        lower = K.member_counts_in_range(keys, codes, 0, middle, classes.neg_keys,
+                                         classes.pos_keys, k)
+        upper = K.member_counts_in_range(keys, codes, middle, keys.size, classes.neg_keys,
+                                         classes.pos_keys, k)
+        joined = K.finish_member_counts(K.add_member_counts(lower, upper))
+        np.testing.assert_array_equal(joined, whole)
+
+
+def test_block_boundary_never_splits_equal_scores():
+    keys = np.array([1, 1, 1, 2, 2, 3, 3, 3, 3], dtype=np.uint32)
+    assert [K.block_boundary_near(keys, t) for t in range(10)] == [3, 3, 3, 3, 5, 5, 9, 9, 9, 9]
+    assert K.block_boundary_near(keys[:0], 0) == 0
+
+
+def test_count_memberships_on_two_threads_equals_one(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import fastbias._core as core
+
+    sorted_members, classes, k = tied_memberships(np.random.default_rng(5), 5_000, 6, 50)
+    alone = core.count_memberships(sorted_members, classes, k)
+    monkeypatch.setattr(core, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        split = core.count_memberships(sorted_members, classes, k, executor=pool)
+    np.testing.assert_array_equal(split, alone)
+    expected_cells = np.bincount(sorted_members[1], minlength=2 * k).reshape(k, 2)
+    np.testing.assert_array_equal(split[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]],
+                                  expected_cells)

@@ -113,6 +113,25 @@ def test_unweighted_counts_are_the_core_counts_exactly(case):
     assert mine.twice_overall_u == core.twice_overall_u
 
 
+@pytest.mark.jit_heavy
+def test_two_thread_calls_equal_one_thread_calls_and_sklearn():
+    """Above CONCURRENT_SWEEP_MIN_ROWS a one-model call sorts on two threads."""
+    from fastbias._core import CONCURRENT_SWEEP_MIN_ROWS
+
+    rng = np.random.default_rng(21)
+    y, s, groups, _ = random_case(rng, n=CONCURRENT_SWEEP_MIN_ROWS + 5_000, k=3, levels=500)
+    two = BiasEvaluator(y, groups)._counts(s, None)
+    one = BiasEvaluator(y, groups, n_jobs=1)._counts(s, None)
+    np.testing.assert_array_equal(two.counts, one.counts)
+    assert two.twice_overall_u == one.twice_overall_u
+    table = BiasEvaluator(y, groups).metrics(s)
+    for g, member in groups.items():
+        assert_close(table.loc[g, "subgroup_auc"], roc_auc_score(y[member], s[member]))
+        bpsn = (member & ~y) | (~member & y)
+        assert_close(table.loc[g, "bpsn_auc"], roc_auc_score(y[bpsn], s[bpsn]))
+    assert_close(table.attrs["overall_auc"], roc_auc_score(y, s))
+
+
 def test_final_metric_equals_reference_formula(case):
     y, s, groups, _ = case
     ev = BiasEvaluator(y, groups)

@@ -123,6 +123,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=JIGSAW_ROWS)
     p.add_argument("--identities", type=int, default=24)
+    p.add_argument("--score-decimals", default="3",
+                   help="round scores to this many decimals (ties), or 'none' for continuous scores")
     p.add_argument("--repeats", type=int, default=11, help="fastbias repeats (median reported)")
     p.add_argument("--reference-repeats", type=int, default=1)
     p.add_argument("--models", type=int, default=10, help="models for the multi-model timing")
@@ -133,7 +135,9 @@ def main(argv=None) -> int:
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}")
-    df = make_jigsaw_like(n_rows=args.rows, n_identities=args.identities, random_state=0)
+    decimals = None if args.score_decimals.lower() == "none" else int(args.score_decimals)
+    df = make_jigsaw_like(n_rows=args.rows, n_identities=args.identities, score_decimals=decimals,
+                          random_state=0)
     subgroups = list(df.columns[1:1 + args.identities])
     y, s, groups = to_arrays(df, subgroups=subgroups)
     print(f"data: {len(df):,} rows, {len(subgroups)} subgroups, {y.mean():.1%} positive, "
@@ -150,8 +154,9 @@ def main(argv=None) -> int:
         t_df, _, res = timed(lambda: fastbias.evaluate(df, label="toxicity", scores="model_fair",
                                                        subgroups=subgroups), args.repeats)
         rows.append(("fastbias.evaluate, Jigsaw-layout DataFrame", t_df))
-        scores = {f"model_{i}": np.round(s + np.float32(0.001 * i), 3).astype(np.float32)
-                  for i in range(args.models)}
+        shifted = [s + np.float32(0.001 * i) for i in range(args.models)]
+        scores = {f"model_{i}": (v if decimals is None else np.round(v, decimals)).astype(np.float32)
+                  for i, v in enumerate(shifted)}
         many = pd.concat([df[["toxicity", *subgroups]], pd.DataFrame(scores)], axis=1)
         t_many, _, _ = timed(lambda: fastbias.evaluate(many, label="toxicity", scores=list(scores),
                                                        subgroups=subgroups),

@@ -26,7 +26,7 @@ JIGSAW_IDENTITIES = [
 def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
                      toxic_fraction: float = 0.08, annotated_fraction: float = 0.25,
                      identity_fraction_range=(0.001, 0.03), biased_identities=None,
-                     bias_shift: float = 0.8, score_decimals: int = 3,
+                     bias_shift: float = 0.8, score_decimals: int | None = 3,
                      score_dtype=np.float32, random_state=0) -> pd.DataFrame:
     """Generate a Jigsaw-layout data set with a fair and a biased model.
 
@@ -49,8 +49,9 @@ def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
         other identity).
     bias_shift : float, default 0.8
         Logit shift of ``model_biased`` on rows of the biased identities.
-    score_decimals : int, default 3
-        Scores are rounded to this many decimals, which creates ties.
+    score_decimals : int or None, default 3
+        Scores are rounded to this many decimals, which creates ties; None
+        keeps them continuous (almost all distinct in float32).
     score_dtype : numpy dtype, default float32
     random_state : int, default 0
 
@@ -111,7 +112,9 @@ def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
     for model, shift in (("model_fair", 0.0), ("model_biased", 1.0)):
         noise = rng.normal(0.0, 0.35, n_rows)
         score = 1.0 / (1.0 + np.exp(-(latent + noise + shift * bias)))
-        data[model] = np.round(score, score_decimals).astype(score_dtype)
+        if score_decimals is not None:
+            score = np.round(score, score_decimals)
+        data[model] = score.astype(score_dtype)
     return pd.DataFrame(data)
 
 

@@ -550,7 +550,19 @@ def _column_length(col, name: str) -> int:
 
 
 def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.ndarray:
-    """Rows where ``values >= threshold`` (NaN is never a member), via the jitted pass."""
+    """Rows where ``values >= threshold`` (NaN is never a member), via a jitted pass.
+
+    A boolean or uint8 mask with a threshold in (0, 1] is read eight rows at
+    a time (members are then exactly the non-zero bytes); anything else is
+    compared row by row.
+    """
+    if values.dtype in (np.bool_, np.uint8) and 0.0 < threshold <= 1.0 and values.ndim == 1:
+        flat = np.ascontiguousarray(values).view(np.uint8)
+        if flat.ctypes.data % 8:
+            flat = flat.copy()  # fresh memory is word aligned
+        words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
+        rows, _ = K.dense_members(words, flat, 1, flat.shape[0] // 64)
+        return rows.copy()
     count = K.threshold_column_rows(values, threshold, buffer)
     return buffer[:count].copy()
 

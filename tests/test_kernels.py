@@ -204,3 +204,18 @@ def test_count_memberships_on_two_threads_equals_one(monkeypatch):
     expected_cells = np.bincount(sorted_members[1], minlength=2 * k).reshape(k, 2)
     np.testing.assert_array_equal(split[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]],
                                   expected_cells)
+
+
+# ------------------------------------------------------------------ one membership column
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.float64])
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 1.0, 1.5])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 1_000, 100_003])
+@pytest.mark.parametrize("offset", [0, 3])  # a slice that starts off a word boundary
+def test_column_rows_equal_numpy(n, threshold, dtype, offset):
+    from fastbias._validation import column_rows
+
+    base = np.random.default_rng(n).random(n + offset) < 0.03
+    values = base.astype(dtype)[offset:]
+    got = column_rows(values, threshold, np.empty(values.shape[0], dtype=np.int64))
+    np.testing.assert_array_equal(got, np.flatnonzero(values.astype(np.float64) >= threshold))

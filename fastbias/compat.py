@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._core import prepare_memberships, sweep_counts
+from ._core import prepare_memberships, sweep_counts, sweep_counts_concurrently
 from ._validation import as_scores, subgroup_rows
 from .aggregates import final_metric
 from .aggregates import power_mean as _power_mean
@@ -108,7 +108,7 @@ def _model_tables(dataset, subgroups, models, label_col) -> list:
     tables = []
     for model in models:
         scores = as_scores(dataset[model], f"model column {model!r}", len(labels))
-        sc = sweep_counts(scores, memberships)
+        sc = sweep_counts_concurrently(scores, memberships)  # two threads on large inputs
         table = table_from_counts(sc, context=f"model {model!r}").iloc[position]
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
         tables.append(table)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 import fastbias
-from fastbias.synthetic import JIGSAW_IDENTITIES, JIGSAW_ROWS, make_jigsaw_like, to_arrays
+from fastbias.synthetic import JIGSAW_ROWS, make_jigsaw_like, to_arrays
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 

@@ -582,6 +582,48 @@ def subgroup_rows(subgroups, n: int, threshold: float | None = None):
     return names, rows
 
 
+# ----------------------------------------------------------------------------- columns by name
+
+def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
+    """Raise a KeyError naming ``argument`` and the columns of ``df`` it asks for but lacks."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise KeyError(f"{argument}: column(s) {missing} not in the DataFrame "
+                       f"(columns are {list(df.columns)[:20]}{' ...' if df.shape[1] > 20 else ''})")
+
+
+def name_list(value, argument: str) -> list:
+    """One column name or several -> a non-empty list of distinct names."""
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        raise ValueError(f"{argument} is required")
+    out = list(value)
+    if not out:
+        raise ValueError(f"{argument} is empty")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
+    return out
+
+
+def identity_column(df: pd.DataFrame, name: str) -> np.ndarray:
+    """An identity column as numpy: bool as uint8, nullable/object as float64 with NaN = missing."""
+    col = df[name]
+    dtype = col.dtype
+    if pd.api.types.is_bool_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
+        return col.to_numpy().view(np.uint8)
+    if pd.api.types.is_extension_array_dtype(dtype):
+        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+            return col.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    if dtype == object:  # numbers/bools with None: NaN = not annotated
+        values, _ = column_values(col, f"subgroup column {name!r}")
+        if values.dtype.kind in "biuf":
+            return values.view(np.uint8) if values.dtype == np.bool_ else values
+    if not pd.api.types.is_numeric_dtype(dtype):
+        raise TypeError(f"subgroup column {name!r} must be numeric or boolean, got dtype {dtype}")
+    return col.to_numpy()
+
+
 # ----------------------------------------------------------------------------- evaluate + omit
 
 def omit_for_evaluate(evaluate, df: pd.DataFrame, *, label, scores, subgroups, sample_weight,
@@ -592,13 +634,13 @@ def omit_for_evaluate(evaluate, df: pd.DataFrame, *, label, scores, subgroups, s
     with a NaN, missing or infinite score only for that model. Models with
     the same dropped rows are evaluated together (sharing one preparation).
     """
-    from .evaluation import EvaluationResult, _as_list, _require_columns
+    from .evaluation import EvaluationResult
 
-    models = _as_list(scores, "scores")
-    subgroup_names = _as_list(subgroups, "subgroups")
-    _require_columns(df, [label], "label")
-    _require_columns(df, models, "scores")
-    _require_columns(df, subgroup_names, "subgroups")
+    models = name_list(scores, "scores")
+    subgroup_names = name_list(subgroups, "subgroups")
+    require_columns(df, [label], "label")
+    require_columns(df, models, "scores")
+    require_columns(df, subgroup_names, "subgroups")
     n = df.shape[0]
     if n == 0:
         raise ValueError("df is empty (0 rows)")
@@ -606,7 +648,7 @@ def omit_for_evaluate(evaluate, df: pd.DataFrame, *, label, scores, subgroups, s
     parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
     weights = sample_weight
     if isinstance(sample_weight, str):
-        _require_columns(df, [sample_weight], "sample_weight")
+        require_columns(df, [sample_weight], "sample_weight")
         name = f"sample_weight column {sample_weight!r}"
         parts.append((name, column_values(df[sample_weight], name)[1], "NaN or missing"))
     elif sample_weight is not None:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ._core import prepare_memberships, sweep_counts, sweep_counts_concurrently
-from ._validation import as_scores, subgroup_rows
+from ._validation import as_scores, require_columns, subgroup_rows
 from .aggregates import final_metric
 from .aggregates import power_mean as _power_mean
 from .metrics import overall_auc_from_counts, table_from_counts
@@ -52,13 +52,6 @@ _CONVERT_HINT = ("the copied code needs boolean columns; convert first as the be
 def _require_frame(dataset, argument: str) -> None:
     if not isinstance(dataset, pd.DataFrame):
         raise TypeError(f"{argument} must be a pandas DataFrame, got {type(dataset).__name__}")
-
-
-def _require_columns(dataset: pd.DataFrame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in dataset.columns]
-    if missing:
-        raise KeyError(f"{what} column(s) {missing} not in the DataFrame "
-                       f"(columns: {list(dataset.columns)[:20]})")
 
 
 def _as_name_list(value, argument: str) -> list:
@@ -97,9 +90,9 @@ def _subgroup_rows(dataset: pd.DataFrame, subgroups: list):
 def _model_tables(dataset, subgroups, models, label_col) -> list:
     """One fastbias table per model, all sharing one membership structure."""
     _require_frame(dataset, "dataset")
-    _require_columns(dataset, [label_col], "label")
-    _require_columns(dataset, models, "model")
-    _require_columns(dataset, subgroups, "subgroup")
+    require_columns(dataset, [label_col], "label_col")
+    require_columns(dataset, models, "model")
+    require_columns(dataset, subgroups, "subgroups")
     labels = _boolean_labels(dataset[label_col], label_col)
     unique = list(dict.fromkeys(subgroups))
     names, rows = _subgroup_rows(dataset, unique)
@@ -199,8 +192,8 @@ def calculate_overall_auc(df, model_name, label_col=TOXICITY_COLUMN):
     0.75
     """
     _require_frame(df, "df")
-    _require_columns(df, [label_col], "label")
-    _require_columns(df, [model_name], "model")
+    require_columns(df, [label_col], "label_col")
+    require_columns(df, [model_name], "model_name")
     labels = _boolean_labels(df[label_col], label_col)
     scores = as_scores(df[model_name], f"model column {model_name!r}", labels.shape[0])
     n_pos = int(np.count_nonzero(labels))

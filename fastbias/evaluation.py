@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import os
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ._core import Memberships, SweepCounts, prepare_memberships, sweep_counts
+from ._core import Memberships, prepare_memberships, sweep_counts
 from ._validation import (as_labels, as_sample_weight, as_scores, check_nan_policy,
-                          check_threshold, column_rows, column_values, omit_for_evaluate)
+                          check_threshold, column_rows, identity_column, name_list,
+                          omit_for_evaluate, require_columns)
 from .metrics import (COUNT_COLUMNS, METRIC_COLUMNS, overall_auc_from_counts, table_from_counts,
                       warn_undefined)
 
@@ -95,43 +95,6 @@ class EvaluationResult:
         head = (f"EvaluationResult(label={self.label!r}, models={self.models}, "
                 f"{len(self.subgroups)} subgroups)")
         return head + "\noverall AUC:\n" + self.overall_auc.to_string()
-
-
-def _require_columns(df: pd.DataFrame, columns, argument: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise KeyError(f"{argument}: column(s) {missing} not in the DataFrame "
-                       f"(columns are {list(df.columns)[:20]}{' ...' if df.shape[1] > 20 else ''})")
-
-
-def _as_list(value, argument: str) -> list:
-    if isinstance(value, str):
-        return [value]
-    if value is None:
-        raise ValueError(f"{argument} is required")
-    out = list(value)
-    if not out:
-        raise ValueError(f"{argument} is empty")
-    if len(set(out)) != len(out):
-        raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
-    return out
-
-
-def _identity_column(df: pd.DataFrame, name: str) -> np.ndarray:
-    col = df[name]
-    dtype = col.dtype
-    if pd.api.types.is_bool_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
-        return col.to_numpy().view(np.uint8)
-    if pd.api.types.is_extension_array_dtype(dtype):
-        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
-            return col.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
-    if dtype == object:  # numbers/bools with None: NaN = not annotated
-        values, _ = column_values(col, f"subgroup column {name!r}")
-        if values.dtype.kind in "biuf":
-            return values.view(np.uint8) if values.dtype == np.bool_ else values
-    if not pd.api.types.is_numeric_dtype(dtype):
-        raise TypeError(f"subgroup column {name!r} must be numeric or boolean, got dtype {dtype}")
-    return col.to_numpy()
 
 
 def _universes(columns: list, missing_subgroup: str, n: int):
@@ -254,11 +217,11 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, got {missing_subgroup!r}")
     if ci not in (None, "delong", "bootstrap", "bernstein"):
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
-    models = _as_list(scores, "scores")
-    subgroup_names = _as_list(subgroups, "subgroups")
-    _require_columns(df, [label], "label")
-    _require_columns(df, models, "scores")
-    _require_columns(df, subgroup_names, "subgroups")
+    models = name_list(scores, "scores")
+    subgroup_names = name_list(subgroups, "subgroups")
+    require_columns(df, [label], "label")
+    require_columns(df, models, "scores")
+    require_columns(df, subgroup_names, "subgroups")
     if df.shape[0] == 0:
         raise ValueError("df is empty (0 rows)")
     n = df.shape[0]
@@ -266,12 +229,12 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
                        threshold=label_threshold if pos_label is None else None)
     if isinstance(sample_weight, str):
-        _require_columns(df, [sample_weight], "sample_weight")
+        require_columns(df, [sample_weight], "sample_weight")
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}")
     else:
         weights = as_sample_weight(sample_weight, n)
 
-    columns = [_identity_column(df, name) for name in subgroup_names]
+    columns = [identity_column(df, name) for name in subgroup_names]
     buffer = np.empty(n, dtype=np.int64)
     member_rows = [column_rows(values, 1.0 if values.dtype == np.uint8 else subgroup_threshold,
                                buffer) for values in columns]

@@ -39,7 +39,8 @@ from . import _chunk_kernels as CK
 from ._core import SweepCounts, prepare_memberships, prepare_memberships_dense, sweep_counts
 from ._kernels import N_COUNT_COLUMNS
 from ._validation import as_labels, as_sample_weight, as_scores, check_threshold
-from .evaluation import MISSING_POLICIES, EvaluationResult, _as_list, _identity_column
+from ._validation import identity_column, name_list
+from .evaluation import MISSING_POLICIES, EvaluationResult
 from .metrics import overall_auc_from_counts, table_from_counts, warn_undefined
 
 __all__ = ["ChunkCounts", "chunk_counts", "evaluate_parquet", "table_from_chunks"]
@@ -95,8 +96,8 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
         raise TypeError("sample_weight must be a column name here (an array cannot follow the "
                         "rows of partitioned or out-of-core data), got "
                         f"{type(sample_weight).__name__}")
-    models = _as_list(scores, "scores")
-    names = _as_list(subgroups, "subgroups")
+    models = name_list(scores, "scores")
+    names = name_list(subgroups, "subgroups")
     available = list(available)
     present = set(available)
     for argument, wanted in (("label", [label]), ("scores", models), ("subgroups", names),
@@ -154,7 +155,7 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
                                        f"sample_weight column {spec.sample_weight!r}")
         codes = np.empty((n, n_groups), dtype=np.int8)
         for j, name in enumerate(spec.subgroups):
-            values = np.ascontiguousarray(_identity_column(frame, name))
+            values = np.ascontiguousarray(identity_column(frame, name))
             threshold = 1.0 if values.dtype == np.uint8 else spec.subgroup_threshold
             CK.membership_codes(values, threshold, spec.exclude_missing, codes, j)
         scores = [as_scores(frame[m], f"score column {m!r}", n) for m in spec.models]

@@ -210,11 +210,11 @@ def test_clear_errors():
     soft = df.assign(id_0=df["id_0"] * 0.6)
     with pytest.raises(ValueError, match=r"subgroup 'id_0'.*>= 0.5"):
         compat.compute_bias_metrics_for_model(soft, names, "fair", "target")
-    with pytest.raises(KeyError, match=r"model column\(s\) \['nope'\]"):
+    with pytest.raises(KeyError, match=r"model: column\(s\) \['nope'\] not in the DataFrame"):
         compat.compute_bias_metrics_for_models(df, names, ["fair", "nope"], "target")
-    with pytest.raises(KeyError, match=r"subgroup column\(s\) \['gone'\]"):
+    with pytest.raises(KeyError, match=r"subgroups: column\(s\) \['gone'\] not in the DataFrame"):
         compat.compute_bias_metrics_for_model(df, ["gone"], "fair", "target")
-    with pytest.raises(KeyError, match=r"label column\(s\) \['label'\]"):
+    with pytest.raises(KeyError, match=r"label_col: column\(s\) \['label'\] not in the DataFrame"):
         compat.calculate_overall_auc(df, "fair", "label")
     with pytest.raises(ValueError, match="only one class"):
         compat.calculate_overall_auc(df.assign(target=True), "fair")

@@ -191,14 +191,15 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships,
                    sample_weight: np.ndarray) -> SweepCounts:
     """Weighted (float64, compensated) counts for a pre-sorted score vector; O(n + memberships)."""
     m = memberships
-    neg_hi, neg_lo = K.cumulative_weights_compensated(order.neg_rows, sample_weight)
-    pos_hi, pos_lo = K.cumulative_weights_compensated(order.pos_rows, sample_weight)
-    pos_w_sorted = sample_weight[order.pos_rows]
+    neg_hi, neg_lo, _, n_weighted_neg = K.cumulative_weights_compensated(order.neg_rows,
+                                                                         sample_weight)
+    pos_hi, pos_lo, pos_w_sorted, n_weighted_pos = K.cumulative_weights_compensated(
+        order.pos_rows, sample_weight)
     id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
     counts, background, twice_u = K.subgroup_counts_weighted(
         order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
         order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
-        np.count_nonzero(sample_weight[order.neg_rows]), np.count_nonzero(pos_w_sorted), m.n_groups)
+        n_weighted_neg, n_weighted_pos, m.n_groups)
     return SweepCounts(m.names, counts, float(neg_hi[-1] + neg_lo[-1]),
                        float(pos_hi[-1] + pos_lo[-1]), float(twice_u), m.cell_rows, m.class_rows,
                        True, background)

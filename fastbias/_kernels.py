@@ -326,15 +326,25 @@ def _dd_mul(a_hi, a_lo, b_hi, b_lo):
 
 @njit(cache=True, nogil=True)
 def cumulative_weights_compensated(rows, weights):
-    """Prefix sums of ``weights[rows]`` as pairs (hi, lo), length m + 1, starting at 0."""
+    """Prefix sums of ``weights[rows]`` as pairs (hi, lo), length m + 1, starting at 0.
+
+    Returns ``(hi, lo, gathered, n_positive)``: also ``weights[rows]`` and how
+    many of them are > 0, from the same (random-access) pass.
+    """
     m = rows.shape[0]
     hi = np.empty(m + 1, dtype=np.float64)
     lo = np.empty(m + 1, dtype=np.float64)
+    gathered = np.empty(m, dtype=np.float64)
     hi[0] = 0.0
     lo[0] = 0.0
+    n_positive = 0
     for j in range(m):
-        hi[j + 1], lo[j + 1] = _dd_add(hi[j], lo[j], weights[rows[j]], 0.0)
-    return hi, lo
+        w = weights[rows[j]]
+        gathered[j] = w
+        if w > 0:
+            n_positive += 1
+        hi[j + 1], lo[j + 1] = _dd_add(hi[j], lo[j], w, 0.0)
+    return hi, lo, gathered, n_positive
 
 
 @njit(cache=True, nogil=True)

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._core import Memberships, prepare_memberships, sweep_counts
+from ._core import (CONCURRENT_SWEEP_MIN_ROWS, Memberships, prepare_memberships, sort_classes,
+                    sweep_counts)
 from ._validation import (as_labels, as_sample_weight, as_scores, check_nan_policy,
                           check_threshold, column_rows, identity_column, name_list,
                           omit_for_evaluate, require_columns)
@@ -234,6 +235,36 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     else:
         weights = as_sample_weight(sample_weight, n)
 
+    # one unweighted model on many rows: its class sort runs on a second thread while this one
+    # reads the identity columns (the counting walk is split between both threads later)
+    pool = early_classes = None
+    if len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS:
+        first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n)
+        pool = ThreadPoolExecutor(max_workers=1)
+        early_classes = pool.submit(sort_classes, first_scores, labels)
+    try:
+        return _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n,
+                                  subgroup_threshold, missing_subgroup, n_jobs, ci, confidence,
+                                  n_boot, random_state,
+                                  {"label_threshold": label_threshold,
+                                   "subgroup_threshold": subgroup_threshold,
+                                   "missing_subgroup": missing_subgroup, "ci": ci,
+                                   "confidence": confidence, "weighted": weights is not None,
+                                   "nan_policy": nan_policy, "pos_label": pos_label},
+                                  pool, early_classes)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, subgroup_threshold,
+                       missing_subgroup, n_jobs, ci, confidence, n_boot, random_state, settings,
+                       pool, early_classes) -> EvaluationResult:
+    """The body of :func:`evaluate` once the arguments are validated.
+
+    ``early_classes`` (with its thread ``pool``) is a future of
+    :func:`fastbias._core.sort_classes` for the single model over all rows.
+    """
     columns = [identity_column(df, name) for name in subgroup_names]
     buffer = np.empty(n, dtype=np.int64)
     member_rows = [column_rows(values, 1.0 if values.dtype == np.uint8 else subgroup_threshold,
@@ -254,7 +285,11 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         for u in universes:
             s = values if u.kept_rows is None else values[u.kept_rows]
             w = None if weights is None else (weights if u.kept_rows is None else weights[u.kept_rows])
-            sc = sweep_counts(s, u.memberships, w)
+            if early_classes is not None and u.kept_rows is None:
+                sc = sweep_counts(s, u.memberships, sorted_classes=early_classes.result(),
+                                  executor=pool)
+            else:
+                sc = sweep_counts(s, u.memberships, w)
             table = table_from_counts(sc, warn=False)
             if ci is not None:
                 from .intervals import add_intervals
@@ -289,10 +324,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     result = EvaluationResult(
         table=tidy, overall_auc=pd.Series(overall_aucs, name="overall_auc"), label=label,
         models=models, subgroups=subgroup_names,
-        settings={"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
-                  "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
-                  "weighted": weights is not None, "nan_policy": nan_policy,
-                  "pos_label": pos_label})
+        settings=settings)
     return result
 
 

@@ -80,6 +80,34 @@ def test_evaluate_equals_bias_metrics_on_arrays(jigsaw_small):
     pd.testing.assert_frame_equal(direct, via_df, check_exact=True)
 
 
+@pytest.mark.jit_heavy
+@pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
+def test_one_large_model_sorted_on_two_threads_matches_sklearn(missing_subgroup):
+    """Above CONCURRENT_SWEEP_MIN_ROWS one model's class sort runs beside the column reads."""
+    from sklearn.metrics import roc_auc_score
+
+    from fastbias._core import CONCURRENT_SWEEP_MIN_ROWS
+
+    df = make_jigsaw_like(n_rows=CONCURRENT_SWEEP_MIN_ROWS + 20_000, n_identities=4,
+                          annotated_fraction=0.5, random_state=8)
+    names = JIGSAW_IDENTITIES[:4]
+    res = fastbias.evaluate(df, label="toxicity", scores="model_biased", subgroups=names,
+                            missing_subgroup=missing_subgroup)
+    table = res.for_model()
+    y = df["toxicity"].to_numpy() >= 0.5
+    s = df["model_biased"].to_numpy()
+    for g in names:
+        rows = df[g].notna().to_numpy() if missing_subgroup == "exclude" else np.ones(len(df), bool)
+        member = df[g].to_numpy()[rows] >= 0.5
+        yy, ss = y[rows], s[rows].astype(np.float64)
+        assert table.loc[g, "subgroup_auc"] == pytest.approx(
+            roc_auc_score(yy[member], ss[member]), abs=1e-12)
+        bnsp = (member & yy) | (~member & ~yy)
+        assert table.loc[g, "bnsp_auc"] == pytest.approx(roc_auc_score(yy[bnsp], ss[bnsp]),
+                                                         abs=1e-12)
+    assert res.overall_auc["model_biased"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
 def test_many_models_in_threads_equal_one_at_a_time(jigsaw_small):
     df = jigsaw_small.copy()
     rng = np.random.default_rng(0)

@@ -250,6 +250,8 @@ def sort_memberships(scores: np.ndarray, memberships: Memberships) -> tuple:
                                 np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code))
 
 
+_NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row weighs 1"
+
 # below this many memberships the counts are not worth a second thread
 PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
 
@@ -269,9 +271,9 @@ def count_memberships(sorted_members: tuple, sorted_classes: SortedClasses, n_gr
         return K.member_counts(keys, codes, neg_keys, pos_keys, n_groups)
     middle = K.block_boundary_near(keys, keys.shape[0] // 2)
     lower = executor.submit(K.member_counts_in_range, keys, codes, 0, middle, neg_keys, pos_keys,
-                            n_groups)
+                            n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
     upper = K.member_counts_in_range(keys, codes, middle, keys.shape[0], neg_keys, pos_keys,
-                                     n_groups)
+                                     n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
     return K.finish_member_counts(K.add_member_counts(lower.result(), upper))
 
 

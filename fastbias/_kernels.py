@@ -161,7 +161,7 @@ def rank_bounds_in_sorted(sorted_values, queries, query_order):
 
 @njit(cache=True, nogil=True)
 def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, pos_sorted,
-                           n_groups):
+                           n_groups, member_weights, neg_cum, pos_cum):
     """Per-subgroup counts of the memberships ``start:stop`` (in score order), before finishing.
 
     ``member_keys`` (ascending) and ``member_codes`` list one entry per
@@ -170,6 +170,11 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
     ascending, in the same representation as ``member_keys`` (floats or the
     sortable integer keys of :func:`sorted_class_keys`). ``start`` and
     ``stop`` must not split a block of equal scores.
+
+    Integer weights (e.g. bootstrap counts) are optional: ``member_weights``
+    (int64, one per membership) with ``neg_cum``/``pos_cum``, the int64 prefix
+    sums of the class weights along ``neg_sorted``/``pos_sorted`` (length
+    + 1). Empty arrays mean every row weighs 1. Weighted counts stay exact.
 
     Returns counts (n_groups, N_COUNT_COLUMNS) int64 in which the subgroup U
     counts only pairs inside the range and the other U columns still include
@@ -187,8 +192,13 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
     neg_strictly_below = np.zeros(n_groups, dtype=np.int64)
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
-    total_neg2 = 2 * np.int64(neg_sorted.shape[0])
-    total_pos2 = 2 * np.int64(pos_sorted.shape[0])
+    weighted = member_weights.shape[0] > 0
+    if weighted:
+        total_neg2 = 2 * neg_cum[neg_cum.shape[0] - 1]
+        total_pos2 = 2 * pos_cum[pos_cum.shape[0] - 1]
+    else:
+        total_neg2 = 2 * np.int64(neg_sorted.shape[0])
+        total_pos2 = 2 * np.int64(pos_sorted.shape[0])
     neg_lt = 0
     neg_le = 0
     pos_lt = 0
@@ -200,10 +210,11 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
         while t < stop and member_keys[t] == key:
             code = member_codes[t]
             g = code >> 1
+            w = member_weights[t] if weighted else np.int64(1)
             if code & 1:
-                pos_in_block[g] += 1
+                pos_in_block[g] += w
             else:
-                neg_in_block[g] += 1
+                neg_in_block[g] += w
             if not is_touched[g]:
                 is_touched[g] = True
                 touched[n_touched] = g
@@ -214,8 +225,12 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
         neg_le = _count_below(neg_sorted, max(neg_le, neg_lt), key, True)
         pos_lt = _count_below(pos_sorted, pos_lt, key, False)
         pos_le = _count_below(pos_sorted, max(pos_le, pos_lt), key, True)
-        neg_below2 = np.int64(neg_lt + neg_le)
-        pos_below2 = np.int64(pos_lt + pos_le)
+        if weighted:
+            neg_below2 = neg_cum[neg_lt] + neg_cum[neg_le]
+            pos_below2 = pos_cum[pos_lt] + pos_cum[pos_le]
+        else:
+            neg_below2 = np.int64(neg_lt + neg_le)
+            pos_below2 = np.int64(pos_lt + pos_le)
         neg_above2 = total_neg2 - neg_below2
         pos_above2 = total_pos2 - pos_below2
         for j in range(n_touched):
@@ -270,8 +285,10 @@ def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
 
     Returns counts (n_groups, N_COUNT_COLUMNS) int64; see the module docstring.
     """
+    no_weights = np.empty(0, dtype=np.int64)
     return finish_member_counts(member_counts_in_range(
-        member_keys, member_codes, 0, member_keys.shape[0], neg_sorted, pos_sorted, n_groups))
+        member_keys, member_codes, 0, member_keys.shape[0], neg_sorted, pos_sorted, n_groups,
+        no_weights, no_weights, no_weights))
 
 
 @njit(cache=True, nogil=True)

@@ -39,6 +39,7 @@ from . import _interval_kernels as IK
 from . import _kernels as K
 from ._core import (
     Memberships,
+    ScoreOrder,
     SweepCounts,
     order_scores,
     prepare_memberships,
@@ -882,14 +883,58 @@ def _seed_sequence(random_state) -> np.random.SeedSequence:
                     f"SeedSequence, got {random_state!r}")
 
 
-def replicate_weights(seed: np.random.SeedSequence, base_weight: np.ndarray,
-                      out: np.ndarray | None = None, uniform: np.ndarray | None = None):
+def replicate_counts(seed: np.random.SeedSequence, n: int,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    """Poisson(1) counts (uint8) of ``n`` rows for one replicate, drawn from its own seed.
+
+    Each count inverts one 32-bit uniform integer from ``PCG64(seed)`` (two
+    per raw 64-bit draw), so each Poisson probability is exact to 2**-32.
+    """
+    out = np.empty(n, dtype=np.uint8) if out is None else out
+    raw = np.random.PCG64(seed).random_raw((n + 1) // 2)
+    return IK.poisson_one_counts(raw.view(np.uint32), out)
+
+
+def replicate_weights(seed: np.random.SeedSequence, base_weight: np.ndarray) -> np.ndarray:
     """Poisson(1) counts times ``base_weight`` for one replicate (drawn from its own seed)."""
-    n = base_weight.shape[0]
-    uniform = np.empty(n) if uniform is None else uniform
-    out = np.empty(n) if out is None else out
-    np.random.Generator(np.random.PCG64(seed)).random(out=uniform)
-    return IK.poisson_one_from_uniform(uniform, IK.POISSON_ONE_CDF, base_weight, out)
+    base_weight = np.asarray(base_weight, dtype=np.float64)
+    return replicate_counts(seed, base_weight.shape[0]) * base_weight
+
+
+@dataclass(frozen=True)
+class _CountBootstrapPlan:
+    """What an unweighted bootstrap replicate needs besides its counts, built once.
+
+    Every (row, subgroup) membership in score order (``scores``, ``codes`` =
+    2 * subgroup + label, ``rows``) and the classes' rows in score order.
+    """
+
+    order: ScoreOrder
+    scores: np.ndarray
+    codes: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def build(cls, scores: np.ndarray, m: Memberships, order: ScoreOrder):
+        per_row = np.diff(m.row_ptr)
+        rows = np.repeat(m.identity_rows, per_row)
+        codes = 2 * m.row_groups + np.repeat(m.identity_labels, per_row)
+        member_scores = K.gather_scores(scores, rows)
+        by_score = np.argsort(member_scores, kind="stable")
+        return cls(order, np.ascontiguousarray(member_scores[by_score]),
+                   np.ascontiguousarray(codes[by_score]), np.ascontiguousarray(rows[by_score]))
+
+    def counts(self, row_counts: np.ndarray, n_groups: int) -> tuple:
+        """Exact integer-weighted sweep: (counts (n_groups, 7), total neg, total pos, twice U)."""
+        o = self.order
+        neg_cum, _ = IK.class_count_prefix(row_counts, o.neg_rows)
+        pos_cum, pos_w = IK.class_count_prefix(row_counts, o.pos_rows)
+        member_w = row_counts[self.rows].astype(np.int64)
+        counts = K.finish_member_counts(K.member_counts_in_range(
+            self.scores, self.codes, 0, self.scores.shape[0], o.neg_sorted, o.pos_sorted,
+            n_groups, member_w, neg_cum, pos_cum))
+        twice_u = K.twice_auc_numerator_sorted_weighted(o.neg_sorted, neg_cum, o.pos_sorted, pos_w)
+        return counts, neg_cum[-1], pos_cum[-1], twice_u
 
 
 def _final_metric_values(overall, metrics: dict, power: float = -5.0,
@@ -953,15 +998,21 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     bar = _Progress(n_boot, bool(progress))
 
+    # without sample weights a replicate's weights are small integers: an exact integer sweep
+    plan = _CountBootstrapPlan.build(scores, m, order) if sample_weight is None else None
+
     def run(chunk):
-        uniform = np.empty(n)
-        w = np.empty(n)
+        row_counts = np.empty(n, dtype=np.uint8)
         for b in chunk:
-            replicate_weights(seeds[b], base, w, uniform)
-            sc = sweep_weighted(order, m, w)
-            counts[b] = sc.counts
-            class_totals[b] = sc.total_neg, sc.total_pos
-            twice_overall_u[b] = sc.twice_overall_u
+            replicate_counts(seeds[b], n, row_counts)
+            if plan is not None:
+                counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
+                    plan.counts(row_counts, m.n_groups)
+            else:
+                sc = sweep_weighted(order, m, row_counts * base)
+                counts[b] = sc.counts
+                class_totals[b] = sc.total_neg, sc.total_pos
+                twice_overall_u[b] = sc.twice_overall_u
             bar.update(1)
 
     workers = n_jobs if n_jobs is not None else min(os.cpu_count() or 1, 8)
@@ -1196,6 +1247,7 @@ __all__ = [
     "delong_standard_errors",
     "demographic_parity_cost",
     "equal_opportunity_cost",
+    "replicate_counts",
     "replicate_weights",
     "ustatistic_bernstein_interval",
     "ustatistic_min_samples",

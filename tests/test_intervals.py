@@ -30,6 +30,7 @@ from fastbias.intervals import (
     delong_standard_errors,
     demographic_parity_cost,
     equal_opportunity_cost,
+    replicate_counts,
     replicate_weights,
     ustatistic_bernstein_interval,
     ustatistic_min_samples,
@@ -559,6 +560,31 @@ def test_bootstrap_replicates_are_weighted_metrics(medium_data):
                 assert reps.metrics[metric][b, j] == pytest.approx(ref[metric], abs=1e-12)
         ref_overall = pair_probability(s[y], s[~y], w[y], w[~y])
         assert reps.overall_auc[b] == pytest.approx(ref_overall, abs=1e-12)
+
+
+def test_unweighted_bootstrap_uses_exact_integer_counts(medium_data):
+    """Without sample weights a replicate is an integer-weighted sweep: same values as brute
+    force on the replicate's counts, and as the float path given weights of one."""
+    y, s, groups = medium_data
+    n = 401  # odd: the last raw 64-bit draw is used for one count only
+    y, s = y[:n], s[:n]
+    groups = {k: v[:n] for k, v in groups.items()}
+    m = make_memberships(y, groups)
+    exact = bootstrap_replicates(s, m, n_boot=4, random_state=11, progress=False)
+    floats = bootstrap_replicates(s, m, np.ones(n), n_boot=4, random_state=11, progress=False)
+    for b in range(4):
+        counts = replicate_counts(exact.seeds[b], n)
+        assert counts.dtype == np.uint8
+        w = counts.astype(np.float64)
+        np.testing.assert_array_equal(replicate_weights(exact.seeds[b], np.ones(n)), w)
+        for j, name in enumerate(groups):
+            ref = brute_force_metrics(y, s, groups[name], w)
+            for metric in METRIC_COLUMNS:
+                assert exact.metrics[metric][b, j] == pytest.approx(ref[metric], abs=1e-12)
+                assert exact.metrics[metric][b, j] == pytest.approx(
+                    floats.metrics[metric][b, j], abs=1e-14)
+        ref_overall = pair_probability(s[y], s[~y], w[y], w[~y])
+        assert exact.overall_auc[b] == pytest.approx(ref_overall, abs=1e-12)
 
 
 def test_poisson_weights_follow_poisson_one():

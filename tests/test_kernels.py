@@ -176,10 +176,11 @@ def test_counts_of_two_adjacent_ranges_join_exactly(levels):
     whole = K.member_counts(keys, codes, classes.neg_keys, classes.pos_keys, k)
     boundaries = [0] + [t for t in range(1, keys.size) if keys[t] != keys[t - 1]] + [keys.size]
     for middle in boundaries[::max(1, len(boundaries) // 25)] + [keys.size]:
+        no = np.empty(0, dtype=np.int64)
         lower = K.member_counts_in_range(keys, codes, 0, middle, classes.neg_keys,
-                                         classes.pos_keys, k)
+                                         classes.pos_keys, k, no, no, no)
         upper = K.member_counts_in_range(keys, codes, middle, keys.size, classes.neg_keys,
-                                         classes.pos_keys, k)
+                                         classes.pos_keys, k, no, no, no)
         joined = K.finish_member_counts(K.add_member_counts(lower, upper))
         np.testing.assert_array_equal(joined, whole)
 

@@ -713,38 +713,38 @@ def _radix_passes(n_bits):
     return (n_bits + RADIX_DIGIT_BITS - 1) // RADIX_DIGIT_BITS
 
 
-@njit(cache=True, nogil=True)
-def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
-    """Sort unsigned ``keys`` ascending, carrying ``payload`` along (stable).
+@njit(inline="always")
+def _lsd_passes_in_range(keys, spare, payload, spare_payload, lo, hi, hist):
+    """LSD radix passes over ``keys[lo:hi]`` (and ``payload``, unless empty), stable.
 
-    ``hist`` holds the digit histograms of ``keys`` (one row per pass of
-    RADIX_DIGIT_BITS bits, least significant first) and is overwritten.
-    ``spare`` (and ``spare_payload``) are scratch arrays of the same shape;
-    ``payload`` may be empty (keys only). A pass whose digit is the same for
-    every key is skipped. Returns ``(sorted_keys, sorted_payload)``, each
-    either the input array or its spare.
+    ``hist`` holds the digit histograms of that range (one row per pass of
+    RADIX_DIGIT_BITS bits, least significant first) and is overwritten; a
+    pass whose digit is the same for every key is skipped. Passes alternate
+    between the arrays and their spares. Returns ``(sorted_keys,
+    sorted_payload, in_spare)``: the arrays now holding the sorted range, and
+    whether those are the spares.
     """
-    m = keys.shape[0]
     with_payload = payload.shape[0] > 0
     digit_mask = np.uint64(RADIX_BUCKETS - 1)
     src, dst = keys, spare
     psrc, pdst = payload, spare_payload
+    in_spare = False
     for p in range(hist.shape[0]):
         constant_digit = False
         for d in range(RADIX_BUCKETS):
             c = hist[p, d]
             if c != 0:
-                constant_digit = c == m
+                constant_digit = c == hi - lo
                 break
         if constant_digit:
             continue
-        total = 0
+        total = lo
         for d in range(RADIX_BUCKETS):
             c = hist[p, d]
             hist[p, d] = total
             total += c
         shift = np.uint64(p * RADIX_DIGIT_BITS)
-        for j in range(m):
+        for j in range(lo, hi):
             k = src[j]
             d = np.int64((np.uint64(k) >> shift) & digit_mask)
             t = hist[p, d]
@@ -754,7 +754,23 @@ def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
             hist[p, d] = t + 1
         src, dst = dst, src
         psrc, pdst = pdst, psrc
-    return src, psrc
+        in_spare = not in_spare
+    return src, psrc, in_spare
+
+
+@njit(cache=True, nogil=True)
+def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
+    """Sort unsigned ``keys`` ascending, carrying ``payload`` along (stable).
+
+    ``hist`` holds the digit histograms of ``keys`` (see
+    :func:`_lsd_passes_in_range`); ``spare`` (and ``spare_payload``) are
+    scratch arrays of the same shape; ``payload`` may be empty (keys only).
+    Returns ``(sorted_keys, sorted_payload)``, each either the input array or
+    its spare.
+    """
+    sorted_keys, sorted_payload, _ = _lsd_passes_in_range(keys, spare, payload, spare_payload, 0,
+                                                          keys.shape[0], hist)
+    return sorted_keys, sorted_payload
 
 
 @njit(inline="always")
@@ -844,34 +860,12 @@ def _lsd_sort_segment(values, scratch, lo, hi, n_passes, hist):
             hist[p, d] = 0
     for j in range(lo, hi):
         _count_digits(hist, np.uint64(values[j]), n_passes)
-    src, dst = values, scratch
-    in_values = True
-    for p in range(n_passes):
-        constant_digit = False
-        for d in range(RADIX_BUCKETS):
-            c = hist[p, d]
-            if c != 0:
-                constant_digit = c == hi - lo
-                break
-        if constant_digit:
-            continue
-        total = lo
-        for d in range(RADIX_BUCKETS):
-            c = hist[p, d]
-            hist[p, d] = total
-            total += c
-        shift = np.uint64(p * RADIX_DIGIT_BITS)
+    no_payload = np.empty(0, dtype=np.int64)
+    sorted_values, _, in_spare = _lsd_passes_in_range(values, scratch, no_payload, no_payload,
+                                                      lo, hi, hist)
+    if in_spare:
         for j in range(lo, hi):
-            k = src[j]
-            d = np.int64((np.uint64(k) >> shift) & np.uint64(RADIX_BUCKETS - 1))
-            t = hist[p, d]
-            dst[t] = k
-            hist[p, d] = t + 1
-        src, dst = dst, src
-        in_values = not in_values
-    if not in_values:
-        for j in range(lo, hi):
-            values[j] = src[j]
+            values[j] = sorted_values[j]
 
 
 @njit(cache=True, nogil=True)

@@ -43,6 +43,7 @@ from ._core import (
     SweepCounts,
     order_scores,
     prepare_memberships,
+    sorted_scores,
     sweep_weighted,
 )
 from ._validation import (
@@ -919,10 +920,9 @@ class _CountBootstrapPlan:
         per_row = np.diff(m.row_ptr)
         rows = np.repeat(m.identity_rows, per_row)
         codes = 2 * m.row_groups + np.repeat(m.identity_labels, per_row)
-        member_scores = K.gather_scores(scores, rows)
-        by_score = np.argsort(member_scores, kind="stable")
-        return cls(order, np.ascontiguousarray(member_scores[by_score]),
-                   np.ascontiguousarray(codes[by_score]), np.ascontiguousarray(rows[by_score]))
+        member_scores, by_score = sorted_scores(scores, rows, with_order=True)
+        return cls(order, member_scores, np.ascontiguousarray(codes[by_score]),
+                   np.ascontiguousarray(rows[by_score]))
 
     def counts(self, row_counts: np.ndarray, n_groups: int) -> tuple:
         """Exact integer-weighted sweep: (counts (n_groups, 7), total neg, total pos, twice U)."""

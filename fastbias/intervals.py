@@ -96,6 +96,16 @@ def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
     return arr
 
 
+def _bernstein_parameters(sigma2, max_cost, gamma) -> tuple:
+    """Checked (sigma2 >= 0, max_cost > 0, gamma in (0, 1]) as floats."""
+    sigma2 = float(_check_positive(sigma2, "sigma2", allow_zero=True))
+    max_cost = float(_check_positive(max_cost, "max_cost"))
+    gamma = float(_check_positive(gamma, "gamma"))
+    if gamma > 1:
+        raise ValueError(f"gamma is a group frequency and must be in (0, 1], got {gamma}")
+    return sigma2, max_cost, gamma
+
+
 def _log_half_alpha(confidence: float) -> float:
     """``log(2 / (1 - confidence))``, the L of the two-sided Bernstein bound."""
     return math.log(2.0 / (1.0 - confidence))
@@ -153,11 +163,7 @@ def bernstein_halfwidth(n, *, sigma2, max_cost=1.0, gamma, confidence: float = 0
     """
     confidence = _check_confidence(confidence)
     n_arr = _check_positive(n, "n")
-    sigma2 = float(_check_positive(sigma2, "sigma2", allow_zero=True))
-    max_cost = float(_check_positive(max_cost, "max_cost"))
-    gamma = float(_check_positive(gamma, "gamma"))
-    if gamma > 1:
-        raise ValueError(f"gamma is a group frequency and must be in (0, 1], got {gamma}")
+    sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
     log_term = _log_half_alpha(confidence)
     b = 2.0 * max_cost * log_term / (3.0 * gamma)
     t = (b + np.sqrt(b * b + 8.0 * n_arr * sigma2 * log_term)) / (2.0 * n_arr)
@@ -199,11 +205,7 @@ def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: flo
     """
     confidence = _check_confidence(confidence)
     gap = np.abs(_check_positive(np.abs(np.asarray(delta, dtype=np.float64)), "|delta|"))
-    sigma2 = float(_check_positive(sigma2, "sigma2", allow_zero=True))
-    max_cost = float(_check_positive(max_cost, "max_cost"))
-    gamma = float(_check_positive(gamma, "gamma"))
-    if gamma > 1:
-        raise ValueError(f"gamma is a group frequency and must be in (0, 1], got {gamma}")
+    sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
     log_term = _log_half_alpha(confidence)
     n_star = log_term * (2.0 * sigma2 + 2.0 * max_cost * gap / (3.0 * gamma)) / (gap * gap)
     n = np.maximum(np.floor(n_star), 0.0) + 1.0

@@ -146,15 +146,18 @@ def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, univer
 
 
 @njit(cache=True, nogil=True)
-def membership_codes(values, threshold, mark_missing, codes, column):
-    """Write one subgroup's codes: 1 if ``value >= threshold``, -1 if NaN and
-    ``mark_missing``, else 0 (NaN is never a member), into ``codes[:, column]``."""
+def membership_codes(values, threshold, missing, mark_missing, codes, column):
+    """Write one subgroup's codes into ``codes[:, column]``: -1 for a ``missing`` row when
+    ``mark_missing`` (else 0: never a member), 1 if ``value >= threshold``, else 0.
+
+    ``missing`` is a boolean mask, or empty when every row is annotated.
+    """
+    has_missing = missing.shape[0] > 0
     for i in range(values.shape[0]):
-        value = values[i]
-        if value >= threshold:
+        if has_missing and missing[i]:
+            codes[i, column] = -1 if mark_missing else 0
+        elif values[i] >= threshold:
             codes[i, column] = 1
-        elif mark_missing and value != value:  # noqa: PLR0124 (NaN test, also for ints)
-            codes[i, column] = -1
         else:
             codes[i, column] = 0
 

@@ -23,7 +23,9 @@ import numbers
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping
+from dataclasses import dataclass
+from collections.abc import Generator, Iterator, Mapping
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -94,16 +96,41 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _ints_to_float(ints: np.ndarray, name: str) -> np.ndarray:
+def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = None) -> np.ndarray:
     """Integer values -> float64, refusing values that float64 cannot hold exactly."""
-    if ints.size and (ints.max() > 2 ** 53 or ints.min() < -(2 ** 53)):
-        raise ValueError(f"{name} has integers beyond 2**53 that float64 cannot hold exactly")
+    present = ints if missing is None else ints[~missing]
+    big = (present > 2 ** 53) | (present < -(2 ** 53)) if present.size else None
+    if big is not None and big.any():
+        where = np.flatnonzero(~missing)[_first(big)] if missing is not None else _first(big)
+        raise ValueError(f"{name} has {int(big.sum())} integer(s) beyond 2**53 that float64 "
+                         f"cannot hold exactly (e.g. {_plain(ints[where])} at position {where}); "
+                         f"ties would change: convert them yourself")
     return ints.astype(np.float64)
 
 
+def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.ndarray:
+    """Python numbers (ints, floats, Decimals) -> float64, refusing any that would be rounded."""
+    out = np.empty(present.shape[0], dtype=np.float64)
+    for j, value in enumerate(present):
+        converted = float(value)
+        if isinstance(value, (int, np.integer, Decimal)) and not isinstance(value, bool):
+            exact = converted == converted and Decimal(converted) == Decimal(value)
+            if not exact and not (isinstance(value, Decimal) and value.is_nan()):
+                raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
+                                 f"{_plain(value)!r} at position {int(positions[j])} (it would "
+                                 f"become {converted!r}); ties would change: convert it yourself")
+        out[j] = converted
+    return out
+
+
 def _from_objects(arr: np.ndarray, name: str):
-    """Object array -> (numeric array if every present value is a number or bool, else
-    the object array; missing mask or None). Missing entries of numeric data become NaN."""
+    """Object array -> (array of its kind, missing mask or None).
+
+    Every present value a bool: bool (missing entries False); all integers:
+    int64 (uint64 above int64; missing entries 0); numbers mixing floats,
+    integers and Decimals: float64, each converted exactly or refused; anything
+    else (strings, mixed types) stays an object array.
+    """
     missing = np.asarray(pd.isna(arr), dtype=bool)
     any_missing = bool(missing.any())
     present = arr[~missing] if any_missing else arr
@@ -114,15 +141,22 @@ def _from_objects(arr: np.ndarray, name: str):
         try:
             values = present.astype(np.int64)
         except OverflowError:
-            raise ValueError(f"{name} has integers too large for int64") from None
-    elif kind in ("floating", "mixed-integer-float", "decimal", "empty"):
+            try:
+                values = present.astype(np.uint64)
+            except OverflowError:
+                raise ValueError(f"{name} has integers too large for 64 bits") from None
+    elif kind in ("floating", "mixed-integer-float", "decimal"):
+        positions = np.flatnonzero(~missing) if any_missing else np.arange(arr.shape[0])
+        values = (present.astype(np.float64) if kind == "floating"
+                  else _exact_floats(present, positions, name))
+    elif kind == "empty":
         values = present.astype(np.float64)
     else:
         return arr, (missing if any_missing else None)
     if not any_missing:
         return values, None
-    out = np.full(arr.shape[0], np.nan)
-    out[~missing] = _ints_to_float(values, name) if values.dtype.kind in "iu" else values
+    out = np.full(arr.shape[0], np.nan if values.dtype.kind == "f" else 0, dtype=values.dtype)
+    out[~missing] = values
     return out, missing
 
 
@@ -137,30 +171,31 @@ def _from_pandas(values, name: str):
         return arr, None
     missing = np.asarray(values.isna(), dtype=bool)
     any_missing = bool(missing.any())
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)
     if pd.api.types.is_bool_dtype(dtype):
-        arr = (values.to_numpy(dtype=np.float64, na_value=np.nan) if any_missing
-               else values.to_numpy(dtype=np.bool_))
+        arr = values.to_numpy(dtype=np.bool_, na_value=False)
     elif pd.api.types.is_integer_dtype(dtype):
-        if any_missing:
-            ints = values.to_numpy(dtype=np.int64, na_value=0)
-            arr = _ints_to_float(ints, name)
-            arr[missing] = np.nan
-        else:
-            arr = values.to_numpy(dtype=getattr(dtype, "numpy_dtype", np.int64))
+        int_dtype = numpy_dtype if numpy_dtype is not None and numpy_dtype.kind in "iu" \
+            else np.dtype(np.int64)
+        arr = values.to_numpy(dtype=int_dtype, na_value=0)
     elif pd.api.types.is_float_dtype(dtype):
-        float_dtype = getattr(dtype, "numpy_dtype", np.dtype(np.float64))
+        float_dtype = numpy_dtype if numpy_dtype is not None and numpy_dtype.kind == "f" \
+            else np.dtype(np.float64)
         arr = values.to_numpy(dtype=float_dtype, na_value=np.nan)
     else:  # strings and other extension types
         return _from_objects(values.to_numpy(dtype=object, na_value=None), name)
     return arr, (missing if any_missing else None)
 
 
-def column_values(values, name: str):
-    """Any accepted 1-D container -> (numpy array, mask of missing entries or None).
+def read_column(values, name: str):
+    """Any accepted 1-D container -> (numpy array of its own kind, missing mask or None).
 
-    Numeric or boolean data with missing entries come back as float64 with
-    NaN there (so float NaN and ``pd.NA``/``None`` mean the same thing);
-    non-numeric data (strings, mixed objects) as an object array.
+    The one reader of every column fastbias takes (labels, scores, weights,
+    identity columns). The kind is kept: booleans stay bool, integers stay
+    integers (missing entries hold 0), floats keep their width (missing =
+    NaN); strings and mixed objects come back as an object array. Numbers
+    that a float cannot hold exactly (large integers mixed with floats,
+    Decimals) are refused here, never rounded.
     """
     values = _from_foreign(values)
     if isinstance(values, pd.DataFrame):
@@ -173,6 +208,10 @@ def column_values(values, name: str):
     else:
         if values is None or isinstance(values, (str, bytes, numbers.Number)):
             raise TypeError(f"{name} must be an array-like of values, got {type(values).__name__}")
+        if isinstance(values, (Iterator, Generator)) or (
+                not hasattr(values, "__len__") and not hasattr(values, "__array__")):
+            raise TypeError(f"{name} must be an array-like of values (a list, numpy array or "
+                            f"pandas Series), got a {type(values).__name__}; pass list(...) of it")
         try:
             arr = np.asarray(values)
         except (ValueError, TypeError) as exc:
@@ -191,6 +230,31 @@ def column_values(values, name: str):
             nan = np.isnan(arr)
             missing = nan if nan.any() else None
     return arr, missing
+
+
+def column_values(values, name: str):
+    """Any accepted 1-D container -> (numpy array, mask of missing entries or None).
+
+    :func:`read_column`, with missing entries of boolean or integer data
+    given as NaN in a float64 array (so float NaN and ``pd.NA``/``None`` mean
+    the same thing); integers beyond 2**53 are then refused.
+    """
+    arr, missing = read_column(values, name)
+    if missing is not None and arr.dtype.kind in "biu":
+        out = (_ints_to_float(arr, name, missing) if arr.dtype.kind in "iu"
+               else arr.astype(np.float64))
+        out[missing] = np.nan
+        return out, missing
+    return arr, missing
+
+
+def first_non_numeric(arr: np.ndarray) -> str:
+    """'<value> at position <i>' of the first entry of an object array that is not a number."""
+    for i, value in enumerate(arr):
+        if value is None or (isinstance(value, numbers.Number) and not isinstance(value, bool)):
+            continue
+        return f"{value!r} at position {i}"
+    return "a non-numeric value"
 
 
 def _to_numpy(values, name: str) -> np.ndarray:
@@ -233,13 +297,7 @@ def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
     elif kind in "iu":
         arr = _ints_to_float(arr, name)
     elif arr.dtype not in (np.float32, np.float64):  # long double
-        converted = arr.astype(np.float64)
-        lost = (converted.astype(arr.dtype) != arr) & ~np.isnan(arr)
-        if lost.any():
-            raise ValueError(f"{name} has {int(lost.sum())} {arr.dtype} value(s) that float64 "
-                             f"cannot hold exactly (first at position {_first(lost)}); ties "
-                             f"would change: cast the scores yourself")
-        arr = converted
+        arr = _exact_float64(arr, name)
     return np.ascontiguousarray(arr)
 
 
@@ -454,31 +512,99 @@ def restrict_rows(rows: list, kept: np.ndarray) -> list:
 
 # ----------------------------------------------------------------------------- subgroups
 
-def _membership_values(values, name: str, threshold: float | None):
-    """One subgroup column -> (array, threshold) for the jitted column pass."""
-    label = f"subgroup {name!r}"
-    if isinstance(values, np.ndarray) and values.dtype.kind in "biu":
-        arr, missing = values, None
+@dataclass(frozen=True)
+class IdentityValues:
+    """One identity column as the membership passes read it.
+
+    A row is a member iff ``values >= threshold`` and it is not ``missing``;
+    ``missing`` rows (NaN, None, pd.NA: not annotated) are never members.
+    ``boolean`` says the column held booleans: True is then a member whatever
+    threshold the caller gave (``values`` is their uint8 view, threshold 1).
+
+    Attributes
+    ----------
+    values : ndarray
+        1-D: uint8 (booleans, or a precomputed 0/1 membership), an integer
+        type, float32 or float64 (NaN where missing). Never float16.
+    threshold : float
+    missing : ndarray of bool or None
+        Unannotated rows, None when every row is annotated.
+    boolean : bool
+    """
+
+    values: np.ndarray
+    threshold: float
+    missing: np.ndarray | None
+    boolean: bool
+
+    def member_rows(self, buffer: np.ndarray | None = None) -> np.ndarray:
+        """Increasing int64 row indices of the members."""
+        if buffer is None:
+            buffer = np.empty(self.values.shape[0], dtype=np.int64)
+        return column_rows(self.values, self.threshold, buffer)
+
+    def member_mask(self) -> np.ndarray:
+        """Boolean mask of the members."""
+        with np.errstate(invalid="ignore"):
+            member = self.values >= self.threshold
+        return member if self.missing is None else member & ~self.missing
+
+
+def identity_values(values, name: str, threshold: float | None, missing_hint: str = "",
+                    label: str | None = None) -> IdentityValues:
+    """Read one identity (subgroup) column: the one reader every entry point uses.
+
+    Whether a column is boolean is decided by its own dtype (numpy bool,
+    pandas ``boolean``, pyarrow/polars booleans, an object column of Python
+    bools): True is a member and the threshold does not apply. Any numeric
+    column (every integer width, float16/32/64, nullable, pyarrow-backed) is
+    a member iff ``value >= threshold``, compared exactly in its own type.
+    Without a threshold a numeric column must hold only 0 and 1 and nothing
+    may be missing (``missing_hint`` says what to do instead). Messages call
+    the column ``label`` (default ``subgroup 'name'``).
+    """
+    label = label or f"subgroup {name!r}"
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biu":
+        arr, missing = values, None  # the common case: no conversion, no copy
     else:
-        arr, missing = column_values(values, label)
-    if arr.ndim != 1:
-        raise ValueError(f"{label} must be a 1-D mask, got shape {arr.shape}")
-    if arr.dtype == np.bool_:
-        return arr.view(np.uint8), 1
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}")
-    if threshold is not None:
-        return arr, threshold
-    if missing is not None:
-        raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first at "
-                         f"position {_first(missing)}); pass a subgroup threshold (missing is "
-                         f"then never a member) or use fastbias.evaluate (missing_subgroup=...)")
-    not_binary = (arr != 0) & (arr != 1)
-    if not_binary.any():
-        first = _first(not_binary)
-        raise ValueError(f"{label} is not a boolean mask: value {_plain(arr[first])!r} at "
-                         f"position {first}; pass a subgroup threshold to binarize")
-    return arr, 1
+        arr, missing = read_column(values, label)
+    if arr.dtype.kind not in "biuf":
+        shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
+        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}")
+    if threshold is None and missing is not None:
+        raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first "
+                         f"at position {_first(missing)}); pass a subgroup threshold (missing "
+                         f"is then never a member){missing_hint}")
+    if arr.dtype.kind == "b":
+        return IdentityValues(np.ascontiguousarray(arr).view(np.uint8), 1.0, missing, True)
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)  # exact
+    elif arr.dtype.kind == "f" and arr.dtype not in (np.float32, np.float64):
+        arr = _exact_float64(arr, label)
+    if threshold is None:
+        not_binary = (arr != 0) & (arr != 1)
+        if not_binary.any():
+            first = _first(not_binary)
+            raise ValueError(f"{label} is not a boolean mask: value {_plain(arr[first])!r} at "
+                             f"position {first}; pass a subgroup threshold to binarize")
+        return IdentityValues(np.ascontiguousarray(arr), 1.0, None, False)
+    threshold = float(threshold)
+    if missing is not None and arr.dtype.kind in "iu":
+        # integers with missing entries: compare in their own type, keep the mask apart
+        member = (arr >= threshold) & ~missing
+        return IdentityValues(member.view(np.uint8), 1.0, missing, False)
+    return IdentityValues(np.ascontiguousarray(arr), threshold, missing, False)
+
+
+def _exact_float64(arr: np.ndarray, name: str) -> np.ndarray:
+    """A float array of another width (long double) -> float64, refusing rounded values."""
+    converted = arr.astype(np.float64)
+    lost = (converted.astype(arr.dtype) != arr) & ~np.isnan(arr)
+    if lost.any():
+        raise ValueError(f"{name} has {int(lost.sum())} {arr.dtype} value(s) that float64 "
+                         f"cannot hold exactly (first at position {_first(lost)}); ties "
+                         f"would change: cast them yourself")
+    return converted
 
 
 def _looks_like_names(subgroups) -> bool:
@@ -575,10 +701,9 @@ def subgroup_rows(subgroups, n: int, threshold: float | None = None):
     if not names:
         raise ValueError("subgroups is empty: give at least one subgroup")
     buffer = np.empty(n, dtype=np.int64)
-    rows = []
-    for name, col in zip(names, columns):
-        values, thr = _membership_values(col, name, threshold)
-        rows.append(column_rows(values, float(thr), buffer))
+    hint = " or use fastbias.evaluate (missing_subgroup=...)"
+    rows = [identity_values(col, name, threshold, hint).member_rows(buffer)
+            for name, col in zip(names, columns)]
     return names, rows
 
 
@@ -606,22 +731,10 @@ def name_list(value, argument: str) -> list:
     return out
 
 
-def identity_column(df: pd.DataFrame, name: str) -> np.ndarray:
-    """An identity column as numpy: bool as uint8, nullable/object as float64 with NaN = missing."""
-    col = df[name]
-    dtype = col.dtype
-    if pd.api.types.is_bool_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
-        return col.to_numpy().view(np.uint8)
-    if pd.api.types.is_extension_array_dtype(dtype):
-        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
-            return col.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
-    if dtype == object:  # numbers/bools with None: NaN = not annotated
-        values, _ = column_values(col, f"subgroup column {name!r}")
-        if values.dtype.kind in "biuf":
-            return values.view(np.uint8) if values.dtype == np.bool_ else values
-    if not pd.api.types.is_numeric_dtype(dtype):
-        raise TypeError(f"subgroup column {name!r} must be numeric or boolean, got dtype {dtype}")
-    return col.to_numpy()
+def identity_column(df, name: str, threshold: float) -> IdentityValues:
+    """The identity column ``name`` of ``df`` (a DataFrame or a dict of columns), read by
+    :func:`identity_values` with ``threshold``; missing values are unannotated rows."""
+    return identity_values(df[name], name, threshold, label=f"subgroup column {name!r}")
 
 
 # ----------------------------------------------------------------------------- evaluate + omit

@@ -11,7 +11,7 @@ import pandas as pd
 from ._core import (CONCURRENT_SWEEP_MIN_ROWS, Memberships, prepare_memberships, sort_classes,
                     sweep_counts)
 from ._validation import (as_labels, as_sample_weight, as_scores, check_nan_policy,
-                          check_threshold, column_rows, identity_column, name_list,
+                          check_threshold, identity_column, name_list,
                           omit_for_evaluate, require_columns)
 from .metrics import (COUNT_COLUMNS, METRIC_COLUMNS, overall_auc_from_counts, table_from_counts,
                       warn_undefined)
@@ -98,32 +98,26 @@ class EvaluationResult:
         return head + "\noverall AUC:\n" + self.overall_auc.to_string()
 
 
-def _universes(columns: list, missing_subgroup: str, n: int):
+def _universes(columns: list, missing_subgroup: str):
     """Group subgroups by the rows they may be compared with.
 
+    ``columns`` are the subgroups' :class:`~fastbias._validation.IdentityValues`.
     With ``missing_subgroup="background"`` every subgroup uses all rows. With
-    ``"exclude"`` a subgroup's background leaves out rows whose identity
-    value is NaN; subgroups with the same NaN pattern (as in Jigsaw, where all
-    identity columns are annotated together) share one universe and one sweep.
+    ``"exclude"`` a subgroup's background leaves out its unannotated rows;
+    subgroups with the same missing pattern (as in Jigsaw, where all identity
+    columns are annotated together) share one universe and one sweep.
     Returns a list of (kept_rows or None, [subgroup indices]).
     """
     if missing_subgroup == "background":
         return [(None, list(range(len(columns))))]
     groups: dict = {}
-    for j, values in enumerate(columns):
-        if np.issubdtype(values.dtype, np.floating):
-            missing = np.isnan(values)
-        else:
-            missing = np.zeros(n, dtype=bool)
-        key = np.packbits(missing).tobytes()
+    for j, column in enumerate(columns):
+        key = b"" if column.missing is None else np.packbits(column.missing).tobytes()
         if key not in groups:
-            groups[key] = (missing, [])
+            groups[key] = (column.missing, [])
         groups[key][1].append(j)
-    out = []
-    for missing, members in groups.values():
-        kept = None if not missing.any() else np.flatnonzero(~missing)
-        out.append((kept, members))
-    return out
+    return [(None if missing is None else np.flatnonzero(~missing), members)
+            for missing, members in groups.values()]
 
 
 @dataclass(frozen=True)
@@ -265,12 +259,11 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     ``early_classes`` (with its thread ``pool``) is a future of
     :func:`fastbias._core.sort_classes` for the single model over all rows.
     """
-    columns = [identity_column(df, name) for name in subgroup_names]
+    columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
     buffer = np.empty(n, dtype=np.int64)
-    member_rows = [column_rows(values, 1.0 if values.dtype == np.uint8 else subgroup_threshold,
-                               buffer) for values in columns]
+    member_rows = [column.member_rows(buffer) for column in columns]
     universes = []
-    for kept, index in _universes(columns, missing_subgroup, n):
+    for kept, index in _universes(columns, missing_subgroup):
         rows = [member_rows[j] if kept is None else np.searchsorted(kept, member_rows[j])
                 for j in index]
         sub_labels = labels if kept is None else labels[kept]

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from ._validation import as_labels
+from ._validation import as_labels, identity_values
 from .metrics import AUC_METRICS, COUNT_COLUMNS, METRIC_CELLS, METRIC_COLUMNS
 from .plotting import (AEG_COLOR_STOPS, AEG_METRICS, AUC_COLOR_STOPS, METRIC_LABELS, color_for,
                        interval_metrics, text_color_on, worst_first)
@@ -92,24 +92,10 @@ class ScoreHistograms:
 
 def _membership(column: pd.Series, threshold: float):
     """(member, annotated) boolean arrays of one identity column, as evaluate() reads it."""
-    dtype = column.dtype
-    if pd.api.types.is_bool_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
-        values = column.to_numpy()
-        return values.astype(bool), np.ones(values.shape[0], dtype=bool)
-    if pd.api.types.is_extension_array_dtype(dtype):
-        values = column.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
-    elif pd.api.types.is_numeric_dtype(dtype):
-        values = column.to_numpy()
-    else:
-        raise TypeError(f"subgroup column {column.name!r} must be numeric or boolean, "
-                        f"got dtype {dtype}")
-    if np.issubdtype(values.dtype, np.floating):
-        annotated = ~np.isnan(values)
-    else:
-        annotated = np.ones(values.shape[0], dtype=bool)
-    with np.errstate(invalid="ignore"):
-        member = values >= (1 if values.dtype == np.uint8 else threshold)
-    return member & annotated, annotated
+    values = identity_values(column, str(column.name), threshold)
+    annotated = (np.ones(values.values.shape[0], dtype=bool) if values.missing is None
+                 else ~values.missing)
+    return values.member_mask(), annotated
 
 
 def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,

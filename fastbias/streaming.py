@@ -45,6 +45,8 @@ from .metrics import overall_auc_from_counts, table_from_counts, warn_undefined
 
 __all__ = ["ChunkCounts", "chunk_counts", "evaluate_parquet", "table_from_chunks"]
 
+_NOTHING_MISSING = np.zeros(0, dtype=np.bool_)
+
 
 # --------------------------------------------------------------------------- columns
 
@@ -155,9 +157,10 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
                                        f"sample_weight column {spec.sample_weight!r}")
         codes = np.empty((n, n_groups), dtype=np.int8)
         for j, name in enumerate(spec.subgroups):
-            values = np.ascontiguousarray(identity_column(frame, name))
-            threshold = 1.0 if values.dtype == np.uint8 else spec.subgroup_threshold
-            CK.membership_codes(values, threshold, spec.exclude_missing, codes, j)
+            column = identity_column(frame, name, spec.subgroup_threshold)
+            CK.membership_codes(column.values, column.threshold,
+                                _NOTHING_MISSING if column.missing is None else column.missing,
+                                spec.exclude_missing, codes, j)
         scores = [as_scores(frame[m], f"score column {m!r}", n) for m in spec.models]
     except (ValueError, TypeError) as error:
         if where:

@@ -1,0 +1,297 @@
+"""Identity columns become memberships the same way on every entry point (brute force).
+
+Pins the step the suite was thinnest on: how a subgroup column of any dtype
+(bool, every integer width, float16/32/64, pandas nullable, pyarrow-backed,
+object, polars) turns into members, background and unannotated rows, with
+every threshold, both ``missing_subgroup`` policies and every byte value of a
+uint8 column. The expected memberships are computed here element by element
+from the Python values the column holds:
+
+* a missing value (NaN, None, pd.NA) is never a member; it is not annotated
+  (``missing_subgroup="exclude"`` leaves the row out of the background);
+* a boolean column (numpy bool, nullable ``boolean``, pyarrow/polars bool, or
+  an object column of Python bools) is a membership as it is: True is a member,
+  whatever the threshold;
+* any numeric column: member iff ``value >= threshold``, compared exactly.
+
+The metrics are then the O(n^2) brute force of ``tests.reference`` on those
+memberships.
+"""
+import json
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastbias
+from fastbias._validation import UndefinedMetricWarning
+from tests.reference import brute_force_metrics, pair_probability
+
+METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
+THRESHOLDS = [0.5, 1, 2, 0, -1, 2.5, 255, 256]
+N = 512
+
+
+def _column_cases(rng):
+    """name -> (pandas Series, is_boolean) over N rows; every byte value in the uint8 ones."""
+    byte_values = rng.permutation(np.arange(N) % 256).astype(np.uint8)
+    small = rng.integers(-3, 6, N)
+    missing = rng.random(N) < 0.15
+    flags = rng.random(N) < 0.3
+
+    def with_na(values, dtype):
+        return pd.Series(pd.array([None if m else v for v, m in zip(values.tolist(), missing)],
+                                  dtype=dtype))
+
+    floats = np.where(missing, np.nan, small / 2.0)
+    cases = {
+        "bool": (pd.Series(flags), True),
+        "uint8": (pd.Series(byte_values), False),
+        "int8": (pd.Series(small.astype(np.int8)), False),
+        "int16": (pd.Series((small * 100).astype(np.int16)), False),
+        "int32": (pd.Series(small.astype(np.int32)), False),
+        "int64": (pd.Series(small.astype(np.int64)), False),
+        "uint16": (pd.Series(np.abs(small).astype(np.uint16) * 64), False),
+        "uint64": (pd.Series(np.abs(small).astype(np.uint64)), False),
+        "float16": (pd.Series((small / 4.0).astype(np.float16)), False),
+        "float32": (pd.Series(floats.astype(np.float32)), False),
+        "float64": (pd.Series(floats), False),
+        "boolean-NA": (with_na(flags, "boolean"), True),
+        "Int8-NA": (with_na(small, "Int8"), False),
+        "UInt8-NA": (with_na(byte_values, "UInt8"), False),
+        "Int64-NA": (with_na(small, "Int64"), False),
+        "Float32-NA": (with_na(small / 2.0, "Float32"), False),
+        "uint8-pyarrow": (with_na(byte_values, "uint8[pyarrow]"), False),
+        "bool-pyarrow": (with_na(flags, "bool[pyarrow]"), True),
+        "double-pyarrow": (with_na(small / 2.0, "double[pyarrow]"), False),
+        "object-bool": (pd.Series([None if m else bool(v) for v, m in zip(flags, missing)],
+                                  dtype=object), True),
+        "object-int": (pd.Series([None if m else int(v) for v, m in zip(small, missing)],
+                                 dtype=object), False),
+    }
+    return cases
+
+
+def _python_value(value):
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def naive_membership(series: pd.Series, is_boolean: bool, threshold):
+    """(member, annotated) boolean arrays, one Python value at a time."""
+    member, annotated = [], []
+    for raw in series.astype(object).tolist():
+        value = _python_value(raw)
+        if value is None:
+            member.append(False)
+            annotated.append(False)
+        else:
+            annotated.append(True)
+            member.append(bool(value) if is_boolean else value >= threshold)
+    return np.array(member, dtype=bool), np.array(annotated, dtype=bool)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(20261123)
+    cases = _column_cases(rng)
+    df = pd.DataFrame({name: series for name, (series, _) in cases.items()})
+    df.insert(0, "label", rng.random(N) < 0.4)
+    df.insert(1, "score", rng.integers(0, 12, N) / 11.0)  # heavy ties
+    return df, {name: boolean for name, (_, boolean) in cases.items()}
+
+
+def expected_table(df, booleans, threshold, missing_subgroup):
+    y = df["label"].to_numpy(dtype=bool)
+    s = df["score"].to_numpy(dtype=np.float64)
+    out = {}
+    for name, boolean in booleans.items():
+        member, annotated = naive_membership(df[name], boolean, threshold)
+        rows = annotated if missing_subgroup == "exclude" else np.ones(N, dtype=bool)
+        g, yy, ss = member[rows], y[rows], s[rows]
+        out[name] = {"subgroup_negatives": int(np.sum(g & ~yy)),
+                     "subgroup_positives": int(np.sum(g & yy)),
+                     "background_negatives": int(np.sum(~g & ~yy)),
+                     "background_positives": int(np.sum(~g & yy)),
+                     **brute_force_metrics(yy, ss, g)}
+    return out
+
+
+def assert_matches(table, expected, what):
+    for name, want in expected.items():
+        for key, value in want.items():
+            got = table.loc[name, key]
+            if key in METRICS:
+                if np.isnan(value):
+                    assert np.isnan(got), f"{what} {name} {key}: {got} (expected NaN)"
+                else:
+                    assert abs(got - value) <= 1e-12, f"{what} {name} {key}: {got} != {value}"
+            else:
+                assert int(got) == value, f"{what} {name} {key}: {got} != {value}"
+
+
+def quietly(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return function(*args, **kwargs)
+
+
+# ------------------------------------------------------------------ DataFrame entry points
+
+@pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+def test_evaluate_reads_every_dtype_like_the_brute_force(data, threshold, missing_subgroup):
+    df, booleans = data
+    res = quietly(fastbias.evaluate, df, label="label", scores="score", subgroups=list(booleans),
+                  subgroup_threshold=threshold, missing_subgroup=missing_subgroup)
+    assert_matches(res.for_model(), expected_table(df, booleans, threshold, missing_subgroup),
+                   f"evaluate threshold={threshold} {missing_subgroup}")
+
+
+@pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
+@pytest.mark.parametrize("threshold", [0.5, 2, 255])
+def test_evaluate_parquet_reads_every_dtype_like_the_brute_force(data, tmp_path, threshold,
+                                                                  missing_subgroup):
+    pytest.importorskip("pyarrow")
+    from fastbias.streaming import evaluate_parquet
+
+    df, booleans = data
+    path = tmp_path / "data.parquet"
+    df.to_parquet(path)
+    res = quietly(evaluate_parquet, path, label="label", scores="score", subgroups=list(booleans),
+                  subgroup_threshold=threshold, missing_subgroup=missing_subgroup,
+                  bucket_rows=100)
+    assert_matches(res.for_model(), expected_table(df, booleans, threshold, missing_subgroup),
+                   f"evaluate_parquet threshold={threshold} {missing_subgroup}")
+
+
+@pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
+@pytest.mark.parametrize("threshold", [0.5, 2])
+def test_dask_evaluate_reads_every_dtype_like_the_brute_force(data, threshold, missing_subgroup):
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    import fastbias.dask
+
+    df, booleans = data
+    with dask.config.set({"scheduler": "synchronous", "dataframe.convert-string": False}):
+        res = quietly(fastbias.dask.evaluate, dd.from_pandas(df, npartitions=3), label="label",
+                      scores="score", subgroups=list(booleans), subgroup_threshold=threshold,
+                      missing_subgroup=missing_subgroup)
+    assert_matches(res.for_model(), expected_table(df, booleans, threshold, missing_subgroup),
+                   f"dask threshold={threshold} {missing_subgroup}")
+
+
+@pytest.mark.parametrize("threshold", [0.5, 2])
+def test_cli_on_parquet_reads_every_dtype_like_the_brute_force(data, tmp_path, threshold):
+    pytest.importorskip("pyarrow")
+    from fastbias.cli import main
+
+    df, booleans = data
+    path = tmp_path / "data.parquet"
+    df.to_parquet(path)
+    out = tmp_path / "out.json"
+    assert main(["report", str(path), "--label", "label", "--scores", "score", "--subgroups",
+                 *booleans, "--subgroup-threshold", str(threshold), "--missing-subgroup",
+                 "exclude", "--out", str(out), "--quiet"]) == 0
+    rows = json.loads(out.read_text())["models"][0]["subgroups"]
+    table = pd.DataFrame(rows).set_index("subgroup").astype(float)
+    assert_matches(table, expected_table(df, booleans, threshold, "exclude"),
+                   f"cli threshold={threshold}")
+
+
+def test_polars_frame_reads_like_the_brute_force(data):
+    pl = pytest.importorskip("polars")
+    df, _ = data
+    frame = pl.DataFrame({
+        "label": df["label"].to_numpy(),
+        "score": df["score"].to_numpy(),
+        "votes": pl.Series(df["uint8"].to_numpy(), dtype=pl.UInt8),
+        "flag": pl.Series(df["bool"].to_numpy(), dtype=pl.Boolean),
+        "count": pl.Series([None if v is pd.NA else int(v) for v in df["Int64-NA"]],
+                           dtype=pl.Int64),
+    })
+    reference = pd.DataFrame({"label": df["label"], "score": df["score"], "votes": df["uint8"],
+                              "flag": df["bool"], "count": df["Int64-NA"]})
+    booleans = {"votes": False, "flag": True, "count": False}
+    for threshold in (0.5, 2, 200):
+        for policy in ("background", "exclude"):
+            res = quietly(fastbias.evaluate, frame, label="label", scores="score",
+                          subgroups=list(booleans), subgroup_threshold=threshold,
+                          missing_subgroup=policy)
+            assert_matches(res.for_model(), expected_table(reference, booleans, threshold, policy),
+                           f"polars threshold={threshold} {policy}")
+
+
+# ------------------------------------------------------------------ array entry points
+
+NO_NA = ["bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint64", "float16"]
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+def test_bias_metrics_and_evaluator_read_every_dtype_like_the_brute_force(data, threshold):
+    df, booleans = data
+    names = [*NO_NA, "float64", "Int64-NA", "boolean-NA", "uint8-pyarrow", "object-int"]
+    chosen = {name: booleans[name] for name in names}
+    expected = expected_table(df, chosen, threshold, "background")
+    table = quietly(fastbias.bias_metrics, df["label"], df["score"], df[names],
+                    subgroup_threshold=threshold)
+    assert_matches(table, expected, f"bias_metrics threshold={threshold}")
+    evaluator = fastbias.BiasEvaluator(df["label"], df[names], subgroup_threshold=threshold)
+    assert_matches(quietly(evaluator.metrics, df["score"]), expected,
+                   f"BiasEvaluator threshold={threshold}")
+
+
+def test_bias_metrics_without_threshold_takes_binary_columns_of_any_dtype(data):
+    df, booleans = data
+    y, s = df["label"], df["score"]
+    binary = {
+        "uint8": (df["uint8"] % 2).astype(np.uint8),
+        "int64": (df["int64"] > 0).astype(np.int64),
+        "float16": (df["int64"] > 0).astype(np.float16),
+        "UInt8": pd.Series(pd.array((df["int64"] > 1).astype(int), dtype="UInt8")),
+        "boolean": df["bool"].astype("boolean"),
+    }
+    table = quietly(fastbias.bias_metrics, y, s, binary)
+    for name, column in binary.items():
+        want = brute_force_metrics(y.to_numpy(), s.to_numpy(), column.to_numpy(dtype=float) == 1)
+        for metric in METRICS:
+            got, value = table.loc[name, metric], want[metric]
+            assert (np.isnan(got) and np.isnan(value)) or abs(got - value) <= 1e-12, (name, metric)
+
+
+def test_report_histograms_add_up_to_the_table_for_every_dtype(data):
+    from fastbias.report import score_histograms
+
+    df, booleans = data
+    for threshold in (0.5, 2):
+        for policy in ("background", "exclude"):
+            res = quietly(fastbias.evaluate, df, label="label", scores="score",
+                          subgroups=list(booleans), subgroup_threshold=threshold,
+                          missing_subgroup=policy)
+            hist = score_histograms(df, res, bins=7)
+            expected = expected_table(df, booleans, threshold, policy)
+            for g, name in enumerate(booleans):
+                sums = hist.counts[0, g].sum(axis=1)
+                want = expected[name]
+                assert sums.tolist() == [want["subgroup_negatives"], want["subgroup_positives"],
+                                         want["background_negatives"],
+                                         want["background_positives"]], (name, threshold, policy)
+
+
+def test_overall_auc_unaffected_by_identity_dtypes(data):
+    df, booleans = data
+    res = quietly(fastbias.evaluate, df, label="label", scores="score", subgroups=list(booleans),
+                  subgroup_threshold=2, missing_subgroup="exclude")
+    y = df["label"].to_numpy()
+    s = df["score"].to_numpy()
+    assert abs(res.overall_auc["score"] - pair_probability(s[y], s[~y])) <= 1e-12

@@ -21,32 +21,33 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (CELL_SUBGROUP_NEG, CELL_SUBGROUP_POS, N_COUNT_COLUMNS, TWICE_BNSP_U,
-                       TWICE_BPSN_U, TWICE_NEG_BG_ABOVE_U, TWICE_POS_BG_ABOVE_U, TWICE_SUBGROUP_U)
+                       TWICE_BPSN_U, TWICE_NEG_BG_ABOVE_U, TWICE_POS_BG_ABOVE_U, TWICE_SUBGROUP_U,
+                       _dd_add, _dd_mul)
 
 
 @njit(cache=True, nogil=True)
-def combine_chunk_counts(local_counts, universe_totals, class_totals, local_twice_u):
-    """Whole-data counts from per-chunk counts, chunks in increasing score order.
+def combine_chunk_counts(local_counts, backgrounds, class_totals, local_twice_u):
+    """Whole-data counts from per-chunk integer counts, chunks in increasing score order.
 
     Parameters
     ----------
-    local_counts : (n_chunks, n_groups, 7) int64 or float64
+    local_counts : (n_chunks, n_groups, 7) int64
         Each chunk's own sweep counts (cell totals and twice the U numerators
         of the pairs inside the chunk), columns as in ``fastbias._kernels``.
-    universe_totals : (n_chunks, n_groups, 2), same dtype
-        Per chunk and subgroup, the negatives/positives (count or weight) of
-        the rows the subgroup may be compared with (its members plus its
-        background); all rows unless unannotated rows are excluded.
-    class_totals : (n_chunks, 2), same dtype
+    backgrounds : (n_chunks, n_groups, 2) int64
+        Per chunk and subgroup, the background negatives/positives: rows the
+        subgroup is compared with (all rows, or the annotated ones when
+        unannotated rows are excluded) that are not in it.
+    class_totals : (n_chunks, 2) int64
         Negatives/positives of all rows of each chunk (for the overall AUC).
-    local_twice_u : (n_chunks,), same dtype
+    local_twice_u : (n_chunks,) int64
         Twice the overall U of the pairs inside each chunk.
 
     Returns
     -------
-    counts : (n_groups, 7)
+    counts : (n_groups, 7) int64
         What ``member_counts`` would return for all rows at once.
-    twice_u : scalar
+    twice_u : int64
         Twice the overall U of all rows.
     """
     n_chunks = local_counts.shape[0]
@@ -62,8 +63,8 @@ def combine_chunk_counts(local_counts, universe_totals, class_totals, local_twic
         for g in range(n_groups):
             sub_neg = local_counts[p, g, CELL_SUBGROUP_NEG]
             sub_pos = local_counts[p, g, CELL_SUBGROUP_POS]
-            bg_neg = universe_totals[p, g, 0] - sub_neg
-            bg_pos = universe_totals[p, g, 1] - sub_pos
+            bg_neg = backgrounds[p, g, 0]
+            bg_pos = backgrounds[p, g, 1]
             counts[g, CELL_SUBGROUP_NEG] += sub_neg
             counts[g, CELL_SUBGROUP_POS] += sub_pos
             # the chunk's rows are above every row of the chunks below it
@@ -83,22 +84,89 @@ def combine_chunk_counts(local_counts, universe_totals, class_totals, local_twic
     return counts, scalars[0]
 
 
-@njit(cache=True, nogil=True)
-def tied_chunk_counts(cell_totals, universe_totals, class_totals):
-    """Sweep counts of a chunk whose rows all have one score (every pair tied).
+@njit(inline="always")
+def _dd_add_to(hi, lo, index, a_hi, a_lo):
+    hi[index], lo[index] = _dd_add(hi[index], lo[index], a_hi, a_lo)
 
-    A tied pair counts 1/2, i.e. 1 in "twice U" (``w_i * w_j`` weighted), so
-    each numerator is the product of the two cells' totals.
-    ``cell_totals``/``universe_totals`` are (n_groups, 2) [negatives,
-    positives], ``class_totals`` is (2,). Returns ``(counts, twice_u)``.
+
+@njit(inline="always")
+def _twice_product(a_hi, a_lo, b_hi, b_lo):
+    p_hi, p_lo = _dd_mul(a_hi, a_lo, b_hi, b_lo)
+    return 2.0 * p_hi, 2.0 * p_lo
+
+
+@njit(cache=True, nogil=True)
+def combine_chunk_counts_dd(hi, lo, background_hi, background_lo, class_hi, class_lo, u_hi, u_lo):
+    """:func:`combine_chunk_counts` for weighted chunks, every sum in double-double.
+
+    Each argument is a pair of arrays (high and low parts) shaped as there.
+    Every term is a sum of products of non-negative weights (the backgrounds
+    come per chunk, never as a difference), so the result is accurate to about
+    2**-106 relative. Returns ``(counts_hi, counts_lo, background_hi,
+    background_lo, class_hi, class_lo, twice_u_hi, twice_u_lo)``: the whole
+    data's counts (n_groups, 7), background totals (n_groups, 2), class
+    totals (2,) and twice the overall U.
+    """
+    n_chunks = hi.shape[0]
+    n_groups = hi.shape[1]
+    c_hi = np.zeros((n_groups, N_COUNT_COLUMNS))
+    c_lo = np.zeros((n_groups, N_COUNT_COLUMNS))
+    b_hi = np.zeros((n_groups, 2))
+    b_lo = np.zeros((n_groups, 2))
+    t_hi = np.zeros(2)
+    t_lo = np.zeros(2)
+    u = np.zeros(1)
+    u_low = np.zeros(1)
+    below_hi = np.zeros((n_groups, 3))  # subgroup negatives, subgroup positives, background negatives
+    below_lo = np.zeros((n_groups, 3))
+    for p in range(n_chunks):
+        x_hi, x_lo = _twice_product(class_hi[p, 1], class_lo[p, 1], t_hi[0], t_lo[0])
+        x_hi, x_lo = _dd_add(x_hi, x_lo, u_hi[p], u_lo[p])
+        _dd_add_to(u, u_low, 0, x_hi, x_lo)
+        _dd_add_to(t_hi, t_lo, 0, class_hi[p, 0], class_lo[p, 0])
+        _dd_add_to(t_hi, t_lo, 1, class_hi[p, 1], class_lo[p, 1])
+        for g in range(n_groups):
+            sn_hi, sn_lo = hi[p, g, CELL_SUBGROUP_NEG], lo[p, g, CELL_SUBGROUP_NEG]
+            sp_hi, sp_lo = hi[p, g, CELL_SUBGROUP_POS], lo[p, g, CELL_SUBGROUP_POS]
+            bn_hi, bn_lo = background_hi[p, g, 0], background_lo[p, g, 0]
+            bp_hi, bp_lo = background_hi[p, g, 1], background_lo[p, g, 1]
+            c_hi[g, CELL_SUBGROUP_NEG], c_lo[g, CELL_SUBGROUP_NEG] = _dd_add(
+                c_hi[g, CELL_SUBGROUP_NEG], c_lo[g, CELL_SUBGROUP_NEG], sn_hi, sn_lo)
+            c_hi[g, CELL_SUBGROUP_POS], c_lo[g, CELL_SUBGROUP_POS] = _dd_add(
+                c_hi[g, CELL_SUBGROUP_POS], c_lo[g, CELL_SUBGROUP_POS], sp_hi, sp_lo)
+            b_hi[g, 0], b_lo[g, 0] = _dd_add(b_hi[g, 0], b_lo[g, 0], bn_hi, bn_lo)
+            b_hi[g, 1], b_lo[g, 1] = _dd_add(b_hi[g, 1], b_lo[g, 1], bp_hi, bp_lo)
+            # (U column, the chunk's cell above, the cell of the chunks below)
+            for col, a_hi, a_lo, q in ((TWICE_SUBGROUP_U, sp_hi, sp_lo, 0),
+                                       (TWICE_BPSN_U, bp_hi, bp_lo, 0),
+                                       (TWICE_BNSP_U, sp_hi, sp_lo, 2),
+                                       (TWICE_NEG_BG_ABOVE_U, bn_hi, bn_lo, 0),
+                                       (TWICE_POS_BG_ABOVE_U, bp_hi, bp_lo, 1)):
+                x_hi, x_lo = _twice_product(a_hi, a_lo, below_hi[g, q], below_lo[g, q])
+                x_hi, x_lo = _dd_add(x_hi, x_lo, hi[p, g, col], lo[p, g, col])
+                c_hi[g, col], c_lo[g, col] = _dd_add(c_hi[g, col], c_lo[g, col], x_hi, x_lo)
+            below_hi[g, 0], below_lo[g, 0] = _dd_add(below_hi[g, 0], below_lo[g, 0], sn_hi, sn_lo)
+            below_hi[g, 1], below_lo[g, 1] = _dd_add(below_hi[g, 1], below_lo[g, 1], sp_hi, sp_lo)
+            below_hi[g, 2], below_lo[g, 2] = _dd_add(below_hi[g, 2], below_lo[g, 2], bn_hi, bn_lo)
+    return c_hi, c_lo, b_hi, b_lo, t_hi, t_lo, u[0], u_low[0]
+
+
+@njit(cache=True, nogil=True)
+def tied_chunk_counts(cell_totals, background_totals, class_totals):
+    """Integer sweep counts of a chunk whose rows all have one score (every pair tied).
+
+    A tied pair counts 1/2, i.e. 1 in "twice U", so each numerator is the
+    product of the two cells' counts. ``cell_totals``/``background_totals``
+    are (n_groups, 2) [negatives, positives], ``class_totals`` is (2,).
+    Returns ``(counts, twice_u)``.
     """
     n_groups = cell_totals.shape[0]
     counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=cell_totals.dtype)
     for g in range(n_groups):
         sub_neg = cell_totals[g, 0]
         sub_pos = cell_totals[g, 1]
-        bg_neg = universe_totals[g, 0] - sub_neg
-        bg_pos = universe_totals[g, 1] - sub_pos
+        bg_neg = background_totals[g, 0]
+        bg_pos = background_totals[g, 1]
         counts[g, CELL_SUBGROUP_NEG] = sub_neg
         counts[g, CELL_SUBGROUP_POS] = sub_pos
         counts[g, TWICE_SUBGROUP_U] = sub_neg * sub_pos
@@ -110,16 +178,43 @@ def tied_chunk_counts(cell_totals, universe_totals, class_totals):
 
 
 @njit(cache=True, nogil=True)
-def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, universe_rows,
-                         cell_rows, class_weight, universe_weight, cell_weight):
-    """Add rows to the running cell totals of the single-score buckets they fall in.
+def tied_chunk_counts_dd(cell_hi, cell_lo, background_hi, background_lo, class_hi, class_lo):
+    """:func:`tied_chunk_counts` for weighted rows, products in double-double.
+
+    Returns ``(counts_hi, counts_lo, twice_u_hi, twice_u_lo)``.
+    """
+    n_groups = cell_hi.shape[0]
+    c_hi = np.zeros((n_groups, N_COUNT_COLUMNS))
+    c_lo = np.zeros((n_groups, N_COUNT_COLUMNS))
+    for g in range(n_groups):
+        c_hi[g, CELL_SUBGROUP_NEG], c_lo[g, CELL_SUBGROUP_NEG] = cell_hi[g, 0], cell_lo[g, 0]
+        c_hi[g, CELL_SUBGROUP_POS], c_lo[g, CELL_SUBGROUP_POS] = cell_hi[g, 1], cell_lo[g, 1]
+        for col, x, x_bg, y, y_bg in ((TWICE_SUBGROUP_U, 0, False, 1, False),
+                                      (TWICE_BPSN_U, 0, False, 1, True),
+                                      (TWICE_BNSP_U, 0, True, 1, False),
+                                      (TWICE_NEG_BG_ABOVE_U, 0, True, 0, False),
+                                      (TWICE_POS_BG_ABOVE_U, 1, True, 1, False)):
+            a_hi = background_hi[g, x] if x_bg else cell_hi[g, x]
+            a_lo = background_lo[g, x] if x_bg else cell_lo[g, x]
+            b_hi = background_hi[g, y] if y_bg else cell_hi[g, y]
+            b_lo = background_lo[g, y] if y_bg else cell_lo[g, y]
+            c_hi[g, col], c_lo[g, col] = _dd_mul(a_hi, a_lo, b_hi, b_lo)
+    u_hi, u_lo = _dd_mul(class_hi[0], class_lo[0], class_hi[1], class_lo[1])
+    return c_hi, c_lo, u_hi, u_lo
+
+
+@njit(cache=True, nogil=True)
+def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, cell_rows,
+                         background_rows, class_weight, cell_weight, background_weight):
+    """Add rows to the running totals of the single-score buckets they fall in.
 
     ``slot_of_row[i]`` is the slot of row i's single-score bucket, or -1 when
     the row goes to an ordinary bucket. ``codes`` is (n, n_groups) int8:
     1 member, 0 background, -1 unannotated and excluded. Row counts go to the
     int64 ``*_rows`` arrays ((slots, 2) for the classes, (slots, n_groups, 2)
-    per subgroup); when ``weights`` is non-empty their sums also go to the
-    float64 ``*_weight`` arrays of the same shapes.
+    per subgroup for its members and its background); when ``weights`` is
+    non-empty their sums go to the ``*_weight`` arrays, shaped as the row
+    counts with a last axis of 2: double-double (high, low) parts.
     """
     weighted = weights.shape[0] > 0
     n_groups = codes.shape[1]
@@ -131,18 +226,23 @@ def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, univer
         w = weights[i] if weighted else 1.0
         class_rows[slot, c] += 1
         if weighted:
-            class_weight[slot, c] += w
+            class_weight[slot, c, 0], class_weight[slot, c, 1] = _dd_add(
+                class_weight[slot, c, 0], class_weight[slot, c, 1], w, 0.0)
         for g in range(n_groups):
             code = codes[i, g]
             if code < 0:
                 continue
-            universe_rows[slot, g, c] += 1
-            if weighted:
-                universe_weight[slot, g, c] += w
             if code == 1:
                 cell_rows[slot, g, c] += 1
                 if weighted:
-                    cell_weight[slot, g, c] += w
+                    cell_weight[slot, g, c, 0], cell_weight[slot, g, c, 1] = _dd_add(
+                        cell_weight[slot, g, c, 0], cell_weight[slot, g, c, 1], w, 0.0)
+            else:
+                background_rows[slot, g, c] += 1
+                if weighted:
+                    background_weight[slot, g, c, 0], background_weight[slot, g, c, 1] = _dd_add(
+                        background_weight[slot, g, c, 0], background_weight[slot, g, c, 1], w,
+                        0.0)
 
 
 @njit(cache=True, nogil=True)

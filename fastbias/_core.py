@@ -116,6 +116,20 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
 
 
 @dataclass(frozen=True)
+class WeightedLow:
+    """Low parts of a weighted sweep's double-double sums.
+
+    A weighted :class:`SweepCounts` holds the high parts in its ordinary
+    fields; each value is ``high + low`` (about 2**-106 relative).
+    """
+
+    counts: np.ndarray
+    background: np.ndarray
+    totals: np.ndarray
+    twice_overall_u: float
+
+
+@dataclass(frozen=True)
 class SweepCounts:
     """Everything every metric needs, from one sort and one sweep.
 
@@ -126,6 +140,11 @@ class SweepCounts:
     positives over negatives across all rows. ``background`` (weighted only,
     optional) holds each subgroup's background negative/positive weight
     computed without cancellation; without it they are total minus subgroup.
+
+    Weighted sweeps (:func:`sweep_weighted`) carry every sum as a
+    double-double pair: these fields hold the high parts and ``low`` the low
+    parts. Their weights are the input weights times ``1 / weight_scale`` (a
+    power of two, so the metrics are exactly those of the input weights).
     """
 
     names: list
@@ -137,6 +156,8 @@ class SweepCounts:
     class_rows: tuple
     weighted: bool
     background: np.ndarray | None = None
+    low: WeightedLow | None = None
+    weight_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -187,22 +208,111 @@ def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
                       neg_sorted, pos_sorted)
 
 
-def sweep_weighted(order: ScoreOrder, memberships: Memberships,
-                   sample_weight: np.ndarray) -> SweepCounts:
-    """Weighted (float64, compensated) counts for a pre-sorted score vector; O(n + memberships)."""
+# a weighted sum is trusted when its error bound is below this share of itself, or below
+# WEIGHTED_ABSOLUTE_TOLERANCE in units of the metric (see docs/correctness.md)
+WEIGHTED_RELATIVE_TOLERANCE = 2.0 ** -50
+WEIGHTED_ABSOLUTE_TOLERANCE = 2.0 ** -70
+_DD_UNIT = 2.0 ** -106  # relative error of one double-double operation (roughly)
+
+
+def power_of_two_scale(sample_weight: np.ndarray) -> float:
+    """The power of two that brings the largest weight into [1, 2) (1 if all are 0).
+
+    Dividing by it is exact, so weighted metrics (ratios) do not depend on the
+    weights' scale, and no product of weights overflows or underflows.
+    """
+    largest = float(np.max(sample_weight)) if sample_weight.shape[0] else 0.0
+    if not largest > 0.0:
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(largest)[1]) - 1))
+
+
+def _group_mask(memberships: Memberships, g: int) -> np.ndarray:
+    """Boolean row mask of subgroup ``g`` (O(memberships))."""
     m = memberships
-    neg_hi, neg_lo, _, n_weighted_neg = K.cumulative_weights_compensated(order.neg_rows,
-                                                                         sample_weight)
+    owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
+    mask = np.zeros(m.n_rows, dtype=np.bool_)
+    mask[m.identity_rows[owner[m.row_groups == g]]] = True
+    return mask
+
+
+def _untrusted_groups(hi, background, background_rows, totals, n_ops: int) -> np.ndarray:
+    """Subgroups whose weighted metrics the fast sweep cannot certify (indices).
+
+    The fast sweep forms background quantities as "class total minus
+    subgroup"; each double-double sum over ``n_ops`` steps is within about
+    ``8 n_ops 2**-106`` of the magnitudes summed (rigorous, pessimistic). A
+    subgroup is certified when every defined metric (and background weight)
+    is within WEIGHTED_RELATIVE_TOLERANCE of itself or
+    WEIGHTED_ABSOLUTE_TOLERANCE in metric units; otherwise its counts are
+    recomputed from its explicit cells.
+    """
+    eps = 8.0 * (n_ops + 16) * _DD_UNIT
+    total_neg, total_pos = totals
+    w_sn, w_sp = hi[:, K.CELL_SUBGROUP_NEG], hi[:, K.CELL_SUBGROUP_POS]
+    w_bn, w_bp = background[:, 0], background[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # a background with weighted rows must come out well above its error bound
+        rel_bn = np.where(background_rows[:, 0] > 0,
+                          np.where(w_bn > 0, eps * total_neg / w_bn, np.inf), 0.0)
+        rel_bp = np.where(background_rows[:, 1] > 0,
+                          np.where(w_bp > 0, eps * total_pos / w_bp, np.inf), 0.0)
+    err_sub = eps * 2.0 * w_sp * w_sn
+    # (U column, error of it, X cell weight, Y cell weight, relative error of the cells, AEG?)
+    checks = [
+        (K.TWICE_SUBGROUP_U, err_sub, w_sp, w_sn, 0.0, False),
+        (K.TWICE_BPSN_U, eps * 2.0 * total_pos * w_sn + err_sub, w_bp, w_sn, rel_bp, False),
+        (K.TWICE_BNSP_U, eps * 2.0 * total_neg * w_sp + err_sub, w_sp, w_bn, rel_bn, False),
+        (K.TWICE_NEG_BG_ABOVE_U, eps * (2.0 * total_neg * w_sn + w_sn * w_sn), w_bn, w_sn,
+         rel_bn, True),
+        (K.TWICE_POS_BG_ABOVE_U, eps * (2.0 * total_pos * w_sp + w_sp * w_sp), w_bp, w_sp,
+         rel_bp, True),
+    ]
+    bad = (rel_bn > WEIGHTED_RELATIVE_TOLERANCE) | (rel_bp > WEIGHTED_RELATIVE_TOLERANCE)
+    with np.errstate(invalid="ignore"):  # inf * 0 where a bound is unusable: flagged either way
+        for column, err_u, w_x, w_y, rel_cells, is_gap in checks:
+            pairs = w_x * w_y
+            numerator = np.abs(pairs - hi[:, column]) if is_gap else hi[:, column]
+            err = err_u + (pairs * rel_cells if is_gap else 0.0) + numerator * rel_cells
+            allowed = np.maximum(WEIGHTED_RELATIVE_TOLERANCE * numerator,
+                                 WEIGHTED_ABSOLUTE_TOLERANCE * 2.0 * pairs)
+            bad |= (pairs > 0) & ~(err <= allowed)
+    return np.flatnonzero(bad)
+
+
+def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: np.ndarray,
+                   certify: bool = True, weight_scale: float | None = None) -> SweepCounts:
+    """Weighted counts for a pre-sorted score vector, in double-double; O(n + memberships).
+
+    The weights are first divided by :func:`power_of_two_scale` (exact).
+    With ``certify`` (the default), a subgroup whose counts the fast sweep
+    cannot guarantee to WEIGHTED_RELATIVE_TOLERANCE (a background that is tiny
+    next to its subgroup, a metric that is tiny next to its class) is
+    recomputed from its explicit cells (O(rows) each, rare). The bootstrap
+    passes ``certify=False``: its replicates need no such guarantee. A
+    caller that combines several sweeps (the chunk algebra) passes one
+    ``weight_scale`` for all of them.
+    """
+    m = memberships
+    scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
+    weights = sample_weight if scale == 1.0 else sample_weight / scale
+    neg_hi, neg_lo, _, n_weighted_neg = K.cumulative_weights_compensated(order.neg_rows, weights)
     pos_hi, pos_lo, pos_w_sorted, n_weighted_pos = K.cumulative_weights_compensated(
-        order.pos_rows, sample_weight)
-    id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
-    counts, background, twice_u = K.subgroup_counts_weighted(
+        order.pos_rows, weights)
+    id_weights = np.ascontiguousarray(weights[m.identity_rows], dtype=np.float64)
+    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo = K.subgroup_counts_weighted(
         order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
         order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
         n_weighted_neg, n_weighted_pos, m.n_groups)
-    return SweepCounts(m.names, counts, float(neg_hi[-1] + neg_lo[-1]),
-                       float(pos_hi[-1] + pos_lo[-1]), float(twice_u), m.cell_rows, m.class_rows,
-                       True, background)
+    totals = (float(neg_hi[-1]), float(pos_hi[-1]))
+    if certify and m.n_groups:
+        for g in _untrusted_groups(hi, bg_hi, bg_rows, totals, m.n_rows + m.row_groups.shape[0]):
+            hi[g], lo[g], bg_hi[g], bg_lo[g] = K.explicit_cell_counts(
+                _group_mask(m, int(g)), order.neg_rows, order.neg_sorted, order.pos_rows,
+                order.pos_sorted, weights)
+    low = WeightedLow(lo, bg_lo, np.array([neg_lo[-1], pos_lo[-1]]), float(u_lo))
+    return SweepCounts(m.names, hi, totals[0], totals[1], float(u_hi), m.cell_rows, m.class_rows,
+                       True, bg_hi, low, scale)
 
 
 class SortedClasses(NamedTuple):
@@ -279,7 +389,8 @@ def count_memberships(sorted_members: tuple, sorted_classes: SortedClasses, n_gr
 
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
                  sample_weight: np.ndarray | None = None, sorted_classes=None,
-                 sorted_members=None, executor=None) -> SweepCounts:
+                 sorted_members=None, executor=None,
+                 weight_scale: float | None = None) -> SweepCounts:
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
@@ -292,7 +403,8 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     """
     m = memberships
     if sample_weight is not None:
-        return sweep_weighted(order_scores(scores, m), m, sample_weight)
+        return sweep_weighted(order_scores(scores, m), m, sample_weight,
+                              weight_scale=weight_scale)
     if sorted_members is None:
         sorted_members = sort_memberships(scores, m)
     if sorted_classes is None:

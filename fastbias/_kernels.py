@@ -373,16 +373,20 @@ def _add_to(hi, lo, g, col, v_hi, v_lo):
 def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
                              neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_cum_hi,
                              pos_cum_lo, pos_w_sorted, n_weighted_neg, n_weighted_pos, n_groups):
-    """Weighted (float64) per-subgroup counts, every sum compensated.
+    """Weighted per-subgroup counts, every sum carried as a double-double pair (hi, lo).
 
-    Same quantities as the unweighted ``member_counts``, walking rows, on pairs
-    (hi, lo). ``*_cum_hi/lo`` are compensated prefix sums of the class
-    weights along the sorted class scores. Returns ``(counts, background,
-    twice_overall_u)``: counts (n_groups, 7) as in the unweighted kernel,
-    background (n_groups, 2) the background negative/positive weights computed
-    without cancellation, exactly 0 when no background row of that class has a
-    positive weight (``n_weighted_neg``/``n_weighted_pos`` count such rows
-    over the whole data).
+    Same quantities as the unweighted ``member_counts``, walking rows.
+    ``*_cum_hi/lo`` are compensated prefix sums of the class weights along the
+    sorted class scores. Returns ``(hi, lo, background_hi, background_lo,
+    background_rows, twice_u_hi, twice_u_lo)``: the counts (n_groups, 7) as
+    in the unweighted kernel, the background negative/positive weights
+    (n_groups, 2) as class total minus subgroup (exactly 0 when no background
+    row of that class has a positive weight: ``n_weighted_neg``/
+    ``n_weighted_pos`` count such rows over the whole data), how many
+    background rows of each class have a positive weight, and twice the
+    overall U. Each value is ``hi + lo``
+    to about 2**-106 of the sums it came from; :func:`explicit_cell_counts`
+    recomputes a subgroup whose background is too small for that.
     """
     neg_lt, neg_le = rank_bounds_in_sorted(neg_sorted, id_scores, id_order)
     pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
@@ -453,8 +457,9 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr
             pos_block[g, 0] = pos_block[g, 1] = 0.0
             is_touched[g] = False
         n_touched = 0
-    counts = np.empty((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
-    background = np.empty((n_groups, 2), dtype=np.float64)
+    background_hi = np.empty((n_groups, 2), dtype=np.float64)
+    background_lo = np.empty((n_groups, 2), dtype=np.float64)
+    background_rows = np.empty((n_groups, 2), dtype=np.int64)
     for g in range(n_groups):
         s_hi, s_lo = -hi[g, TWICE_SUBGROUP_U], -lo[g, TWICE_SUBGROUP_U]
         _add_to(hi, lo, g, TWICE_BPSN_U, s_hi, s_lo)
@@ -465,15 +470,208 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr
         q_hi, q_lo = _dd_mul(hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS],
                              hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS])
         _add_to(hi, lo, g, TWICE_POS_BG_ABOVE_U, -q_hi, -q_lo)
-        for col in range(N_COUNT_COLUMNS):
-            counts[g, col] = hi[g, col] + lo[g, col]
-        b_hi, b_lo = _dd_add(tn_hi, tn_lo, -hi[g, CELL_SUBGROUP_NEG], -lo[g, CELL_SUBGROUP_NEG])
-        background[g, 0] = b_hi + b_lo if n_weighted_neg > weighted_rows[g, 0] else 0.0
-        b_hi, b_lo = _dd_add(tp_hi, tp_lo, -hi[g, CELL_SUBGROUP_POS], -lo[g, CELL_SUBGROUP_POS])
-        background[g, 1] = b_hi + b_lo if n_weighted_pos > weighted_rows[g, 1] else 0.0
-    neg_cumw = neg_cum_hi + neg_cum_lo
-    overall = twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_sorted)
-    return counts, background, overall
+        for c in range(2):
+            if c == 0:
+                t_hi, t_lo, live = tn_hi, tn_lo, n_weighted_neg > weighted_rows[g, 0]
+            else:
+                t_hi, t_lo, live = tp_hi, tp_lo, n_weighted_pos > weighted_rows[g, 1]
+            b_hi, b_lo = _dd_add(t_hi, t_lo, -hi[g, c], -lo[g, c])
+            background_hi[g, c] = b_hi if live else 0.0
+            background_lo[g, c] = b_lo if live else 0.0
+        background_rows[g, 0] = n_weighted_neg - weighted_rows[g, 0]
+        background_rows[g, 1] = n_weighted_pos - weighted_rows[g, 1]
+    u_hi, u_lo = twice_u_weighted_dd(neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_w_sorted)
+    return hi, lo, background_hi, background_lo, background_rows, u_hi, u_lo
+
+
+@njit(cache=True, nogil=True)
+def twice_u_weighted_dd(neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_w_sorted):
+    """Twice the weighted U of positives over negatives, summed in double-double: (hi, lo)."""
+    lt = 0
+    le = 0
+    u_hi = 0.0
+    u_lo = 0.0
+    for j in range(pos_sorted.shape[0]):
+        s = pos_sorted[j]
+        lt = _count_below(neg_sorted, lt, s, False)
+        le = _count_below(neg_sorted, max(le, lt), s, True)
+        b_hi, b_lo = _dd_add(neg_cum_hi[lt], neg_cum_lo[lt], neg_cum_hi[le], neg_cum_lo[le])
+        t_hi, t_lo = _dd_mul(b_hi, b_lo, pos_w_sorted[j], 0.0)
+        u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
+    return u_hi, u_lo
+
+
+@njit(cache=True, nogil=True)
+def _twice_u_of_cells(x_scores, x_weights, y_scores, y_weights):
+    """Twice the weighted U of cell X over cell Y, both sorted by score, in double-double.
+
+    ``sum_x w_x (W_Y(< s_x) + W_Y(<= s_x))`` with prefix sums over Y's own rows
+    only (no class total minus subgroup), so every term is non-negative and
+    the result is accurate to about 2**-106 relative.
+    """
+    lt = 0
+    le = 0
+    below_hi = 0.0  # W_Y(< s), then W_Y(<= s) of the current x
+    below_lo = 0.0
+    tied_hi = 0.0
+    tied_lo = 0.0
+    u_hi = 0.0
+    u_lo = 0.0
+    n_y = y_scores.shape[0]
+    for i in range(x_scores.shape[0]):
+        s = x_scores[i]
+        if le > lt and y_scores[lt] < s:  # the tied block of the previous x lies below s
+            below_hi, below_lo = _dd_add(below_hi, below_lo, tied_hi, tied_lo)
+            lt = le
+            tied_hi = 0.0
+            tied_lo = 0.0
+        while lt < n_y and y_scores[lt] < s:
+            below_hi, below_lo = _dd_add(below_hi, below_lo, y_weights[lt], 0.0)
+            lt += 1
+        if le < lt:
+            le = lt
+            tied_hi = 0.0
+            tied_lo = 0.0
+        while le < n_y and y_scores[le] <= s:
+            tied_hi, tied_lo = _dd_add(tied_hi, tied_lo, y_weights[le], 0.0)
+            le += 1
+        # W_Y(<) + W_Y(<=) = 2 W_Y(<) + W_Y(=)
+        t_hi, t_lo = _dd_add(2.0 * below_hi, 2.0 * below_lo, tied_hi, tied_lo)
+        t_hi, t_lo = _dd_mul(t_hi, t_lo, x_weights[i], 0.0)
+        u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
+    return u_hi, u_lo
+
+
+@njit(inline="always")
+def _split_class(rows, sorted_scores, member, weights, in_scores, in_weights, out_scores,
+                 out_weights):
+    """Scores and weights of a class (rows in score order) split into members and the rest."""
+    n_in = 0
+    n_out = 0
+    for j in range(rows.shape[0]):
+        r = rows[j]
+        if member[r]:
+            in_scores[n_in] = sorted_scores[j]
+            in_weights[n_in] = weights[r]
+            n_in += 1
+        else:
+            out_scores[n_out] = sorted_scores[j]
+            out_weights[n_out] = weights[r]
+            n_out += 1
+    return n_in, n_out
+
+
+@njit(inline="always")
+def _dd_sum(values, n):
+    s_hi = 0.0
+    s_lo = 0.0
+    for j in range(n):
+        s_hi, s_lo = _dd_add(s_hi, s_lo, values[j], 0.0)
+    return s_hi, s_lo
+
+
+@njit(cache=True, nogil=True)
+def explicit_cell_counts(member, neg_rows, neg_sorted, pos_rows, pos_sorted, weights):
+    """One subgroup's weighted counts from its four explicit cells, in double-double.
+
+    ``member`` is the subgroup's boolean row mask; ``neg_rows``/``pos_rows``
+    each class's rows in score order and ``neg_sorted``/``pos_sorted`` their
+    scores. The backgrounds are listed row by row, never "class minus
+    subgroup", so each count is accurate to about 2**-106 of itself however
+    small the background is. O(rows). Returns ``(hi, lo, background_hi,
+    background_lo)``: (7,) counts as in :func:`subgroup_counts_weighted` and
+    (2,) background negative/positive weights.
+    """
+    n_neg = neg_rows.shape[0]
+    n_pos = pos_rows.shape[0]
+    sn_s = np.empty(n_neg, dtype=neg_sorted.dtype)
+    sn_w = np.empty(n_neg, dtype=np.float64)
+    bn_s = np.empty(n_neg, dtype=neg_sorted.dtype)
+    bn_w = np.empty(n_neg, dtype=np.float64)
+    sp_s = np.empty(n_pos, dtype=pos_sorted.dtype)
+    sp_w = np.empty(n_pos, dtype=np.float64)
+    bp_s = np.empty(n_pos, dtype=pos_sorted.dtype)
+    bp_w = np.empty(n_pos, dtype=np.float64)
+    k_sn, k_bn = _split_class(neg_rows, neg_sorted, member, weights, sn_s, sn_w, bn_s, bn_w)
+    k_sp, k_bp = _split_class(pos_rows, pos_sorted, member, weights, sp_s, sp_w, bp_s, bp_w)
+    sn_s, sn_w, bn_s, bn_w = sn_s[:k_sn], sn_w[:k_sn], bn_s[:k_bn], bn_w[:k_bn]
+    sp_s, sp_w, bp_s, bp_w = sp_s[:k_sp], sp_w[:k_sp], bp_s[:k_bp], bp_w[:k_bp]
+    hi = np.zeros(N_COUNT_COLUMNS, dtype=np.float64)
+    lo = np.zeros(N_COUNT_COLUMNS, dtype=np.float64)
+    hi[CELL_SUBGROUP_NEG], lo[CELL_SUBGROUP_NEG] = _dd_sum(sn_w, k_sn)
+    hi[CELL_SUBGROUP_POS], lo[CELL_SUBGROUP_POS] = _dd_sum(sp_w, k_sp)
+    hi[TWICE_SUBGROUP_U], lo[TWICE_SUBGROUP_U] = _twice_u_of_cells(sp_s, sp_w, sn_s, sn_w)
+    hi[TWICE_BPSN_U], lo[TWICE_BPSN_U] = _twice_u_of_cells(bp_s, bp_w, sn_s, sn_w)
+    hi[TWICE_BNSP_U], lo[TWICE_BNSP_U] = _twice_u_of_cells(sp_s, sp_w, bn_s, bn_w)
+    hi[TWICE_NEG_BG_ABOVE_U], lo[TWICE_NEG_BG_ABOVE_U] = _twice_u_of_cells(bn_s, bn_w, sn_s, sn_w)
+    hi[TWICE_POS_BG_ABOVE_U], lo[TWICE_POS_BG_ABOVE_U] = _twice_u_of_cells(bp_s, bp_w, sp_s, sp_w)
+    background_hi = np.zeros(2, dtype=np.float64)
+    background_lo = np.zeros(2, dtype=np.float64)
+    background_hi[0], background_lo[0] = _dd_sum(bn_w, k_bn)
+    background_hi[1], background_lo[1] = _dd_sum(bp_w, k_bp)
+    return hi, lo, background_hi, background_lo
+
+
+@njit(inline="always")
+def _dd_div(a_hi, a_lo, b_hi, b_lo):
+    """The double nearest (to within an ulp) to (a_hi + a_lo) / (b_hi + b_lo), b > 0."""
+    q = a_hi / b_hi
+    p_hi, p_lo = _dd_mul(q, 0.0, b_hi, b_lo)
+    r_hi, r_lo = _dd_add(a_hi, a_lo, -p_hi, -p_lo)
+    return q + (r_hi + r_lo) / b_hi
+
+
+@njit(cache=True, nogil=True)
+def weighted_overall_auc(neg_hi, neg_lo, pos_hi, pos_lo, u_hi, u_lo):
+    """twice U / (2 W_neg W_pos) from double-double parts (NaN if a class weighs 0)."""
+    pairs_hi, pairs_lo = _dd_mul(neg_hi, neg_lo, pos_hi, pos_lo)
+    if not pairs_hi > 0.0:
+        return np.nan
+    return _dd_div(u_hi, u_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
+
+
+# (U column, X cell, Y cell) of each metric, cells: 0/1 subgroup neg/pos, 2/3 background neg/pos
+_METRIC_PAIRS = np.array([[TWICE_SUBGROUP_U, 1, 0], [TWICE_BPSN_U, 3, 0], [TWICE_BNSP_U, 1, 2],
+                          [TWICE_NEG_BG_ABOVE_U, 2, 0], [TWICE_POS_BG_ABOVE_U, 3, 1]],
+                         dtype=np.int64)
+N_METRICS = 5
+N_AUC_METRICS = 3
+
+
+@njit(cache=True, nogil=True)
+def weighted_metric_values(hi, lo, background_hi, background_lo):
+    """The five metrics (n_groups, 5) from double-double weighted counts; NaN when undefined.
+
+    Metric order: subgroup, BPSN, BNSP AUC, negative and positive AEG. An AUC
+    is ``twice U / (2 W_X W_Y)`` and an AEG ``(W_X W_Y - twice U) / (2 W_X W_Y)``,
+    numerator and denominator in double-double, so an AEG near 0 keeps its
+    digits; one rounding at the end.
+    """
+    n_groups = hi.shape[0]
+    out = np.empty((n_groups, N_METRICS), dtype=np.float64)
+    cell_hi = np.empty(4, dtype=np.float64)
+    cell_lo = np.empty(4, dtype=np.float64)
+    for g in range(n_groups):
+        cell_hi[0], cell_lo[0] = hi[g, CELL_SUBGROUP_NEG], lo[g, CELL_SUBGROUP_NEG]
+        cell_hi[1], cell_lo[1] = hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS]
+        cell_hi[2], cell_lo[2] = background_hi[g, 0], background_lo[g, 0]
+        cell_hi[3], cell_lo[3] = background_hi[g, 1], background_lo[g, 1]
+        for m in range(N_METRICS):
+            col = _METRIC_PAIRS[m, 0]
+            x = _METRIC_PAIRS[m, 1]
+            y = _METRIC_PAIRS[m, 2]
+            pairs_hi, pairs_lo = _dd_mul(cell_hi[x], cell_lo[x], cell_hi[y], cell_lo[y])
+            if not pairs_hi > 0.0:
+                out[g, m] = np.nan
+                continue
+            if m < N_AUC_METRICS:
+                num_hi, num_lo = hi[g, col], lo[g, col]
+            else:
+                num_hi, num_lo = _dd_add(pairs_hi, pairs_lo, -hi[g, col], -lo[g, col])
+            out[g, m] = _dd_div(num_hi, num_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
+    return out
+
+
 
 
 @njit(cache=True, nogil=True)

@@ -64,6 +64,8 @@ _numba_cache_fallback()
 from . import _kernels as K  # noqa: E402  (after the cache check on purpose)
 
 NAN_POLICIES = ("raise", "omit")
+#: smallest ratio of a positive weight to the largest weight (products of weights stay normal)
+WEIGHT_SPREAD_LIMIT = 2.0 ** -480
 # ends every "missing value" message; the CLI rewrites the Python words in it
 OMIT_WHERE = " (bias_metrics, overall_auc and evaluate take it)"
 _OMIT_HINT = "drop those rows first, or pass nan_policy='omit'" + OMIT_WHERE
@@ -262,6 +264,58 @@ def _to_numpy(values, name: str) -> np.ndarray:
     return column_values(values, name)[0]
 
 
+def _row_indexes(name: str, value):
+    """(name, pandas index) of every pandas object in ``value`` that carries row labels."""
+    if isinstance(value, (pd.Series, pd.DataFrame)):
+        return [(name, value.index)]
+    if isinstance(value, Mapping):
+        return [(f"{name}[{key!r}]", column.index) for key, column in value.items()
+                if isinstance(column, (pd.Series, pd.DataFrame))]
+    return []
+
+
+def _first_difference(a: pd.Index, b: pd.Index) -> str:
+    left, right = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    different = left != right
+    if not np.any(different):  # equal values, unequal otherwise (e.g. a MultiIndex level)
+        return ""
+    i = _first(np.asarray(different, dtype=bool))
+    return f" (e.g. position {i} is row {_plain(left[i])!r} in one and {_plain(right[i])!r} in " \
+           f"the other)"
+
+
+def check_aligned(inputs, expected=None) -> pd.Index | None:
+    """Refuse pandas inputs whose row labels disagree; return the common index (or None).
+
+    fastbias matches the rows of its inputs by position. When two of them are
+    pandas objects whose indexes are not equal, position and label would pair
+    different rows, so this raises a ValueError naming both inputs and how to
+    align them. ``inputs`` is a sequence of ``(name, value)``; dicts of
+    Series are checked column by column. ``expected`` is an optional
+    ``(name, index)`` the inputs must match too. Inputs of different lengths
+    are left to the length checks.
+    """
+    reference = expected
+    for name, value in inputs:
+        for label, index in _row_indexes(name, value):
+            if reference is None:
+                reference = (label, index)
+                continue
+            ref_label, ref_index = reference
+            if len(index) != len(ref_index) or index.equals(ref_index):
+                continue
+            base, target = label.split("[")[0], ref_label.split("[")[0]
+            fix = (f"{base} = {base}.reindex({target}.index)" if target.isidentifier()
+                   else f"put {base} in the row order of {ref_label}")
+            raise ValueError(
+                f"{ref_label} and {label} are pandas objects with different indexes"
+                f"{_first_difference(ref_index, index)}: fastbias matches rows by position, so "
+                f"these would pair up different rows. Align them first ({fix}), or, if the "
+                f"positions already match, drop the labels with .reset_index(drop=True) (or "
+                f".to_numpy())")
+    return None if reference is None else reference[1]
+
+
 def check_length(arr: np.ndarray, n: int, name: str, reference: str = "y_true") -> None:
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} rows but {reference} has {n}")
@@ -407,7 +461,25 @@ def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None) -> np
         first = _first(negative)
         raise ValueError(f"{name} has {int(negative.sum())} negative value(s) "
                          f"(e.g. {_plain(arr[first])} at position {first}); weights must be >= 0")
+    if arr.shape[0]:
+        largest = int(np.argmax(arr))
+        positive = arr > 0
+        if positive.any():
+            smallest = int(np.argmin(np.where(positive, arr, np.inf)))
+            check_weight_spread(arr[smallest], arr[largest], name, f" at position {smallest}",
+                                f" at position {largest}")
     return arr
+
+
+def check_weight_spread(smallest, largest, name: str, where_smallest: str = "",
+                        where_largest: str = "") -> None:
+    """Refuse positive weights spanning more than 2**480 (their pair products would underflow)."""
+    if 0 < smallest < largest * WEIGHT_SPREAD_LIMIT:
+        raise ValueError(
+            f"{name} spans more than 2**480 (1e144): the smallest positive weight is "
+            f"{_plain(smallest)!r}{where_smallest} and the largest {_plain(largest)!r}"
+            f"{where_largest}; weighted pair sums would underflow. Set negligible weights to 0 "
+            f"(the metrics do not depend on the weights' scale, only on their ratios)")
 
 
 def as_sample_weight(sample_weight, n: int, name: str = "sample_weight") -> np.ndarray | None:

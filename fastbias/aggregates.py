@@ -18,7 +18,8 @@ import pandas as pd
 
 from . import _kernels as K
 from ._core import SweepCounts, prepare_memberships, sweep_counts
-from ._validation import UndefinedMetricWarning, as_labels, as_scores, subgroup_rows
+from ._validation import (UndefinedMetricWarning, as_labels, as_scores, check_aligned,
+                          subgroup_rows)
 from .metrics import AUC_METRICS
 
 NAN_POLICIES = ("propagate", "omit", "raise")
@@ -375,6 +376,7 @@ def pinned_auc(y_true, y_score, subgroups, *, method: str = "sample", random_sta
         raise ValueError(f"method must be one of {PINNED_METHODS}, got {method!r}")
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {replace!r}")
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups)])
     labels = as_labels(y_true, "y_true", threshold=label_threshold)
     n = labels.shape[0]
     scores = as_scores(y_score, "y_score", n)

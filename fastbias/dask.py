@@ -159,6 +159,12 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
                                     or npartitions < 1):
         raise ValueError(f"npartitions must be a positive integer, got {npartitions!r}")
 
+    if spec.weighted:  # one power-of-two scale for the weights of every partition
+        weights = ddf[spec.sample_weight]
+        if pd.api.types.is_numeric_dtype(dtypes[spec.sample_weight]) and \
+                not pd.api.types.is_bool_dtype(dtypes[spec.sample_weight]):
+            smallest, largest = dask.compute(weights.where(weights > 0).min(), weights.max())
+            spec = spec.with_weight_range(float(smallest), float(largest))
     encoded = ddf[spec.columns].map_partitions(_encode_partition, spec,
                                                meta=_encoded_meta(spec, dtypes))
     if persist is None:
@@ -182,6 +188,6 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
                                                                 spec.exclude_missing)
                                 for part in ranged.to_delayed()])
     per_model_chunks = dask.compute(*per_model_tasks)
-    per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted)
+    per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted, spec.weight_scale)
                  for chunks in per_model_chunks]
     return assemble_result(spec, per_model, "dask")

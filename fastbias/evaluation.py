@@ -10,7 +10,7 @@ import pandas as pd
 
 from ._core import (CONCURRENT_SWEEP_MIN_ROWS, Memberships, prepare_memberships, sort_classes,
                     sweep_counts)
-from ._validation import (as_labels, as_sample_weight, as_scores, check_nan_policy,
+from ._validation import (as_labels, as_sample_weight, as_scores, check_aligned, check_nan_policy,
                           check_threshold, identity_column, name_list,
                           omit_for_evaluate, require_columns)
 from .metrics import (COUNT_COLUMNS, METRIC_COLUMNS, overall_auc_from_counts, table_from_counts,
@@ -198,6 +198,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         df = df.to_pandas()
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if not isinstance(sample_weight, str):
+        check_aligned([("df", df), ("sample_weight", sample_weight)])
     if check_nan_policy(nan_policy) == "omit":
         return omit_for_evaluate(evaluate, df, label=label, scores=scores, subgroups=subgroups,
                                  sample_weight=sample_weight, pos_label=pos_label,

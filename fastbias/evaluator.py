@@ -33,7 +33,8 @@ from numba import njit
 
 from ._core import (Memberships, SweepCounts, _memberships_from_csr, sorted_scores, sweep_counts,
                     sweep_counts_concurrently)
-from ._validation import UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores
+from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores,
+                          check_aligned)
 from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, prepare_subgroups,
                       table_from_counts, warn_undefined)
 
@@ -239,6 +240,9 @@ class BiasEvaluator:
                 or fold_cache_size < 0:
             raise ValueError(f"fold_cache_size must be a non-negative int, got {fold_cache_size!r}")
         _threads(n_jobs, 1)
+        # pandas inputs must agree on their rows; later scores are checked against these labels
+        self._row_index = check_aligned([("y_true", y_true), ("subgroups", subgroups),
+                                         ("sample_weight", sample_weight)])
         labels = as_labels(y_true, "y_true", threshold=label_threshold, pos_label=pos_label)
         weights = as_sample_weight(sample_weight, labels.shape[0])
         self._full = _prepared(prepare_subgroups(labels, subgroups, subgroup_threshold), weights)
@@ -356,7 +360,18 @@ class BiasEvaluator:
             raise ValueError(f"{name} has {arr.shape[0]} rows but {where} {prep.n_rows}")
         return as_scores(arr, name)
 
+    def _check_score_rows(self, scores, index, name: str) -> None:
+        """Pandas scores must carry the row labels of the rows they score (if those have any)."""
+        if self._row_index is None or not isinstance(scores, (pd.Series, pd.DataFrame)):
+            return
+        if index is None:
+            expected = ("the evaluator's rows (its y_true)", self._row_index)
+        else:
+            expected = ("the evaluator's rows at index", self._row_index[self._index_array(index)])
+        check_aligned([(name, scores)], expected=expected)
+
     def _counts(self, y_score, index) -> SweepCounts:
+        self._check_score_rows(y_score, index, "y_score")
         prep = self._rows(index)
         # one model: its sorts may use two threads unless n_jobs=1 asks for one
         return _sweep(self._scores(y_score, prep), prep, two_threads=_threads(self.n_jobs, 2) > 1)
@@ -543,6 +558,9 @@ class BiasEvaluator:
     def _many(self, score_matrix, index, model_names, n_jobs, task):
         prep = self._rows(index)
         names, columns = self._score_columns(score_matrix, prep, model_names)
+        self._check_score_rows(score_matrix, index, "score_matrix")
+        for name, column in zip(names, columns):
+            self._check_score_rows(column, index, f"scores of model {name!r}")
 
         def run(j):
             values = self._scores(columns[j], prep, f"scores of model {names[j]!r}")

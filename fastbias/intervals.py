@@ -52,6 +52,7 @@ from ._validation import (
     as_labels,
     as_sample_weight,
     as_scores,
+    check_aligned,
     subgroup_rows,
 )
 from .metrics import (
@@ -327,6 +328,7 @@ def bernstein_interval(cost, group, *, max_cost=1.0, confidence: float = 0.95,
     """
     confidence = _check_confidence(confidence)
     max_cost = float(_check_positive(max_cost, "max_cost"))
+    check_aligned([("cost", cost), ("group", group)])
     c = _to_numpy(cost, "cost")
     if c.dtype == np.bool_:
         c = c.astype(np.float64)
@@ -397,6 +399,7 @@ def demographic_parity_cost(y_score, group, *, threshold: float = 0.5, group_a=1
     >>> cost.tolist(), codes.tolist()
     ([0.0, 1.0, 0.0, 1.0], [1, 1, -1, 0])
     """
+    check_aligned([("y_score", y_score), ("group", group)])
     y_hat = _predictions(y_score, threshold)
     codes = _group_codes(group, group_a, group_b)
     if codes.shape[0] != y_hat.shape[0]:
@@ -435,6 +438,7 @@ def equal_opportunity_cost(y_true, y_score, group, *, threshold: float = 0.5,
     >>> cost.tolist(), codes.tolist()
     ([0.0, 0.0, 1.0, 0.0], [1, 0, -1, -1])
     """
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("group", group)])
     labels = as_labels(y_true, "y_true", threshold=label_threshold)
     cost, codes = demographic_parity_cost(y_score, group, threshold=threshold,
                                           group_a=group_a, group_b=group_b)
@@ -712,6 +716,8 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     (True, True)
     """
     confidence = _check_confidence(confidence)
+    check_aligned([("y_true", y_true), ("scores_a", scores_a), ("scores_b", scores_b),
+                   ("subgroups", subgroups), ("sample_weight", sample_weight)])
     labels = as_labels(y_true, "y_true", threshold=label_threshold)
     n = labels.shape[0]
     sa = as_scores(scores_a, "scores_a", n)
@@ -1011,7 +1017,7 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                 counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
                     plan.counts(row_counts, m.n_groups)
             else:
-                sc = sweep_weighted(order, m, row_counts * base)
+                sc = sweep_weighted(order, m, row_counts * base, certify=False)
                 counts[b] = sc.counts
                 class_totals[b] = sc.total_neg, sc.total_pos
                 twice_overall_u[b] = sc.twice_overall_u

@@ -28,7 +28,8 @@ import pandas as pd
 from . import _kernels as K
 from ._core import (Memberships, SweepCounts, prepare_memberships, prepare_memberships_dense,
                     sort_classes, sort_memberships, sweep_counts)
-from ._validation import UndefinedMetricWarning, restrict_rows, subgroup_rows, validated_rows
+from ._validation import (UndefinedMetricWarning, check_aligned, restrict_rows, subgroup_rows,
+                          validated_rows)
 
 METRIC_COLUMNS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 AUC_METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc"]
@@ -78,13 +79,63 @@ def background_totals(sc: SweepCounts) -> tuple:
     return bg_neg, bg_pos
 
 
+_EXACT_IN_FLOAT64 = 2 ** 53
+
+
+def exact_ratio(numerator, denominator) -> np.ndarray:
+    """``numerator / denominator`` of integer arrays, correctly rounded; NaN where the
+    denominator is 0.
+
+    Integers below 2**53 are exact in float64, so one IEEE division rounds
+    correctly; larger ones are divided as Python integers (also correctly
+    rounded), one element at a time.
+    """
+    num = np.asarray(numerator, dtype=np.int64)
+    den = np.asarray(denominator, dtype=np.int64)
+    out = np.full(num.shape, np.nan)
+    ok = den > 0
+    small = ok & (np.abs(num) < _EXACT_IN_FLOAT64) & (den < _EXACT_IN_FLOAT64)
+    np.divide(num.astype(np.float64), den.astype(np.float64), out=out, where=small)
+    for i in zip(*np.nonzero(ok & ~small)):
+        out[i] = int(num[i]) / int(den[i])
+    return out
+
+
+def _counts_of_pairs(a, b) -> np.ndarray:
+    """``a * b`` of two int64 count arrays (each below 2**32 for any data that fits in memory)."""
+    return np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
+
+
 def metrics_from_counts(sc: SweepCounts) -> dict:
-    """Map sweep counts to the five metrics (arrays, one entry per subgroup)."""
+    """Map sweep counts to the five metrics (arrays, one entry per subgroup).
+
+    Unweighted counts are exact integers and every metric is their ratio,
+    correctly rounded: an AUC is ``twice U / (2 |X| |Y|)`` and an AEG
+    ``(|X| |Y| - twice U) / (2 |X| |Y|)``, so an AEG near 0 keeps its digits.
+    """
     c = sc.counts
     sub_neg = c[:, K.CELL_SUBGROUP_NEG]
     sub_pos = c[:, K.CELL_SUBGROUP_POS]
     bg_neg, bg_pos = background_totals(sc)
-    # products in float64: exact for the int64 counts we reach (< 2**53)
+    if not sc.weighted:
+        pairs = {"subgroup_auc": _counts_of_pairs(sub_neg, sub_pos),
+                 "bpsn_auc": _counts_of_pairs(sub_neg, bg_pos),
+                 "bnsp_auc": _counts_of_pairs(bg_neg, sub_pos),
+                 "negative_aeg": _counts_of_pairs(bg_neg, sub_neg),
+                 "positive_aeg": _counts_of_pairs(bg_pos, sub_pos)}
+        twice_u = {"subgroup_auc": c[:, K.TWICE_SUBGROUP_U], "bpsn_auc": c[:, K.TWICE_BPSN_U],
+                   "bnsp_auc": c[:, K.TWICE_BNSP_U], "negative_aeg": c[:, K.TWICE_NEG_BG_ABOVE_U],
+                   "positive_aeg": c[:, K.TWICE_POS_BG_ABOVE_U]}
+        out = {}
+        for metric, n_pairs in pairs.items():
+            numerator = twice_u[metric] if metric in AUC_METRICS else n_pairs - twice_u[metric]
+            out[metric] = exact_ratio(numerator, 2 * n_pairs)
+        return out
+    if sc.low is not None:  # double-double sums from the weighted sweep
+        bg_hi = np.column_stack([bg_neg, bg_pos])
+        bg_lo = np.where(bg_hi > 0, sc.low.background, 0.0)
+        values = K.weighted_metric_values(c, sc.low.counts, bg_hi, bg_lo)
+        return {metric: values[:, j] for j, metric in enumerate(METRIC_COLUMNS)}
     sub_neg_f, sub_pos_f = sub_neg.astype(np.float64), sub_pos.astype(np.float64)
     bg_neg_f, bg_pos_f = np.asarray(bg_neg, np.float64), np.asarray(bg_pos, np.float64)
     return {
@@ -97,6 +148,13 @@ def metrics_from_counts(sc: SweepCounts) -> dict:
 
 
 def overall_auc_from_counts(sc: SweepCounts) -> float:
+    if not sc.weighted:
+        den = 2 * int(sc.total_neg) * int(sc.total_pos)
+        return int(sc.twice_overall_u) / den if den > 0 else float("nan")
+    if sc.low is not None:
+        return float(K.weighted_overall_auc(sc.total_neg, sc.low.totals[0], sc.total_pos,
+                                            sc.low.totals[1], sc.twice_overall_u,
+                                            sc.low.twice_overall_u))
     den = 2.0 * float(sc.total_neg) * float(sc.total_pos)
     return float(sc.twice_overall_u) / den if den > 0 else float("nan")
 
@@ -113,12 +171,13 @@ def table_from_counts(sc: SweepCounts, *, warn: bool = True, context: str = "") 
         "background_positives": n_pos - cell[:, 1],
     }
     data.update(metrics_from_counts(sc))
-    if sc.weighted:
+    if sc.weighted:  # in the input's units: the sweep divided the weights by weight_scale
         c = sc.counts
-        data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG]
-        data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS]
-        data["background_negative_weight"], data["background_positive_weight"] = \
-            background_totals(sc)
+        bg_neg, bg_pos = background_totals(sc)
+        data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG] * sc.weight_scale
+        data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS] * sc.weight_scale
+        data["background_negative_weight"] = bg_neg * sc.weight_scale
+        data["background_positive_weight"] = bg_pos * sc.weight_scale
     table = pd.DataFrame(data, index=pd.Index(sc.names, name="subgroup"))
     if warn:
         warn_undefined(table, context)
@@ -232,6 +291,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     >>> float(t.loc["g", "subgroup_auc"]), float(t.loc["g", "bpsn_auc"])
     (0.5, 1.0)
     """
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups),
+                   ("sample_weight", sample_weight)])
     labels, scores, weights, kept = validated_rows(
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)
@@ -295,6 +356,7 @@ def overall_auc(y_true, y_score, *, sample_weight=None,
     >>> fastbias.overall_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
     """
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("sample_weight", sample_weight)])
     labels, scores, weights, _ = validated_rows(
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)

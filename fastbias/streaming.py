@@ -29,19 +29,21 @@ import math
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import _chunk_kernels as CK
-from ._core import SweepCounts, prepare_memberships, prepare_memberships_dense, sweep_counts
+from ._core import (SweepCounts, WeightedLow, power_of_two_scale, prepare_memberships,
+                    prepare_memberships_dense, sweep_counts)
 from ._kernels import N_COUNT_COLUMNS
-from ._validation import as_labels, as_sample_weight, as_scores, check_threshold
+from ._validation import (as_labels, as_sample_weight, as_scores, check_threshold,
+                          check_weight_spread)
 from ._validation import identity_column, name_list
 from .evaluation import MISSING_POLICIES, EvaluationResult
-from .metrics import overall_auc_from_counts, table_from_counts, warn_undefined
+from .metrics import background_totals, overall_auc_from_counts, table_from_counts, warn_undefined
 
 __all__ = ["ChunkCounts", "chunk_counts", "evaluate_parquet", "table_from_chunks"]
 
@@ -61,6 +63,8 @@ class ColumnSpec:
     label_threshold: float
     subgroup_threshold: float
     missing_subgroup: str
+    #: power of two every weight is divided by, the same for all chunks (see with_weight_range)
+    weight_scale: float = 1.0
 
     @property
     def weighted(self) -> bool:
@@ -77,6 +81,16 @@ class ColumnSpec:
         if self.sample_weight is not None:
             wanted.append(self.sample_weight)
         return list(dict.fromkeys(wanted))
+
+    def with_weight_range(self, smallest_positive: float, largest: float) -> "ColumnSpec":
+        """This spec with the weight scale of weights in that range (refusing too wide a one)."""
+        if not self.weighted:
+            return self
+        name = f"sample_weight column {self.sample_weight!r}"
+        if np.isfinite(largest) and largest > 0:
+            check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")
+            return replace(self, weight_scale=power_of_two_scale(np.array([largest])))
+        return self
 
     def settings(self, engine: str) -> dict:
         return {"label_threshold": self.label_threshold,
@@ -155,6 +169,8 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
         if spec.weighted:
             weights = as_sample_weight(frame[spec.sample_weight], n,
                                        f"sample_weight column {spec.sample_weight!r}")
+            if spec.weight_scale != 1.0:
+                weights = weights / spec.weight_scale  # a power of two: exact
         codes = np.empty((n, n_groups), dtype=np.int8)
         for j, name in enumerate(spec.subgroups):
             column = identity_column(frame, name, spec.subgroup_threshold)
@@ -180,9 +196,11 @@ class ChunkCounts:
     counts : ndarray (n_subgroups, 7)
         Cell totals and twice the U numerators of the pairs inside the chunk
         (columns as in ``fastbias._kernels``); int64 unweighted, float64 weighted.
-    universe_totals : ndarray (n_subgroups, 2)
-        Negatives/positives (count or weight) each subgroup may be compared
-        with: all rows, or the annotated ones with ``missing_subgroup="exclude"``.
+    backgrounds : ndarray (n_subgroups, 2)
+        Background negatives/positives (count or weight) of each subgroup:
+        the rows it may be compared with (all rows, or the annotated ones with
+        ``missing_subgroup="exclude"``) that are not in it. Summed row by row,
+        never as a difference.
     cell_rows, universe_rows : ndarray (n_subgroups, 2) of int64
         Row counts of the subgroup cells and of the universes.
     class_totals : ndarray (2,)
@@ -192,10 +210,14 @@ class ChunkCounts:
         Twice the overall U of the pairs inside the chunk.
     min_score, max_score : float
         The chunk's score range (to order the chunks and check they do not overlap).
+    low : WeightedLow or None
+        Weighted chunks: the low parts of the double-double ``counts``,
+        ``backgrounds``, ``class_totals`` and ``twice_u`` (their weights are
+        the input's divided by the caller's common ``weight_scale``).
     """
 
     counts: np.ndarray
-    universe_totals: np.ndarray
+    backgrounds: np.ndarray
     cell_rows: np.ndarray
     universe_rows: np.ndarray
     class_totals: np.ndarray
@@ -203,6 +225,7 @@ class ChunkCounts:
     twice_u: float
     min_score: float
     max_score: float
+    low: WeightedLow | None = None
 
 
 def _chunk_universes(codes: np.ndarray) -> list:
@@ -224,16 +247,20 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
     """Sweep one chunk's rows (any row order) with the ordinary one-machine kernels.
 
     ``scores`` validated float32/float64, ``labels`` bool, ``codes`` int8
-    (n, n_subgroups) as in :class:`EncodedRows`, ``weights`` float64 or None.
-    Returns None for an empty chunk.
+    (n, n_subgroups) as in :class:`EncodedRows`, ``weights`` float64 or None,
+    already divided by the weight scale common to all chunks (they are used
+    as they are). Returns None for an empty chunk.
     """
     n = scores.shape[0]
     if n == 0:
         return None
     n_groups = codes.shape[1]
-    dtype = np.int64 if weights is None else np.float64
+    weighted = weights is not None
+    dtype = np.float64 if weighted else np.int64
     counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=dtype)
-    universe_totals = np.zeros((n_groups, 2), dtype=dtype)
+    backgrounds = np.zeros((n_groups, 2), dtype=dtype)
+    counts_lo = np.zeros((n_groups, N_COUNT_COLUMNS))
+    backgrounds_lo = np.zeros((n_groups, 2))
     cell_rows = np.zeros((n_groups, 2), dtype=np.int64)
     universe_rows = np.zeros((n_groups, 2), dtype=np.int64)
     overall = None
@@ -248,43 +275,65 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
         # members share their unannotated rows, so on the kept rows their codes are 0/1
         matrix = c if len(members) == n_groups else c[:, members]
         matrix = np.ascontiguousarray(matrix).view(np.uint8)
-        sc = sweep_counts(s, prepare_memberships_dense(y, matrix, members), w)
+        sc = sweep_counts(s, prepare_memberships_dense(y, matrix, members), w, weight_scale=1.0)
         counts[members] = sc.counts
-        universe_totals[members] = (sc.total_neg, sc.total_pos)
+        background = np.column_stack(background_totals(sc))
+        backgrounds[members] = background
+        if weighted:
+            counts_lo[members] = sc.low.counts
+            backgrounds_lo[members] = np.where(background > 0, sc.low.background, 0.0)
         cell_rows[members] = sc.cell_rows
         universe_rows[members] = sc.class_rows
         if kept is None:
             overall = sc
     if overall is None:
-        overall = sweep_counts(scores, prepare_memberships(labels, [], []), weights)
-    return ChunkCounts(counts, universe_totals, cell_rows, universe_rows,
+        overall = sweep_counts(scores, prepare_memberships(labels, [], []), weights,
+                               weight_scale=1.0)
+    low = None
+    if weighted:
+        low = WeightedLow(counts_lo, backgrounds_lo, np.asarray(overall.low.totals, np.float64),
+                          overall.low.twice_overall_u)
+    return ChunkCounts(counts, backgrounds, cell_rows, universe_rows,
                        np.array([overall.total_neg, overall.total_pos], dtype=dtype),
                        np.array(overall.class_rows, dtype=np.int64), overall.twice_overall_u,
-                       float(scores.min()) + 0.0, float(scores.max()) + 0.0)
+                       float(scores.min()) + 0.0, float(scores.max()) + 0.0, low)
 
 
-def tied_chunk(score: float, class_rows, universe_rows, cell_rows, class_weight=None,
-               universe_weight=None, cell_weight=None) -> ChunkCounts:
-    """:class:`ChunkCounts` of rows that all have one score, from their cell totals alone."""
+def tied_chunk(score: float, class_rows, cell_rows, background_rows, class_weight=None,
+               cell_weight=None, background_weight=None) -> ChunkCounts:
+    """:class:`ChunkCounts` of rows that all have one score, from their cell totals alone.
+
+    Unweighted: the three row-count arrays. Weighted: also the weights, each
+    with a last axis of 2 (double-double high and low parts).
+    """
+    class_rows = np.asarray(class_rows, dtype=np.int64)
+    cell_rows = np.ascontiguousarray(cell_rows, dtype=np.int64)
+    background_rows = np.ascontiguousarray(background_rows, dtype=np.int64)
+    universe_rows = cell_rows + background_rows
     if class_weight is None:
-        class_totals, universe_totals, cell_totals = class_rows, universe_rows, cell_rows
-    else:
-        class_totals, universe_totals, cell_totals = class_weight, universe_weight, cell_weight
-    counts, twice_u = CK.tied_chunk_counts(np.ascontiguousarray(cell_totals),
-                                           np.ascontiguousarray(universe_totals),
-                                           np.ascontiguousarray(class_totals))
-    return ChunkCounts(counts, np.array(universe_totals), np.array(cell_rows),
-                       np.array(universe_rows), np.array(class_totals), np.array(class_rows),
-                       twice_u, float(score), float(score))
+        counts, twice_u = CK.tied_chunk_counts(cell_rows, background_rows, class_rows)
+        return ChunkCounts(counts, background_rows, cell_rows, universe_rows, class_rows.copy(),
+                           class_rows.copy(), twice_u, float(score), float(score))
+    cell_w = np.ascontiguousarray(cell_weight)
+    background_w = np.ascontiguousarray(background_weight)
+    class_w = np.ascontiguousarray(class_weight)
+    c_hi, c_lo, u_hi, u_lo = CK.tied_chunk_counts_dd(
+        cell_w[..., 0], cell_w[..., 1], background_w[..., 0], background_w[..., 1],
+        class_w[:, 0], class_w[:, 1])
+    low = WeightedLow(c_lo, background_w[..., 1].copy(), class_w[:, 1].copy(), float(u_lo))
+    return ChunkCounts(c_hi, background_w[..., 0].copy(), cell_rows, universe_rows,
+                       class_w[:, 0].copy(), class_rows.copy(), float(u_hi), float(score),
+                       float(score), low)
 
 
-def table_from_chunks(chunks, names: list, weighted: bool):
+def table_from_chunks(chunks, names: list, weighted: bool, weight_scale: float = 1.0):
     """Combine the chunks of one model into its per-subgroup table and overall AUC.
 
     Returns ``(table, overall_auc)`` with the table exactly as
     :func:`fastbias.metrics.table_from_counts` builds it for all rows at once.
-    Raises RuntimeError when two chunks overlap in score (the decomposition
-    would be wrong).
+    ``weight_scale`` is the power of two the chunks' weights were divided by
+    (the table reports weights in the input's units). Raises RuntimeError
+    when two chunks overlap in score (the decomposition would be wrong).
     """
     chunks = sorted((c for c in chunks if c is not None), key=lambda c: c.min_score)
     if not chunks:
@@ -296,38 +345,61 @@ def table_from_chunks(chunks, names: list, weighted: bool):
                 f"[{upper.min_score!r}, {upper.max_score!r}]): every chunk must hold a contiguous "
                 f"score range and equal scores must not be split (with Dask, the divisions must "
                 f"cover all scores)")
-    dtype = np.float64 if weighted else np.int64
-    local = np.ascontiguousarray(np.stack([c.counts for c in chunks]), dtype=dtype)
-    universe = np.ascontiguousarray(np.stack([c.universe_totals for c in chunks]), dtype=dtype)
-    classes = np.ascontiguousarray(np.stack([c.class_totals for c in chunks]), dtype=dtype)
-    twice_u_local = np.array([c.twice_u for c in chunks], dtype=dtype)
-    counts, twice_u = CK.combine_chunk_counts(local, universe, classes, twice_u_local)
+
+    def stacked(parts, dtype):
+        return np.ascontiguousarray(np.stack(parts), dtype=dtype)
+
     cell_rows = np.sum([c.cell_rows for c in chunks], axis=0, dtype=np.int64)
     universe_rows = np.sum([c.universe_rows for c in chunks], axis=0, dtype=np.int64)
-    universe_totals = universe.sum(axis=0)
-    class_totals = classes.sum(axis=0)
     class_rows = np.sum([c.class_rows for c in chunks], axis=0, dtype=np.int64)
+    if weighted:
+        (counts, counts_lo, backgrounds, backgrounds_lo, class_totals, class_lo, twice_u,
+         twice_u_lo) = CK.combine_chunk_counts_dd(
+            stacked([c.counts for c in chunks], np.float64),
+            stacked([c.low.counts for c in chunks], np.float64),
+            stacked([c.backgrounds for c in chunks], np.float64),
+            stacked([c.low.background for c in chunks], np.float64),
+            stacked([c.class_totals for c in chunks], np.float64),
+            stacked([c.low.totals for c in chunks], np.float64),
+            stacked([c.twice_u for c in chunks], np.float64),
+            stacked([c.low.twice_overall_u for c in chunks], np.float64))
+        twice_u, twice_u_lo = float(twice_u), float(twice_u_lo)
+    else:
+        counts, twice_u = CK.combine_chunk_counts(
+            stacked([c.counts for c in chunks], np.int64),
+            stacked([c.backgrounds for c in chunks], np.int64),
+            stacked([c.class_totals for c in chunks], np.int64),
+            stacked([c.twice_u for c in chunks], np.int64))
+        backgrounds = np.sum([c.backgrounds for c in chunks], axis=0, dtype=np.int64)
+        class_totals = class_rows
+        twice_u = int(twice_u)
 
     def scalar(value):
         return float(value) if weighted else int(value)
 
-    twice_u = scalar(twice_u)
     # subgroups compared with the same rows share one SweepCounts (as in evaluate)
     universes: dict = {}
     for g in range(len(names)):
-        key = (*universe_rows[g].tolist(), *universe_totals[g].tolist())
+        key = tuple(universe_rows[g].tolist())
         universes.setdefault(key, []).append(g)
     tables = []
     for members in universes.values():
-        g = members[0]
-        sc = SweepCounts([names[j] for j in members], counts[members], scalar(universe_totals[g, 0]),
-                         scalar(universe_totals[g, 1]), twice_u, cell_rows[members],
-                         (int(universe_rows[g, 0]), int(universe_rows[g, 1])), weighted)
+        universe = universe_rows[members[0]]
+        low = None
+        if weighted:
+            low = WeightedLow(counts_lo[members], backgrounds_lo[members], np.zeros(2), 0.0)
+        sc = SweepCounts([names[j] for j in members], counts[members], scalar(universe[0]),
+                         scalar(universe[1]), twice_u, cell_rows[members],
+                         (int(universe[0]), int(universe[1])), weighted,
+                         backgrounds[members] if weighted else None, low, weight_scale)
         tables.append(table_from_counts(sc, warn=False))
     table = pd.concat(tables).reindex(names)
-    overall = SweepCounts([], np.zeros((0, N_COUNT_COLUMNS), dtype=dtype), scalar(class_totals[0]),
+    overall_low = (WeightedLow(np.zeros((0, N_COUNT_COLUMNS)), np.zeros((0, 2)), class_lo,
+                               twice_u_lo) if weighted else None)
+    overall = SweepCounts([], np.zeros((0, N_COUNT_COLUMNS)), scalar(class_totals[0]),
                           scalar(class_totals[1]), twice_u, np.zeros((0, 2), dtype=np.int64),
-                          (int(class_rows[0]), int(class_rows[1])), weighted)
+                          (int(class_rows[0]), int(class_rows[1])), weighted, None, overall_low,
+                          weight_scale)
     return table, overall_auc_from_counts(overall)
 
 
@@ -436,12 +508,13 @@ class _ModelSpill:
         self.slot_of_bucket[self.tied] = np.arange(self.tied.shape[0])
         n_slots = self.tied.shape[0]
         self.class_rows = np.zeros((n_slots, 2), dtype=np.int64)
-        self.universe_rows = np.zeros((n_slots, n_groups, 2), dtype=np.int64)
         self.cell_rows = np.zeros((n_slots, n_groups, 2), dtype=np.int64)
-        shape = (n_slots,) if weighted else (0,)
-        self.class_weight = np.zeros((*shape, 2))
-        self.universe_weight = np.zeros((*shape, n_groups, 2)) if weighted else np.zeros((0, 0, 2))
-        self.cell_weight = np.zeros((*shape, n_groups, 2)) if weighted else np.zeros((0, 0, 2))
+        self.background_rows = np.zeros((n_slots, n_groups, 2), dtype=np.int64)
+        # weights as double-double (high, low) pairs on the last axis
+        slots, groups = (n_slots, n_groups) if weighted else (0, 0)
+        self.class_weight = np.zeros((slots, 2, 2))
+        self.cell_weight = np.zeros((slots, groups, 2, 2))
+        self.background_weight = np.zeros((slots, groups, 2, 2))
         self.weighted = weighted
 
     def path(self, bucket: int) -> str:
@@ -453,8 +526,8 @@ class _ModelSpill:
         if self.tied.shape[0]:
             weights = rows.weights if self.weighted else np.zeros(0)
             CK.accumulate_tied_rows(self.slot_of_bucket[bucket], rows.labels, rows.codes, weights,
-                                    self.class_rows, self.universe_rows, self.cell_rows,
-                                    self.class_weight, self.universe_weight, self.cell_weight)
+                                    self.class_rows, self.cell_rows, self.background_rows,
+                                    self.class_weight, self.cell_weight, self.background_weight)
         order = CK.stored_rows_by_bucket(bucket, per_bucket, self.slot_of_bucket)
         if scores.dtype.itemsize > self.record_dtype["score"].itemsize:
             raise TypeError(f"score column {self.name!r} is float32 in the Parquet schema but "
@@ -495,12 +568,11 @@ class _ModelSpill:
 
     def _tied_bucket(self, slot: int, b: int) -> ChunkCounts:
         score = float(self.edges[b - 1])
+        rows = (self.class_rows[slot], self.cell_rows[slot], self.background_rows[slot])
         if not self.weighted:
-            return tied_chunk(score, self.class_rows[slot], self.universe_rows[slot],
-                              self.cell_rows[slot])
-        return tied_chunk(score, self.class_rows[slot], self.universe_rows[slot],
-                          self.cell_rows[slot], self.class_weight[slot],
-                          self.universe_weight[slot], self.cell_weight[slot])
+            return tied_chunk(score, *rows)
+        return tied_chunk(score, *rows, self.class_weight[slot], self.cell_weight[slot],
+                          self.background_weight[slot])
 
 
 def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: float = 0.5,
@@ -589,8 +661,10 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     n_groups = len(spec.subgroups)
     n_buckets = max(1, math.ceil(n_rows / bucket_rows))
     edges = [np.zeros(0)] * len(spec.models)
-    if n_buckets > 1:
-        edges = _sample_edges(files, spec, batch_rows, n_rows, n_buckets, random_state)
+    if n_buckets > 1 or spec.weighted:
+        edges, weight_range = _first_pass(files, spec, batch_rows, n_rows, n_buckets,
+                                          random_state)
+        spec = spec.with_weight_range(*weight_range)
 
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
         spills = []
@@ -616,25 +690,44 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     per_model = []
     for k in range(len(spec.models)):
         mine = [chunk for (owner, _), chunk in zip(tasks, chunks) if owner == k]
-        per_model.append(table_from_chunks(mine, spec.subgroups, spec.weighted))
+        per_model.append(table_from_chunks(mine, spec.subgroups, spec.weighted,
+                                           spec.weight_scale))
     return assemble_result(spec, per_model, "streaming")
 
 
-def _sample_edges(files, spec: ColumnSpec, batch_rows: int, n_rows: int, n_buckets: int,
-                  random_state) -> list:
-    """First pass: validate the scores, keep a random sample of each, return bucket edges."""
+def _first_pass(files, spec: ColumnSpec, batch_rows: int, n_rows: int, n_buckets: int,
+                random_state) -> tuple:
+    """Validate the scores, sample them for bucket edges, and find the weights' range.
+
+    Returns ``(edges per model, (smallest positive weight, largest weight))``;
+    the weight range is (inf, 0) unweighted.
+    """
     rng = np.random.default_rng(random_state)
     target = min(n_rows, max(200_000, 2_000 * n_buckets))
     rate = target / n_rows
     samples = [[] for _ in spec.models]
-    for frame, where in _iter_frames(files, list(spec.models), batch_rows):
-        n = len(frame[spec.models[0]])
+    smallest, largest = np.inf, 0.0
+    columns = list(spec.models) if n_buckets > 1 else []
+    if spec.weighted:
+        columns = list(dict.fromkeys([*columns, spec.sample_weight]))
+    for frame, where in _iter_frames(files, columns, batch_rows):
+        n = len(frame[columns[0]])
         keep = None if rate >= 1 else rng.random(n) < rate
-        for k, model in enumerate(spec.models):
-            try:
+        try:
+            if spec.weighted:
+                weights = as_sample_weight(frame[spec.sample_weight], n,
+                                           f"sample_weight column {spec.sample_weight!r}")
+                if n:
+                    largest = max(largest, float(weights.max()))
+                    positive = weights[weights > 0]
+                    if positive.size:
+                        smallest = min(smallest, float(positive.min()))
+            for k, model in enumerate(spec.models if n_buckets > 1 else []):
                 values = as_scores(frame[model], f"score column {model!r}", n)
-            except (ValueError, TypeError) as error:
-                raise type(error)(f"{error} ({where})") from error
-            values = values if keep is None else values[keep]
-            samples[k].append(values.astype(np.float64) + 0.0)
-    return [_bucket_edges(np.concatenate(s), n_buckets) for s in samples]
+                values = values if keep is None else values[keep]
+                samples[k].append(values.astype(np.float64) + 0.0)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"{error} ({where})") from error
+    if n_buckets <= 1:
+        return [np.zeros(0)] * len(spec.models), (smallest, largest)
+    return [_bucket_edges(np.concatenate(s), n_buckets) for s in samples], (smallest, largest)

@@ -88,6 +88,12 @@ def dress(values, how):
             return [None if math.isnan(x) else x for x in v.tolist()], v
         if how == "series":
             return pd.Series(v, index=np.arange(v.size)[::-1]), v
+        if how == "series-range":
+            return pd.Series(v), v
+        if how == "series-dup":  # duplicated labels
+            return pd.Series(v, index=np.arange(v.size) // 2), v
+        if how == "series-perm":  # a permuted index, as after df.sample(frac=1)
+            return pd.Series(v, index=np.roll(np.arange(v.size), 1)), v
         if how == "object":
             return np.array([None if math.isnan(x) else x for x in v.tolist()], dtype=object), v
         if how == "Float64":
@@ -105,11 +111,14 @@ def dress(values, how):
     return None
 
 
-LABEL_DRESSES = ["f64", "f32", "list", "list-none", "series", "object", "int", "Int64", "bool",
-                 "boolean"]
-SCORE_DRESSES = ["f64", "f32", "f16", "list", "list-none", "series", "object", "Float64", "int"]
-WEIGHT_DRESSES = ["f64", "list", "series", "int", "Float64"]
-MEMBER_DRESSES = ["bool", "f64", "int", "list", "boolean", "Float64", "object"]
+SERIES_DRESSES = ["series", "series-range", "series-dup", "series-perm"]
+LABEL_DRESSES = ["f64", "f32", "list", "list-none", "object", "int", "Int64", "bool",
+                 "boolean", *SERIES_DRESSES]
+SCORE_DRESSES = ["f64", "f32", "f16", "list", "list-none", "object", "Float64", "int",
+                 *SERIES_DRESSES]
+WEIGHT_DRESSES = ["f64", "list", "int", "Float64", *SERIES_DRESSES]
+MEMBER_DRESSES = ["bool", "f64", "int", "list", "boolean", "Float64", "object", "series-range",
+                  "series-perm"]
 
 
 def dressed(values_strategy, dresses):
@@ -136,10 +145,12 @@ def array_cases(draw):
         g, g_values = draw(dressed(values_of(n_member, member_values, junk_member_values),
                                    MEMBER_DRESSES))
         groups[f"g{k}"], group_values[f"g{k}"] = g, g_values
-    container = draw(st.sampled_from(["dict", "frame", "matrix"]))
-    if container == "frame" and len({len(v) for v in group_values.values()}) == 1:
+    container = draw(st.sampled_from(["dict", "frame", "frame-like-y", "matrix"]))
+    if container.startswith("frame") and len({len(v) for v in group_values.values()}) == 1:
         groups = pd.DataFrame({k: pd.Series(v) if not isinstance(v, pd.Series) else
                                v.reset_index(drop=True) for k, v in groups.items()})
+        if container == "frame-like-y" and isinstance(y, pd.Series) and len(y) == len(groups):
+            groups.index = y.index  # the same rows: accepted
     elif container == "matrix" and len({len(v) for v in group_values.values()}) == 1:
         groups = np.column_stack([v for v in group_values.values()])
         group_values = {f"subgroup_{j}": v for j, v in enumerate(group_values.values())}
@@ -163,6 +174,8 @@ def oracle(case, nan_policy=None, check_groups=True):
     n = y.size
     if n == 0 or s.size != n or (w is not None and w.size != n):
         return None
+    if indexes_disagree(case, check_groups):
+        return None
     if check_groups:
         for g in case["group_values"].values():
             if g.size != n or np.isnan(g).any() or not _in(g, [0, 1]):
@@ -180,6 +193,18 @@ def oracle(case, nan_policy=None, check_groups=True):
                           or (w[keep] < 0).any()):
         return None
     return keep
+
+
+def indexes_disagree(case, check_groups=True):
+    """Two pandas inputs of the same length with unequal indexes: a documented ValueError."""
+    values = [case["y"], case["s"], case["w"]]
+    groups = case.get("groups")
+    if check_groups and isinstance(groups, pd.DataFrame):
+        values.append(groups)
+    elif check_groups and isinstance(groups, dict):
+        values.extend(groups.values())
+    indexes = [v.index for v in values if isinstance(v, (pd.Series, pd.DataFrame))]
+    return any(len(a) == len(b) and not a.equals(b) for a in indexes for b in indexes)
 
 
 def assert_close(got, want, tol, what):

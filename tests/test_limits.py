@@ -70,8 +70,10 @@ def closed_form(copies):
             "subgroup_auc": float(prob("sp", "sn")),
             "bpsn_auc": float(prob("bp", "sn")),
             "bnsp_auc": float(prob("sp", "bn")),
-            "negative_aeg": 0.5 - float(prob("bn", "sn")),
-            "positive_aeg": 0.5 - float(prob("bp", "sp")),
+            # exact, rounded once (0.5 - float(p) would round twice: the issue's
+            # -3.99999999789e-08 for an exact -4e-08)
+            "negative_aeg": float(Fraction(1, 2) - prob("bn", "sn")),
+            "positive_aeg": float(Fraction(1, 2) - prob("bp", "sp")),
             "twice_bpsn_u": twice_u_by_pattern(cells["bp"], cells["sn"], copies),
         }
     overall = Fraction(twice_u_by_pattern(y, ~y, copies),

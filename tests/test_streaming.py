@@ -14,6 +14,8 @@ import sys
 import textwrap
 import warnings
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -123,21 +125,37 @@ def test_single_score_chunks_from_totals_equal_sweep(data):
     wc = np.ones(chunk_rows.size) if w is None else w[chunk_rows]
     labels = np.stack([~yc, yc], axis=1)  # (n, 2) one-hot class
     class_rows = labels.sum(axis=0).astype(np.int64)
-    universe_rows = np.einsum("ng,nc->gc", (cc >= 0).astype(np.int64), labels.astype(np.int64))
     cell_rows = np.einsum("ng,nc->gc", (cc == 1).astype(np.int64), labels.astype(np.int64))
+    background_rows = np.einsum("ng,nc->gc", (cc == 0).astype(np.int64),
+                                labels.astype(np.int64))
+
+    def as_pairs(totals):  # exact sums as double-double (high, low) pairs on a last axis
+        return np.stack([totals, np.zeros_like(totals)], axis=-1)
+
+    def fsum_by_class(mask):
+        return np.array([[math.fsum(wc[mask[:, g] & labels[:, c]]) for c in range(2)]
+                         for g in range(mask.shape[1])]).reshape(mask.shape[1], 2)
+
     if w is None:
-        tied = tied_chunk(value, class_rows, universe_rows, cell_rows)
+        tied = tied_chunk(value, class_rows, cell_rows, background_rows)
     else:
-        tied = tied_chunk(value, class_rows, universe_rows, cell_rows, labels.T @ wc,
-                          np.einsum("ng,nc->gc", (cc >= 0) * wc[:, None], labels),
-                          np.einsum("ng,nc->gc", (cc == 1) * wc[:, None], labels))
+        tied = tied_chunk(value, class_rows, cell_rows, background_rows,
+                          as_pairs(np.array([math.fsum(wc[~yc]), math.fsum(wc[yc])])),
+                          as_pairs(fsum_by_class(cc == 1)), as_pairs(fsum_by_class(cc == 0)))
     swept = chunk_counts(s[chunk_rows], yc, np.ascontiguousarray(cc),
                          None if w is None else w[chunk_rows])
-    np.testing.assert_array_equal(tied.counts, swept.counts)
-    np.testing.assert_array_equal(tied.universe_totals, swept.universe_totals)
+    if w is None:
+        np.testing.assert_array_equal(tied.counts, swept.counts)
+        np.testing.assert_array_equal(tied.backgrounds, swept.backgrounds)
+        assert tied.twice_u == swept.twice_u
+    else:  # double-double sums in different orders: equal to ~2**-106, compared at 1e-15
+        np.testing.assert_allclose(tied.counts + tied.low.counts,
+                                   swept.counts + swept.low.counts, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(tied.backgrounds, swept.backgrounds, rtol=1e-15, atol=0)
+        assert math.isclose(tied.twice_u, swept.twice_u, rel_tol=1e-15)
     np.testing.assert_array_equal(tied.cell_rows, swept.cell_rows)
+    np.testing.assert_array_equal(tied.universe_rows, swept.universe_rows)
     np.testing.assert_array_equal(tied.class_rows, swept.class_rows)
-    assert tied.twice_u == swept.twice_u
     assert tied.min_score == tied.max_score == swept.min_score == swept.max_score
 
 

@@ -262,7 +262,10 @@ def test_pos_label_with_missing_labels_and_omit():
 
 def _forms():
     yield "lists", Y.tolist(), S.tolist(), {"g": G.tolist()}
-    yield "series", pd.Series(Y, index=np.arange(10)[::-1]), pd.Series(S), pd.DataFrame({"g": G})
+    reversed_index = np.arange(10)[::-1]
+    yield "series", (pd.Series(Y, index=reversed_index), pd.Series(S, index=reversed_index),
+                     pd.DataFrame({"g": G}, index=reversed_index))
+    yield "one-series", pd.Series(Y, index=reversed_index), S, {"g": G}
     yield "nullable", (pd.array(Y, dtype="Int64"), pd.array(S, dtype="Float64"),
                        pd.DataFrame({"g": pd.array(G, dtype="boolean")}))
     yield "object", Y.astype(object), S.astype(object), {"g": G.astype(object)}
@@ -279,11 +282,22 @@ def _forms():
 
 @pytest.mark.parametrize("form", list(_forms()), ids=lambda f: f[0])
 def test_input_forms_equal_numpy(form):
-    # rows are matched by position: a pandas index is ignored
+    # rows are matched by position; pandas inputs whose indexes agree go through as they are
     _, y, s, groups = (form[0], *form[1]) if len(form) == 2 else form
     table = quiet(fastbias.bias_metrics, y, s, groups)
     name = table.index[0]
     assert_table_matches(table, Y, S, {name: G})
+
+
+@pytest.mark.parametrize("index", [np.arange(10)[::-1], np.roll(np.arange(10), 1),
+                                   np.arange(10) // 2], ids=["reversed", "rolled", "duplicated"])
+def test_pandas_inputs_with_different_indexes_are_refused(index):
+    # matching by position would pair different rows: refuse, naming both inputs and the fix
+    with pytest.raises(ValueError, match=r"y_true and subgroups are pandas objects with "
+                                         r"different indexes.*reset_index\(drop=True\)"):
+        fastbias.bias_metrics(pd.Series(Y, index=index), S, pd.DataFrame({"g": G}))
+    with pytest.raises(ValueError, match="y_true and y_score"):
+        fastbias.overall_auc(pd.Series(Y), pd.Series(S, index=index))
 
 
 def test_pyarrow_inputs():

@@ -1,0 +1,201 @@
+"""Weighted metrics against exact rational arithmetic, whatever the weights' scale and spread.
+
+The reference (``tests.reference``) sums the weighted pairs exactly, on the
+weights scaled to integers, and rounds once. fastbias must agree to 1e-12
+relative (or 1e-20 absolute, for values that are themselves that small: an
+AEG near 0), stay inside the metric's range, and give bit-identical results
+when every weight is multiplied by a power of two (other constants change
+the weights themselves by a rounding, so those are compared with the exact
+value of the weights actually passed).
+"""
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fastbias
+from fastbias import _kernels as K
+from fastbias._core import order_scores, prepare_memberships
+from fastbias._validation import UndefinedMetricWarning
+from tests.reference import brute_force_metrics, pair_probability
+
+METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+RELATIVE = 1e-12
+ABSOLUTE = 1e-20
+
+
+def assert_exact(got, want, what):
+    if np.isnan(want):
+        assert np.isnan(got), f"{what}: expected NaN (undefined), got {got!r}"
+        return
+    assert abs(got - want) <= max(RELATIVE * abs(want), ABSOLUTE), \
+        f"{what}: got {got!r}, exact {want!r} (difference {got - want:.3g})"
+
+
+def assert_in_range(table):
+    aucs = table[METRICS[:3]].to_numpy(dtype=float)
+    gaps = table[METRICS[3:]].to_numpy(dtype=float)
+    assert np.all(np.isnan(aucs) | ((aucs >= 0) & (aucs <= 1)))
+    assert np.all(np.isnan(gaps) | ((gaps >= -0.5) & (gaps <= 0.5)))
+
+
+def quietly(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return function(*args, **kwargs)
+
+
+def check_against_exact(table, y, s, groups, w):
+    assert_in_range(table)
+    for name, member in groups.items():
+        want = brute_force_metrics(y, s, member, w)
+        for metric in METRICS:
+            assert_exact(table.loc[name, metric], want[metric], f"{name} {metric}")
+        cells = {"subgroup_negative_weight": member & ~y, "background_positive_weight": ~member & y,
+                 "background_negative_weight": ~member & ~y}
+        for column, cell in cells.items():
+            exact = math.fsum(w[cell])
+            assert abs(table.loc[name, column] - exact) <= RELATIVE * exact, (name, column)
+    overall = pair_probability(s[y], s[~y], w[y], w[~y])
+    assert_exact(table.attrs["overall_auc"], overall, "overall_auc")
+
+
+@st.composite
+def weighted_cases(draw):
+    n = draw(st.integers(2, 40))
+    y = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    levels = draw(st.integers(1, 6))
+    s = np.array(draw(st.lists(st.integers(0, levels), min_size=n, max_size=n))) / levels
+    spread = draw(st.sampled_from([0, 3, 12, 20, 30, 40, 80, 140]))
+    exponents = np.array(draw(st.lists(st.integers(-spread, 0), min_size=n, max_size=n)))
+    mantissas = np.array(draw(st.lists(st.floats(1.0, 9.99), min_size=n, max_size=n)))
+    w = mantissas * 10.0 ** exponents
+    zero = np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))) == 0
+    w[zero] = 0.0
+    # the overall scale: anything that keeps every weight a normal float
+    scale = 10.0 ** draw(st.integers(-300 + spread, 300 - 1))
+    w = w * scale
+    n_groups = draw(st.integers(1, 3))
+    groups = {}
+    for k in range(n_groups):
+        p = draw(st.sampled_from([0.1, 0.5, 0.9, 1.0]))
+        flags = draw(st.lists(st.integers(0, 99), min_size=n, max_size=n))
+        groups[f"g{k}"] = np.array(flags) < 100 * p
+    return y, s, w, groups
+
+
+@SETTINGS
+@given(weighted_cases())
+def test_bias_metrics_weighted_equal_exact_rationals(case):
+    y, s, w, groups = case
+    table = quietly(fastbias.bias_metrics, y, s, groups, sample_weight=w)
+    check_against_exact(table, y, s, groups, w)
+
+
+@SETTINGS
+@given(weighted_cases())
+def test_evaluator_and_evaluate_weighted_equal_exact_rationals(case):
+    y, s, w, groups = case
+    evaluator = quietly(fastbias.BiasEvaluator, y, groups, sample_weight=w)
+    check_against_exact(quietly(evaluator.metrics, s), y, s, groups, w)
+    df = pd.DataFrame({"y": y, "s": s, "w": w, **groups})
+    res = quietly(fastbias.evaluate, df, label="y", scores="s", subgroups=list(groups),
+                  sample_weight="w")
+    table = res.for_model()
+    check_against_exact(table, y, s, groups, w)
+
+
+@SETTINGS
+@given(weighted_cases(), st.integers(-1000, 900))
+def test_power_of_two_scaling_changes_nothing(case, exponent):
+    y, s, w, groups = case
+    scaled = np.ldexp(w, exponent)
+    positive = w[w > 0]
+    if positive.size and not (np.all(np.isfinite(scaled))
+                              and np.all(np.ldexp(scaled[w > 0], -exponent) == positive)
+                              and scaled[w > 0].min() >= np.finfo(float).tiny):
+        return  # the scaled weights are not the same numbers (overflow or subnormal)
+    plain = quietly(fastbias.bias_metrics, y, s, groups, sample_weight=w)
+    moved = quietly(fastbias.bias_metrics, y, s, groups, sample_weight=scaled)
+    pd.testing.assert_frame_equal(moved[METRICS], plain[METRICS], check_exact=True)
+    assert moved.attrs["overall_auc"] == plain.attrs["overall_auc"] or (
+        np.isnan(moved.attrs["overall_auc"]) and np.isnan(plain.attrs["overall_auc"]))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-170, 1e-20, 1.0, 3.7, 1e160, 1e300])
+def test_metrics_do_not_depend_on_the_weights_scale(scale):
+    rng = np.random.default_rng(7)
+    n = 400
+    y = rng.random(n) < 0.4
+    s = rng.integers(0, 20, n) / 20
+    groups = {"a": rng.random(n) < 0.3, "b": rng.random(n) < 0.05}
+    w = rng.uniform(0.5, 2.0, n) * scale
+    table = quietly(fastbias.bias_metrics, y, s, groups, sample_weight=w)
+    assert not table[METRICS].isna().any().any()
+    check_against_exact(table, y, s, groups, w)
+
+
+@pytest.mark.parametrize("tiny", [1e-20, 1e-30, 1e-40, 1e-100, 1e-140])
+@pytest.mark.parametrize("cell", ["background_negative", "background_positive"])
+def test_a_tiny_background_next_to_a_heavy_subgroup(tiny, cell):
+    # the subgroup holds every row but one background row of tiny weight: its background
+    # metrics are fully determined by that one row and must come out exact, not as the
+    # rounding remainder of "class total minus subgroup"
+    rng = np.random.default_rng(3)
+    n = 300
+    y = rng.random(n) < 0.5
+    s = rng.integers(0, 30, n) / 30
+    member = np.ones(n, dtype=bool)
+    lonely = np.flatnonzero(~y if cell == "background_negative" else y)[0]
+    member[lonely] = False
+    w = rng.uniform(0.9, 1.1, n)
+    w[lonely] = tiny
+    table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w)
+    check_against_exact(table, y, s, {"g": member}, w)
+
+
+def test_a_tiny_metric_keeps_its_relative_digits():
+    # BPSN AUC of about 5e-31: of the background positives, the one above the subgroup
+    # negatives weighs 1e-30 and the others (weight 1) are below them; a subgroup positive
+    # of weight 1 above them all makes the fast sweep's "positives above minus subgroup
+    # positives above" a cancellation
+    y = np.array([0, 0, 0, 1, 1, 1, 1], dtype=bool)
+    s = np.array([0.5, 0.5, 0.6, 0.1, 0.2, 0.9, 0.95])
+    member = np.array([1, 1, 1, 0, 0, 0, 1], dtype=bool)
+    w = np.array([1, 2, 1, 1, 1, 1e-30, 1.0])
+    table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w)
+    check_against_exact(table, y, s, {"g": member}, w)
+    assert 1e-31 < table.loc["g", "bpsn_auc"] < 1e-30
+
+
+def test_weights_spanning_more_than_the_arithmetic_can_hold_are_refused():
+    y = np.array([0, 1, 0, 1])
+    s = np.array([0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ValueError, match=r"sample_weight spans more than 2\*\*480.*position 2"):
+        fastbias.bias_metrics(y, s, {"g": [True, False, True, False]},
+                              sample_weight=[1.0, 2.0, 1e-300, 0.0])
+
+
+@SETTINGS
+@given(weighted_cases())
+def test_explicit_cell_counts_equal_exact_rationals(case):
+    # the recomputation used for subgroups the fast sweep cannot certify, on every subgroup
+    y, s, w, groups = case
+    names = list(groups)
+    m = prepare_memberships(y, [np.flatnonzero(groups[g]) for g in names], names)
+    scale = float(np.ldexp(1.0, int(np.frexp(w.max())[1]) - 1)) if w.max() > 0 else 1.0
+    order = order_scores(s.astype(np.float64), m)
+    for name in names:
+        hi, lo, bg_hi, bg_lo = K.explicit_cell_counts(groups[name], order.neg_rows,
+                                                      order.neg_sorted, order.pos_rows,
+                                                      order.pos_sorted, w / scale)
+        values = K.weighted_metric_values(hi[None], lo[None], bg_hi[None], bg_lo[None])[0]
+        want = brute_force_metrics(y, s, groups[name], w)
+        for j, metric in enumerate(METRICS):
+            assert_exact(values[j], want[metric], f"{name} {metric}")

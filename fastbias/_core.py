@@ -280,6 +280,11 @@ def _untrusted_groups(hi, background, background_rows, totals, n_ops: int) -> np
     return np.flatnonzero(bad)
 
 
+# the U columns that pair a subgroup cell with the negative / positive background
+_NEGATIVE_BACKGROUND_COLUMNS = [K.TWICE_BNSP_U, K.TWICE_NEG_BG_ABOVE_U]
+_POSITIVE_BACKGROUND_COLUMNS = [K.TWICE_BPSN_U, K.TWICE_POS_BG_ABOVE_U]
+
+
 def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: np.ndarray,
                    certify: bool = True, weight_scale: float | None = None) -> SweepCounts:
     """Weighted counts for a pre-sorted score vector, in double-double; O(n + memberships).
@@ -304,6 +309,13 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
         order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
         order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
         n_weighted_neg, n_weighted_pos, m.n_groups)
+    # a background without weighted rows has no pairs at all: exactly 0, not the residue of
+    # "class total minus subgroup" (it matters where counts are added up, as across chunks)
+    for c, columns in ((0, _NEGATIVE_BACKGROUND_COLUMNS), (1, _POSITIVE_BACKGROUND_COLUMNS)):
+        empty = bg_rows[:, c] == 0
+        if empty.any():
+            hi[np.ix_(empty, columns)] = 0.0
+            lo[np.ix_(empty, columns)] = 0.0
     totals = (float(neg_hi[-1]), float(pos_hi[-1]))
     if certify and m.n_groups:
         for g in _untrusted_groups(hi, bg_hi, bg_rows, totals, m.n_rows + m.row_groups.shape[0]):

@@ -199,3 +199,39 @@ def test_explicit_cell_counts_equal_exact_rationals(case):
         want = brute_force_metrics(y, s, groups[name], w)
         for j, metric in enumerate(METRICS):
             assert_exact(values[j], want[metric], f"{name} {metric}")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-170, 1.0, 1e160, 1e300])
+@pytest.mark.parametrize("engine", ["parquet", "dask"])
+def test_out_of_core_weighted_equal_exact_rationals(scale, engine, tmp_path):
+    rng = np.random.default_rng(11)
+    n = 600
+    y = rng.random(n) < 0.45
+    s = rng.integers(0, 25, n) / 25  # heavy ties: some buckets hold one score
+    groups = {"a": rng.random(n) < 0.3, "b": np.ones(n, dtype=bool)}
+    lonely = np.flatnonzero(~y)[0]
+    groups["b"][lonely] = False  # b's background: one negative of tiny weight
+    w = rng.uniform(0.5, 2.0, n) * 10.0 ** rng.integers(-6, 1, n)
+    w[lonely] = 1e-40
+    w = w * scale
+    df = pd.DataFrame({"y": y, "s": s, "w": w, **groups})
+    kwargs = dict(label="y", scores="s", subgroups=list(groups), sample_weight="w")
+    if engine == "parquet":
+        pytest.importorskip("pyarrow")
+        from fastbias.streaming import evaluate_parquet
+
+        path = tmp_path / "w.parquet"
+        df.to_parquet(path)
+        res = quietly(evaluate_parquet, path, bucket_rows=150, **kwargs)
+    else:
+        dd = pytest.importorskip("dask.dataframe")
+        import dask
+
+        import fastbias.dask
+
+        with dask.config.set({"scheduler": "synchronous"}):
+            res = quietly(fastbias.dask.evaluate, dd.from_pandas(df, npartitions=3),
+                          npartitions=4, **kwargs)
+    table = res.for_model()
+    table.attrs["overall_auc"] = res.overall_auc["s"]
+    check_against_exact(table, y, s, groups, w)

@@ -32,6 +32,8 @@ import threading
 import time
 import warnings
 
+import numpy as np
+
 DEMO_OUTPUT = "fastbias-demo-report.html"
 CSV_CHUNK_ROWS = 250_000
 
@@ -293,29 +295,54 @@ def _coerce_object_flags(df, names) -> None:
             df[name] = pd.to_numeric(col)
 
 
+def _positive_value(column, label: str, positive: str):
+    """The label value that ``--positive`` names, in the column's own type.
+
+    The column must hold exactly two distinct values (missing values aside):
+    a typo, other casing or a third value such as "unknown" would otherwise
+    be counted as negatives without a word.
+    """
+    import pandas as pd
+
+    values = pd.unique(column.dropna())
+    shown = ", ".join(repr(str(v)) for v in sorted(values, key=str)[:8])
+    more = f", ... ({len(values)} in all)" if len(values) > 8 else ""
+    match = [v for v in values if str(v) == positive
+             or (isinstance(v, (bool, np.bool_)) and positive.lower() == str(bool(v)).lower())
+             or (not isinstance(v, (bool, np.bool_, str)) and _same_number(v, positive))]
+    if not match:
+        raise CLIError(f"--positive {positive!r} does not occur in label column {label!r} "
+                       f"(values: {shown}{more})")
+    if len(values) > 2:
+        raise CLIError(f"label column {label!r} has {len(values)} distinct values ({shown}{more}); "
+                       f"--positive needs two-class labels, or every other value would count as "
+                       f"negative. Keep only the two classes you mean, or map the others first")
+    if len(values) < 2:
+        raise CLIError(f"label column {label!r} holds only {shown}: every row would be positive "
+                       f"and no AUC is defined")
+    return match[0]
+
+
+def _same_number(value, text: str) -> bool:
+    try:
+        return float(value) == float(text)
+    except (TypeError, ValueError):
+        return False
+
+
 def _prepare_label(df, label: str, positive):
+    """Check the label column; return the positive class value for ``--positive`` (or None)."""
     import pandas as pd
 
     col = df[label]
     if positive is not None:
-        text = col.astype(str)
-        if not (text == positive).any():
-            values = sorted(map(str, pd.unique(col.dropna())))[:8]
-            raise CLIError(f"--positive {positive!r} does not occur in label column {label!r} "
-                           f"(values: {', '.join(repr(v) for v in values)})")
-        missing = col.isna().to_numpy()
-        if missing.any():  # keep them missing: evaluate() raises or omits (--nan-policy)
-            flags = pd.array((text == positive).to_numpy(), dtype="boolean")
-            flags[missing] = pd.NA
-            df[label] = flags
-        else:
-            df[label] = (text == positive).to_numpy()
-        return
+        return _positive_value(col, label, positive)
     if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
         values = sorted(map(str, pd.unique(col.dropna())))[:6]
         raise CLIError(f"label column {label!r} is not numeric (dtype {col.dtype}, values like "
                        f"{', '.join(repr(v) for v in values)}); say which value is the positive "
                        f"class with --positive VALUE")
+    return None
 
 
 # --------------------------------------------------------------------------- commands
@@ -339,13 +366,15 @@ def _check_outputs(paths) -> list:
     return outputs
 
 
-def _run_evaluate(df, args, progress, subgroups, scores, label):
+def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     import fastbias
 
     kwargs = dict(label=label, scores=scores, subgroups=subgroups,
                   label_threshold=args.label_threshold,
                   subgroup_threshold=args.subgroup_threshold,
                   missing_subgroup=args.missing_subgroup)
+    if pos_label is not None:
+        kwargs["pos_label"] = pos_label
     if args.ci is not None:
         kwargs.update(ci=args.ci, confidence=args.confidence, n_boot=args.n_boot,
                       random_state=args.seed)
@@ -406,9 +435,10 @@ def cmd_report(args) -> int:
     if len(df) == 0:
         raise CLIError(f"data file {args.data!r} has no rows")
     _coerce_object_flags(df, [args.label, *args.subgroups])
-    _prepare_label(df, args.label, args.positive)
+    pos_label = _prepare_label(df, args.label, args.positive)
     start = time.perf_counter()
-    result = _run_evaluate(df, args, progress, args.subgroups, args.scores, args.label)
+    result = _run_evaluate(df, args, progress, args.subgroups, args.scores, args.label,
+                           pos_label=pos_label)
     timings["evaluate"] = time.perf_counter() - start
     start = time.perf_counter()
     report = BiasReport.from_result(df, result, title=args.title or

@@ -305,9 +305,20 @@ class BiasReport:
 
     # ---------------------------------------------------------------- tables
 
-    def worst_subgroups(self, n: int | None = None) -> list:
-        """Subgroups from the lowest AUC (over all models) to the highest; the first ``n``."""
-        order = worst_first(self.result)
+    def worst_subgroups(self, n: int | None = None, model: str | None = None) -> list:
+        """The ``n`` worst subgroups (all by default), worst first.
+
+        With ``model``: ranked by that model's own lowest Subgroup, BPSN or
+        BNSP AUC. Without: every model's ranking taken in turn (its worst,
+        then the next model's worst, ...), so that a list cut at ``n`` never
+        leaves out a model's own worst subgroups. Subgroups whose AUCs are all
+        undefined come last.
+        """
+        if model is not None:
+            order = worst_first(self.result, [model])
+        else:
+            rankings = [worst_first(self.result, [m]) for m in self.result.models]
+            order = list(dict.fromkeys(g for tier in zip(*rankings) for g in tier))
         return order if n is None else order[:n]
 
     def final_metrics(self, nan_policy: str = "propagate") -> pd.Series:
@@ -401,11 +412,11 @@ class BiasReport:
         >>> print(report.to_text().splitlines()[1])  # doctest: +NORMALIZE_WHITESPACE
         subgroup  size  sub-  sub+  bg-  bg+  subgroup_auc  bpsn_auc  bnsp_auc  neg_aeg  pos_aeg
         """
-        order = self.worst_subgroups(max_subgroups)
         summary = self.summary()
         ci_metrics = interval_metrics(self.result.table)
         blocks = []
         for model in self.result.models:
+            order = self.worst_subgroups(max_subgroups, model=model)
             part = self.result.for_model(model).reindex(order)
             head = f"{model}  overall AUC {summary.at[model, 'overall_auc']:.4f}"
             if "final_metric" in summary.columns:
@@ -442,7 +453,7 @@ class BiasReport:
         text = "\n\n".join(blocks)
         if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
             text += (f"\n\n({max_subgroups} worst of {len(self.result.subgroups)} subgroups "
-                     f"shown)")
+                     f"shown) for each model, ranked by that model's own lowest AUC")
         n_undefined = int(self.summary()["undefined_values"].sum())
         if n_undefined:
             text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
@@ -540,18 +551,21 @@ class BiasReport:
         limit = max_subgroups if n_all > max_subgroups else None
         shown = f"the {max_subgroups} worst of {n_all} subgroups" if limit else \
             f"all {n_all} subgroups"
+        rows = self.worst_subgroups(limit)
+        order_note = "each model's worst first, in turn" if len(self.result.models) > 1 else \
+            "worst first"
         out = [
-            ("aucs", f"Subgroup, BPSN and BNSP AUC per subgroup and model, {shown}, worst "
-                     f"first (scale 0.5-1; hatched n/a = undefined).",
-             self.plot_aucs(max_subgroups=limit)),
+            ("aucs", f"Subgroup, BPSN and BNSP AUC per subgroup and model, {shown}, "
+                     f"{order_note} (scale 0.5-1; hatched n/a = undefined).",
+             self.plot_aucs(subgroups=rows)),
             ("aegs", f"Negative and Positive AEG, {shown} in the same order (diverging scale "
                      f"-0.5..0.5; red = the subgroup is scored higher than the background of "
                      f"the same class, blue = lower).",
-             self.plot_aegs(max_subgroups=limit)),
+             self.plot_aegs(subgroups=rows)),
         ]
         if interval_metrics(self.result.table):
             out.append(("intervals", f"Point estimates and intervals, {shown}.",
-                        self.plot_intervals(max_subgroups=limit)))
+                        self.plot_intervals(subgroups=rows)))
         worst = self.worst_subgroups(n_distributions)
         out.append(("distributions",
                     f"Score distributions of the {len(worst)} worst subgroup(s) (line) against "
@@ -626,6 +640,16 @@ class BiasReport:
                 fh.write(page)
         return page
 
+    def _label_rule(self) -> str:
+        """The rule that made a row positive, as the evaluation applied it (HTML-escaped)."""
+        s = self.result.settings
+        positive = s.get("pos_label")
+        if positive is not None:
+            if isinstance(positive, np.generic):
+                positive = positive.item()
+            return f"positive if = {html.escape(repr(positive))}"
+        return f"positive if &ge; {html.escape(str(s.get('label_threshold')))}"
+
     def _html_settings(self) -> str:
         s = self.result.settings
         h = self.histograms
@@ -634,7 +658,7 @@ class BiasReport:
             items.append(("data", self.source))
         items += [
             ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive)"),
-            ("label", f"{self.result.label} (positive if &ge; {s.get('label_threshold')})"),
+            ("label", f"{html.escape(str(self.result.label))} ({self._label_rule()})"),
             ("models", ", ".join(html.escape(str(m)) for m in self.result.models)),
             ("subgroups", f"{len(self.result.subgroups)} (member if &ge; "
                           f"{s.get('subgroup_threshold')}; unannotated rows: "
@@ -694,14 +718,13 @@ class BiasReport:
                 f"</table>{note}")
 
     def _html_tables(self) -> str:
-        order = self.worst_subgroups()
         ci_metrics = interval_metrics(self.result.table)
         out = []
         undefined_index = {}
         for k, rec in enumerate(self.undefined_cells().to_dict("records"), start=1):
             undefined_index[(rec["model"], rec["subgroup"], rec["metric"])] = (k, rec["reason"])
         for model in self.result.models:
-            part = self.result.for_model(model).reindex(order)
+            part = self.result.for_model(model).reindex(self.worst_subgroups(model=model))
             head = ("<tr><th>subgroup</th><th>size</th><th>subgroup<br>negatives</th>"
                     "<th>subgroup<br>positives</th><th>background<br>negatives</th>"
                     "<th>background<br>positives</th>"

@@ -165,3 +165,77 @@ def test_every_metric_is_the_correctly_rounded_count_ratio():
     for metric in METRICS:
         assert table.loc["g", metric] == want[metric], metric
     assert table.attrs["overall_auc"] == pair_probability(s[y], s[~y])
+
+
+# ------------------------------------------------------------------ reports and the CLI
+
+@pytest.fixture(scope="module")
+def two_models():
+    """Two models whose worst subgroups differ: model_a is bad on g0, model_b on g3."""
+    rng = np.random.default_rng(8)
+    n = 4000
+    y = rng.random(n) < 0.4
+    groups = {f"g{k}": rng.random(n) < 0.2 for k in range(6)}
+    noise = rng.normal(0, 1, n)
+    a = y + noise + 1.5 * (groups["g0"] & ~y)  # g0's negatives scored high by model_a
+    b = y + noise + 1.5 * (groups["g3"] & ~y)
+    return pd.DataFrame({"label": y, "model_a": a, "model_b": b, **groups})
+
+
+def test_each_models_worst_block_is_its_own(two_models):
+    report = fastbias.bias_report(two_models, label="label", scores=["model_a", "model_b"],
+                                  subgroups=[f"g{k}" for k in range(6)])
+    text = report.to_text(max_subgroups=1)
+    blocks = text.split("\n\n")
+    assert blocks[0].splitlines()[3].split()[0] == "g0"
+    assert blocks[1].splitlines()[3].split()[0] == "g3"
+    for model, worst in (("model_a", "g0"), ("model_b", "g3")):
+        table = report.result.for_model(model)
+        lowest = table[["subgroup_auc", "bpsn_auc", "bnsp_auc"]].min(axis=1)
+        assert lowest.idxmin() == worst  # the reference: the model's own lowest AUC
+    page = report.to_html()
+    a_table = page.split('data-model="model_a"')[1].split("</table>")[0]
+    b_table = page.split('data-model="model_b"')[1].split("</table>")[0]
+    assert a_table.index(">g0<") < a_table.index(">g3<")
+    assert b_table.index(">g3<") < b_table.index(">g0<")
+
+
+def test_cli_refuses_a_third_label_value_with_positive(tmp_path, capsys, two_models):
+    from fastbias.cli import main
+
+    df = two_models.assign(verdict=np.where(two_models["label"], "toxic", "fine"))
+    df.loc[5, "verdict"] = "Toxic"  # other casing
+    df.loc[9, "verdict"] = "unknown"
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    status = main(["report", str(path), "--label", "verdict", "--positive", "toxic", "--scores",
+                   "model_a", "--subgroups", "g0", "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "label column 'verdict' has 4 distinct values" in err
+    assert "'Toxic'" in err and "'unknown'" in err and "--positive" in err
+
+
+def test_cli_positive_matches_by_value_and_the_report_states_the_rule(tmp_path, two_models):
+    from fastbias.cli import main
+
+    df = two_models.assign(verdict=np.where(two_models["label"], "toxic", "fine"),
+                           flag=two_models["label"].astype(int))
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    want = brute_force_metrics(df["label"].to_numpy(), df["model_a"].to_numpy(),
+                               df["g0"].to_numpy())
+    for label, positive in (("verdict", "toxic"), ("flag", "1"), ("label", "true")):
+        out = tmp_path / f"{label}.html"
+        out_json = tmp_path / f"{label}.json"
+        assert main(["report", str(path), "--label", label, "--positive", positive, "--scores",
+                     "model_a", "--subgroups", "g0", "--out", str(out), "--out", str(out_json),
+                     "--quiet"]) == 0
+        import json
+
+        row = json.loads(out_json.read_text())["models"][0]["subgroups"][0]
+        for metric in METRICS:
+            assert abs(row[metric] - want[metric]) <= 1e-12, (label, metric)
+        page = out.read_text()
+        assert "positive if &ge;" not in page.split('class="settings"')[1].split("</table>")[0]
+        assert "positive if =" in page

@@ -173,15 +173,24 @@ def test_summary_against_direct_computation(report):
         assert omitted == pytest.approx(want, abs=1e-12)
 
 
-def test_worst_first_orders_by_lowest_auc(report):
-    order = report.worst_subgroups()
+def test_worst_first_orders_each_model_by_its_own_lowest_auc(report):
     table = report.result.table
-    lowest = [np.nanmin(table[table["subgroup"] == g][AUC_METRICS].to_numpy(dtype=float))
-              if not table[table["subgroup"] == g][AUC_METRICS].isna().all().all() else np.inf
-              for g in order]
-    assert lowest == sorted(lowest)
-    assert order[-1] == "nobody"  # every AUC undefined: last
-    assert report.worst_subgroups(2) == order[:2]
+    rankings = {}
+    for model in MODELS:
+        order = report.worst_subgroups(model=model)
+        rows = table[table["model"] == model].set_index("subgroup")
+        lowest = [np.nanmin(rows.loc[g, AUC_METRICS].to_numpy(dtype=float))
+                  if not rows.loc[g, AUC_METRICS].isna().all() else np.inf for g in order]
+        assert lowest == sorted(lowest)
+        assert order[-1] == "nobody"  # every AUC undefined: last
+        rankings[model] = order
+    # without a model: each model's ranking in turn, so no model's worst is cut off
+    shared = report.worst_subgroups()
+    assert sorted(shared) == sorted(report.result.subgroups)
+    for k in range(1, len(shared) + 1):
+        for model in MODELS:
+            assert set(rankings[model][:k // len(MODELS)]) <= set(shared[:k])
+    assert report.worst_subgroups(2) == shared[:2]
 
 
 def test_undefined_cells_are_explained(report):

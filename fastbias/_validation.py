@@ -120,7 +120,8 @@ def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.n
             if not exact and not (isinstance(value, Decimal) and value.is_nan()):
                 raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
                                  f"{_plain(value)!r} at position {int(positions[j])} (it would "
-                                 f"become {converted!r}); ties would change: convert it yourself")
+                                 f"become {converted!r}); rounding it could change the result "
+                                 f"(ties, sums): convert it yourself")
         out[j] = converted
     return out
 
@@ -345,7 +346,8 @@ def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
     if kind == "c":
         raise TypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
     if kind not in "iuf":
-        raise TypeError(f"{name} must be numeric scores, got dtype {arr.dtype}")
+        shown = f" (e.g. {first_non_numeric(arr)})" if kind == "O" else ""
+        raise TypeError(f"{name} must be numeric scores, got dtype {arr.dtype}{shown}")
     if arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     elif kind in "iu":
@@ -404,9 +406,9 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
         return positive
     kind = arr.dtype.kind
     if kind in "OUS":
-        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. "
-                        f"{_plain(arr[0])!r}); pass pos_label to say which value is the "
-                        f"positive class")
+        shown = first_non_numeric(arr) if kind == "O" else f"{_plain(arr[0])!r} at position 0"
+        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {shown}); pass "
+                        f"pos_label to say which value is the positive class")
     if kind not in "biuf":
         raise TypeError(f"{name} must be numeric or boolean, got dtype {arr.dtype}")
     if threshold is not None:
@@ -448,7 +450,8 @@ def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
 
 def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+        shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype.kind == "O" else ""
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}{shown}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if missing is not None:
         raise ValueError(_missing_message(missing, name, "NaN or missing"))

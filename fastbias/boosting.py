@@ -8,15 +8,21 @@ prepared once per evaluation set, so that early stopping can follow them.
 
 Neither library is a dependency of fastbias; nothing here imports them.
 
-Which evaluator serves which evaluation set: the one with the same number of
-rows whose labels equal the set's labels (checked on every call, an O(n)
-comparison). Give one evaluator per evaluation set, in any order; the
-training set needs one too if it is among the evaluation sets. Row weights
-come from the evaluator: weights attached to the evaluation data are not
-used (bias metrics are usually reported unweighted even when training is
-weighted).
+Which evaluator serves which evaluation set is decided once per evaluation
+set and then kept, bound to that set's object (the LightGBM ``Dataset`` or
+XGBoost ``DMatrix``, or the label array the scikit-learn APIs pass): the
+evaluator with the same number of rows whose labels equal the set's labels.
+When several evaluators fit and they would give different numbers (two
+evaluation sets of the same size and labels but different subgroups), the
+choice cannot be made from the data and is an error; bind them explicitly by
+passing ``(eval_set, evaluator)`` pairs, as the error says. The training set
+needs an evaluator too if it is among the evaluation sets. Row weights come
+from the evaluator: weights attached to the evaluation data are not used
+(bias metrics are usually reported unweighted even when training is weighted).
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -28,16 +34,42 @@ DEFAULT_METRICS = ("final", "min_bpsn_auc")
 XGBOOST_DEFAULT_METRICS = ("min_bpsn_auc", "final")
 
 
+def _same_evaluation(a: BiasEvaluator, b: BiasEvaluator) -> bool:
+    """Whether two evaluators give the same numbers for any scores (same rows, memberships,
+    weights and final-metric settings)."""
+    if a is b:
+        return True
+    ma, mb = a._full.memberships, b._full.memberships
+    same = (ma.names == mb.names and np.array_equal(ma.labels, mb.labels)
+            and np.array_equal(ma.identity_rows, mb.identity_rows)
+            and np.array_equal(ma.row_ptr, mb.row_ptr)
+            and np.array_equal(ma.row_groups, mb.row_groups)
+            and (a.power, a.overall_weight, a.nan_policy) == (b.power, b.overall_weight,
+                                                               b.nan_policy))
+    wa, wb = a.sample_weight, b.sample_weight
+    return same and (wa is None) == (wb is None) and (wa is None or np.array_equal(wa, wb))
+
+
 class _BoostingBiasMetric:
     """Shared part: pick the evaluator of an evaluation set and compute the scores."""
 
     def __init__(self, evaluators, metrics, name_index=0):
+        self._bound = {}  # id(evaluation set) -> (weak reference to it, its evaluator)
+        pairs = []
         if isinstance(evaluators, BiasEvaluator):
             evaluators = [evaluators]
-        evaluators = list(evaluators)
+        elif isinstance(evaluators, dict):
+            pairs = list(evaluators.items())
+            evaluators = []
+        else:
+            evaluators = list(evaluators)
+            if evaluators and all(isinstance(e, tuple) and len(e) == 2 for e in evaluators):
+                pairs, evaluators = evaluators, []
+        for _, evaluator in pairs:
+            evaluators.append(evaluator)
         if not evaluators or not all(isinstance(e, BiasEvaluator) for e in evaluators):
-            raise TypeError("evaluators must be a BiasEvaluator or a non-empty sequence of them "
-                            "(one per evaluation set)")
+            raise TypeError("evaluators must be a BiasEvaluator, a non-empty sequence of them "
+                            "(one per evaluation set), or (evaluation set, BiasEvaluator) pairs")
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)
         if not metrics:
             raise ValueError("metrics is empty")
@@ -47,41 +79,79 @@ class _BoostingBiasMetric:
             raise ValueError(f"metrics has duplicates: {metrics}")
         self.evaluators = evaluators
         self.metrics = metrics
+        self._pairs = pairs
+        for data, evaluator in pairs:
+            self._bind(data, evaluator)
         # the metric a one-number API reports; XGBoost's scikit-learn wrapper uses the name
         self.__name__ = metrics[name_index]
 
-    def _evaluator_for(self, labels) -> BiasEvaluator:
+    def _bind(self, data, evaluator) -> None:
+        try:
+            self._bound[id(data)] = (weakref.ref(data), evaluator)
+        except TypeError:  # not weakly referenceable: no binding, matched by labels each call
+            pass
+
+    def _bound_to(self, data):
+        """The evaluator bound to this very object (identity, while it lives), or None."""
+        entry = self._bound.get(id(data))
+        if entry is None:
+            return None
+        if entry[0]() is not data:  # another object now has that id: the old one is gone
+            del self._bound[id(data)]
+            return None
+        return entry[1]
+
+    def _evaluator_for(self, labels, data=None) -> BiasEvaluator:
+        """The evaluator of the evaluation set ``data`` (bound on first use) with ``labels``."""
         labels = np.asarray(labels)
         n = labels.shape[0]
+        bound = self._bound_to(data) if data is not None else None
+        if bound is not None:
+            if bound.n_rows != n:
+                raise ValueError(f"the evaluation set bound to a BiasEvaluator of "
+                                 f"{bound.n_rows} rows now has {n}")
+            return bound
         same_size = [e for e in self.evaluators if e.n_rows == n]
         if not same_size:
             raise ValueError(f"no BiasEvaluator for an evaluation set of {n} rows (the "
                              f"evaluators have {[e.n_rows for e in self.evaluators]} rows); give "
                              f"one per evaluation set, the training set too if it is evaluated")
+        matching = []
         for evaluator in same_size:
             try:
                 binary = as_labels(labels, "labels", threshold=evaluator.label_threshold)
             except (TypeError, ValueError):
                 continue
             if np.array_equal(binary, evaluator.labels):
-                return evaluator
-        raise ValueError(f"the labels of an evaluation set of {n} rows differ from those of "
-                         f"every BiasEvaluator of that size; build the evaluator from the same "
-                         f"rows, in the same order")
+                matching.append(evaluator)
+        if not matching:
+            raise ValueError(f"the labels of an evaluation set of {n} rows differ from those of "
+                             f"every BiasEvaluator of that size; build the evaluator from the "
+                             f"same rows, in the same order")
+        if any(not _same_evaluation(matching[0], other) for other in matching[1:]):
+            raise ValueError(
+                f"{len(matching)} BiasEvaluators fit an evaluation set of {n} rows (same size, "
+                f"same labels) but would give different numbers, so which one serves it cannot "
+                f"be told from the data. Bind each evaluation set to its evaluator: pass "
+                f"(eval_set, evaluator) pairs, e.g. lightgbm_metric([(dvalid_a, ev_a), "
+                f"(dvalid_b, ev_b)]) with the Dataset/DMatrix objects given to train()")
+        if data is not None:
+            self._bind(data, matching[0])
+        return matching[0]
 
-    def _values(self, labels, preds) -> dict:
+    def _values(self, labels, preds, data=None) -> dict:
         preds = np.asarray(preds)
         if preds.ndim == 2 and preds.shape[1] == 1:
             preds = preds.reshape(-1)
         if preds.ndim != 1:
             raise ValueError(f"bias metrics need one score per row (binary classification); got "
                              f"predictions of shape {preds.shape}")
-        return self._evaluator_for(labels).scores(preds, self.metrics)
+        return self._evaluator_for(labels, data).scores(preds, self.metrics)
 
     def __deepcopy__(self, memo):
         # the evaluators are read-only after preparation: copies share them
-        # (LightGBM deep-copies its fit arguments)
-        return type(self)(self.evaluators, self.metrics)
+        # (LightGBM deep-copies its fit arguments); explicit bindings are kept
+        return type(self)(self._pairs or self.evaluators, self.metrics)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(metrics={self.metrics}, "
@@ -98,10 +168,12 @@ class LightGBMBiasMetric(_BoostingBiasMetric):
 
     def __call__(self, preds, eval_data):
         if hasattr(eval_data, "get_label") and hasattr(eval_data, "num_data"):
-            labels, scores = eval_data.get_label(), preds  # lightgbm.train(feval=...)
+            # lightgbm.train(feval=...): the Dataset identifies the evaluation set
+            values = self._values(eval_data.get_label(), preds, eval_data)
         else:
-            labels, scores = preds, eval_data  # LGBMModel.fit(eval_metric=...): (y_true, y_pred)
-        values = self._values(labels, scores)
+            # LGBMModel.fit(eval_metric=...): (y_true, y_pred); LightGBM hands each evaluation
+            # set's own label array every round, so the array identifies the set
+            values = self._values(preds, eval_data, preds)
         return [(name, value, True) for name, value in values.items()]
 
 
@@ -120,9 +192,9 @@ class XGBoostBiasMetric(_BoostingBiasMetric):
 
     def __call__(self, predt, dmatrix, sample_weight=None):
         if hasattr(dmatrix, "get_label") and hasattr(dmatrix, "num_row"):
-            values = self._values(dmatrix.get_label(), predt)
+            values = self._values(dmatrix.get_label(), predt, dmatrix)
             return [(name, value) for name, value in values.items()]
-        return self._values(predt, dmatrix)[self.__name__]
+        return self._values(predt, dmatrix, predt)[self.__name__]
 
 
 def lightgbm_metric(evaluators, *, metrics=DEFAULT_METRICS) -> LightGBMBiasMetric:
@@ -130,8 +202,10 @@ def lightgbm_metric(evaluators, *, metrics=DEFAULT_METRICS) -> LightGBMBiasMetri
 
     Parameters
     ----------
-    evaluators : BiasEvaluator or sequence of BiasEvaluator
-        One per evaluation set (matched by row count and labels).
+    evaluators : BiasEvaluator, sequence of BiasEvaluator, or (eval_set, BiasEvaluator) pairs
+        One per evaluation set, matched by row count and labels on first use
+        and bound to the set from then on; pairs (or a dict) bind them
+        explicitly, which is needed when two sets share their size and labels.
     metrics : sequence of str, default ("final", "min_bpsn_auc")
         Names from :data:`fastbias.evaluator.SCORE_NAMES`; all higher-is-better.
         Early stopping with ``lightgbm.early_stopping(..., first_metric_only=True)``
@@ -169,8 +243,10 @@ def xgboost_metric(evaluators, *, metrics=XGBOOST_DEFAULT_METRICS) -> XGBoostBia
 
     Parameters
     ----------
-    evaluators : BiasEvaluator or sequence of BiasEvaluator
-        One per evaluation set (matched by row count and labels).
+    evaluators : BiasEvaluator, sequence of BiasEvaluator, or (eval_set, BiasEvaluator) pairs
+        One per evaluation set, matched by row count and labels on first use
+        and bound to the set from then on; pairs (or a dict) bind them
+        explicitly, which is needed when two sets share their size and labels.
     metrics : sequence of str, default ("min_bpsn_auc", "final")
         Names from :data:`fastbias.evaluator.SCORE_NAMES`. The scikit-learn
         API reports only the last.

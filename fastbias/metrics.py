@@ -215,7 +215,9 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
     if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
             and subgroups.shape[1] > 0):
         if subgroups.shape[0] != n:
-            raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}")
+            hint = (f"; one row per subgroup? expected (n_rows, n_subgroups) = ({n}, "
+                    f"{subgroups.shape[0]}): transpose it" if subgroups.shape[1] == n else "")
+            raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}{hint}")
         names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
         matrix = subgroups if kept is None else subgroups[kept]
         return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names)

@@ -170,3 +170,65 @@ def test_callables_without_the_libraries(data):
         lightgbm_metric(ev, metrics=["auc"])
     with pytest.raises(TypeError, match="BiasEvaluator"):
         xgboost_metric([object()])
+
+
+# --------------------------------------------------------------------------- binding
+
+def _twin_sets(data):
+    """Two evaluation sets with the same rows and labels but different subgroups."""
+    X, y, groups, _, valid = data
+    ev_a = BiasEvaluator(y[valid], groups[valid])
+    ev_b = BiasEvaluator(y[valid], groups[valid][:, ::-1] & (np.arange(valid.size) % 2 == 0)[:, None])
+    return ev_a, ev_b
+
+
+def test_lightgbm_twin_evaluation_sets_are_ambiguous_unless_bound(data):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, _, train, valid = data
+    ev_a, ev_b = _twin_sets(data)
+    params = {"objective": "binary", "num_leaves": 7, "verbose": -1, "num_threads": 1,
+              "metric": "None", "seed": 0, "deterministic": True}
+    dtrain = lgb.Dataset(X[train], y[train].astype(float))
+    d_a = lgb.Dataset(X[valid], y[valid].astype(float), reference=dtrain)
+    d_b = lgb.Dataset(X[valid], y[valid].astype(float), reference=dtrain)
+    with pytest.raises(ValueError, match="cannot be told from the data.*pairs"):
+        lgb.train(params, dtrain, num_boost_round=2, valid_sets=[d_a, d_b],
+                  feval=lightgbm_metric([ev_a, ev_b]))
+    history = {}
+    booster = lgb.train(params, dtrain, num_boost_round=3, valid_sets=[d_a, d_b],
+                        valid_names=["a", "b"], feval=lightgbm_metric([(d_a, ev_a), (d_b, ev_b)]),
+                        callbacks=[lgb.record_evaluation(history)])
+    for i in range(3):
+        scores = booster.predict(X[valid], num_iteration=i + 1)
+        assert history["a"]["final"][i] == pytest.approx(ev_a.final_metric(scores), abs=1e-12)
+        assert history["b"]["final"][i] == pytest.approx(ev_b.final_metric(scores), abs=1e-12)
+    assert history["a"]["final"] != history["b"]["final"]
+
+
+def test_equal_evaluators_for_twin_sets_are_not_ambiguous(data):
+    _, y, groups, _, valid = data
+    ev = BiasEvaluator(y[valid], groups[valid])
+    twin = BiasEvaluator(y[valid], groups[valid])
+    metric = lightgbm_metric([ev, twin])
+    scores = np.linspace(0, 1, valid.size)
+    assert metric(y[valid].astype(float), scores)[0][1] == ev.final_metric(scores)
+
+
+def test_xgboost_twin_evaluation_sets_bound_by_pairs(data):
+    xgb = pytest.importorskip("xgboost")
+    X, y, _, train, valid = data
+    ev_a, ev_b = _twin_sets(data)
+    dtrain = xgb.DMatrix(X[train], label=y[train])
+    d_a = xgb.DMatrix(X[valid], label=y[valid])
+    d_b = xgb.DMatrix(X[valid], label=y[valid])
+    params = {"objective": "binary:logistic", "max_depth": 3, "nthread": 1, "seed": 0}
+    with pytest.raises(ValueError, match="cannot be told from the data"):
+        xgb.train(params, dtrain, num_boost_round=2, evals=[(d_a, "a"), (d_b, "b")],
+                  custom_metric=xgboost_metric([ev_a, ev_b], metrics=["final"]))
+    history = {}
+    booster = xgb.train(params, dtrain, num_boost_round=3, evals=[(d_a, "a"), (d_b, "b")],
+                        custom_metric=xgboost_metric({d_a: ev_a, d_b: ev_b}, metrics=["final"]),
+                        evals_result=history, verbose_eval=False)
+    scores = booster.predict(d_a, iteration_range=(0, 3))
+    assert history["a"]["final"][-1] == pytest.approx(ev_a.final_metric(scores), abs=1e-6)
+    assert history["b"]["final"][-1] == pytest.approx(ev_b.final_metric(scores), abs=1e-6)

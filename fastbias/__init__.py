@@ -5,8 +5,12 @@ on first access so that optional parts cost nothing at import time.
 """
 from importlib import import_module
 
-from ._validation import UndefinedMetricWarning
-from .metrics import bias_metrics, overall_auc
+from ._numba_cache import configure as _configure_numba_cache
+
+_configure_numba_cache()  # before any kernel module: never load a cache others can write
+
+from ._validation import UndefinedMetricWarning  # noqa: E402
+from .metrics import bias_metrics, overall_auc  # noqa: E402
 
 __version__ = "0.1.0"
 

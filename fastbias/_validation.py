@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from collections.abc import Generator, Iterator, Mapping
@@ -31,44 +30,17 @@ import numpy as np
 import pandas as pd
 
 
-def _numba_cache_fallback() -> None:
-    """Keep ``@njit(cache=True)`` kernels importable from a read-only install.
-
-    Numba caches compiled kernels next to the source (``__pycache__``) or,
-    when that is not writable, in the user cache directory. When neither is
-    writable (a read-only image with no writable HOME, e.g. a serverless
-    runtime) numba raises ``RuntimeError: cannot cache function ...: no
-    locator available`` while *decorating*, i.e. at ``import fastbias``.
-    This module is imported before any kernel module, so it checks once and
-    then points numba at a per-user temporary directory instead.
-    """
-    try:
-        import numba
-        from numba.core.caching import FunctionCache
-
-        if numba.config.DISABLE_JIT or numba.config.CACHE_DIR:
-            return
-        try:
-            FunctionCache(_numba_cache_fallback)  # same directory as the kernel modules
-        except RuntimeError:
-            user = os.getuid() if hasattr(os, "getuid") else "user"
-            path = os.path.join(tempfile.gettempdir(), f"fastbias-numba-cache-{user}")
-            os.environ["NUMBA_CACHE_DIR"] = path  # survives numba.config reloads
-            numba.config.CACHE_DIR = path
-    except Exception:  # never let the check itself break the import
-        pass
-
-
-_numba_cache_fallback()
-
-from . import _kernels as K  # noqa: E402  (after the cache check on purpose)
+from . import _kernels as K
 
 NAN_POLICIES = ("raise", "omit")
 #: smallest ratio of a positive weight to the largest weight (products of weights stay normal)
 WEIGHT_SPREAD_LIMIT = 2.0 ** -480
 # ends every "missing value" message; the CLI rewrites the Python words in it
-OMIT_WHERE = " (bias_metrics, overall_auc and evaluate take it)"
-_OMIT_HINT = "drop those rows first, or pass nan_policy='omit'" + OMIT_WHERE
+
+def _omit_hint(omit: bool) -> str:
+    """How to get past missing values: the nan_policy hint only where that option exists."""
+    return "drop those rows first, or pass nan_policy='omit'" if omit else "drop those rows first"
+
 
 
 class UndefinedMetricWarning(RuntimeWarning):
@@ -332,6 +304,32 @@ def check_threshold(threshold, name: str) -> float:
     return value
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity where the OS tells, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:
+    """Threads to use for ``n_tasks`` independent tasks: the one reading of ``n_jobs``.
+
+    ``None`` or ``-1`` mean every available CPU (at most ``default_cap`` for
+    ``None``), a positive int that many; never more threads than tasks.
+    """
+    if n_jobs is None or (not isinstance(n_jobs, bool) and isinstance(n_jobs, numbers.Integral)
+                          and n_jobs == -1):
+        limit = available_cpus()
+        if n_jobs is None and default_cap is not None:
+            limit = min(limit, default_cap)
+    elif isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive int, -1 (all CPUs) or None, got {n_jobs!r}")
+    else:
+        limit = int(n_jobs)
+    return max(1, min(int(n_tasks), limit))
+
+
 def check_nan_policy(nan_policy) -> str:
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
@@ -357,15 +355,19 @@ def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _nonfinite_message(arr: np.ndarray, name: str) -> str:
+def _nonfinite_message(arr: np.ndarray, name: str, omit: bool = False) -> str:
     bad = ~np.isfinite(arr)
     n_nan = int(np.isnan(arr).sum())
     return (f"{name} has {n_nan} NaN and {int(bad.sum()) - n_nan} infinite value(s) "
-            f"(first at position {_first(bad)}); scores must be finite: {_OMIT_HINT}")
+            f"(first at position {_first(bad)}); scores must be finite: {_omit_hint(omit)}")
 
 
-def as_scores(y_score, name: str = "y_score", n: int | None = None) -> np.ndarray:
-    """Validate scores: numeric, 1-D, finite; float32 kept (ties decided in float32)."""
+def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
+              omit: bool = False) -> np.ndarray:
+    """Validate scores: numeric, 1-D, finite; float32 kept (ties decided in float32).
+
+    ``omit`` says the caller offers ``nan_policy="omit"`` (messages then mention it).
+    """
     arr, _ = column_values(y_score, name)
     if n is not None:
         check_length(arr, n, name)
@@ -373,7 +375,7 @@ def as_scores(y_score, name: str = "y_score", n: int | None = None) -> np.ndarra
         raise ValueError(f"{name} is empty")
     arr = _numeric_scores(arr, name)
     if not np.isfinite(arr).all():
-        raise ValueError(_nonfinite_message(arr, name))
+        raise ValueError(_nonfinite_message(arr, name, omit))
     return arr
 
 
@@ -425,13 +427,15 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
     return np.ascontiguousarray(arr == 1)
 
 
-def _missing_message(missing: np.ndarray, name: str, what: str = "missing") -> str:
+def _missing_message(missing: np.ndarray, name: str, what: str = "missing",
+                     omit: bool = False) -> str:
     return (f"{name} has {int(missing.sum())} {what} value(s) (NaN, None or pd.NA; first at "
-            f"position {_first(missing)}): {_OMIT_HINT}")
+            f"position {_first(missing)}): {_omit_hint(omit)}")
 
 
 def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
-              pos_label=None, threshold_name: str = "label_threshold") -> np.ndarray:
+              pos_label=None, threshold_name: str = "label_threshold", *,
+              omit: bool = False) -> np.ndarray:
     """Validate labels and return a boolean array (True = positive).
 
     Booleans and 0/1 numbers as they are; fractions with ``threshold``
@@ -442,19 +446,20 @@ def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty")
     if missing is not None:
-        raise ValueError(_missing_message(missing, name, "missing label"))
+        raise ValueError(_missing_message(missing, name, "missing label", omit))
     return binary_labels(arr, name, threshold, pos_label, threshold_name)
 
 
 # ----------------------------------------------------------------------------- weights
 
-def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None) -> np.ndarray:
+def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,
+                   omit: bool = False) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype.kind == "O" else ""
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}{shown}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if missing is not None:
-        raise ValueError(_missing_message(missing, name, "NaN or missing"))
+        raise ValueError(_missing_message(missing, name, "NaN or missing", omit))
     infinite = np.isinf(arr)
     if infinite.any():
         raise ValueError(f"{name} has {int(infinite.sum())} infinite value(s) "
@@ -485,13 +490,14 @@ def check_weight_spread(smallest, largest, name: str, where_smallest: str = "",
             f"(the metrics do not depend on the weights' scale, only on their ratios)")
 
 
-def as_sample_weight(sample_weight, n: int, name: str = "sample_weight") -> np.ndarray | None:
+def as_sample_weight(sample_weight, n: int, name: str = "sample_weight", *,
+                     omit: bool = False) -> np.ndarray | None:
     """Validate weights: numeric, finite, non-negative, length ``n``; float64."""
     if sample_weight is None:
         return None
     arr, missing = column_values(sample_weight, name)
     check_length(arr, n, name)
-    return _weights_array(arr, name, missing)
+    return _weights_array(arr, name, missing, omit)
 
 
 # ----------------------------------------------------------------------------- nan_policy
@@ -570,12 +576,13 @@ def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
             if w_arr is not None:
                 w_arr = w_arr[kept]
     if y_missing is not None:
-        raise ValueError(_missing_message(y_missing, "y_true", "missing label"))
+        raise ValueError(_missing_message(y_missing, "y_true", "missing label", omit=True))
     labels = binary_labels(y_arr, "y_true", label_threshold, pos_label)
     scores = _numeric_scores(s_arr, "y_score")
     if not np.isfinite(scores).all():
-        raise ValueError(_nonfinite_message(scores, "y_score"))
-    weights = None if w_arr is None else _weights_array(w_arr, "sample_weight", w_missing)
+        raise ValueError(_nonfinite_message(scores, "y_score", omit=True))
+    weights = (None if w_arr is None
+               else _weights_array(w_arr, "sample_weight", w_missing, omit=True))
     return labels, scores, weights, kept
 
 
@@ -785,22 +792,59 @@ def subgroup_rows(subgroups, n: int, threshold: float | None = None):
 # ----------------------------------------------------------------------------- columns by name
 
 def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
-    """Raise a KeyError naming ``argument`` and the columns of ``df`` it asks for but lacks."""
+    """Raise a KeyError naming ``argument`` and the columns of ``df`` it asks for but lacks,
+    or a ValueError when one of them names several columns (a column is found by name)."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise KeyError(f"{argument}: column(s) {missing} not in the DataFrame "
                        f"(columns are {list(df.columns)[:20]}{' ...' if df.shape[1] > 20 else ''})")
+    if df.columns.has_duplicates:
+        for column in columns:
+            count = int(np.sum(df.columns == column))
+            if count > 1:
+                raise ValueError(f"{argument}: the DataFrame has {count} columns named "
+                                 f"{column!r}; rename them so that each name says which one "
+                                 f"is meant")
 
 
-def name_list(value, argument: str) -> list:
-    """One column name or several -> a non-empty list of distinct names."""
+def column_name(value, argument: str):
+    """One column name (a string, or another label that a DataFrame column can carry)."""
+    if isinstance(value, (list, tuple, set, dict, np.ndarray, pd.Index)):
+        raise TypeError(f"{argument} must be one column name, got a {type(value).__name__} "
+                        f"{list(value)[:5]!r}")
+    if value is None:
+        raise ValueError(f"{argument} is required")
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{argument} must be a column name, got {type(value).__name__}") from None
+    return value
+
+
+def name_list(value, argument: str, columns=None) -> list:
+    """One column name or several -> a non-empty list of distinct names.
+
+    A non-string scalar is a name only if ``columns`` (the frame's columns)
+    has it; otherwise the message says what was expected.
+    """
     if isinstance(value, str):
         return [value]
     if value is None:
         raise ValueError(f"{argument} is required")
+    if columns is not None and not isinstance(value, (list, tuple, pd.Index, np.ndarray)):
+        try:
+            if value in columns:
+                return [value]
+        except TypeError:
+            pass
+    if isinstance(value, (bytes, numbers.Number)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{argument} must be a column name or a list of column names, got "
+                        f"{value!r}")
     out = list(value)
     if not out:
         raise ValueError(f"{argument} is empty")
+    for name in out:
+        column_name(name, f"each of {argument}")
     if len(set(out)) != len(out):
         raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
     return out
@@ -824,8 +868,9 @@ def omit_for_evaluate(evaluate, df: pd.DataFrame, *, label, scores, subgroups, s
     """
     from .evaluation import EvaluationResult
 
-    models = name_list(scores, "scores")
-    subgroup_names = name_list(subgroups, "subgroups")
+    label = column_name(label, "label")
+    models = name_list(scores, "scores", df.columns)
+    subgroup_names = name_list(subgroups, "subgroups", df.columns)
     require_columns(df, [label], "label")
     require_columns(df, models, "scores")
     require_columns(df, subgroup_names, "subgroups")

@@ -23,14 +23,18 @@ terminal (``--progress always|never`` overrides).
 from __future__ import annotations
 
 import argparse
+import csv
 import difflib
 import io
 import json
+import lzma
 import os
+import re
 import sys
 import threading
 import time
 import warnings
+import zlib
 
 import numpy as np
 
@@ -144,20 +148,33 @@ def _open_text_stream(raw, compression):
 
 
 def _header(path: str, fmt: str, compression, sep) -> list:
+    """The column names of the file, as written (duplicates are an error)."""
     import pandas as pd
 
     if fmt == "csv":
-        try:
-            return [str(c) for c in pd.read_csv(path, nrows=0, sep=sep,
-                                                compression=compression or None).columns]
-        except pd.errors.EmptyDataError:
-            raise CLIError(f"data file {path!r} is empty") from None
+        if compression in (None, "gzip", "bz2", "xz"):
+            with open(path, "rb") as raw:
+                first = _open_text_stream(raw, compression).readline()
+            if not first.strip():
+                raise CLIError(f"data file {path!r} is empty")
+            names = next(csv.reader([first], delimiter=sep))
+        else:  # .zip, .zst: pandas knows how to open them
+            try:
+                names = [str(c) for c in pd.read_csv(path, nrows=0, sep=sep,
+                                                     compression=compression,
+                                                     header=None).iloc[0]]
+            except (pd.errors.EmptyDataError, IndexError):
+                raise CLIError(f"data file {path!r} is empty") from None
+        _check_unique_header(path, names)
+        return names
     if fmt == "parquet":
         pq = _pyarrow_parquet()
         try:
-            return list(pq.read_schema(path).names)
+            names = list(pq.read_schema(path).names)
         except Exception as exc:  # pyarrow raises its own error types
             raise CLIError(f"cannot read {path!r} as Parquet: {exc}") from None
+        _check_unique_header(path, names)
+        return names
     with open(path, "rb") as raw:
         stream = _open_text_stream(raw, compression)
         for line in stream:
@@ -169,14 +186,16 @@ def _header(path: str, fmt: str, compression, sep) -> list:
                                f"line); convert it, e.g. with pandas: "
                                f"pd.read_json(path).to_json(out, orient='records', lines=True)")
             try:
-                first = json.loads(line)
+                pairs = json.loads(line, object_pairs_hook=lambda items: items)
             except json.JSONDecodeError as exc:
                 raise CLIError(f"{path!r} is not JSON lines: first line does not parse "
                                f"({exc.msg})") from None
-            if not isinstance(first, dict):
+            if not isinstance(pairs, list) or (pairs and not isinstance(pairs[0], tuple)):
                 raise CLIError(f"{path!r}: each JSON line must be an object with the columns as "
-                               f"keys, got {type(first).__name__}")
-            return [str(k) for k in first]
+                               f"keys, got {type(json.loads(line)).__name__}")
+            names = [str(k) for k, _ in pairs]
+            _check_unique_header(path, names)
+            return names
     raise CLIError(f"data file {path!r} is empty")
 
 
@@ -208,8 +227,54 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
-    first, so that an unknown column fails fast with the option named.
+    first, so that an unknown column fails fast with the option named. A file
+    that cannot be read (truncated or corrupt compression, not UTF-8, not
+    parseable) is a :class:`CLIError` naming it, never a traceback.
     """
+    import pandas as pd
+
+    try:
+        return _read_data(path, columns, input_format=input_format, sep=sep, progress=progress,
+                          wanted=wanted)
+    except CLIError:
+        raise
+    except (EOFError, OSError, UnicodeDecodeError, zlib.error, lzma.LZMAError,
+            pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise CLIError(_read_error(path, exc)) from None
+    except Exception as exc:  # pyarrow's own error types
+        if (type(exc).__module__ or "").startswith("pyarrow"):
+            raise CLIError(_read_error(path, exc)) from None
+        raise
+
+
+def _read_error(path: str, exc: BaseException) -> str:
+    """One line saying why ``path`` could not be read."""
+    if isinstance(exc, EOFError):
+        why = "the compressed data ends before its end marker (a truncated file?)"
+    elif isinstance(exc, (zlib.error, lzma.LZMAError)) or "compressed" in str(exc).lower() \
+            or "gzip" in str(exc).lower() or "invalid data stream" in str(exc).lower():
+        why = f"its compressed data is corrupt ({exc})"
+    elif isinstance(exc, UnicodeDecodeError):
+        why = f"it is not UTF-8 text (byte {exc.start}: {exc.reason})"
+    else:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+    return f"cannot read data file {path!r}: {why}"
+
+
+def _check_unique_header(path: str, names: list) -> None:
+    seen, dup = set(), []
+    for name in names:
+        if name in seen and name not in dup:
+            dup.append(name)
+        seen.add(name)
+    if dup:
+        raise CLIError(f"data file {path!r} has several columns named "
+                       f"{', '.join(repr(d) for d in dup)}; rename them so that each name says "
+                       f"which column is meant")
+
+
+def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
+               progress: Progress | None = None, wanted: dict | None = None):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -352,8 +417,11 @@ def _say(args, text: str) -> None:
         print(text, file=sys.stderr)
 
 
-def _check_outputs(paths) -> list:
+def _check_outputs(paths, inputs=()) -> list:
+    """Every ``--out`` checked before any work: known extension, an existing writable folder,
+    not a directory, not a symbolic link, not an input file, not named twice."""
     outputs = []
+    seen = set()
     for path in paths or []:
         ext = os.path.splitext(path)[1].lower()
         if ext not in _OUTPUT_FORMATS:
@@ -362,6 +430,23 @@ def _check_outputs(paths) -> list:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise CLIError(f"--out {path!r}: folder {folder!r} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise CLIError(f"--out {path!r}: folder {folder!r} is not writable")
+        if os.path.islink(path):
+            raise CLIError(f"--out {path!r} is a symbolic link; fastbias does not write through "
+                           f"links: give the path of a regular file")
+        if os.path.isdir(path):
+            raise CLIError(f"--out {path!r} is a directory; give a file name")
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            raise CLIError(f"--out {path!r} exists and is not writable")
+        for data in inputs:
+            if os.path.exists(path) and os.path.exists(data) and os.path.samefile(path, data):
+                raise CLIError(f"--out {path!r} is the input data file; writing the report there "
+                               f"would destroy the data")
+        real = os.path.realpath(path)
+        if real in seen:
+            raise CLIError(f"--out {path!r} is given twice")
+        seen.add(real)
         outputs.append((path, _OUTPUT_FORMATS[ext]))
     return outputs
 
@@ -403,10 +488,17 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     return result
 
 
+def _save(report, path: str, fmt: str) -> None:
+    try:
+        report.save(path, fmt=fmt)
+    except OSError as exc:
+        raise CLIError(f"cannot write --out {path!r}: {exc.strerror or exc}") from None
+
+
 def _write_outputs(report, outputs, args) -> None:
     for path, fmt in outputs:
         start = time.perf_counter()
-        report.save(path, fmt=fmt)
+        _save(report, path, fmt)
         kind = {"html": "HTML report", "csv": "CSV table", "json": "JSON"}[fmt]
         note = ""
         if fmt == "html":
@@ -421,7 +513,7 @@ def _write_outputs(report, outputs, args) -> None:
 def cmd_report(args) -> int:
     from .report import BiasReport
 
-    outputs = _check_outputs(args.out)
+    outputs = _check_outputs(args.out, inputs=[args.data])
     progress = Progress(_progress_enabled(args))
     wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
     if args.weight:
@@ -519,7 +611,7 @@ def cmd_demo(args) -> int:
     report.timings = dict(timings)
     with progress.ticking("writing the report"):
         for path, fmt in outputs:
-            report.save(path, fmt=fmt)
+            _save(report, path, fmt)
     timings["write " + ", ".join(os.path.basename(p) for p, _ in outputs)] = \
         time.perf_counter() - start
 
@@ -569,6 +661,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def _add_common(parser) -> None:
     parser.add_argument("--label-threshold", type=_threshold, default=0.5, metavar="T",
                         help="label >= T is positive (default 0.5)")
@@ -585,7 +687,8 @@ def _add_common(parser) -> None:
                         help="confidence level of the intervals (default 0.95)")
     parser.add_argument("--n-boot", type=_positive_int, default=1000, metavar="N",
                         help="bootstrap replicates for --ci bootstrap (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0,
+                        help="random seed of the bootstrap (default 0)")
     parser.add_argument("--top", type=_positive_int, default=None, metavar="N",
                         help="print only the N worst subgroups (the files keep all)")
     parser.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
@@ -653,13 +756,22 @@ def build_parser() -> argparse.ArgumentParser:
 _PYTHON_TO_CLI = [("pass nan_policy='omit'", "pass --nan-policy omit"),
                   ("nan_policy='omit'", "--nan-policy omit"),
                   ("pass pos_label", "pass --positive VALUE"),
-                  ("pos_label", "--positive")]
+                  ("pos_label", "--positive"),
+                  ("label_threshold", "--label-threshold"),
+                  ("subgroup_threshold", "--subgroup-threshold"),
+                  ("pass a subgroup threshold", "pass --subgroup-threshold"),
+                  ("missing_subgroup", "--missing-subgroup"),
+                  ("random_state", "--seed"),
+                  ("n_boot", "--n-boot"),
+                  ("confidence", "--confidence"),
+                  ("sample_weight column", "--weight column"),
+                  ("sample_weight", "--weight")]
 
 
 def _in_cli_terms(message: str) -> str:
     """Library error messages name Python arguments; say the command-line option instead."""
     for python_words, cli_words in _PYTHON_TO_CLI:
-        message = message.replace(python_words, cli_words)
+        message = re.sub(rf"(?<![\w-]){re.escape(python_words)}(?!\w)", cli_words, message)
     return " ".join(message.split())
 
 

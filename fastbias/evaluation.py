@@ -1,7 +1,6 @@
 """DataFrame entry point: one or many models, Jigsaw-layout columns as they come."""
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -11,7 +10,8 @@ import pandas as pd
 from ._core import (CONCURRENT_SWEEP_MIN_ROWS, Memberships, prepare_memberships, sort_classes,
                     sweep_counts)
 from ._validation import (as_labels, as_sample_weight, as_scores, check_aligned, check_nan_policy,
-                          check_threshold, identity_column, name_list,
+                          check_threshold, column_name, identity_column, name_list,
+                          resolve_n_jobs,
                           omit_for_evaluate, require_columns)
 from .metrics import (COUNT_COLUMNS, METRIC_COLUMNS, overall_auc_from_counts, table_from_counts,
                       warn_undefined)
@@ -214,8 +214,10 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, got {missing_subgroup!r}")
     if ci not in (None, "delong", "bootstrap", "bernstein"):
         raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
-    models = name_list(scores, "scores")
-    subgroup_names = name_list(subgroups, "subgroups")
+    resolve_n_jobs(n_jobs, 1)
+    label = column_name(label, "label")
+    models = name_list(scores, "scores", df.columns)
+    subgroup_names = name_list(subgroups, "subgroups", df.columns)
     require_columns(df, [label], "label")
     require_columns(df, models, "scores")
     require_columns(df, subgroup_names, "subgroups")
@@ -224,18 +226,19 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     n = df.shape[0]
 
     labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
-                       threshold=label_threshold if pos_label is None else None)
+                       threshold=label_threshold if pos_label is None else None, omit=True)
     if isinstance(sample_weight, str):
         require_columns(df, [sample_weight], "sample_weight")
-        weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}")
+        weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",
+                                   omit=True)
     else:
-        weights = as_sample_weight(sample_weight, n)
+        weights = as_sample_weight(sample_weight, n, omit=True)
 
     # one unweighted model on many rows: its class sort runs on a second thread while this one
     # reads the identity columns (the counting walk is split between both threads later)
     pool = early_classes = None
     if len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS:
-        first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n)
+        first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)
         pool = ThreadPoolExecutor(max_workers=1)
         early_classes = pool.submit(sort_classes, first_scores, labels)
     try:
@@ -275,7 +278,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     overall_memberships = prepare_memberships(labels, [], []) if needs_overall else None
 
     def run_model(model: str):
-        values = as_scores(df[model], f"score column {model!r}", n)
+        values = as_scores(df[model], f"score column {model!r}", n, omit=True)
         tables, overall = [], None
         for u in universes:
             s = values if u.kept_rows is None else values[u.kept_rows]
@@ -300,7 +303,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             overall = (overall_auc_from_counts(sc), {})
         return pd.concat(tables).reindex(subgroup_names), overall
 
-    workers = n_jobs or min(len(models), os.cpu_count() or 1)
+    workers = resolve_n_jobs(n_jobs, len(models))
     if workers > 1 and len(models) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(run_model, models))

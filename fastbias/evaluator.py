@@ -20,7 +20,6 @@ are derived from the prepared ones in ``O(fold rows + fold memberships)``
 from __future__ import annotations
 
 import numbers
-import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -34,7 +33,7 @@ from numba import njit
 from ._core import (Memberships, SweepCounts, _memberships_from_csr, sorted_scores, sweep_counts,
                     sweep_counts_concurrently)
 from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores,
-                          check_aligned)
+                          check_aligned, resolve_n_jobs)
 from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, prepare_subgroups,
                       table_from_counts, warn_undefined)
 
@@ -129,17 +128,6 @@ def _check_score_name(metric) -> str:
     if metric not in SCORE_NAMES:
         raise ValueError(f"metric must be one of {SCORE_NAMES}, got {metric!r}")
     return metric
-
-
-def _threads(n_jobs, n_tasks: int) -> int:
-    if n_jobs is None:
-        return max(1, min(n_tasks, os.cpu_count() or 1))
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0 \
-            or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive int, -1 (all CPUs) or None, got {n_jobs!r}")
-    if n_jobs == -1:
-        return max(1, min(n_tasks, os.cpu_count() or 1))
-    return max(1, min(n_tasks, int(n_jobs)))
 
 
 def _worst_auc(values: np.ndarray, names: list, metric: str, nan_policy: str) -> float:
@@ -239,7 +227,7 @@ class BiasEvaluator:
         if isinstance(fold_cache_size, bool) or not isinstance(fold_cache_size, numbers.Integral) \
                 or fold_cache_size < 0:
             raise ValueError(f"fold_cache_size must be a non-negative int, got {fold_cache_size!r}")
-        _threads(n_jobs, 1)
+        resolve_n_jobs(n_jobs, 1)
         # pandas inputs must agree on their rows; later scores are checked against these labels
         self._row_index = check_aligned([("y_true", y_true), ("subgroups", subgroups),
                                          ("sample_weight", sample_weight)])
@@ -374,7 +362,7 @@ class BiasEvaluator:
         self._check_score_rows(y_score, index, "y_score")
         prep = self._rows(index)
         # one model: its sorts may use two threads unless n_jobs=1 asks for one
-        return _sweep(self._scores(y_score, prep), prep, two_threads=_threads(self.n_jobs, 2) > 1)
+        return _sweep(self._scores(y_score, prep), prep, two_threads=resolve_n_jobs(self.n_jobs, 2) > 1)
 
     # ------------------------------------------------------------------ one model
 
@@ -566,7 +554,7 @@ class BiasEvaluator:
             values = self._scores(columns[j], prep, f"scores of model {names[j]!r}")
             return task(_sweep(values, prep))
 
-        workers = _threads(self.n_jobs if n_jobs is None else n_jobs, len(names))
+        workers = resolve_n_jobs(self.n_jobs if n_jobs is None else n_jobs, len(names))
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 results = list(pool.map(run, range(len(names))))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import sys
 import threading
 import time
@@ -53,6 +52,7 @@ from ._validation import (
     as_sample_weight,
     as_scores,
     check_aligned,
+    resolve_n_jobs,
     subgroup_rows,
 )
 from .metrics import (
@@ -1023,8 +1023,7 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                 twice_overall_u[b] = sc.twice_overall_u
             bar.update(1)
 
-    workers = n_jobs if n_jobs is not None else min(os.cpu_count() or 1, 8)
-    workers = max(1, min(int(workers), n_boot))
+    workers = resolve_n_jobs(n_jobs, n_boot, default_cap=8)
     chunk_size = max(1, min(64, n_boot // (4 * workers) or 1))
     chunks = [range(i, min(i + chunk_size, n_boot)) for i in range(0, n_boot, chunk_size)]
     try:

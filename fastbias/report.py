@@ -20,6 +20,7 @@ import io
 import json
 import math
 import os
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -45,6 +46,46 @@ _CELL_WORDS = {
 }
 
 OUTPUT_FORMATS = {".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
+
+
+# --------------------------------------------------------------------------- output files
+
+def write_atomically(path, text: str) -> None:
+    """Write ``text`` to ``path`` so that the file is either the old one or the complete new one.
+
+    The text goes to a temporary file in the same directory, is flushed to
+    disk, and replaces ``path`` in one rename: an interrupted run leaves the
+    previous file intact. A symbolic link at ``path`` is refused (it would
+    be followed to a file elsewhere).
+    """
+    path = os.fspath(path)
+    if os.path.islink(path):
+        raise ValueError(f"output {path!r} is a symbolic link; fastbias does not write through "
+                         f"links: give the path of a regular file")
+    if os.path.isdir(path):
+        raise ValueError(f"output {path!r} is a directory; give a file name")
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                                         dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # --------------------------------------------------------------------------- histograms
@@ -471,7 +512,7 @@ class BiasReport:
 
     def to_csv(self, path) -> None:
         """Write :meth:`to_frame` as CSV (undefined values are empty fields)."""
-        self.to_frame().to_csv(path, index=False)
+        write_atomically(path, self.to_frame().to_csv(index=False))
 
     def to_dict(self) -> dict:
         """Everything in the report as plain JSON-ready Python (NaN becomes None)."""
@@ -504,8 +545,7 @@ class BiasReport:
         """JSON text of :meth:`to_dict` (strict JSON: undefined values are null); written to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            write_atomically(path, text + "\n")
         return text
 
     # ---------------------------------------------------------------- figures
@@ -636,8 +676,7 @@ class BiasReport:
             f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
             f"<body><main>{''.join(body)}</main></body></html>\n")
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(page)
+            write_atomically(path, page)
         return page
 
     def _label_rule(self) -> str:

@@ -291,8 +291,12 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
         return _FoldScorer(metric, subgroups.to_frame() if isinstance(subgroups, pd.Series)
                            else subgroups, None, response_method, settings)
 
-    import sklearn
-    from sklearn.metrics import make_scorer
+    try:
+        import sklearn
+        from sklearn.metrics import make_scorer
+    except ImportError:
+        raise ImportError("make_bias_scorer needs scikit-learn (>= 1.4 for metadata routing): "
+                          "pip install scikit-learn") from None
 
     if not sklearn.get_config().get("enable_metadata_routing", False):
         raise RuntimeError(

@@ -40,7 +40,7 @@ from ._core import (SweepCounts, WeightedLow, power_of_two_scale, prepare_member
                     prepare_memberships_dense, sweep_counts)
 from ._kernels import N_COUNT_COLUMNS
 from ._validation import (as_labels, as_sample_weight, as_scores, check_threshold,
-                          check_weight_spread)
+                          check_weight_spread, resolve_n_jobs)
 from ._validation import identity_column, name_list
 from .evaluation import MISSING_POLICIES, EvaluationResult
 from .metrics import background_totals, overall_auc_from_counts, table_from_counts, warn_undefined
@@ -638,8 +638,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     for name, value in (("batch_rows", batch_rows), ("bucket_rows", bucket_rows)):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1):
-        raise ValueError(f"n_jobs must be a positive integer or None, got {n_jobs!r}")
+    resolve_n_jobs(n_jobs, 1)
     files = _parquet_files(source)
     schemas = [pq.read_schema(p) for p in files]
     spec = None
@@ -681,8 +680,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
             for spill in spills:
                 spill.add(rows)
         tasks = [(k, task) for k, spill in enumerate(spills) for task in spill.tasks()]
-        workers = n_jobs or os.cpu_count() or 1
-        if workers > 1 and len(tasks) > 1:
+        workers = resolve_n_jobs(n_jobs, len(tasks))
+        if workers > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 chunks = list(pool.map(lambda item: item[1](), tasks))
         else:

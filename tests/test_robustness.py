@@ -45,7 +45,8 @@ groups = {"a": rng.random(300) < 0.3, "b": rng.random(300) < 0.6}
 w = rng.uniform(0.1, 3.0, 300)
 plain = fastbias.bias_metrics(y, s, groups)
 weighted = fastbias.bias_metrics(y, s, groups, sample_weight=w) if with_weights else None
-print(json.dumps({"file": fastbias.__file__,
+import numba
+print(json.dumps({"file": fastbias.__file__, "cache_dir": numba.config.CACHE_DIR,
                   "plain": plain[%(metrics)r].to_numpy().tolist(),
                   "weighted": weighted[%(metrics)r].to_numpy().tolist() if with_weights else None,
                   "overall": plain.attrs["overall_auc"]}))
@@ -138,6 +139,89 @@ def test_read_only_install_without_writable_cache_uses_temp_dir(read_only_copy, 
                        cwd=tmp_path)
     assert_child_matches_parent(output, read_only_copy)
     assert list(temp.glob("fastbias-numba-cache-*/**/*.nbi"))
+
+
+def test_unwritable_numba_cache_dir_does_not_break_the_import(read_only_copy, tmp_path):
+    # NUMBA_CACHE_DIR that cannot be created (below a file): numba would find no locator
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, so nothing can be created below it\n")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    output = run_child({"PYTHONPATH": str(read_only_copy), "HOME": str(blocked),
+                        "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp),
+                        "NUMBA_CACHE_DIR": str(blocked / "numba")}, cwd=tmp_path)
+    assert_child_matches_parent(output, read_only_copy)
+    assert Path(output["cache_dir"]).parent == temp
+
+
+# ------------------------------------------------------------------ who may write the cache
+
+def test_private_directory_rules(tmp_path):
+    from fastbias._numba_cache import is_private_directory
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    assert is_private_directory(private)
+    assert not is_private_directory(tmp_path / "absent")
+    (tmp_path / "file").write_text("x")
+    assert not is_private_directory(tmp_path / "file")
+    for mode in (0o777, 0o770, 0o702, 0o720):
+        private.chmod(mode)
+        assert not is_private_directory(private), oct(mode)
+    private.chmod(0o755)
+    assert is_private_directory(private)  # readable by others is fine, writable is not
+    # a parent others can write in (not sticky) lets them replace the directory
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    inner = shared / "cache"
+    inner.mkdir(mode=0o700)
+    inner.chmod(0o700)
+    assert not is_private_directory(inner)
+    shared.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is ours
+    assert is_private_directory(inner)
+    link = tmp_path / "link"
+    link.symlink_to(inner, target_is_directory=True)
+    assert is_private_directory(link)  # judged by what it points to
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # only root can give a file away
+        os.chown(inner, 4321, 4321)
+        assert not is_private_directory(inner, uid=1234)
+        assert is_private_directory(inner, uid=4321)
+
+
+def test_cache_directory_others_can_write_is_never_used(tmp_path):
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    planted.chmod(0o777)  # anyone could have put pickled "cache" files here
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    output = run_child({"PYTHONPATH": str(PACKAGE_DIR.parent), "NUMBA_CACHE_DIR": str(planted),
+                        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")},
+                       cwd=tmp_path)
+    assert_child_matches_parent(output, PACKAGE_DIR.parent)
+    assert output["cache_dir"] == str(home / ".cache" / "fastbias-numba")
+    assert not any(planted.rglob("*")), "numba wrote into (and so could read from) it"
+    assert stat.S_IMODE((home / ".cache" / "fastbias-numba").stat().st_mode) == 0o700
+
+
+def test_predictable_fallback_planted_by_another_user_is_not_trusted(read_only_copy, tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file: no user cache directory can be made\n")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    planted = temp / f"fastbias-numba-cache-{uid}"
+    planted.mkdir()
+    planted.chmod(0o777)
+    output = run_child({"PYTHONPATH": str(read_only_copy), "HOME": str(blocked),
+                        "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp)},
+                       cwd=tmp_path)
+    assert_child_matches_parent(output, read_only_copy)
+    used = Path(output["cache_dir"])
+    assert used != planted and used.parent == temp and used.name.startswith("fastbias-numba-")
+    assert stat.S_IMODE(used.stat().st_mode) == 0o700
+    assert not any(planted.rglob("*"))
 
 
 def test_pure_python_kernels_give_the_same_numbers(tmp_path):

@@ -1,0 +1,146 @@
+"""Where numba keeps fastbias's compiled kernels: never a directory another user can write.
+
+Numba caches each ``@njit(cache=True)`` kernel as files it later loads with
+``pickle``: whoever can write into the cache directory can make the process
+that loads it run their code. So before any kernel module is imported,
+:func:`configure` finds the directory numba would use (``NUMBA_CACHE_DIR``,
+the package's ``__pycache__``, or the user cache) and keeps it only if it is
+private: a real directory owned by this user (or root), writable by nobody
+else, below ancestors that nobody else can rename things in (owned by this
+user or root, and not writable by others unless sticky, as ``/tmp`` is).
+Otherwise numba is pointed at a private directory: the user's cache directory
+(``$XDG_CACHE_HOME`` or ``~/.cache``, then ``fastbias-numba``), else
+``$TMPDIR/fastbias-numba-cache-<uid>``, each created owner-only (0700) and
+verified before use, else a fresh ``tempfile.mkdtemp`` (safe, but the cache
+then lasts only as long as the process). Import never fails for this: when no
+directory can be written at all, the kernels still compile, uncached.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+
+PRIVATE_FALLBACK = "fastbias-numba"
+
+
+def _uid():
+    return os.getuid() if hasattr(os, "getuid") else None
+
+
+def is_private_directory(path, uid=None) -> bool:
+    """Whether no user but ``uid`` (default: this one) or root can write into ``path`` or
+    replace it (see the module docstring)."""
+    uid = _uid() if uid is None else uid
+    try:
+        real = os.path.realpath(path)
+        info = os.stat(real)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    if uid is None:  # no POSIX owners to check (Windows): the user's own profile decides
+        return True
+    if info.st_uid not in (uid, 0) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    parent = os.path.dirname(real)
+    while True:
+        try:
+            info = os.stat(parent)
+        except OSError:
+            return False
+        if info.st_uid not in (uid, 0):
+            return False
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            return False
+        if os.path.dirname(parent) == parent:
+            return True
+        parent = os.path.dirname(parent)
+
+
+def _private_directory(path) -> str | None:
+    """``path`` created owner-only (or found private) and verified; None if it cannot be.
+
+    A directory that already exists is never "repaired": if others could
+    write into it, they may already have.
+    """
+    try:
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        try:
+            os.mkdir(path, 0o700)
+            os.chmod(path, 0o700)  # ours, just made: no umask may widen it
+        except FileExistsError:
+            pass
+    except OSError:
+        return None
+    if not is_private_directory(path) or not os.access(path, os.W_OK | os.X_OK):
+        return None
+    return path
+
+
+def private_cache_directory() -> str:
+    """A directory for the cache that only this user can write (created if needed)."""
+    user_cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                  ".cache")
+    candidates = [os.path.join(user_cache, PRIVATE_FALLBACK)]
+    uid = _uid()
+    candidates.append(os.path.join(tempfile.gettempdir(),
+                                   f"fastbias-numba-cache-{'user' if uid is None else uid}"))
+    for candidate in candidates:
+        chosen = _private_directory(candidate)
+        if chosen is not None:
+            return chosen
+    return tempfile.mkdtemp(prefix="fastbias-numba-")  # 0700, fresh: nobody planted anything
+
+
+def _numba_cache_path() -> str | None:
+    """The directory numba would cache this package's kernels in (None: nowhere)."""
+    from numba.core.caching import FunctionCache
+
+    try:
+        return FunctionCache(_numba_cache_path)._cache_path
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return None
+
+
+def _close_below(path: str, top: str) -> None:
+    """Remove group/other write access from ``path`` and its parents below ``top`` (ours only)."""
+    top = os.path.realpath(top)
+    path = os.path.realpath(path)
+    while path.startswith(top + os.sep):
+        try:
+            info = os.stat(path)
+            if info.st_uid == _uid():
+                os.chmod(path, stat.S_IMODE(info.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
+        except OSError:
+            return
+        path = os.path.dirname(path)
+
+
+def configure() -> None:
+    """Point numba at a private cache directory unless the one it would use already is."""
+    try:
+        import numba
+
+        if numba.config.DISABLE_JIT:
+            return
+        given = numba.config.CACHE_DIR
+        # a NUMBA_CACHE_DIR is judged before numba touches it (it creates directories there)
+        trusted = not given or (_private_directory(given) if not os.path.exists(given)
+                                else is_private_directory(given))
+        path = _numba_cache_path() if trusted else None
+        if path is not None and is_private_directory(path):
+            return
+        safe = private_cache_directory()
+        os.environ["NUMBA_CACHE_DIR"] = safe  # survives numba.config reloads
+        numba.config.CACHE_DIR = safe
+        path = _numba_cache_path()  # numba adds subdirectories below it: private too
+        if path is not None and not is_private_directory(path):
+            _close_below(path, safe)
+            if not is_private_directory(path):
+                safe = tempfile.mkdtemp(prefix="fastbias-numba-")
+                os.environ["NUMBA_CACHE_DIR"] = safe
+                numba.config.CACHE_DIR = safe
+    except Exception:  # never let the check itself break the import
+        pass

@@ -19,12 +19,14 @@ Conversions, in one place (see ``docs/validation.md`` for the full table):
 """
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import warnings
 from dataclasses import dataclass
 from collections.abc import Generator, Iterator, Mapping
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -83,19 +85,31 @@ def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = Non
 
 
 def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.ndarray:
-    """Python numbers (ints, floats, Decimals) -> float64, refusing any that would be rounded."""
+    """Python numbers (ints, floats, Decimals, Fractions) -> float64, refusing any that
+    would be rounded."""
     out = np.empty(present.shape[0], dtype=np.float64)
     for j, value in enumerate(present):
-        converted = float(value)
-        if isinstance(value, (int, np.integer, Decimal)) and not isinstance(value, bool):
-            exact = converted == converted and Decimal(converted) == Decimal(value)
-            if not exact and not (isinstance(value, Decimal) and value.is_nan()):
-                raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
-                                 f"{_plain(value)!r} at position {int(positions[j])} (it would "
-                                 f"become {converted!r}); rounding it could change the result "
-                                 f"(ties, sums): convert it yourself")
+        if isinstance(value, (float, np.floating)):
+            out[j] = value
+            continue
+        try:
+            converted = float(value)
+            exact = (converted != converted or math.isinf(converted)
+                     or Fraction(converted) == Fraction(value))
+        except (OverflowError, ValueError, TypeError):
+            converted, exact = "out of range", False
+        if not exact:
+            raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
+                             f"{_plain(value)!r} at position {int(positions[j])} (it would "
+                             f"become {converted!r}); rounding it could change the result "
+                             f"(ties, sums): convert it yourself")
         out[j] = converted
     return out
+
+
+def _all_real_numbers(values: np.ndarray) -> bool:
+    return all(isinstance(v, (numbers.Real, Decimal)) and not isinstance(v, (bool, np.bool_))
+               for v in values)
 
 
 def _from_objects(arr: np.ndarray, name: str):
@@ -120,7 +134,9 @@ def _from_objects(arr: np.ndarray, name: str):
                 values = present.astype(np.uint64)
             except OverflowError:
                 raise ValueError(f"{name} has integers too large for 64 bits") from None
-    elif kind in ("floating", "mixed-integer-float", "decimal"):
+    elif kind in ("floating", "mixed-integer-float", "decimal") or (
+            kind in ("mixed", "mixed-integer") and present.shape[0]
+            and _all_real_numbers(present)):
         positions = np.flatnonzero(~missing) if any_missing else np.arange(arr.shape[0])
         values = (present.astype(np.float64) if kind == "floating"
                   else _exact_floats(present, positions, name))
@@ -178,6 +194,8 @@ def read_column(values, name: str):
             raise ValueError(f"{name} must be one-dimensional, got a DataFrame with "
                              f"{values.shape[1]} columns")
         values = values.iloc[:, 0]
+    if isinstance(values, pd.api.extensions.ExtensionArray):
+        values = pd.Series(values, copy=False)  # np.asarray would turn NA integers into floats
     if isinstance(values, (pd.Series, pd.Index)):
         arr, missing = _from_pandas(values, name)
     else:

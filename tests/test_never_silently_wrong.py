@@ -4,6 +4,7 @@ number or a clear error naming the argument (issue "Never silently wrong").
 Each expected value comes from an independent reference (brute force, exact
 rationals, sklearn), never from fastbias itself.
 """
+import re
 import warnings
 from fractions import Fraction
 
@@ -239,3 +240,232 @@ def test_cli_positive_matches_by_value_and_the_report_states_the_rule(tmp_path, 
         page = out.read_text()
         assert "positive if &ge;" not in page.split('class="settings"')[1].split("</table>")[0]
         assert "positive if =" in page
+
+
+# ------------------------------------------------------------------ CLI files
+
+@pytest.fixture
+def data_file(tmp_path, two_models):
+    path = tmp_path / "data.csv"
+    two_models.to_csv(path, index=False)
+    return path
+
+
+def run_cli(capsys, *args):
+    from fastbias.cli import main
+
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+CLI_ARGS = ("--label", "label", "--scores", "model_a", "--subgroups", "g0", "g1")
+
+
+@pytest.mark.parametrize("suffix, damage", [
+    (".gz", "truncate"), (".gz", "corrupt"), (".xz", "truncate"), (".bz2", "truncate"),
+    (".gz", "plain")])
+def test_damaged_compressed_input_is_one_line_naming_the_file(tmp_path, data_file, capsys, suffix,
+                                                              damage):
+    import bz2
+    import gzip
+    import lzma
+
+    raw = data_file.read_bytes()
+    packed = {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}[suffix](raw)
+    if damage == "truncate":
+        packed = packed[:len(packed) * 2 // 3]
+    elif damage == "corrupt":
+        packed = packed[:200] + bytes(64) + packed[264:]
+    else:
+        packed = raw  # not compressed at all
+    path = tmp_path / f"broken.csv{suffix}"
+    path.write_bytes(packed)
+    status, out, err = run_cli(capsys, "report", path, *CLI_ARGS)
+    assert status == 1 and out == ""
+    assert err.startswith(f"fastbias: error: cannot read data file '{path}'") and \
+        err.count("\n") == 1, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_duplicate_column_names_in_a_file_are_refused(tmp_path, capsys, fmt):
+    if fmt == "csv":
+        path = tmp_path / "dup.csv"
+        path.write_text("label,model_a,g0,g0\n1,0.9,1,0\n0,0.2,0,1\n1,0.4,1,1\n0,0.1,0,0\n")
+    elif fmt == "jsonl":
+        path = tmp_path / "dup.jsonl"
+        path.write_text('{"label": 1, "model_a": 0.9, "g0": 1, "g0": 0}\n')
+    else:
+        pa = pytest.importorskip("pyarrow")
+        import pyarrow.parquet as pq
+
+        path = tmp_path / "dup.parquet"
+        table = pa.table([pa.array([1, 0]), pa.array([0.9, 0.2]), pa.array([1, 0]),
+                          pa.array([0, 1])], names=["label", "model_a", "g0", "g0"])
+        pq.write_table(table, path)
+    status, _, err = run_cli(capsys, "report", path, "--label", "label", "--scores", "model_a",
+                             "--subgroups", "g0")
+    assert status == 1
+    assert "has several columns named 'g0'" in err and str(path) in err
+
+
+def test_outputs_never_destroy_inputs_or_follow_links(tmp_path, data_file, capsys):
+    before = data_file.read_bytes()
+    status, _, err = run_cli(capsys, "report", data_file, *CLI_ARGS, "--out", data_file)
+    assert status == 1 and "is the input data file" in err
+    assert data_file.read_bytes() == before
+    target = tmp_path / "elsewhere.html"
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    status, _, err = run_cli(capsys, "report", data_file, *CLI_ARGS, "--out", link)
+    assert status == 1 and "symbolic link" in err and not target.exists()
+    (tmp_path / "folder.html").mkdir()
+    for bad, words in ((tmp_path / "folder.html", "is a directory"),
+                       (tmp_path / "missing" / "r.html", "does not exist")):
+        status, out, err = run_cli(capsys, "report", data_file, *CLI_ARGS, "--out",
+                                   tmp_path / "ok.csv", "--out", bad)
+        assert status == 1 and words in err
+        assert out == "" and not (tmp_path / "ok.csv").exists()  # checked before any work
+
+
+def test_an_interrupted_write_leaves_the_previous_file(tmp_path, two_models, monkeypatch):
+    import fastbias.report as report_module
+
+    report = fastbias.bias_report(two_models, label="label", scores="model_a", subgroups=["g0"])
+    out = tmp_path / "r.json"
+    out.write_text("previous report\n")
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt  # the process is stopped between writing and renaming
+
+    monkeypatch.setattr(report_module.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        report.save(out)
+    assert out.read_text() == "previous report\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left
+    monkeypatch.undo()
+    report.save(out)
+    import json
+
+    assert json.loads(out.read_text())["models"][0]["name"] == "model_a"
+
+
+def test_cli_messages_use_option_names(data_file, capsys):
+    status, _, err = run_cli(capsys, "report", data_file, *CLI_ARGS, "--label-threshold", "inf")
+    assert status == 1 and "--label-threshold must be finite" in err and "label_threshold" not in err
+    status, _, err = run_cli(capsys, "report", data_file, *CLI_ARGS,
+                             "--subgroup-threshold=-inf")
+    assert "--subgroup-threshold must be finite" in err
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "report", data_file, *CLI_ARGS, "--seed", "-3")
+    assert "--seed: must be 0 or more" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ library messages
+
+def test_nan_policy_hint_only_where_the_option_exists():
+    y, s = [0, 1, 0, 1], [0.1, np.nan, 0.3, 0.4]
+    with pytest.raises(ValueError, match="nan_policy='omit'"):
+        fastbias.bias_metrics(y, s, {"g": [1, 0, 1, 0]})
+    with pytest.raises(ValueError) as error:
+        fastbias.BiasEvaluator(y, {"g": [1, 0, 1, 0]}).metrics(s)
+    assert "drop those rows first" in str(error.value) and "nan_policy" not in str(error.value)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"label": ["label"]}, TypeError, "label must be one column name, got a list"),
+    ({"scores": 3}, TypeError, "scores must be a column name or a list of column names, got 3"),
+    ({"n_jobs": "x"}, ValueError, "n_jobs must be a positive int, -1 (all CPUs) or None"),
+    ({"subgroups": [["g0"]]}, TypeError, "each of subgroups must be one column name, got a list"),
+])
+def test_evaluate_argument_messages_say_what_was_expected(two_models, kwargs, error, words):
+    settings = {"label": "label", "scores": ["model_a", "model_b"], "subgroups": ["g0"], **kwargs}
+    with pytest.raises(error, match=re.escape(words)):
+        fastbias.evaluate(two_models, **settings)
+
+
+def test_duplicate_dataframe_columns_are_named(two_models):
+    df = pd.concat([two_models, two_models[["g0"]]], axis=1)
+    with pytest.raises(ValueError, match="the DataFrame has 2 columns named 'g0'"):
+        fastbias.evaluate(df, label="label", scores="model_a", subgroups=["g0"])
+    with pytest.raises(ValueError, match="duplicate name"):
+        fastbias.bias_metrics(df["label"], df["model_a"], df[["g0"]])
+
+
+def test_generators_mixed_types_and_transposed_masks_get_their_hint():
+    with pytest.raises(TypeError, match="got a generator; pass list"):
+        fastbias.overall_auc((v for v in [0, 1]), [0.1, 0.2])
+    with pytest.raises(TypeError, match=r"e\.g\. 'b' at position 2"):
+        fastbias.overall_auc([0, 1, 0], np.array([0.1, 0.2, "b"], dtype=object))
+    with pytest.raises(TypeError, match=r"subgroup 'g'.*e\.g\. 'x' at position 1"):
+        fastbias.bias_metrics([0, 1, 0], [0.1, 0.2, 0.3], {"g": np.array([1, "x", 0], object)})
+    with pytest.raises(ValueError, match="transpose it"):
+        fastbias.bias_metrics([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], np.zeros((2, 4), bool))
+
+
+def test_make_bias_scorer_without_scikit_learn_says_how_to_install(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_sklearn(name, *args, **kwargs):
+        if name == "sklearn" or name.startswith("sklearn."):
+            raise ImportError("No module named 'sklearn'")
+        return real_import(name, *args, **kwargs)
+
+    from fastbias.sklearn import make_bias_scorer
+
+    monkeypatch.setattr(builtins, "__import__", no_sklearn)
+    with pytest.raises(ImportError, match="pip install scikit-learn"):
+        make_bias_scorer("final")
+
+
+# ------------------------------------------------------------------ lossy conversions
+
+@pytest.mark.parametrize("values, words", [
+    (np.array([Fraction(1, 3), 0.25, 0.5], dtype=object), "cannot hold exactly"),
+    (np.array([__import__("decimal").Decimal("0.1"), 0.25, 0.5], dtype=object),
+     "Decimal('0.1') at position 0"),
+    (np.array([2 ** 53 + 1, 0.5, 1.0], dtype=object), "9007199254740993 at position 0"),
+    (np.array([2 ** 53 + 1, 3, 1], dtype=object), "beyond 2**53"),
+    (pd.array([2 ** 53 + 1, None, 3], dtype="Int64"), "beyond 2**53"),
+])
+def test_scores_float64_cannot_hold_are_refused(values, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        fastbias.overall_auc([0, 1, 0], values, nan_policy="omit")
+
+
+def test_exact_decimals_and_big_exact_floats_are_taken():
+    from decimal import Decimal
+
+    scores = np.array([Decimal("0.5"), Decimal("0.25"), 2 ** 60, Decimal("1E+3")], dtype=object)
+    assert fastbias.overall_auc([0, 1, 1, 0], scores) == pair_probability([0.25, 2.0 ** 60],
+                                                                           [0.5, 1000.0])
+
+
+@pytest.mark.parametrize("where", ["scores", "identity", "weights", "labels"])
+def test_float16_columns_work_on_every_entry_point(where, tmp_path):
+    rng = np.random.default_rng(2)
+    n = 200
+    df = pd.DataFrame({"y": (rng.random(n) < 0.4).astype(np.float16 if where == "labels"
+                                                         else bool),
+                       "s": (rng.integers(0, 9, n) / 8).astype(np.float16 if where == "scores"
+                                                               else np.float64),
+                       "g": (rng.integers(0, 4, n) / 4).astype(np.float16 if where == "identity"
+                                                               else np.float64),
+                       "w": rng.integers(1, 4, n).astype(np.float16 if where == "weights"
+                                                         else np.float64)})
+    y = df["y"].to_numpy(dtype=float) >= 0.5
+    want = brute_force_metrics(y, df["s"].to_numpy(dtype=float),
+                               df["g"].to_numpy(dtype=float) >= 0.5, df["w"].to_numpy(dtype=float))
+    kwargs = dict(label="y", scores="s", subgroups=["g"], sample_weight="w")
+    results = [quietly(fastbias.evaluate, df, **kwargs).for_model()]
+    pytest.importorskip("pyarrow")
+    from fastbias.streaming import evaluate_parquet
+
+    df.to_parquet(tmp_path / "f16.parquet")
+    results.append(quietly(evaluate_parquet, tmp_path / "f16.parquet", **kwargs).for_model())
+    for table in results:
+        for metric in METRICS:
+            assert abs(table.loc["g", metric] - want[metric]) <= 1e-12, (where, metric)

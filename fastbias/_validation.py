@@ -10,12 +10,15 @@ Conversions, in one place (see ``docs/validation.md`` for the full table):
 
 * numpy arrays, lists, pandas Series/Index (numpy, nullable and pyarrow-backed
   dtypes, categoricals), pyarrow arrays and polars Series are accepted;
-  rows are matched by position (a pandas index is ignored);
+  rows are matched by position, and pandas inputs of one call whose indexes
+  differ are an error (:func:`check_aligned`);
 * a missing value (NaN, ``None``, ``pd.NA``) is an error unless the entry
   point was given ``nan_policy="omit"``, which drops the row with one
   :class:`OmittedRowsWarning` stating how many rows each argument cost;
-* scores keep float32 (ties are decided in the precision given); integers
-  are converted to float64 exactly (beyond 2**53 is an error).
+* scores keep float32 (ties are decided in the precision given); integers,
+  Decimals and Fractions are converted to float64 exactly or refused;
+* identity columns are read by :func:`identity_values`, which decides
+  boolean vs numeric from the column's own dtype.
 """
 from __future__ import annotations
 
@@ -431,11 +434,19 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                         f"pos_label to say which value is the positive class")
     if kind not in "biuf":
         raise TypeError(f"{name} must be numeric or boolean, got dtype {arr.dtype}")
+    if kind == "b":  # booleans are the classes themselves: no threshold applies
+        return np.ascontiguousarray(arr)
     if threshold is not None:
         thr = check_threshold(threshold, threshold_name)
+        outside = (arr < 0) | (arr > 1)
+        if outside.any():
+            first = _first(outside)
+            raise ValueError(f"{name} has {int(outside.sum())} value(s) outside [0, 1] (e.g. "
+                             f"{_plain(arr[first])!r} at position {first}); a label is 0/1 or a "
+                             f"fraction in [0, 1] (e.g. the share of annotators who said "
+                             f"positive) made binary by {threshold_name}. Map other values "
+                             f"first, or pass pos_label for two-valued labels")
         return np.ascontiguousarray(arr >= thr)
-    if kind == "b":
-        return np.ascontiguousarray(arr)
     not_binary = (arr != 0) & (arr != 1)
     if not_binary.any():
         first = _first(not_binary)

@@ -143,14 +143,20 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     df : pandas.DataFrame
         One row per example.
     label : str
-        Label column: boolean, 0/1, or a fraction (e.g. Jigsaw's ``target``)
-        binarised as ``>= label_threshold``.
+        Label column: boolean, 0/1, or a fraction in [0, 1] (e.g. Jigsaw's
+        ``target``) binarised as ``>= label_threshold``. Numbers outside
+        [0, 1] are an error naming the value and its row.
     scores : str or list of str
         Score column(s), one per model.
     subgroups : list of str
         Identity columns: boolean, or numeric (e.g. annotator fractions)
         binarised as ``>= subgroup_threshold``; NaN means "not annotated".
-    label_threshold, subgroup_threshold : float, default 0.5
+    label_threshold : float or None, default 0.5
+        Positive iff ``label >= label_threshold``; None insists on labels
+        that are exactly 0/1 (or boolean). Boolean labels ignore it.
+    subgroup_threshold : float, default 0.5
+        Member iff ``value >= subgroup_threshold`` for numeric identity
+        columns; boolean columns are memberships as they are.
     missing_subgroup : {"background", "exclude"}, default "background"
         What an unannotated (NaN) identity value means: "background" counts
         the row as background for that subgroup (what the Jigsaw competition
@@ -208,7 +214,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                                  missing_subgroup=missing_subgroup, n_jobs=n_jobs, ci=ci,
                                  confidence=confidence, n_boot=n_boot, random_state=random_state)
     subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
-    if pos_label is None:
+    if pos_label is None and label_threshold is not None:
         label_threshold = check_threshold(label_threshold, "label_threshold")
     if missing_subgroup not in MISSING_POLICIES:
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, got {missing_subgroup!r}")

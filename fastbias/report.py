@@ -687,6 +687,8 @@ class BiasReport:
             if isinstance(positive, np.generic):
                 positive = positive.item()
             return f"positive if = {html.escape(repr(positive))}"
+        if s.get("label_threshold") is None:
+            return "positive if = 1 (labels exactly 0/1)"
         return f"positive if &ge; {html.escape(str(s.get('label_threshold')))}"
 
     def _html_settings(self) -> str:

@@ -60,7 +60,7 @@ class ColumnSpec:
     models: list
     subgroups: list
     sample_weight: str | None
-    label_threshold: float
+    label_threshold: float | None
     subgroup_threshold: float
     missing_subgroup: str
     #: power of two every weight is divided by, the same for all chunks (see with_weight_range)
@@ -124,7 +124,8 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
             raise KeyError(f"{argument}: column(s) {missing} not in {source} (columns are "
                            f"{shown}{' ...' if len(available) > 20 else ''})")
     return ColumnSpec(label, models, names, sample_weight,
-                      check_threshold(label_threshold, "label_threshold"),
+                      None if label_threshold is None
+                      else check_threshold(label_threshold, "label_threshold"),
                       check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup)
 
 

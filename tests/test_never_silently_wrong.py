@@ -138,6 +138,7 @@ def test_interval_and_aggregate_entry_points_check_indexes(frame):
 
 # ------------------------------------------------------------------ AEG rounding
 
+@pytest.mark.jit_heavy
 def test_aeg_near_zero_is_correctly_rounded_at_millions_of_rows():
     # two score values; background and subgroup negatives split almost alike, so the gap is
     # about -1e-7 and `0.5 - rounded ratio` would lose its last digits

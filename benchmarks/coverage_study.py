@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 import fastbias
-from fastbias._core import prepare_memberships
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.prepare.memberships import prepare_memberships
+from fastbias.validate.errors import UndefinedMetricWarning
 from fastbias.intervals import add_intervals
 from fastbias.metrics import METRIC_COLUMNS
 

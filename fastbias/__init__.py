@@ -9,20 +9,19 @@ from ._numba_cache import configure as _configure_numba_cache
 
 _configure_numba_cache()  # before any kernel module: never load a cache others can write
 
-from ._validation import UndefinedMetricWarning  # noqa: E402
-from .metrics import bias_metrics, overall_auc  # noqa: E402
-
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
+from .arrays import bias_metrics, overall_auc  # noqa: E402
+from .validate.errors import UndefinedMetricWarning  # noqa: E402
 
 # public name -> submodule that defines it (loaded lazily)
 _LAZY = {
-    "evaluate": "fastbias.evaluation",
-    "OmittedRowsWarning": "fastbias._validation",
-    "EvaluationResult": "fastbias.evaluation",
+    "evaluate": "fastbias.frame",
+    "OmittedRowsWarning": "fastbias.validate.errors",
+    "EvaluationResult": "fastbias.tables.result",
     "make_jigsaw_like": "fastbias.synthetic",
-    "final_metric": "fastbias.aggregates",
-    "power_mean": "fastbias.aggregates",
-    "pinned_auc": "fastbias.aggregates",
+    "final_metric": "fastbias.metrics.aggregates",
+    "power_mean": "fastbias.metrics.aggregates",
+    "pinned_auc": "fastbias.arrays",
     "bernstein_halfwidth": "fastbias.intervals",
     "bernstein_min_samples": "fastbias.intervals",
     "bernstein_interval": "fastbias.intervals",

@@ -94,14 +94,29 @@ def private_cache_directory() -> str:
     return tempfile.mkdtemp(prefix="fastbias-numba-")  # 0700, fresh: nobody planted anything
 
 
-def _numba_cache_path() -> str | None:
-    """The directory numba would cache this package's kernels in (None: nowhere)."""
+#: the modules that hold compiled kernels (each directory has its own in-tree cache)
+KERNEL_MODULES = ("prepare/_kernels.py", "sort/_kernels.py", "sweep/_kernels.py",
+                  "intervals/_kernels.py")
+
+
+def _numba_cache_paths() -> list | None:
+    """The directories numba would cache this package's kernels in (None: not everywhere).
+
+    Asked of numba for a stand-in function "defined" in each kernel module,
+    without importing (and so compiling or loading) anything.
+    """
     from numba.core.caching import FunctionCache
 
-    try:
-        return FunctionCache(_numba_cache_path)._cache_path
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return None
+    package = os.path.dirname(os.path.abspath(__file__))
+    paths = []
+    for module in KERNEL_MODULES:
+        code = _numba_cache_paths.__code__.replace(co_filename=os.path.join(package, module))
+        probe = type(_numba_cache_paths)(code, {})
+        try:
+            paths.append(FunctionCache(probe)._cache_path)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return None
+    return paths
 
 
 def _close_below(path: str, top: str) -> None:
@@ -129,18 +144,19 @@ def configure() -> None:
         # a NUMBA_CACHE_DIR is judged before numba touches it (it creates directories there)
         trusted = not given or (_private_directory(given) if not os.path.exists(given)
                                 else is_private_directory(given))
-        path = _numba_cache_path() if trusted else None
-        if path is not None and is_private_directory(path):
+        paths = _numba_cache_paths() if trusted else None
+        if paths is not None and all(is_private_directory(path) for path in paths):
             return
         safe = private_cache_directory()
         os.environ["NUMBA_CACHE_DIR"] = safe  # survives numba.config reloads
         numba.config.CACHE_DIR = safe
-        path = _numba_cache_path()  # numba adds subdirectories below it: private too
-        if path is not None and not is_private_directory(path):
-            _close_below(path, safe)
+        for path in _numba_cache_paths() or []:  # numba adds subdirectories: private too
+            if not is_private_directory(path):
+                _close_below(path, safe)
             if not is_private_directory(path):
                 safe = tempfile.mkdtemp(prefix="fastbias-numba-")
                 os.environ["NUMBA_CACHE_DIR"] = safe
                 numba.config.CACHE_DIR = safe
+                break
     except Exception:  # never let the check itself break the import
         pass

@@ -26,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from ._validation import as_labels
+from .validate.values import as_labels
 from .evaluator import BiasEvaluator, _check_score_name
 
 DEFAULT_METRICS = ("final", "min_bpsn_auc")

@@ -502,7 +502,7 @@ def _write_outputs(report, outputs, args) -> None:
         kind = {"html": "HTML report", "csv": "CSV table", "json": "JSON"}[fmt]
         note = ""
         if fmt == "html":
-            from .report import _matplotlib_available
+            from .reports.report import _matplotlib_available
 
             if not _matplotlib_available():
                 note = " without figures (matplotlib missing: pip install 'fastbias[plot]')"
@@ -547,7 +547,8 @@ def cmd_report(args) -> int:
 def cmd_demo(args) -> int:
     import numpy as np
 
-    from .report import BiasReport, _matplotlib_available
+    from .report import BiasReport
+    from .reports.report import _matplotlib_available
     from .synthetic import JIGSAW_IDENTITIES, make_jigsaw_like
 
     if args.rows < 100:

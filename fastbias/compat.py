@@ -27,11 +27,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._core import prepare_memberships, sweep_counts, sweep_counts_concurrently
-from ._validation import as_scores, require_columns, subgroup_rows
-from .aggregates import final_metric
-from .aggregates import power_mean as _power_mean
-from .metrics import overall_auc_from_counts, table_from_counts
+from .metrics.aggregates import final_metric
+from .metrics.aggregates import power_mean as _power_mean
+from .metrics.table import overall_auc_from_counts, table_from_counts
+from .prepare.memberships import prepare_memberships, subgroup_rows
+from .sweep.counts import sweep_counts
+from .sweep.parallel import sweep_counts_concurrently
+from .validate.columns import require_columns
+from .validate.values import as_scores
 
 #: The label column of the Kaggle data; the default of :func:`calculate_overall_auc`.
 TOXICITY_COLUMN = "target"

@@ -20,10 +20,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import _chunk_kernels as CK
-from .evaluation import EvaluationResult
-from .streaming import (ColumnSpec, assemble_result, chunk_counts, column_spec, encode_frame,
-                        score_dtype, table_from_chunks)
+from .prepare import _kernels as PK
+from .prepare.encoded import encode_frame
+from .streaming import result_from_chunks
+from .sweep.chunks import chunk_counts
+from .tables.result import EvaluationResult
+from .validate.spec import ColumnSpec, column_spec, score_dtype
 
 __all__ = ["evaluate"]
 
@@ -53,7 +55,7 @@ def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, partition_info=None
     data = {_LABEL: rows.labels}
     if spec.weighted:
         data[_WEIGHT] = rows.weights
-    member, missing = CK.pack_codes(rows.codes)
+    member, missing = PK.pack_codes(rows.codes)
     words = [member] + ([missing] if spec.exclude_missing else [])
     names = _word_columns(len(spec.subgroups), spec.exclude_missing)
     for name, column in zip(names, (w[:, k] for w in words for k in range(w.shape[1]))):
@@ -83,7 +85,7 @@ def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclud
     member = np.ascontiguousarray(frame[names[:n_words]].to_numpy(dtype=np.uint64))
     missing = (np.ascontiguousarray(frame[names[n_words:]].to_numpy(dtype=np.uint64))
                if exclude_missing else np.zeros((0, n_words), dtype=np.uint64))
-    codes = CK.unpack_codes(member, missing, n_groups)
+    codes = PK.unpack_codes(member, missing, n_groups)
     weights = frame[_WEIGHT].to_numpy(dtype=np.float64) if weighted else None
     return chunk_counts(np.ascontiguousarray(frame.index.to_numpy()),
                         frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights)
@@ -188,6 +190,4 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
                                                                 spec.exclude_missing)
                                 for part in ranged.to_delayed()])
     per_model_chunks = dask.compute(*per_model_tasks)
-    per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted, spec.weight_scale)
-                 for chunks in per_model_chunks]
-    return assemble_result(spec, per_model, "dask")
+    return result_from_chunks(spec, per_model_chunks, "dask")

@@ -21,77 +21,29 @@ from __future__ import annotations
 
 import numbers
 import threading
-import warnings
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
-from ._core import (Memberships, SweepCounts, _memberships_from_csr, sorted_scores, sweep_counts,
-                    sweep_counts_concurrently)
-from ._validation import (UndefinedMetricWarning, _to_numpy, as_labels, as_sample_weight, as_scores,
-                          check_aligned, resolve_n_jobs)
-from .metrics import (AUC_METRICS, metrics_from_counts, overall_auc_from_counts, prepare_subgroups,
-                      table_from_counts, warn_undefined)
+from .metrics.aggregates import final_metric, worst_auc
+from .metrics.definitions import AUC_METRICS
+from .metrics.table import (metrics_from_counts, overall_auc_from_counts, table_from_counts,
+                            warn_undefined)
+from .prepare.folds import fold_memberships, identity_positions
+from .prepare.memberships import Memberships, prepare_subgroups
+from .sort.order import sorted_scores
+from .sweep.counts import SweepCounts, sweep_counts
+from .sweep.parallel import map_in_threads, sweep_counts_concurrently
+from .tables.result import evaluation_result
+from .validate.columns import _to_numpy, check_aligned
+from .validate.settings import resolve_n_jobs
+from .validate.values import as_labels, as_sample_weight, as_scores
 
 #: Names accepted by :meth:`BiasEvaluator.score` (and the scikit-learn and
 #: boosting helpers built on it). All are "higher is better".
 SCORE_NAMES = ("final", "overall_auc", "min_subgroup_auc", "min_bpsn_auc", "min_bnsp_auc")
-
-
-# --------------------------------------------------------------------------- kernels
-
-@njit(cache=True, nogil=True)
-def _identity_positions(identity_rows, n_rows):
-    """Row -> position in ``identity_rows`` (-1 for rows in no subgroup)."""
-    out = np.full(n_rows, -1, dtype=np.int64)
-    for r in range(identity_rows.shape[0]):
-        out[identity_rows[r]] = r
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _fold_row_csr(index, identity_position, row_ptr, row_groups):
-    """The identity CSR of the rows ``index`` (fold positions 0..m-1).
-
-    Returns ``(identity_rows, fold_row_ptr, fold_row_groups, duplicate_at)``:
-    identity_rows are fold positions (increasing), and ``duplicate_at`` is the
-    first position of ``index`` whose row already occurred (-1 if none). Cost
-    O(len(index) + fold memberships) plus one zeroed byte per row.
-    """
-    n_rows = identity_position.shape[0]
-    m = index.shape[0]
-    seen = np.zeros(n_rows, dtype=np.bool_)
-    n_identity = 0
-    n_member = 0
-    for p in range(m):
-        i = index[p]
-        if seen[i]:
-            return (np.empty(0, np.int64), np.zeros(1, np.int64), np.empty(0, np.int64), p)
-        seen[i] = True
-        r = identity_position[i]
-        if r >= 0:
-            n_identity += 1
-            n_member += row_ptr[r + 1] - row_ptr[r]
-    identity_rows = np.empty(n_identity, dtype=np.int64)
-    fold_ptr = np.empty(n_identity + 1, dtype=np.int64)
-    fold_groups = np.empty(n_member, dtype=np.int64)
-    fold_ptr[0] = 0
-    q = 0
-    t = 0
-    for p in range(m):
-        r = identity_position[index[p]]
-        if r >= 0:
-            identity_rows[q] = p
-            for e in range(row_ptr[r], row_ptr[r + 1]):
-                fold_groups[t] = row_groups[e]
-                t += 1
-            q += 1
-            fold_ptr[q] = t
-    return identity_rows, fold_ptr, fold_groups, -1
 
 
 # --------------------------------------------------------------------------- prepared rows
@@ -113,7 +65,7 @@ def _prepared(memberships: Memberships, sample_weight) -> _PreparedRows:
 
 
 def _sweep(scores: np.ndarray, prep: _PreparedRows, two_threads: bool = False) -> SweepCounts:
-    """One sort and one sweep of the prepared rows (see :func:`fastbias._core.sweep_counts`).
+    """One sort and one sweep of the prepared rows (see :func:`fastbias.sweep.counts.sweep_counts`).
 
     ``two_threads`` (unweighted only) sorts the classes on a second thread.
     """
@@ -128,26 +80,6 @@ def _check_score_name(metric) -> str:
     if metric not in SCORE_NAMES:
         raise ValueError(f"metric must be one of {SCORE_NAMES}, got {metric!r}")
     return metric
-
-
-def _worst_auc(values: np.ndarray, names: list, metric: str, nan_policy: str) -> float:
-    """Minimum over subgroups of one AUC metric, with the final metric's NaN policy."""
-    nan = np.isnan(values)
-    if not nan.any():
-        return float(values.min())
-    undefined = [names[i] for i in np.flatnonzero(nan)]
-    shown = ", ".join(undefined[:12]) + (f", ... {len(undefined) - 12} more"
-                                         if len(undefined) > 12 else "")
-    if nan_policy == "raise":
-        raise ValueError(f"min {metric}: undefined for {len(undefined)} subgroup(s): {shown}")
-    if nan_policy == "omit":
-        warnings.warn(f"min {metric}: {len(undefined)} subgroup(s) with an undefined value left "
-                      f"out: {shown}", UndefinedMetricWarning, stacklevel=4)
-        return float(values[~nan].min()) if (~nan).any() else float("nan")
-    warnings.warn(f"min {metric} is NaN: undefined for {len(undefined)} subgroup(s): {shown}; "
-                  f"use nan_policy='omit' to leave them out", UndefinedMetricWarning,
-                  stacklevel=4)
-    return float("nan")
 
 
 class BiasEvaluator:
@@ -219,8 +151,6 @@ class BiasEvaluator:
                  label_threshold: float | None = None, subgroup_threshold: float | None = None,
                  power: float = -5, overall_weight: float = 0.25, nan_policy: str = "propagate",
                  n_jobs: int | None = None, fold_cache_size: int = 16, pos_label=None):
-        from .aggregates import final_metric
-
         # the final metric checks its own settings: fail now, not on the first score
         final_metric(pd.DataFrame({m: [1.0] for m in AUC_METRICS}), 1.0, power=power,
                      overall_weight=overall_weight, nan_policy=nan_policy)
@@ -319,19 +249,9 @@ class BiasEvaluator:
                 self._folds.move_to_end(key)
                 return cached[1]
             if self._identity_position is None:
-                self._identity_position = _identity_positions(
-                    self._full.memberships.identity_rows, self.n_rows)
+                self._identity_position = identity_positions(self._full.memberships)
             identity_position = self._identity_position
-        full = self._full.memberships
-        identity_rows, row_ptr, row_groups, duplicate_at = _fold_row_csr(
-            arr, identity_position, full.row_ptr, full.row_groups)
-        if duplicate_at >= 0:
-            row = int(arr[duplicate_at])
-            raise ValueError(f"index has a duplicate row: {row} at position {duplicate_at} "
-                             f"(first at {int(np.flatnonzero(arr == row)[0])}); a fold's rows "
-                             f"must be unique")
-        memberships = _memberships_from_csr(full.labels[arr], full.names, identity_rows, row_ptr,
-                                            row_groups)
+        memberships = fold_memberships(self._full.memberships, arr, identity_position)
         weights = None if self._full.sample_weight is None else self._full.sample_weight[arr]
         prep = _prepared(memberships, weights)
         if self.fold_cache_size:
@@ -410,8 +330,6 @@ class BiasEvaluator:
             if per_group is None:
                 per_group = metrics_from_counts(sc)
             if metric == "final":
-                from .aggregates import final_metric
-
                 table = pd.DataFrame({m: per_group[m] for m in AUC_METRICS},
                                      index=pd.Index(sc.names, name="subgroup"))
                 out[metric] = final_metric(table, overall_auc_from_counts(sc), power=self.power,
@@ -419,7 +337,7 @@ class BiasEvaluator:
                                            nan_policy=self.nan_policy)
             else:
                 auc = metric[len("min_"):]
-                out[metric] = _worst_auc(per_group[auc], sc.names, auc, self.nan_policy)
+                out[metric] = worst_auc(per_group[auc], sc.names, auc, self.nan_policy)
         return out
 
     def final_metric(self, y_score, *, index=None) -> float:
@@ -555,12 +473,7 @@ class BiasEvaluator:
             return task(_sweep(values, prep))
 
         workers = resolve_n_jobs(self.n_jobs if n_jobs is None else n_jobs, len(names))
-        if workers > 1:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(run, range(len(names))))
-        else:
-            results = [run(j) for j in range(len(names))]
-        return names, results
+        return names, map_in_threads(run, range(len(names)), workers)
 
     def metrics_many(self, score_matrix, *, index=None, model_names=None, n_jobs=None):
         """The per-subgroup tables of many models, scored in parallel threads.
@@ -595,24 +508,14 @@ class BiasEvaluator:
         >>> res.overall_auc.round(3).tolist()
         [0.778, 1.0]
         """
-        from .evaluation import EvaluationResult
-
         def task(sc):
             table = table_from_counts(sc, warn=False)
             return table, overall_auc_from_counts(sc)
 
         names, results = self._many(score_matrix, index, model_names, n_jobs, task)
-        parts = []
-        for name, (table, _) in zip(names, results):
-            warn_undefined(table, context=f"model {name!r}")
-            part = table.reset_index()
-            part.insert(0, "model", name)
-            parts.append(part)
-        return EvaluationResult(
-            table=pd.concat(parts, ignore_index=True),
-            overall_auc=pd.Series({n: auc for n, (_, auc) in zip(names, results)},
-                                  name="overall_auc"),
-            label="y_true", models=names, subgroups=self.subgroup_names,
+        return evaluation_result(
+            names, [table for table, _ in results], [auc for _, auc in results], label="y_true",
+            subgroups=self.subgroup_names,
             settings={"label_threshold": self.label_threshold,
                       "subgroup_threshold": self.subgroup_threshold,
                       "weighted": self.sample_weight is not None,

@@ -75,7 +75,7 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
     """
     _check_score_name(metric)
     if pos_label is not None:
-        from ._validation import as_labels
+        from .validate.values import as_labels
 
         y_true = as_labels(y_true, "y_true", pos_label=pos_label)
     evaluator = BiasEvaluator(y_true, subgroups, sample_weight=sample_weight,

@@ -19,13 +19,10 @@ from sklearn.metrics import roc_auc_score
 
 import fastbias
 from fastbias import UndefinedMetricWarning
-from fastbias._core import prepare_memberships, sweep_counts
-from fastbias.aggregates import (
-    _expected_pinned_terms,
-    final_metric,
-    pinned_auc,
-    power_mean,
-)
+from fastbias.aggregates import final_metric, pinned_auc, power_mean
+from fastbias.metrics.aggregates import _expected_pinned_terms
+from fastbias.prepare.memberships import prepare_memberships
+from fastbias.sweep.counts import sweep_counts
 
 from .reference import pair_probability, sklearn_scipy_metrics
 

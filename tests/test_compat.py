@@ -167,18 +167,19 @@ def test_compute_bias_metrics_for_models_matches_reference_layout(legacy):
 
 def test_one_sweep_per_model_not_per_subgroup(monkeypatch):
     df, names = _dataset(6, k=12)
-    import fastbias._core as core
+    import fastbias.sweep.counts as counts
+    import fastbias.sweep.parallel as parallel
 
     calls = []
-    original = core.sweep_counts
+    original = counts.sweep_counts
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    # every path to the counts (one thread or two) goes through _core.sweep_counts
-    monkeypatch.setattr(core, "sweep_counts", counting)
-    monkeypatch.setattr(compat, "sweep_counts", counting)
+    # every path to the counts (one thread or two) goes through sweep.counts.sweep_counts
+    for module in (counts, parallel, compat):
+        monkeypatch.setattr(module, "sweep_counts", counting)
     compat.compute_bias_metrics_for_models(df, names, ["fair", "biased"], "target")
     assert len(calls) == 2
     compat.compute_bias_metrics_for_model(df, names, "fair", "target")

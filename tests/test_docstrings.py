@@ -12,7 +12,8 @@ import fastbias
 OPTIONAL = {"fastbias.dask", "fastbias.boosting", "fastbias.sklearn", "fastbias.report",
             "fastbias.plotting", "fastbias.streaming"}
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(fastbias.__path__, "fastbias.")
+# every module of every stage package too (the examples live where the code lives)
+MODULES = sorted(m.name for m in pkgutil.walk_packages(fastbias.__path__, "fastbias.")
                  if m.name != "fastbias.__main__")
 
 

@@ -86,7 +86,7 @@ def test_one_large_model_sorted_on_two_threads_matches_sklearn(missing_subgroup)
     """Above CONCURRENT_SWEEP_MIN_ROWS one model's class sort runs beside the column reads."""
     from sklearn.metrics import roc_auc_score
 
-    from fastbias._core import CONCURRENT_SWEEP_MIN_ROWS
+    from fastbias.sweep.parallel import CONCURRENT_SWEEP_MIN_ROWS
 
     df = make_jigsaw_like(n_rows=CONCURRENT_SWEEP_MIN_ROWS + 20_000, n_identities=4,
                           annotated_fraction=0.5, random_state=8)

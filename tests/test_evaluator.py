@@ -12,8 +12,8 @@ from hypothesis.extra import numpy as hnp
 from sklearn.metrics import roc_auc_score
 
 import fastbias
-from fastbias._core import prepare_memberships, sweep_counts
-from fastbias._validation import subgroup_rows
+from fastbias.prepare.memberships import prepare_memberships, subgroup_rows
+from fastbias.sweep.counts import sweep_counts
 from fastbias.evaluator import SCORE_NAMES, BiasEvaluator, sorted_scores
 from fastbias.metrics import METRIC_COLUMNS
 from tests.reference import brute_force_metrics
@@ -116,7 +116,7 @@ def test_unweighted_counts_are_the_core_counts_exactly(case):
 @pytest.mark.jit_heavy
 def test_two_thread_calls_equal_one_thread_calls_and_sklearn():
     """Above CONCURRENT_SWEEP_MIN_ROWS a one-model call sorts on two threads."""
-    from fastbias._core import CONCURRENT_SWEEP_MIN_ROWS
+    from fastbias.sweep.parallel import CONCURRENT_SWEEP_MIN_ROWS
 
     rng = np.random.default_rng(21)
     y, s, groups, _ = random_case(rng, n=CONCURRENT_SWEEP_MIN_ROWS + 5_000, k=3, levels=500)

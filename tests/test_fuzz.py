@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import fastbias
-from fastbias._validation import OmittedRowsWarning, UndefinedMetricWarning
+from fastbias.validate.errors import OmittedRowsWarning, UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
 
 DOCUMENTED_ERRORS = (ValueError, TypeError, KeyError)

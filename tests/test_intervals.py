@@ -16,11 +16,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import fastbias
-from fastbias._core import prepare_memberships
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.prepare.memberships import prepare_memberships
+from fastbias.validate.errors import UndefinedMetricWarning
 from fastbias.intervals import (
-    _METRIC_SAMPLES,
-    _Progress,
     add_intervals,
     bernstein_halfwidth,
     bernstein_interval,
@@ -35,7 +33,9 @@ from fastbias.intervals import (
     ustatistic_bernstein_interval,
     ustatistic_min_samples,
 )
+from fastbias.intervals.bootstrap import _Progress
 from fastbias.metrics import METRIC_COLUMNS
+from fastbias.metrics.definitions import METRIC_SAMPLES as _METRIC_SAMPLES
 from tests.reference import brute_force_metrics, pair_probability
 
 # ----------------------------------------------------------------------------- helpers

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fastbias import _kernels as K
-from fastbias._core import (prepare_memberships, prepare_memberships_dense, sort_classes,
-                            sort_memberships)
+from fastbias.prepare import _kernels as PK
+from fastbias.prepare.memberships import prepare_memberships, prepare_memberships_dense
+from fastbias.sort.order import sort_classes, sort_memberships
+from fastbias.sweep import _kernels as K
 
 UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 
@@ -42,7 +43,7 @@ def test_dense_members_equal_numpy_nonzero(n_rows, n_cols, density):
     flat = matrix.view(np.uint8).reshape(-1)
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
     for capacity in (0, 5, n_rows * n_cols):  # too small forces the output to grow
-        rows, cols = K.dense_members(words, flat, n_cols, capacity)
+        rows, cols = PK.dense_members(words, flat, n_cols, capacity)
         expected_rows, expected_cols = np.nonzero(matrix)
         np.testing.assert_array_equal(rows, expected_rows)
         np.testing.assert_array_equal(cols, expected_cols)
@@ -51,11 +52,11 @@ def test_dense_members_equal_numpy_nonzero(n_rows, n_cols, density):
 def test_dense_members_across_scan_chunks():
     """More words than one scan chunk, with the output growing between chunks."""
     n_cols = 5
-    n_rows = K.DENSE_SCAN_CHUNK_WORDS * 8 * 3 // n_cols + 3
+    n_rows = PK.DENSE_SCAN_CHUNK_WORDS * 8 * 3 // n_cols + 3
     matrix = dense_case(np.random.default_rng(3), n_rows, n_cols, 0.5)
     flat = matrix.view(np.uint8).reshape(-1)
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
-    rows, cols = K.dense_members(words, flat, n_cols, 1)
+    rows, cols = PK.dense_members(words, flat, n_cols, 1)
     expected_rows, expected_cols = np.nonzero(matrix)
     np.testing.assert_array_equal(rows, expected_rows)
     np.testing.assert_array_equal(cols, expected_cols)
@@ -98,7 +99,7 @@ def test_sort_classes_equals_numpy_sort(values, data):
         np.testing.assert_array_equal(keys, numpy_sortable_keys(np.sort(values[mask])))
     neg, pos = values[~labels].astype(np.float64), values[labels].astype(np.float64)
     twice_u = 2 * (pos[:, None] > neg[None, :]).sum() + (pos[:, None] == neg[None, :]).sum()
-    assert got.twice_overall_u == twice_u
+    assert K.twice_auc_numerator_sorted(got.neg_keys, got.pos_keys) == twice_u
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -116,7 +117,8 @@ def test_sort_classes_extreme_values_and_signed_zero(dtype):
 def test_sort_classes_one_class_and_empty():
     values = np.array([0.3, 0.1, 0.2], dtype=np.float32)
     only_negatives = sort_classes(values, np.zeros(3, dtype=bool))
-    assert only_negatives.pos_keys.size == 0 and only_negatives.twice_overall_u == 0
+    assert only_negatives.pos_keys.size == 0 and K.twice_auc_numerator_sorted(
+        only_negatives.neg_keys, only_negatives.pos_keys) == 0
     np.testing.assert_array_equal(only_negatives.neg_keys, numpy_sortable_keys(np.sort(values)))
     empty = sort_classes(np.empty(0), np.empty(0, dtype=bool))
     assert empty.neg_keys.size == empty.pos_keys.size == 0
@@ -194,7 +196,7 @@ def test_block_boundary_never_splits_equal_scores():
 def test_count_memberships_on_two_threads_equals_one(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    import fastbias._core as core
+    import fastbias.sweep.counts as core
 
     sorted_members, classes, k = tied_memberships(np.random.default_rng(5), 5_000, 6, 50)
     alone = core.count_memberships(sorted_members, classes, k)
@@ -214,7 +216,7 @@ def test_count_memberships_on_two_threads_equals_one(monkeypatch):
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 1_000, 100_003])
 @pytest.mark.parametrize("offset", [0, 3])  # a slice that starts off a word boundary
 def test_column_rows_equal_numpy(n, threshold, dtype, offset):
-    from fastbias._validation import column_rows
+    from fastbias.prepare.memberships import column_rows
 
     base = np.random.default_rng(n).random(n + offset) < 0.03
     values = base.astype(dtype)[offset:]

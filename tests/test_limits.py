@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import fastbias
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
@@ -121,8 +121,8 @@ def test_closed_form_reference_agrees_with_brute_force_on_one_period():
 @skip_without_jit
 def test_twice_u_counts_are_int64_exact_beyond_int32():
     # the raw counts behind the metrics are int64 (never int32/float32)
-    from fastbias._core import sweep_counts
-    from fastbias.metrics import prepare_subgroups
+    from fastbias.prepare.memberships import prepare_subgroups
+    from fastbias.sweep.counts import sweep_counts
 
     copies = 1_000
     labels = np.tile(PATTERN_LABEL, copies)
@@ -132,7 +132,7 @@ def test_twice_u_counts_are_int64_exact_beyond_int32():
     assert sc.counts.dtype == np.int64
     assert sc.twice_overall_u == twice_u_by_pattern(PATTERN_LABEL, ~PATTERN_LABEL, copies)
     expected, _ = closed_form(copies)
-    from fastbias import _kernels as K
+    from fastbias.sweep import _kernels as K
     for row, name in enumerate(sc.names):
         assert sc.counts[row, K.TWICE_BPSN_U] == expected[name]["twice_bpsn_u"]
 

@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 
 import fastbias
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import fastbias
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
@@ -331,7 +331,7 @@ def test_outputs_never_destroy_inputs_or_follow_links(tmp_path, data_file, capsy
 
 
 def test_an_interrupted_write_leaves_the_previous_file(tmp_path, two_models, monkeypatch):
-    import fastbias.report as report_module
+    import fastbias.reports.report as report_module
 
     report = fastbias.bias_report(two_models, label="label", scores="model_a", subgroups=["g0"])
     out = tmp_path / "r.json"

@@ -290,7 +290,7 @@ def test_html_shows_intervals_when_present(frame):
 
 
 def test_html_without_matplotlib(report, monkeypatch):
-    import fastbias.report as report_module
+    import fastbias.reports.report as report_module
 
     monkeypatch.setattr(report_module, "_matplotlib_available", lambda: False)
     page = report.to_html()

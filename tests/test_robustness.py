@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 import fastbias
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics
 
 PACKAGE_DIR = Path(fastbias.__file__).resolve().parent
@@ -104,7 +104,8 @@ def read_only_copy(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     package = site / "fastbias"
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        (package / "__pycache__").write_text("not a directory: the cache cannot go here\n")
+        for folder in [package, *(p for p in package.rglob("*") if p.is_dir())]:
+            (folder / "__pycache__").write_text("not a directory: the cache cannot go here\n")
         read_only = []
     else:
         read_only = [package, *package.rglob("*")]
@@ -123,7 +124,7 @@ def test_read_only_install_falls_back_to_user_cache(read_only_copy, tmp_path):
     output = run_child({"PYTHONPATH": str(read_only_copy), "HOME": str(home),
                         "XDG_CACHE_HOME": str(home / ".cache")}, cwd=tmp_path)
     assert_child_matches_parent(output, read_only_copy)
-    assert not (read_only_copy / "fastbias" / "__pycache__").is_dir()
+    assert not any(p.is_dir() for p in (read_only_copy / "fastbias").rglob("__pycache__"))
     assert list((home / ".cache").rglob("*.nbi")), "numba should have cached in the user cache"
 
 

@@ -24,9 +24,12 @@ from hypothesis import strategies as st
 
 import fastbias
 from fastbias import UndefinedMetricWarning
-from fastbias import _chunk_kernels as CK
-from fastbias.streaming import (_bucket_edges, _tied_buckets, chunk_counts, evaluate_parquet,
-                                table_from_chunks, tied_chunk)
+from fastbias.metrics.table import table_from_chunks
+from fastbias.prepare import _kernels as CK
+from fastbias.sort.buckets import bucket_edges as _bucket_edges
+from fastbias.sort.buckets import tied_buckets as _tied_buckets
+from fastbias.streaming import evaluate_parquet
+from fastbias.sweep.chunks import chunk_counts, tied_chunk
 
 from .reference import brute_force_metrics, pair_probability
 

@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastbias
-from fastbias import _kernels as K
-from fastbias._core import order_scores, prepare_memberships
-from fastbias._validation import UndefinedMetricWarning
+from fastbias.prepare.memberships import prepare_memberships
+from fastbias.sort.order import order_scores
+from fastbias.sweep import _kernels as K
+from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]

@@ -26,8 +26,7 @@ import numpy as np
 from numba import njit
 
 # Column order of the per-subgroup count matrices of ``member_counts`` and
-# ``subgroup_counts_weighted``.
-# Cell totals (count or weight) first, then twice the U numerators.
+# ``subgroup_counts_weighted``: cell totals (count or weight) first, then twice the U numerators.
 CELL_SUBGROUP_NEG = 0
 CELL_SUBGROUP_POS = 1
 TWICE_SUBGROUP_U = 2  # pairs (Dg+, Dg-) with the positive above
@@ -36,32 +35,6 @@ TWICE_BNSP_U = 4  # pairs (Dg+, D- background) with the positive above
 TWICE_NEG_BG_ABOVE_U = 5  # pairs (D- background, Dg-) with the background above
 TWICE_POS_BG_ABOVE_U = 6  # pairs (D+ background, Dg+) with the background above
 N_COUNT_COLUMNS = 7
-
-# LSD radix sort of float bit patterns: 11-bit digits
-RADIX_DIGIT_BITS = 11
-RADIX_BUCKETS = 1 << RADIX_DIGIT_BITS
-
-
-@njit(cache=True, nogil=True)
-def split_rows_by_label(labels):
-    """Row indices of negatives and positives, each in increasing row order."""
-    n = labels.shape[0]
-    n_pos = 0
-    for i in range(n):
-        if labels[i]:
-            n_pos += 1
-    neg = np.empty(n - n_pos, dtype=np.int64)
-    pos = np.empty(n_pos, dtype=np.int64)
-    i_neg = 0
-    i_pos = 0
-    for i in range(n):
-        if labels[i]:
-            pos[i_pos] = i
-            i_pos += 1
-        else:
-            neg[i_neg] = i
-            i_neg += 1
-    return neg, pos
 
 
 @njit(cache=True, nogil=True)
@@ -299,12 +272,6 @@ def block_boundary_near(keys, target):
         t += 1
     return t
 
-
-# --- compensated (double-double) arithmetic for the weighted sweep -------------------------
-# Weighted background quantities are "all rows minus the subgroup"; when the subgroup carries
-# most of a class's weight, plain float64 would lose ~eps * W_class / W_background relative.
-# Carrying every sum as an unevaluated pair hi + lo (error-free transformations) keeps the
-# result accurate to ~eps relative to the background part itself.
 
 @njit(inline="always")
 def _two_sum(a, b):
@@ -634,7 +601,11 @@ def weighted_overall_auc(neg_hi, neg_lo, pos_hi, pos_lo, u_hi, u_lo):
 _METRIC_PAIRS = np.array([[TWICE_SUBGROUP_U, 1, 0], [TWICE_BPSN_U, 3, 0], [TWICE_BNSP_U, 1, 2],
                           [TWICE_NEG_BG_ABOVE_U, 2, 0], [TWICE_POS_BG_ABOVE_U, 3, 1]],
                          dtype=np.int64)
+
+
 N_METRICS = 5
+
+
 N_AUC_METRICS = 3
 
 
@@ -673,493 +644,222 @@ def weighted_metric_values(hi, lo, background_hi, background_lo):
 
 
 
+# --- chunked decomposition (Dask partitions, streaming buckets) -------------------------
+@njit(cache=True, nogil=True)
+def combine_chunk_counts(local_counts, backgrounds, class_totals, local_twice_u):
+    """Whole-data counts from per-chunk integer counts, chunks in increasing score order.
+
+    Parameters
+    ----------
+    local_counts : (n_chunks, n_groups, 7) int64
+        Each chunk's own sweep counts (cell totals and twice the U numerators
+        of the pairs inside the chunk), columns as in the module docstring.
+    backgrounds : (n_chunks, n_groups, 2) int64
+        Per chunk and subgroup, the background negatives/positives: rows the
+        subgroup is compared with (all rows, or the annotated ones when
+        unannotated rows are excluded) that are not in it.
+    class_totals : (n_chunks, 2) int64
+        Negatives/positives of all rows of each chunk (for the overall AUC).
+    local_twice_u : (n_chunks,) int64
+        Twice the overall U of the pairs inside each chunk.
+
+    Returns
+    -------
+    counts : (n_groups, 7) int64
+        What ``member_counts`` would return for all rows at once.
+    twice_u : int64
+        Twice the overall U of all rows.
+    """
+    n_chunks = local_counts.shape[0]
+    n_groups = local_counts.shape[1]
+    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=local_counts.dtype)
+    below_sub_neg = np.zeros(n_groups, dtype=local_counts.dtype)
+    below_sub_pos = np.zeros(n_groups, dtype=local_counts.dtype)
+    below_bg_neg = np.zeros(n_groups, dtype=local_counts.dtype)
+    scalars = np.zeros(2, dtype=local_counts.dtype)  # twice_u, negatives below
+    for p in range(n_chunks):
+        scalars[0] += local_twice_u[p] + 2 * class_totals[p, 1] * scalars[1]
+        scalars[1] += class_totals[p, 0]
+        for g in range(n_groups):
+            sub_neg = local_counts[p, g, CELL_SUBGROUP_NEG]
+            sub_pos = local_counts[p, g, CELL_SUBGROUP_POS]
+            bg_neg = backgrounds[p, g, 0]
+            bg_pos = backgrounds[p, g, 1]
+            counts[g, CELL_SUBGROUP_NEG] += sub_neg
+            counts[g, CELL_SUBGROUP_POS] += sub_pos
+            # the chunk's rows are above every row of the chunks below it
+            counts[g, TWICE_SUBGROUP_U] += (local_counts[p, g, TWICE_SUBGROUP_U]
+                                            + 2 * sub_pos * below_sub_neg[g])
+            counts[g, TWICE_BPSN_U] += (local_counts[p, g, TWICE_BPSN_U]
+                                        + 2 * bg_pos * below_sub_neg[g])
+            counts[g, TWICE_BNSP_U] += (local_counts[p, g, TWICE_BNSP_U]
+                                        + 2 * sub_pos * below_bg_neg[g])
+            counts[g, TWICE_NEG_BG_ABOVE_U] += (local_counts[p, g, TWICE_NEG_BG_ABOVE_U]
+                                                + 2 * bg_neg * below_sub_neg[g])
+            counts[g, TWICE_POS_BG_ABOVE_U] += (local_counts[p, g, TWICE_POS_BG_ABOVE_U]
+                                                + 2 * bg_pos * below_sub_pos[g])
+            below_sub_neg[g] += sub_neg
+            below_sub_pos[g] += sub_pos
+            below_bg_neg[g] += bg_neg
+    return counts, scalars[0]
+
+
+@njit(inline="always")
+def _dd_add_to(hi, lo, index, a_hi, a_lo):
+    hi[index], lo[index] = _dd_add(hi[index], lo[index], a_hi, a_lo)
+
+
+@njit(inline="always")
+def _twice_product(a_hi, a_lo, b_hi, b_lo):
+    p_hi, p_lo = _dd_mul(a_hi, a_lo, b_hi, b_lo)
+    return 2.0 * p_hi, 2.0 * p_lo
+
 
 @njit(cache=True, nogil=True)
-def threshold_column_rows(values, threshold, out):
-    """Write the row indices with ``values[i] >= threshold`` into ``out``; return how many.
+def combine_chunk_counts_dd(hi, lo, background_hi, background_lo, class_hi, class_lo, u_hi, u_lo):
+    """:func:`combine_chunk_counts` for weighted chunks, every sum in double-double.
 
-    NaN compares False, so unannotated rows are not members. Works for float,
-    integer and boolean columns (booleans compare as 0/1).
+    Each argument is a pair of arrays (high and low parts) shaped as there.
+    Every term is a sum of products of non-negative weights (the backgrounds
+    come per chunk, never as a difference), so the result is accurate to about
+    2**-106 relative. Returns ``(counts_hi, counts_lo, background_hi,
+    background_lo, class_hi, class_lo, twice_u_hi, twice_u_lo)``: the whole
+    data's counts (n_groups, 7), background totals (n_groups, 2), class
+    totals (2,) and twice the overall U.
     """
-    count = 0
-    for i in range(values.shape[0]):
-        if values[i] >= threshold:
-            out[count] = i
-            count += 1
-    return count
+    n_chunks = hi.shape[0]
+    n_groups = hi.shape[1]
+    c_hi = np.zeros((n_groups, N_COUNT_COLUMNS))
+    c_lo = np.zeros((n_groups, N_COUNT_COLUMNS))
+    b_hi = np.zeros((n_groups, 2))
+    b_lo = np.zeros((n_groups, 2))
+    t_hi = np.zeros(2)
+    t_lo = np.zeros(2)
+    u = np.zeros(1)
+    u_low = np.zeros(1)
+    below_hi = np.zeros((n_groups, 3))  # subgroup negatives, subgroup positives, background negatives
+    below_lo = np.zeros((n_groups, 3))
+    for p in range(n_chunks):
+        x_hi, x_lo = _twice_product(class_hi[p, 1], class_lo[p, 1], t_hi[0], t_lo[0])
+        x_hi, x_lo = _dd_add(x_hi, x_lo, u_hi[p], u_lo[p])
+        _dd_add_to(u, u_low, 0, x_hi, x_lo)
+        _dd_add_to(t_hi, t_lo, 0, class_hi[p, 0], class_lo[p, 0])
+        _dd_add_to(t_hi, t_lo, 1, class_hi[p, 1], class_lo[p, 1])
+        for g in range(n_groups):
+            sn_hi, sn_lo = hi[p, g, CELL_SUBGROUP_NEG], lo[p, g, CELL_SUBGROUP_NEG]
+            sp_hi, sp_lo = hi[p, g, CELL_SUBGROUP_POS], lo[p, g, CELL_SUBGROUP_POS]
+            bn_hi, bn_lo = background_hi[p, g, 0], background_lo[p, g, 0]
+            bp_hi, bp_lo = background_hi[p, g, 1], background_lo[p, g, 1]
+            c_hi[g, CELL_SUBGROUP_NEG], c_lo[g, CELL_SUBGROUP_NEG] = _dd_add(
+                c_hi[g, CELL_SUBGROUP_NEG], c_lo[g, CELL_SUBGROUP_NEG], sn_hi, sn_lo)
+            c_hi[g, CELL_SUBGROUP_POS], c_lo[g, CELL_SUBGROUP_POS] = _dd_add(
+                c_hi[g, CELL_SUBGROUP_POS], c_lo[g, CELL_SUBGROUP_POS], sp_hi, sp_lo)
+            b_hi[g, 0], b_lo[g, 0] = _dd_add(b_hi[g, 0], b_lo[g, 0], bn_hi, bn_lo)
+            b_hi[g, 1], b_lo[g, 1] = _dd_add(b_hi[g, 1], b_lo[g, 1], bp_hi, bp_lo)
+            # (U column, the chunk's cell above, the cell of the chunks below)
+            for col, a_hi, a_lo, q in ((TWICE_SUBGROUP_U, sp_hi, sp_lo, 0),
+                                       (TWICE_BPSN_U, bp_hi, bp_lo, 0),
+                                       (TWICE_BNSP_U, sp_hi, sp_lo, 2),
+                                       (TWICE_NEG_BG_ABOVE_U, bn_hi, bn_lo, 0),
+                                       (TWICE_POS_BG_ABOVE_U, bp_hi, bp_lo, 1)):
+                x_hi, x_lo = _twice_product(a_hi, a_lo, below_hi[g, q], below_lo[g, q])
+                x_hi, x_lo = _dd_add(x_hi, x_lo, hi[p, g, col], lo[p, g, col])
+                c_hi[g, col], c_lo[g, col] = _dd_add(c_hi[g, col], c_lo[g, col], x_hi, x_lo)
+            below_hi[g, 0], below_lo[g, 0] = _dd_add(below_hi[g, 0], below_lo[g, 0], sn_hi, sn_lo)
+            below_hi[g, 1], below_lo[g, 1] = _dd_add(below_hi[g, 1], below_lo[g, 1], sp_hi, sp_lo)
+            below_hi[g, 2], below_lo[g, 2] = _dd_add(below_hi[g, 2], below_lo[g, 2], bn_hi, bn_lo)
+    return c_hi, c_lo, b_hi, b_lo, t_hi, t_lo, u[0], u_low[0]
 
 
 @njit(cache=True, nogil=True)
-def build_row_csr(group_rows, group_ptr, n_rows):
-    """Invert per-subgroup row lists into a CSR over the unique identity rows.
+def tied_chunk_counts(cell_totals, background_totals, class_totals):
+    """Integer sweep counts of a chunk whose rows all have one score (every pair tied).
 
-    Returns ``(identity_rows, row_ptr, row_groups)``: identity_rows in increasing
-    order; the subgroups of identity_rows[r] are row_groups[row_ptr[r]:row_ptr[r+1]].
+    A tied pair counts 1/2, i.e. 1 in "twice U", so each numerator is the
+    product of the two cells' counts. ``cell_totals``/``background_totals``
+    are (n_groups, 2) [negatives, positives], ``class_totals`` is (2,).
+    Returns ``(counts, twice_u)``.
     """
-    n_groups = group_ptr.shape[0] - 1
-    per_row = np.zeros(n_rows, dtype=np.int32)
-    for p in range(group_rows.shape[0]):
-        per_row[group_rows[p]] += 1
-    n_identity = 0
-    for i in range(n_rows):
-        if per_row[i] > 0:
-            n_identity += 1
-    identity_rows = np.empty(n_identity, dtype=np.int64)
-    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
-    compact = np.empty(n_rows, dtype=np.int32) if n_identity > 0 else np.empty(0, dtype=np.int32)
-    row_ptr[0] = 0
-    r = 0
-    for i in range(n_rows):
-        if per_row[i] > 0:
-            identity_rows[r] = i
-            compact[i] = r
-            row_ptr[r + 1] = row_ptr[r] + per_row[i]
-            r += 1
-    fill = row_ptr[:-1].copy()
-    row_groups = np.empty(group_rows.shape[0], dtype=np.int64)
+    n_groups = cell_totals.shape[0]
+    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=cell_totals.dtype)
     for g in range(n_groups):
-        for p in range(group_ptr[g], group_ptr[g + 1]):
-            r = compact[group_rows[p]]
-            row_groups[fill[r]] = g
-            fill[r] += 1
-    return identity_rows, row_ptr, row_groups
+        sub_neg = cell_totals[g, 0]
+        sub_pos = cell_totals[g, 1]
+        bg_neg = background_totals[g, 0]
+        bg_pos = background_totals[g, 1]
+        counts[g, CELL_SUBGROUP_NEG] = sub_neg
+        counts[g, CELL_SUBGROUP_POS] = sub_pos
+        counts[g, TWICE_SUBGROUP_U] = sub_neg * sub_pos
+        counts[g, TWICE_BPSN_U] = sub_neg * bg_pos
+        counts[g, TWICE_BNSP_U] = bg_neg * sub_pos
+        counts[g, TWICE_NEG_BG_ABOVE_U] = bg_neg * sub_neg
+        counts[g, TWICE_POS_BG_ABOVE_U] = bg_pos * sub_pos
+    return counts, class_totals[0] * class_totals[1]
 
 
 @njit(cache=True, nogil=True)
-def gather_scores(scores, rows):
-    """``scores[rows]`` with -0.0 mapped to +0.0."""
-    out = np.empty(rows.shape[0], dtype=scores.dtype)
-    for j in range(rows.shape[0]):
-        out[j] = scores[rows[j]] + 0.0
-    return out
+def tied_chunk_counts_dd(cell_hi, cell_lo, background_hi, background_lo, class_hi, class_lo):
+    """:func:`tied_chunk_counts` for weighted rows, products in double-double.
 
-
-@njit(inline="always")
-def _row_of(position, n_cols, inverse):
-    """``position // n_cols`` by a float multiply (an integer division costs ~10x more)."""
-    row = np.int64(position * inverse)
-    if row * n_cols > position:
-        row -= 1
-    elif (row + 1) * n_cols <= position:
-        row += 1
-    return row
-
-
-# 2**i mod 67 differs for every i in [0, 64) (2 generates the units mod 67); this maps it to i
-_BIT_OF_POWER_MOD_67 = np.zeros(67, dtype=np.int64)
-for _bit in range(64):
-    _BIT_OF_POWER_MOD_67[(1 << _bit) % 67] = _bit
-del _bit
-
-
-@njit(cache=True, nogil=True)
-def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found):
-    """Append (row, column) of the non-zero bytes of ``words[w_start:w_stop]``; return the count.
-
-    Inside a non-zero word, each non-zero byte's high bit is set in
-    ``((x & 0x7F..) + 0x7F..) | x) & 0x80..``; the lowest one is isolated
-    (``t & -t``) and its bit index looked up from its remainder modulo 67
-    (distinct for the 64 powers of two), so the cost is per membership rather
-    than per byte, and no step overflows.
+    Returns ``(counts_hi, counts_lo, twice_u_hi, twice_u_lo)``.
     """
-    inverse = 1.0 / n_cols
-    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
-    high = np.uint64(0x8080808080808080)
-    for w in range(w_start, w_stop):
-        x = words[w]
-        if x != 0:
-            t = (((x & low7) + low7) | x) & high
-            start = w * 8
-            while t != 0:
-                lowest = t & (~t + np.uint64(1))
-                t ^= lowest
-                position = start + (_BIT_OF_POWER_MOD_67[np.int64(lowest % np.uint64(67))] >> 3)
-                row = _row_of(position, n_cols, inverse)
-                member_row[found] = row
-                member_col[found] = position - row * n_cols
-                found += 1
-    return found
+    n_groups = cell_hi.shape[0]
+    c_hi = np.zeros((n_groups, N_COUNT_COLUMNS))
+    c_lo = np.zeros((n_groups, N_COUNT_COLUMNS))
+    for g in range(n_groups):
+        c_hi[g, CELL_SUBGROUP_NEG], c_lo[g, CELL_SUBGROUP_NEG] = cell_hi[g, 0], cell_lo[g, 0]
+        c_hi[g, CELL_SUBGROUP_POS], c_lo[g, CELL_SUBGROUP_POS] = cell_hi[g, 1], cell_lo[g, 1]
+        for col, x, x_bg, y, y_bg in ((TWICE_SUBGROUP_U, 0, False, 1, False),
+                                      (TWICE_BPSN_U, 0, False, 1, True),
+                                      (TWICE_BNSP_U, 0, True, 1, False),
+                                      (TWICE_NEG_BG_ABOVE_U, 0, True, 0, False),
+                                      (TWICE_POS_BG_ABOVE_U, 1, True, 1, False)):
+            a_hi = background_hi[g, x] if x_bg else cell_hi[g, x]
+            a_lo = background_lo[g, x] if x_bg else cell_lo[g, x]
+            b_hi = background_hi[g, y] if y_bg else cell_hi[g, y]
+            b_lo = background_lo[g, y] if y_bg else cell_lo[g, y]
+            c_hi[g, col], c_lo[g, col] = _dd_mul(a_hi, a_lo, b_hi, b_lo)
+    u_hi, u_lo = _dd_mul(class_hi[0], class_lo[0], class_hi[1], class_lo[1])
+    return c_hi, c_lo, u_hi, u_lo
 
 
 @njit(cache=True, nogil=True)
-def _grown(values, used, capacity):
-    """A larger copy of ``values`` holding its first ``used`` entries."""
-    out = np.empty(capacity, dtype=values.dtype)
-    for j in range(used):  # a loop, not a slice copy: compiles in a fraction of the time
-        out[j] = values[j]
-    return out
+def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, cell_rows,
+                         background_rows, class_weight, cell_weight, background_weight):
+    """Add rows to the running totals of the single-score buckets they fall in.
 
-
-DENSE_SCAN_CHUNK_WORDS = 1 << 14
-
-
-@njit(cache=True, nogil=True)
-def dense_members(words, flat, n_cols, capacity):
-    """(row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix, row-major.
-
-    ``flat`` is the matrix's bytes and ``words`` the same bytes read as
-    little-endian uint64 (all whole words; a tail shorter than 8 bytes is read
-    from ``flat``). Memberships are sparse, so the scan reads eight bytes at a
-    time and does work only per non-zero byte. The output starts at
-    ``capacity`` entries and doubles when a chunk of words might not fit.
-    Returns ``(member_row, member_col)``, int64.
+    ``slot_of_row[i]`` is the slot of row i's single-score bucket, or -1 when
+    the row goes to an ordinary bucket. ``codes`` is (n, n_groups) int8:
+    1 member, 0 background, -1 unannotated and excluded. Row counts go to the
+    int64 ``*_rows`` arrays ((slots, 2) for the classes, (slots, n_groups, 2)
+    per subgroup for its members and its background); when ``weights`` is
+    non-empty their sums go to the ``*_weight`` arrays, shaped as the row
+    counts with a last axis of 2: double-double (high, low) parts.
     """
-    member_row = np.empty(max(capacity, 64), dtype=np.int64)
-    member_col = np.empty(max(capacity, 64), dtype=np.int64)
-    found = 0
-    n_words = words.shape[0]
-    for w_start in range(0, n_words, DENSE_SCAN_CHUNK_WORDS):
-        w_stop = min(w_start + DENSE_SCAN_CHUNK_WORDS, n_words)
-        worst = found + 8 * (w_stop - w_start)
-        if worst > member_row.shape[0]:
-            new_capacity = max(2 * member_row.shape[0], worst)
-            member_row = _grown(member_row, found, new_capacity)
-            member_col = _grown(member_col, found, new_capacity)
-        found = _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found)
-    tail_stop = flat.shape[0]
-    if found + tail_stop - n_words * 8 > member_row.shape[0]:
-        member_row = _grown(member_row, found, found + tail_stop - n_words * 8)
-        member_col = _grown(member_col, found, found + tail_stop - n_words * 8)
-    row = (n_words * 8) // n_cols if n_cols > 0 else 0
-    col = n_words * 8 - row * n_cols
-    for p in range(n_words * 8, tail_stop):
-        if flat[p]:
-            member_row[found] = row
-            member_col[found] = col
-            found += 1
-        col += 1
-        if col == n_cols:
-            col = 0
-            row += 1
-    return member_row[:found], member_col[:found]
-
-
-@njit(cache=True, nogil=True)
-def csr_from_dense_rows(words, flat, n_cols, capacity):
-    """Row CSR of a dense C-order (n, k) 0/1 matrix (see :func:`dense_members`).
-
-    Returns ``(identity_rows, row_ptr, row_groups)``: rows with at least one
-    membership (increasing) and their subgroup columns (increasing).
-    ``capacity`` is a first guess of the number of non-zeros.
-    """
-    member_row, row_groups = dense_members(words, flat, n_cols, capacity)
-    n_member = member_row.shape[0]
-    n_identity = 0
-    last_row = -1
-    for p in range(n_member):
-        if member_row[p] != last_row:
-            n_identity += 1
-            last_row = member_row[p]
-    identity_rows = np.empty(n_identity, dtype=np.int64)
-    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
-    r = -1
-    last_row = -1
-    for p in range(n_member):
-        if member_row[p] != last_row:
-            r += 1
-            identity_rows[r] = member_row[p]
-            row_ptr[r] = p
-            last_row = member_row[p]
-    row_ptr[n_identity] = n_member
-    return identity_rows, row_ptr, row_groups
-
-
-@njit(cache=True, nogil=True)
-def cell_row_counts(identity_labels, row_ptr, row_groups, n_groups):
-    """(n_groups, 2) int64: subgroup rows with label 0 and with label 1."""
-    cells = np.zeros((n_groups, 2), dtype=np.int64)
-    for r in range(identity_labels.shape[0]):
-        col = 1 if identity_labels[r] else 0
-        for p in range(row_ptr[r], row_ptr[r + 1]):
-            cells[row_groups[p], col] += 1
-    return cells
-
-
-@njit(inline="always")
-def _sortable_key(b, sign, full):
-    """The unsigned integer whose order is the order of the float with bit pattern ``b``.
-
-    ``b`` is a uint64 holding a float32/float64 bit pattern; ``sign`` is its
-    sign bit and ``full`` its all-ones mask. Non-negative floats map to
-    ``b | sign`` and negative ones to ``~b``; ``-0.0`` becomes ``+0.0``. NaN
-    must not occur.
-    """
-    if b == sign:  # -0.0 sorts and ties as +0.0
-        b = np.uint64(0)
-    if b & sign:
-        return (~b) & full
-    return b | sign
-
-
-@njit(inline="always")
-def _float_bits_of_key(k, sign, full):
-    """Inverse of :func:`_sortable_key` (with -0.0 already folded into +0.0)."""
-    if k & sign:
-        return k ^ sign
-    return (~k) & full
-
-
-@njit(inline="always")
-def _count_digits(hist, k, n_passes):
-    """Add key ``k`` to the per-pass digit histograms ``hist`` (n_passes x RADIX_BUCKETS)."""
-    for p in range(n_passes):
-        hist[p, np.int64((k >> np.uint64(p * RADIX_DIGIT_BITS)) & np.uint64(RADIX_BUCKETS - 1))] += 1
-
-
-@njit(inline="always")
-def _radix_passes(n_bits):
-    return (n_bits + RADIX_DIGIT_BITS - 1) // RADIX_DIGIT_BITS
-
-
-@njit(inline="always")
-def _lsd_passes_in_range(keys, spare, payload, spare_payload, lo, hi, hist):
-    """LSD radix passes over ``keys[lo:hi]`` (and ``payload``, unless empty), stable.
-
-    ``hist`` holds the digit histograms of that range (one row per pass of
-    RADIX_DIGIT_BITS bits, least significant first) and is overwritten; a
-    pass whose digit is the same for every key is skipped. Passes alternate
-    between the arrays and their spares. Returns ``(sorted_keys,
-    sorted_payload, in_spare)``: the arrays now holding the sorted range, and
-    whether those are the spares.
-    """
-    with_payload = payload.shape[0] > 0
-    digit_mask = np.uint64(RADIX_BUCKETS - 1)
-    src, dst = keys, spare
-    psrc, pdst = payload, spare_payload
-    in_spare = False
-    for p in range(hist.shape[0]):
-        constant_digit = False
-        for d in range(RADIX_BUCKETS):
-            c = hist[p, d]
-            if c != 0:
-                constant_digit = c == hi - lo
-                break
-        if constant_digit:
+    weighted = weights.shape[0] > 0
+    n_groups = codes.shape[1]
+    for i in range(slot_of_row.shape[0]):
+        slot = slot_of_row[i]
+        if slot < 0:
             continue
-        total = lo
-        for d in range(RADIX_BUCKETS):
-            c = hist[p, d]
-            hist[p, d] = total
-            total += c
-        shift = np.uint64(p * RADIX_DIGIT_BITS)
-        for j in range(lo, hi):
-            k = src[j]
-            d = np.int64((np.uint64(k) >> shift) & digit_mask)
-            t = hist[p, d]
-            dst[t] = k
-            if with_payload:
-                pdst[t] = psrc[j]
-            hist[p, d] = t + 1
-        src, dst = dst, src
-        psrc, pdst = pdst, psrc
-        in_spare = not in_spare
-    return src, psrc, in_spare
-
-
-@njit(cache=True, nogil=True)
-def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
-    """Sort unsigned ``keys`` ascending, carrying ``payload`` along (stable).
-
-    ``hist`` holds the digit histograms of ``keys`` (see
-    :func:`_lsd_passes_in_range`); ``spare`` (and ``spare_payload``) are
-    scratch arrays of the same shape; ``payload`` may be empty (keys only).
-    Returns ``(sorted_keys, sorted_payload)``, each either the input array or
-    its spare.
-    """
-    sorted_keys, sorted_payload, _ = _lsd_passes_in_range(keys, spare, payload, spare_payload, 0,
-                                                          keys.shape[0], hist)
-    return sorted_keys, sorted_payload
-
-
-@njit(inline="always")
-def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, hist):
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    with_payload = payload.shape[0] > 0
-    for j in range(rows.shape[0]):
-        k = _sortable_key(np.uint64(bits[rows[j]]), sign, full)
-        keys[j] = k
-        if with_payload:
-            payload[j] = j
-        _count_digits(hist, k, n_passes)
-
-
-@njit(cache=True, nogil=True)
-def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
-    """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
-
-    ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
-    or 64). Writes the sorted bit patterns to ``out_bits`` (same width; -0.0
-    written as +0.0) and, if ``order`` is not empty, the positions ``j`` (into
-    ``rows``) in sorted order (stable). NaN must not occur.
-    """
-    m = rows.shape[0]
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    n_passes = _radix_passes(n_bits)
-    with_order = order.shape[0] > 0
-    keys = np.empty(m, dtype=out_bits.dtype)
-    n_payload = m if with_order else 0
-    payload = np.empty(n_payload, dtype=np.int64)
-    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    # literal pass counts let the compiler unroll the histogram updates
-    if n_bits == 32:
-        _gather_keys(bits, rows, 32, 3, keys, payload, hist)
-    else:
-        _gather_keys(bits, rows, 64, 6, keys, payload, hist)
-    sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
-                                                   np.empty_like(payload), hist)
-    for j in range(m):
-        out_bits[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
-    if with_order:
-        for j in range(m):
-            order[j] = sorted_payload[j]
-
-
-@njit(inline="always")
-def _split_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_top, pos_top):
-    """Keys of each class's scores, in row order, with histograms of their top digits."""
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    top_shift = np.uint64(n_bits - RADIX_DIGIT_BITS)
-    i_neg = 0
-    i_pos = 0
-    for i in range(bits.shape[0]):
-        k = _sortable_key(np.uint64(bits[i]), sign, full)
-        if labels[i]:
-            pos_keys[i_pos] = k
-            i_pos += 1
-            pos_top[np.int64(k >> top_shift)] += 1
-        else:
-            neg_keys[i_neg] = k
-            i_neg += 1
-            neg_top[np.int64(k >> top_shift)] += 1
-
-
-@njit(inline="always")
-def _insertion_sort(values, lo, hi):
-    for j in range(lo + 1, hi):
-        k = values[j]
-        i = j - 1
-        while i >= lo and values[i] > k:
-            values[i + 1] = values[i]
-            i -= 1
-        values[i + 1] = k
-
-
-@njit(inline="always")
-def _lsd_sort_segment(values, scratch, lo, hi, n_passes, hist):
-    """Sort ``values[lo:hi]`` by its lowest ``n_passes`` digits (LSD), using ``scratch[lo:hi]``.
-
-    ``hist`` is (n_passes, RADIX_BUCKETS) scratch. The sorted segment ends in ``values``.
-    """
-    for p in range(n_passes):
-        for d in range(RADIX_BUCKETS):
-            hist[p, d] = 0
-    for j in range(lo, hi):
-        _count_digits(hist, np.uint64(values[j]), n_passes)
-    no_payload = np.empty(0, dtype=np.int64)
-    sorted_values, _, in_spare = _lsd_passes_in_range(values, scratch, no_payload, no_payload,
-                                                      lo, hi, hist)
-    if in_spare:
-        for j in range(lo, hi):
-            values[j] = sorted_values[j]
-
-
-@njit(cache=True, nogil=True)
-def _top_digit_then_lsd(keys, out, top, n_bits, n_low_passes):
-    """Sort ``keys`` into ``out``: one scatter by the top digit, then each bucket LSD sorted.
-
-    ``top`` is the histogram of the top RADIX_DIGIT_BITS bits. After the
-    scatter a bucket is small enough (typically) to stay in cache for its own
-    passes, so only one pass moves the whole array through memory at random.
-    ``keys`` is overwritten (used as scratch).
-    """
-    top_shift = np.uint64(n_bits - RADIX_DIGIT_BITS)
-    start = np.empty(RADIX_BUCKETS + 1, dtype=np.int64)
-    total = 0
-    for d in range(RADIX_BUCKETS):
-        start[d] = total
-        total += top[d]
-    start[RADIX_BUCKETS] = total
-    fill = np.empty(RADIX_BUCKETS, dtype=np.int64)
-    for d in range(RADIX_BUCKETS):
-        fill[d] = start[d]
-    for j in range(keys.shape[0]):
-        k = keys[j]
-        d = np.int64(np.uint64(k) >> top_shift)
-        t = fill[d]
-        out[t] = k
-        fill[d] = t + 1
-    hist = np.zeros((n_low_passes, RADIX_BUCKETS), dtype=np.int64)
-    for d in range(RADIX_BUCKETS):
-        lo = start[d]
-        hi = start[d + 1]
-        if hi - lo <= 32:
-            _insertion_sort(out, lo, hi)
-        else:
-            _lsd_sort_segment(out, keys, lo, hi, n_low_passes, hist)
-
-
-@njit(cache=True, nogil=True)
-def sorted_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_out, pos_out):
-    """The sortable keys of all negatives' and of all positives' scores, each ascending.
-
-    One pass over the rows splits them by label, turns each score (``bits``:
-    float32/float64 viewed as uint32/uint64, ``n_bits`` wide) into its sortable
-    key (:func:`_sortable_key`) and counts the top radix digits; then each
-    class is scattered by its top digit and every bucket LSD sorted on the
-    remaining bits. The four arrays have the width of ``bits`` and lengths
-    (#negatives, #positives, #negatives, #positives); the sorted keys are
-    written to ``neg_out``/``pos_out`` (``neg_keys``/``pos_keys`` are
-    scratch), which are returned. Comparing keys compares the scores.
-    """
-    neg_top = np.zeros(RADIX_BUCKETS, dtype=np.int64)
-    pos_top = np.zeros(RADIX_BUCKETS, dtype=np.int64)
-    # pass counts as literals let the compiler unroll the histogram updates
-    if n_bits == 32:
-        _split_class_keys(bits, labels, 32, neg_keys, pos_keys, neg_top, pos_top)
-        _top_digit_then_lsd(neg_keys, neg_out, neg_top, 32, 2)
-        _top_digit_then_lsd(pos_keys, pos_out, pos_top, 32, 2)
-    else:
-        _split_class_keys(bits, labels, 64, neg_keys, pos_keys, neg_top, pos_top)
-        _top_digit_then_lsd(neg_keys, neg_out, neg_top, 64, 5)
-        _top_digit_then_lsd(pos_keys, pos_out, pos_top, 64, 5)
-    return neg_out, pos_out
-
-
-@njit(inline="always")
-def _member_keys(bits, n_bits, n_passes, identity_rows, identity_labels, row_ptr, row_groups, keys,
-                 codes, hist):
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    for r in range(identity_rows.shape[0]):
-        k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
-        label = 1 if identity_labels[r] else 0
-        for e in range(row_ptr[r], row_ptr[r + 1]):
-            keys[e] = k
-            codes[e] = 2 * row_groups[e] + label
-            _count_digits(hist, k, n_passes)
-
-
-@njit(cache=True, nogil=True)
-def sorted_member_keys(bits, n_bits, identity_rows, identity_labels, row_ptr, row_groups,
-                       keys, codes, keys_spare, codes_spare):
-    """Every (row, subgroup) membership as (score key, ``2 * subgroup + label``), by score.
-
-    ``identity_rows``/``row_ptr``/``row_groups`` is the membership CSR (see
-    ``Memberships``) and ``identity_labels`` the labels of those rows. The
-    output and scratch arrays have one element per membership: ``keys`` and
-    ``keys_spare`` the width of ``bits``, ``codes`` and ``codes_spare`` int32
-    or int64. Returns ``(sorted_keys, sorted_codes)`` (stable, so memberships
-    of one row stay in subgroup order), views of the given arrays.
-    """
-    n_passes = _radix_passes(n_bits)
-    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    if n_bits == 32:
-        _member_keys(bits, 32, 3, identity_rows, identity_labels, row_ptr, row_groups, keys, codes,
-                     hist)
-    else:
-        _member_keys(bits, 64, 6, identity_rows, identity_labels, row_ptr, row_groups, keys, codes,
-                     hist)
-    return lsd_radix_passes(keys, keys_spare, codes, codes_spare, hist)
+        c = 1 if labels[i] else 0
+        w = weights[i] if weighted else 1.0
+        class_rows[slot, c] += 1
+        if weighted:
+            class_weight[slot, c, 0], class_weight[slot, c, 1] = _dd_add(
+                class_weight[slot, c, 0], class_weight[slot, c, 1], w, 0.0)
+        for g in range(n_groups):
+            code = codes[i, g]
+            if code < 0:
+                continue
+            if code == 1:
+                cell_rows[slot, g, c] += 1
+                if weighted:
+                    cell_weight[slot, g, c, 0], cell_weight[slot, g, c, 1] = _dd_add(
+                        cell_weight[slot, g, c, 0], cell_weight[slot, g, c, 1], w, 0.0)
+            else:
+                background_rows[slot, g, c] += 1
+                if weighted:
+                    background_weight[slot, g, c, 0], background_weight[slot, g, c, 1] = _dd_add(
+                        background_weight[slot, g, c, 0], background_weight[slot, g, c, 1], w,
+                        0.0)

@@ -1,0 +1,287 @@
+"""Array entry points: bias metrics, the overall AUC and Pinned AUC from labels, scores, masks.
+
+Each call composes the stages: validate the rows, prepare the memberships,
+sort once, sweep, and map the counts to a table (intervals reuse the sort).
+See :mod:`fastbias.metrics.definitions` for what each metric is.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .intervals.attach import add_intervals, check_ci
+from .metrics.aggregates import (PINNED_METHODS, _check_population, _expected_pinned_auc,
+                                 _expected_pinned_terms, _pinned_population_size)
+from .metrics.table import overall_auc_from_counts, table_from_counts
+from .prepare.memberships import prepare_memberships, prepare_subgroups, subgroup_rows
+from .sweep.counts import sweep_counts
+from .sweep.parallel import prepare_and_sweep
+from .validate.columns import check_aligned
+from .validate.errors import UndefinedMetricWarning
+from .validate.rows import validated_rows
+from .validate.values import as_labels, as_scores
+
+
+def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
+                 label_threshold: float | None = None,
+                 subgroup_threshold: float | None = None, ci: str | None = None,
+                 confidence: float = 0.95, n_boot: int = 1000,
+                 random_state=None, nan_policy: str = "raise", pos_label=None) -> pd.DataFrame:
+    """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
+
+    One sort of the scores and one sweep over the subgroup rows give every
+    tie-aware Mann-Whitney U count; unweighted counts are exact integers.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: bool, or numbers in {0, 1}. Fractional labels (e.g. a
+        toxicity fraction) need ``label_threshold``.
+    y_score : array-like of shape (n,)
+        Finite model scores. float32 scores stay float32, so ties are decided
+        in the precision given.
+    subgroups : DataFrame of boolean columns, dict of name -> mask, or (n, k) array
+        Subgroup memberships; a row may belong to several subgroups or none.
+        Names of an array input are ``subgroup_0``, ``subgroup_1``, ...
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights; every pair then counts ``w_i * w_j``.
+    label_threshold : float, optional
+        Positive iff ``y_true >= label_threshold``.
+    subgroup_threshold : float, optional
+        Member iff ``mask >= subgroup_threshold`` (NaN is never a member).
+    ci : {None, "delong", "bootstrap", "bernstein"}, optional
+        Add ``<metric>_low``/``<metric>_high`` columns (and ``<metric>_se``
+        where the method has standard errors); see ``docs/intervals.md``.
+    confidence : float, default 0.95
+        Coverage of the intervals.
+    n_boot : int, default 1000
+        Replicates for ``ci="bootstrap"``.
+    random_state : int or numpy Generator, optional
+        Seed for ``ci="bootstrap"``.
+    nan_policy : {"raise", "omit"}, default "raise"
+        What a missing value (NaN, None, pd.NA) in ``y_true``, ``y_score``
+        or ``sample_weight``, or an infinite score, does: raise a
+        ``ValueError``, or drop the row with one ``OmittedRowsWarning``
+        stating how many rows each argument cost. See ``docs/validation.md``.
+    pos_label : scalar, optional
+        For two-valued labels that are not 0/1 (strings, categoricals):
+        the value of the positive class.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``subgroup``; columns ``subgroup_size``, the four cell counts
+        ``subgroup_negatives``, ``subgroup_positives``, ``background_negatives``,
+        ``background_positives``, then ``subgroup_auc``, ``bpsn_auc``,
+        ``bnsp_auc``, ``negative_aeg``, ``positive_aeg`` (and the four cell
+        weights when weighted). ``table.attrs["overall_auc"]`` holds the
+        overall AUC. Undefined metrics (an empty or one-class cell) are NaN and
+        raise one :class:`UndefinedMetricWarning`.
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> y = np.array([0, 0, 1, 1, 0, 1])
+    >>> s = np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.9])
+    >>> groups = {"g": np.array([True, True, True, False, False, False])}
+    >>> t = fastbias.bias_metrics(y, s, groups)
+    >>> float(t.loc["g", "subgroup_auc"]), float(t.loc["g", "bpsn_auc"])
+    (0.5, 1.0)
+    """
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups),
+                   ("sample_weight", sample_weight)])
+    labels, scores, weights, kept = validated_rows(
+        y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
+        nan_policy=nan_policy)
+    check_ci(ci)
+    memberships, sc = prepare_and_sweep(
+        scores, labels, lambda: prepare_subgroups(labels, subgroups, subgroup_threshold, kept),
+        weights)
+    table = table_from_counts(sc)
+    table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+    if ci is not None:
+        table = add_intervals(table, method=ci, scores=scores, memberships=memberships,
+                              sample_weight=weights, confidence=confidence, n_boot=n_boot,
+                              random_state=random_state)
+    return table
+
+
+def overall_auc(y_true, y_score, *, sample_weight=None,
+                label_threshold: float | None = None, nan_policy: str = "raise",
+                pos_label=None) -> float:
+    """ROC AUC of all rows, tie-aware; equal to ``sklearn.metrics.roc_auc_score``.
+
+    Unlike scikit-learn, a one-class input returns NaN with an
+    :class:`UndefinedMetricWarning` instead of raising.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels (bool or 0/1), or fractional with ``label_threshold``.
+    y_score : array-like of shape (n,)
+        Finite scores.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights.
+    label_threshold : float, optional
+        Positive iff ``y_true >= label_threshold``.
+    nan_policy : {"raise", "omit"}, default "raise"
+        Raise on a missing label, score or weight (or an infinite score), or
+        drop those rows with an ``OmittedRowsWarning``.
+    pos_label : scalar, optional
+        The positive class of two-valued non-0/1 labels (e.g. strings).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> fastbias.overall_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    """
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("sample_weight", sample_weight)])
+    labels, scores, weights, _ = validated_rows(
+        y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
+        nan_policy=nan_policy)
+    sc = sweep_counts(scores, prepare_memberships(labels, [], []), weights)
+    value = overall_auc_from_counts(sc)
+    if np.isnan(value):
+        n_neg, n_pos = sc.class_rows
+        warnings.warn(f"overall AUC undefined (negatives={n_neg}, positives={n_pos}); NaN",
+                      UndefinedMetricWarning, stacklevel=2)
+    return value
+
+
+
+def _random_state(random_state):
+    """What ``DataFrame.sample(random_state=...)`` draws with, and whether it is fresh per call."""
+    if random_state is None:
+        return np.random, False  # the global state, like pandas
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        return random_state, False
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return None, True
+    raise TypeError(f"random_state must be an int, None, a numpy RandomState or Generator, "
+                    f"got {random_state!r}")
+
+
+def _sampled_pinned_auc(labels, scores, group, method, rng, replace):
+    """AUC of one drawn pinned set (subgroup rows + as many drawn rows); NaN if one-class."""
+    n_rows = labels.shape[0]
+    n_g = group.shape[0]
+    if method == "sample":
+        positions = np.asarray(rng.choice(n_rows - n_g, size=n_g, replace=replace),
+                               dtype=np.int64)
+        # background position p is row p + #{subgroup rows before it}; the subgroup row
+        # group[j] has group[j] - j background rows before it
+        drawn = positions + np.searchsorted(group - np.arange(n_g), positions, side="right")
+    else:
+        drawn = np.asarray(rng.choice(n_rows, size=n_g, replace=replace), dtype=np.int64)
+    rows = np.concatenate([group, drawn])
+    y = np.ascontiguousarray(labels[rows])
+    return overall_auc_from_counts(sweep_counts(scores[rows], prepare_memberships(y, [], [])))
+
+
+def pinned_auc(y_true, y_score, subgroups, *, method: str = "sample", random_state=25,
+               replace: bool = False, label_threshold: float | None = None,
+               subgroup_threshold: float | None = None) -> pd.Series:
+    """Pinned AUC (Dixon et al. 2018) of every subgroup: sampled or in expectation.
+
+    The pinned set of a subgroup g is all rows of g plus as many other rows,
+    drawn at random; Pinned AUC is the ROC AUC of that set. It depends on the
+    class balance of g, not only on how the model scores g (Borkan et al.
+    2019, "Limitations of Pinned AUC"); Subgroup, BPSN and BNSP AUC
+    (:func:`fastbias.bias_metrics`) do not, and are the recommended metrics.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels (bool or 0/1), or fractional with ``label_threshold``.
+    y_score : array-like of shape (n,)
+        Finite scores.
+    subgroups : DataFrame of boolean columns, dict of name -> mask, or (n, k) array
+        Subgroup memberships, as in :func:`fastbias.bias_metrics`.
+    method : {"sample", "dixon", "expected", "expected_dixon"}, default "sample"
+        ``"sample"`` reproduces the authors' reference implementation exactly:
+        the drawn half is ``df[~df[g]].sample(len(df[df[g]]), random_state=25)``,
+        i.e. the first ``|g|`` entries of
+        ``np.random.RandomState(random_state).permutation(n_background)`` over
+        the background rows in their given order.
+        ``"dixon"``: the original definition, the drawn half comes from all
+        rows (the subgroup included; a subgroup row drawn again counts twice).
+        ``"expected"`` / ``"expected_dixon"``: no sampling. Pinned AUC is the
+        pair-weighted mix of four AUCs (equation 3 of the Limitations report:
+        the drawn set's AUC, Subgroup AUC, BPSN and BNSP AUC); these evaluate it
+        with the *expected* number of pairs and the expected U of every block
+        over the draws of ``"sample"`` / ``"dixon"``, from the counts of one
+        sort-and-sweep. This is a ratio of expectations, E[U] / E[pairs], which
+        approximates the mean of the sampled Pinned AUC with an error of order
+        1/|g| (exact when the whole background is drawn). Deterministic.
+    random_state : int, None, numpy RandomState or Generator, default 25
+        The sampling seed, as in ``DataFrame.sample``: an int seeds a fresh
+        ``RandomState`` for every subgroup (what the reference code does, since
+        it passes ``random_state=25`` on each call); a RandomState/Generator is
+        drawn from in subgroup order; None uses numpy's global state. Ignored
+        by the expected methods.
+    replace : bool, default False
+        Draw with replacement. Without replacement a subgroup larger than its
+        background is an error (the reference code cannot build its pinned set).
+    label_threshold : float, optional
+        Positive iff ``y_true >= label_threshold``.
+    subgroup_threshold : float, optional
+        Member iff ``mask >= subgroup_threshold``.
+
+    Returns
+    -------
+    pandas.Series
+        Pinned AUC per subgroup (index ``subgroup``, name ``pinned_auc``). An
+        empty subgroup or a one-class pinned set gives NaN with an
+        :class:`~fastbias.UndefinedMetricWarning`.
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.random(400) < 0.5
+    >>> s = rng.random(400) + 0.5 * y
+    >>> g = {"g": np.arange(400) < 100}
+    >>> sampled = fastbias.pinned_auc(y, s, g)
+    >>> expected = fastbias.pinned_auc(y, s, g, method="expected")
+    >>> round(float(sampled["g"]), 3), round(float(expected["g"]), 3)
+    (0.884, 0.891)
+    """
+    if method not in PINNED_METHODS:
+        raise ValueError(f"method must be one of {PINNED_METHODS}, got {method!r}")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise TypeError(f"replace must be True or False, got {replace!r}")
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups)])
+    labels = as_labels(y_true, "y_true", threshold=label_threshold)
+    n = labels.shape[0]
+    scores = as_scores(y_score, "y_score", n)
+    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
+    for name, group in zip(names, rows):
+        _check_population(name, method, group.shape[0],
+                          _pinned_population_size(method, n, group.shape[0]), replace)
+
+    if method.startswith("expected"):
+        sc = sweep_counts(scores, prepare_memberships(labels, rows, names))
+        values = _expected_pinned_auc(_expected_pinned_terms(sc, method, replace))
+    else:
+        shared_rng, fresh = _random_state(random_state)
+        values = np.empty(len(names))
+        for j, group in enumerate(rows):
+            rng = np.random.RandomState(random_state) if fresh else shared_rng
+            values[j] = _sampled_pinned_auc(labels, scores, group, method, rng, replace)
+
+    result = pd.Series(values, index=pd.Index(names, name="subgroup"), name="pinned_auc")
+    undefined = [f"{name} ({len(group)} rows)" for name, group, v in zip(names, rows, values)
+                 if np.isnan(v)]
+    if undefined:
+        warnings.warn(f"pinned AUC undefined (empty subgroup or one-class pinned set), set to "
+                      f"NaN for {len(undefined)} subgroup(s): {', '.join(undefined[:12])}",
+                      UndefinedMetricWarning, stacklevel=2)
+    return result

@@ -1,0 +1,285 @@
+"""DataFrame entry point: bias metrics of one or many models, Jigsaw-layout columns as they come.
+
+Labels and memberships are prepared once and shared by all models; each model
+then costs one sort and one sweep, and models run in parallel threads (the
+kernels release the GIL). ``nan_policy="omit"`` evaluates groups of models
+that share their dropped rows.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .intervals.attach import add_intervals, check_ci
+from .metrics.table import overall_auc_from_counts, table_from_counts
+from .prepare.memberships import group_by_missing, member_rows, prepare_memberships
+from .sort.order import sort_classes
+from .sweep.counts import sweep_counts
+from .sweep.parallel import CONCURRENT_SWEEP_MIN_ROWS, helper_thread, map_in_threads
+from .tables.result import EvaluationResult, evaluation_result
+from .validate.columns import (check_aligned, check_length, column_name, column_values,
+                               name_list, require_columns)
+from .validate.errors import OmittedRowsWarning
+from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
+from .validate.settings import (check_missing_policy, check_nan_policy, check_threshold,
+                                resolve_n_jobs)
+from .validate.subgroups import identity_column
+from .validate.values import as_labels, as_sample_weight, as_scores
+
+
+def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+             subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
+             sample_weight=None, n_jobs: int | None = None, ci: str | None = None,
+             confidence: float = 0.95, n_boot: int = 1000, random_state=None,
+             nan_policy: str = "raise", pos_label=None) -> EvaluationResult:
+    """Bias metrics for one or many models from a DataFrame, as the data comes.
+
+    Labels and subgroup memberships are prepared once and shared by all
+    models; each model then costs one sort and one sweep, and models run in
+    parallel threads (the kernels release the GIL).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per example.
+    label : str
+        Label column: boolean, 0/1, or a fraction in [0, 1] (e.g. Jigsaw's
+        ``target``) binarised as ``>= label_threshold``. Numbers outside
+        [0, 1] are an error naming the value and its row.
+    scores : str or list of str
+        Score column(s), one per model.
+    subgroups : list of str
+        Identity columns: boolean, or numeric (e.g. annotator fractions)
+        binarised as ``>= subgroup_threshold``; NaN means "not annotated".
+    label_threshold : float or None, default 0.5
+        Positive iff ``label >= label_threshold``; None insists on labels
+        that are exactly 0/1 (or boolean). Boolean labels ignore it.
+    subgroup_threshold : float, default 0.5
+        Member iff ``value >= subgroup_threshold`` for numeric identity
+        columns; boolean columns are memberships as they are.
+    missing_subgroup : {"background", "exclude"}, default "background"
+        What an unannotated (NaN) identity value means: "background" counts
+        the row as background for that subgroup (what the Jigsaw competition
+        did); "exclude" leaves it out of that subgroup's background.
+    sample_weight : str or array-like, optional
+        A weight column name or an array of non-negative weights.
+    n_jobs : int, optional
+        Threads for the models (default: one per model, at most the CPU count).
+    ci : {None, "delong", "bootstrap", "bernstein"}, optional
+        Add ``<metric>_low``/``<metric>_high`` interval columns.
+    confidence : float, default 0.95
+    n_boot : int, default 1000
+        Bootstrap replicates (``ci="bootstrap"``).
+    random_state : int or numpy Generator, optional
+        Seed for the bootstrap.
+    nan_policy : {"raise", "omit"}, default "raise"
+        "omit" drops rows with a missing label or weight (for every model)
+        and, per model, rows whose score is NaN, missing or infinite, with
+        one ``OmittedRowsWarning`` giving the count per column; so models may
+        be evaluated on different rows (``settings["omitted_rows"]``).
+        Missing identity values are governed by ``missing_subgroup``.
+    pos_label : scalar, optional
+        The positive class of a two-valued, non-0/1 label column (strings,
+        categoricals); ``label_threshold`` is then not used.
+
+    Returns
+    -------
+    EvaluationResult
+        ``.table`` (tidy, one row per model and subgroup), ``.overall_auc``
+        (per model), ``.wide()`` and ``.for_model()`` views.
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> df = fastbias.make_jigsaw_like(n_rows=50_000, n_identities=4, random_state=1)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+    ...                         subgroups=["male", "female", "transgender", "other_gender"])
+    >>> res.table.shape[0]
+    8
+    >>> bool(res.overall_auc["model_fair"] > 0.5)
+    True
+    """
+    if not isinstance(df, pd.DataFrame) and (type(df).__module__ or "").startswith(
+            ("pyarrow", "polars")) and hasattr(df, "to_pandas"):
+        df = df.to_pandas()
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if not isinstance(sample_weight, str):
+        check_aligned([("df", df), ("sample_weight", sample_weight)])
+    if check_nan_policy(nan_policy) == "omit":
+        return _evaluate_omitting(df, label=label, scores=scores, subgroups=subgroups,
+                                  sample_weight=sample_weight, pos_label=pos_label,
+                                  label_threshold=label_threshold,
+                                  subgroup_threshold=subgroup_threshold,
+                                  missing_subgroup=missing_subgroup, n_jobs=n_jobs, ci=ci,
+                                  confidence=confidence, n_boot=n_boot, random_state=random_state)
+    subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
+    if pos_label is None and label_threshold is not None:
+        label_threshold = check_threshold(label_threshold, "label_threshold")
+    check_missing_policy(missing_subgroup)
+    check_ci(ci)
+    resolve_n_jobs(n_jobs, 1)
+    label = column_name(label, "label")
+    models = name_list(scores, "scores", df.columns)
+    subgroup_names = name_list(subgroups, "subgroups", df.columns)
+    require_columns(df, [label], "label")
+    require_columns(df, models, "scores")
+    require_columns(df, subgroup_names, "subgroups")
+    if df.shape[0] == 0:
+        raise ValueError("df is empty (0 rows)")
+    n = df.shape[0]
+
+    labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
+                       threshold=label_threshold if pos_label is None else None, omit=True)
+    if isinstance(sample_weight, str):
+        require_columns(df, [sample_weight], "sample_weight")
+        weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",
+                                   omit=True)
+    else:
+        weights = as_sample_weight(sample_weight, n, omit=True)
+
+    # one unweighted model on many rows: its class sort runs on a second thread while this one
+    # reads the identity columns (the counting walk is split between both threads later)
+    ahead = len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS
+    settings = {"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
+                "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
+                "weighted": weights is not None, "nan_policy": nan_policy,
+                "pos_label": pos_label}
+    with helper_thread(ahead) as pool:
+        early_classes = None
+        if pool is not None:
+            first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)
+            early_classes = pool.submit(sort_classes, first_scores, labels)
+        return _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n,
+                                  subgroup_threshold, missing_subgroup, n_jobs, ci, confidence,
+                                  n_boot, random_state, settings, pool, early_classes)
+
+
+
+def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, subgroup_threshold,
+                       missing_subgroup, n_jobs, ci, confidence, n_boot, random_state, settings,
+                       helper, early_classes) -> EvaluationResult:
+    """The body of :func:`evaluate` once the arguments are validated.
+
+    ``early_classes`` (from the ``helper`` thread) is a future of the class
+    sort of the single model over all rows.
+    """
+    columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
+    buffer = np.empty(n, dtype=np.int64)
+    rows_of = [member_rows(column, buffer) for column in columns]
+    groups = group_by_missing([column.missing if missing_subgroup == "exclude" else None
+                               for column in columns])
+    universes = []
+    for kept, index in groups:
+        rows = [rows_of[j] if kept is None else np.searchsorted(kept, rows_of[j]) for j in index]
+        sub_labels = labels if kept is None else labels[kept]
+        universes.append((kept, prepare_memberships(sub_labels, rows,
+                                                    [subgroup_names[j] for j in index])))
+    overall_memberships = (prepare_memberships(labels, [], [])
+                           if all(kept is not None for kept, _ in universes) else None)
+
+    def run_model(model: str):
+        values = as_scores(df[model], f"score column {model!r}", n, omit=True)
+        tables, overall = [], None
+        for kept, memberships in universes:
+            s = values if kept is None else values[kept]
+            w = weights if weights is None or kept is None else weights[kept]
+            if early_classes is not None and kept is None:
+                sc = sweep_counts(s, memberships, sorted_classes=early_classes.result(),
+                                  executor=helper)
+            else:
+                sc = sweep_counts(s, memberships, w)
+            table = table_from_counts(sc, warn=False)
+            if ci is not None:
+                table = add_intervals(table, method=ci, scores=s, memberships=memberships,
+                                      sample_weight=w, confidence=confidence, n_boot=n_boot,
+                                      random_state=random_state)
+            tables.append(table)
+            if kept is None:
+                overall = overall_auc_from_counts(sc)
+        if overall is None:
+            overall = overall_auc_from_counts(sweep_counts(values, overall_memberships, weights))
+        return pd.concat(tables).reindex(subgroup_names), overall
+
+    results = map_in_threads(run_model, models, resolve_n_jobs(n_jobs, len(models)))
+    return evaluation_result(models, [table for table, _ in results],
+                             [auc for _, auc in results], label=label, subgroups=subgroup_names,
+                             settings=settings)
+
+
+
+def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_weight, **settings):
+    """``evaluate(..., nan_policy="omit")``: drop rows, then evaluate with ``"raise"``.
+
+    Rows with a missing label or weight are dropped for every model; rows
+    with a NaN, missing or infinite score only for that model. Models with
+    the same dropped rows are evaluated together (sharing one preparation).
+    """
+    label = column_name(label, "label")
+    models = name_list(scores, "scores", df.columns)
+    subgroup_names = name_list(subgroups, "subgroups", df.columns)
+    require_columns(df, [label], "label")
+    require_columns(df, models, "scores")
+    require_columns(df, subgroup_names, "subgroups")
+    n = df.shape[0]
+    if n == 0:
+        raise ValueError("df is empty (0 rows)")
+    label_name = f"label column {label!r}"
+    parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
+    weights = sample_weight
+    if isinstance(sample_weight, str):
+        require_columns(df, [sample_weight], "sample_weight")
+        name = f"sample_weight column {sample_weight!r}"
+        parts.append((name, column_values(df[sample_weight], name)[1], "NaN or missing"))
+    elif sample_weight is not None:
+        weights, missing = column_values(sample_weight, "sample_weight")
+        check_length(weights, n, "sample_weight", "df")
+        parts.append(("sample_weight", missing, "NaN or missing"))
+    common, _ = rows_to_omit(parts)
+    groups: dict = {}
+    for model in models:
+        name = f"score column {model!r}"
+        values, missing = column_values(df[model], name)
+        drop = score_drop_mask(values, missing)
+        if drop is not None:
+            parts.append((name, drop, _score_drop_what(values, drop)))
+        if common is not None:
+            drop = common.copy() if drop is None else (drop | common)
+        key = b"" if drop is None else np.packbits(drop).tobytes()
+        groups.setdefault(key, (drop, []))[1].append(model)
+    if list(groups) == [b""]:
+        return evaluate(df, label=label, scores=scores, subgroups=subgroups,
+                        sample_weight=sample_weight, nan_policy="raise", **settings)
+    _, description = rows_to_omit(parts)
+    omitted = {}
+    results = []
+    columns = list(dict.fromkeys([label, *models, *subgroup_names]
+                                 + ([sample_weight] if isinstance(sample_weight, str) else [])))
+    for drop, group_models in groups.values():
+        sub_df, sub_weights = df, weights
+        if drop is not None:
+            kept = np.flatnonzero(~drop)
+            if kept.size == 0:
+                raise ValueError(f"nan_policy='omit' leaves no rows for model(s) {group_models}: "
+                                 f"all {n} rows have a missing value ({description})")
+            sub_df = df[columns].iloc[kept]
+            if weights is not None and not isinstance(weights, str):
+                sub_weights = weights[kept]
+        for model in group_models:
+            omitted[model] = 0 if drop is None else int(drop.sum())
+        results.append(evaluate(sub_df, label=label, scores=group_models, subgroups=subgroups,
+                                sample_weight=sub_weights, nan_policy="raise", **settings))
+    kept_text = ", ".join(f"{m!r}: {n - omitted[m]}" for m in models)
+    warnings.warn(f"nan_policy='omit' dropped rows ({description}); rows kept per model: "
+                  f"{kept_text} of {n}", OmittedRowsWarning, stacklevel=3)
+    by_model = {m: (r.for_model(m), float(r.overall_auc[m])) for r in results for m in r.models}
+    result_settings = dict(results[0].settings)
+    result_settings.update(nan_policy="omit", omitted_rows=omitted)
+    return evaluation_result(models, [by_model[m][0] for m in models],
+                             [by_model[m][1] for m in models], label=label,
+                             subgroups=results[0].subgroups, settings=result_settings, warn=False)
+
+
+__all__ = ["evaluate", "EvaluationResult"]

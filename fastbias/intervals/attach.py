@@ -1,0 +1,203 @@
+"""Intervals attached to a metrics table: DeLong, bootstrap or Bernstein columns."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..metrics.aggregates import final_metric_values
+from ..metrics.definitions import AEG_METRICS, AUC_METRICS, METRIC_COLUMNS, METRIC_RANGE, METRIC_SAMPLES
+from ..metrics.table import overall_auc_from_counts
+from ..prepare.memberships import Memberships
+from ..sort.order import order_scores
+from ..sweep.counts import sweep_weighted
+from ..validate.errors import UndefinedMetricWarning
+from ..validate.settings import check_confidence
+from .bootstrap import _percentile_interval, bootstrap_replicates
+from .delong import _normal_interval, _warn_missing_se, _z_value, delong_standard_errors
+from .ustatistic import ustatistic_bernstein_interval
+
+
+CI_METHODS = ("delong", "bootstrap", "bernstein")
+
+
+def check_ci(ci):
+    """``ci=`` of the entry points: None or one of :data:`CI_METHODS`."""
+    if ci is not None and ci not in CI_METHODS:
+        raise ValueError(f"ci must be None, 'delong', 'bootstrap' or 'bernstein', got {ci!r}")
+    return ci
+
+
+def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
+                  memberships: Memberships, sample_weight: np.ndarray | None = None,
+                  confidence: float = 0.95, n_boot: int = 1000, random_state=None,
+                  progress=None, n_jobs: int | None = None,
+                  bernstein_variance: str = "adaptive") -> pd.DataFrame:
+    """Add ``<metric>_low``/``<metric>_high`` (and ``<metric>_se``) columns to a metrics table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The per-subgroup table of :func:`fastbias.bias_metrics` (index =
+        subgroup names in ``memberships`` order).
+    method : {"delong", "bootstrap", "bernstein"}
+        * ``"delong"``: normal interval ``estimate -/+ z * se`` with DeLong's
+          standard error, clipped to the metric's range.
+        * ``"bootstrap"``: percentile interval of ``n_boot`` Poisson-bootstrap
+          replicates (se = standard deviation of the replicates); also gives
+          the Jigsaw final metric's interval in ``attrs``.
+        * ``"bernstein"``: the finite-sample interval of
+          :func:`ustatistic_bernstein_interval` (no se; unweighted data only).
+    scores : ndarray
+        The validated scores the table was computed from.
+    memberships : Memberships
+        From ``fastbias.prepare.memberships.prepare_memberships``.
+    sample_weight : ndarray, optional
+        Row weights, as for the table. DeLong treats them as frequency weights;
+        the bootstrap multiplies them by the Poisson counts.
+    confidence : float, default 0.95
+    n_boot : int, default 1000
+    random_state : int, numpy Generator or SeedSequence, optional
+        Seed of the bootstrap.
+    progress : bool, optional
+        Progress bar for the bootstrap; default: only when stderr is a terminal.
+    n_jobs : int, optional
+        Threads for the bootstrap replicates (results do not depend on it).
+    bernstein_variance : {"adaptive", "bound"}, default "adaptive"
+        See :func:`ustatistic_bernstein_interval`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table`` with, for each of the five metrics, columns
+        ``<metric>_low``, ``<metric>_high`` and (DeLong, bootstrap)
+        ``<metric>_se``. ``attrs`` gains ``ci_method``, ``confidence``,
+        ``overall_auc_low``, ``overall_auc_high`` (and ``overall_auc_se``);
+        the bootstrap adds ``final_metric``, ``final_metric_low``,
+        ``final_metric_high``, ``final_metric_se`` and ``n_boot``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> from fastbias.prepare.memberships import prepare_memberships
+    >>> from fastbias.intervals import add_intervals
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.random(1000) < 0.5
+    >>> s = y + rng.normal(0, 1, 1000)
+    >>> g = rng.random(1000) < 0.3
+    >>> table = fastbias.bias_metrics(y, s, {"g": g})
+    >>> m = prepare_memberships(y, [np.flatnonzero(g)], ["g"])
+    >>> out = add_intervals(table, method="delong", scores=s, memberships=m)
+    >>> bool(out.loc["g", "subgroup_auc_low"] < out.loc["g", "subgroup_auc"]
+    ...      < out.loc["g", "subgroup_auc_high"])
+    True
+    >>> [c for c in out.columns if c.startswith("subgroup_auc")]
+    ['subgroup_auc', 'subgroup_auc_low', 'subgroup_auc_high', 'subgroup_auc_se']
+    >>> sorted(k for k in out.attrs if k.startswith("overall_auc_"))
+    ['overall_auc_high', 'overall_auc_low', 'overall_auc_se']
+    """
+    if method not in CI_METHODS:
+        raise ValueError(f"method must be one of {CI_METHODS}, got {method!r}")
+    confidence = check_confidence(confidence)
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    missing = [c for c in METRIC_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"table lacks metric column(s) {missing}")
+    if list(map(str, table.index)) != list(memberships.names):
+        raise ValueError(f"table index {list(table.index)[:5]} does not match the memberships' "
+                         f"subgroups {list(memberships.names)[:5]} (same names, same order)")
+    scores = np.asarray(scores)
+    if scores.shape != (memberships.n_rows,):
+        raise ValueError(f"scores has shape {scores.shape} but the memberships cover "
+                         f"{memberships.n_rows} rows")
+    if sample_weight is not None:
+        sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != (memberships.n_rows,):
+            raise ValueError(f"sample_weight has shape {sample_weight.shape} but the memberships "
+                             f"cover {memberships.n_rows} rows")
+
+    out = table.copy()
+    out.attrs = dict(table.attrs)
+    overall_point = out.attrs.get("overall_auc")
+    if overall_point is None:
+        sc = sweep_weighted(order_scores(scores, memberships), memberships,
+                            np.ones(memberships.n_rows) if sample_weight is None
+                            else sample_weight)
+        overall_point = overall_auc_from_counts(sc)
+    overall_point = float(overall_point)
+    new_columns = {}
+    attrs = {"ci_method": method, "confidence": confidence}
+
+    if method == "delong":
+        se, overall_se = delong_standard_errors(scores, memberships, sample_weight)
+        z = _z_value(confidence)
+        for metric in METRIC_COLUMNS:
+            est = out[metric].to_numpy(dtype=np.float64)
+            low, high = _normal_interval(est, se[metric], z, METRIC_RANGE[metric])
+            new_columns.update({f"{metric}_low": low, f"{metric}_high": high,
+                                f"{metric}_se": se[metric]})
+        low, high = _normal_interval(overall_point, overall_se, z, (0.0, 1.0))
+        attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
+                     overall_auc_se=overall_se)
+        _warn_missing_se(out, se, "DeLong")
+    elif method == "bootstrap":
+        reps = bootstrap_replicates(scores, memberships, sample_weight, n_boot=n_boot,
+                                    random_state=random_state, progress=progress, n_jobs=n_jobs)
+        undefined = []
+        for metric in METRIC_COLUMNS:
+            low, high, se, count = _percentile_interval(reps.metrics[metric], confidence)
+            new_columns.update({f"{metric}_low": low, f"{metric}_high": high,
+                                f"{metric}_se": se})
+            defined = np.isfinite(out[metric].to_numpy(dtype=np.float64))
+            undefined += [f"{name}: {metric} ({n_boot - int(c)})"
+                          for name, c, d in zip(out.index, count, defined) if d and c < n_boot]
+        low, high, se, _ = _percentile_interval(reps.overall_auc, confidence)
+        attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
+                     overall_auc_se=float(se), n_boot=int(n_boot))
+        if memberships.n_groups:
+            point = {m_: out[m_].to_numpy(dtype=np.float64) for m_ in AUC_METRICS}
+            final_point = float(final_metric_values(overall_point, point))
+            low, high, se, count = _percentile_interval(reps.final_metric, confidence)
+            attrs.update(final_metric=final_point, final_metric_low=float(low),
+                         final_metric_high=float(high), final_metric_se=float(se))
+        if undefined:
+            shown = "; ".join(undefined[:12]) + (f"; ... {len(undefined) - 12} more"
+                                                 if len(undefined) > 12 else "")
+            warnings.warn(f"{len(undefined)} metric(s) were undefined in some bootstrap replicates "
+                          f"(an emptied cell; the interval uses the others; count in "
+                          f"parentheses): {shown}", UndefinedMetricWarning, stacklevel=2)
+    else:
+        if sample_weight is not None:
+            raise ValueError("the Bernstein interval needs unweighted rows (it counts independent "
+                             "examples); use ci='delong' or 'bootstrap' with sample_weight")
+        n_neg_rows, n_pos_rows = memberships.class_rows
+        cell_rows = memberships.cell_rows
+        size = {("subgroup", 0): cell_rows[:, 0], ("subgroup", 1): cell_rows[:, 1],
+                ("background", 0): n_neg_rows - cell_rows[:, 0],
+                ("background", 1): n_pos_rows - cell_rows[:, 1]}
+        for metric in METRIC_COLUMNS:
+            x_cell, y_cell = METRIC_SAMPLES[metric]
+            est = out[metric].to_numpy(dtype=np.float64)
+            if metric in AEG_METRICS:
+                lo, hi = ustatistic_bernstein_interval(
+                    np.clip(0.5 - est, 0.0, 1.0), size[x_cell], size[y_cell],
+                    confidence=confidence, variance=bernstein_variance)
+                low, high = 0.5 - hi, 0.5 - lo
+            else:
+                low, high = ustatistic_bernstein_interval(
+                    np.clip(est, 0.0, 1.0), size[x_cell], size[y_cell], confidence=confidence,
+                    variance=bernstein_variance)
+            new_columns.update({f"{metric}_low": np.asarray(low, dtype=np.float64),
+                                f"{metric}_high": np.asarray(high, dtype=np.float64)})
+        low, high = ustatistic_bernstein_interval(min(max(overall_point, 0.0), 1.0)
+                                                  if np.isfinite(overall_point) else np.nan,
+                                                  n_pos_rows, n_neg_rows, confidence=confidence,
+                                                  variance=bernstein_variance)
+        attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
+                     bernstein_variance=bernstein_variance)
+    for name, values in new_columns.items():
+        out[name] = values
+    out.attrs.update(attrs)
+    return out

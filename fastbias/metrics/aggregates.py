@@ -1,0 +1,301 @@
+"""Aggregates of the per-subgroup metrics: power means, the Jigsaw final metric, Pinned AUC terms.
+
+One implementation of the final metric serves a table (:func:`final_metric`)
+and many bootstrap replicates at once (:func:`final_metric_values`).
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..sweep import _kernels as K
+from ..sweep.counts import SweepCounts
+from ..validate.errors import UndefinedMetricWarning
+from .definitions import AUC_METRICS
+
+NAN_POLICIES = ("propagate", "omit", "raise")
+
+
+def power_mean(values, p: float) -> float:
+    """Generalized (power) mean ``(sum(x**p) / n) ** (1/p)`` of non-negative values.
+
+    The helper of the Jigsaw competition metric. ``p = 0`` gives the geometric
+    mean and ``p = -inf``/``+inf`` the minimum/maximum (the limits). With
+    ``p < 0`` a zero value makes the mean 0. A NaN value makes the result NaN.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        Non-negative numbers (e.g. one AUC per subgroup).
+    p : float
+        The power; the competition used ``-5``, which pulls the mean toward
+        the worst (lowest) values.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from fastbias import power_mean
+    >>> power_mean([0.5, 1.0], 1)
+    0.75
+    >>> round(power_mean([0.5, 1.0], -5), 4)
+    0.5708
+    >>> power_mean([0.5, 1.0], float("-inf"))
+    0.5
+    """
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or np.isnan(p):
+        raise TypeError(f"p must be a real number (not NaN), got {p!r}")
+    x = np.asarray(values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else values)
+    if x.ndim == 2 and 1 in x.shape:
+        x = x.reshape(-1)
+    if x.ndim != 1:
+        raise ValueError(f"values must be one-dimensional, got shape {x.shape}")
+    if x.size == 0:
+        raise ValueError("values is empty: the power mean of no values is undefined")
+    if x.dtype == np.bool_ or not np.issubdtype(x.dtype, np.number):
+        raise TypeError(f"values must be numeric, got dtype {x.dtype}")
+    x = x.astype(np.float64)
+    if np.isnan(x).any():
+        return float("nan")
+    if (x < 0).any():
+        first = int(np.flatnonzero(x < 0)[0])
+        raise ValueError(f"values must be non-negative for a power mean, got {x[first]} at "
+                         f"position {first}")
+    p = float(p)
+    if p == float("-inf"):
+        return float(x.min())
+    if p == float("inf"):
+        return float(x.max())
+    with np.errstate(divide="ignore"):
+        if p == 0:
+            return float(np.exp(np.mean(np.log(x))))
+        # x**p is inf for x = 0 and p < 0; inf ** (1/p) = 0, the limit
+        return float(np.mean(np.power(x, p)) ** (1.0 / p))
+
+
+def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: float = 0.25,
+                 nan_policy: str = "propagate") -> float:
+    """The Jigsaw Unintended Bias competition metric.
+
+    ``overall_weight * overall_auc + (1 - overall_weight) * bias_score``, where
+    ``bias_score`` is the plain mean, over ``subgroup_auc``, ``bpsn_auc`` and
+    ``bnsp_auc``, of each metric's :func:`power_mean` across subgroups.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per subgroup with columns ``subgroup_auc``, ``bpsn_auc`` and
+        ``bnsp_auc``: what :func:`fastbias.bias_metrics` returns (or
+        ``EvaluationResult.for_model()``, or the frame of
+        ``fastbias.compat.compute_bias_metrics_for_model``).
+    overall_auc : float, optional
+        AUC of the model over all rows. Default: ``table.attrs["overall_auc"]``,
+        which :func:`fastbias.bias_metrics` sets.
+    power : float, default -5
+        Power of the generalized mean (see :func:`power_mean`).
+    overall_weight : float, default 0.25
+        Weight of the overall AUC, in [0, 1].
+    nan_policy : {"propagate", "omit", "raise"}, default "propagate"
+        What an undefined (NaN) per-subgroup AUC does. ``"propagate"``: the
+        result is NaN, as in the competition code (with an
+        :class:`~fastbias.UndefinedMetricWarning` naming the groups).
+        ``"omit"``: each power mean runs over the subgroups where that metric
+        is defined, with a warning naming the groups left out. ``"raise"``: a
+        ``ValueError`` naming them.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> y = np.array([0, 0, 1, 1, 0, 1, 0, 1])
+    >>> s = np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.9, 0.2, 0.6])
+    >>> groups = {"a": np.array([1, 1, 1, 1, 0, 0, 0, 0], bool),
+    ...           "b": np.array([0, 0, 1, 0, 1, 1, 1, 1], bool)}
+    >>> t = fastbias.bias_metrics(y, s, groups)
+    >>> round(fastbias.final_metric(t), 4)
+    0.8247
+    >>> round(fastbias.final_metric(t, 0.8, power=1, overall_weight=0.5), 4)
+    0.8167
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame with columns {AUC_METRICS}, "
+                        f"got {type(table).__name__}")
+    missing = [c for c in AUC_METRICS if c not in table.columns]
+    if missing:
+        raise ValueError(f"table lacks column(s) {missing}; it needs {AUC_METRICS} "
+                         f"(the table fastbias.bias_metrics returns)")
+    if "model" in table.columns and table["model"].nunique() > 1:
+        raise ValueError(f"table holds {table['model'].nunique()} models; pass one model's rows "
+                         f"(EvaluationResult.for_model(name)) or use "
+                         f"EvaluationResult.final_metric()")
+    if overall_auc is None:
+        if "overall_auc" not in table.attrs:
+            raise ValueError("overall_auc not given and table.attrs has no 'overall_auc'; "
+                             "pass the model's overall AUC")
+        overall_auc = table.attrs["overall_auc"]
+    if isinstance(overall_auc, bool) or not isinstance(overall_auc, numbers.Real):
+        raise TypeError(f"overall_auc must be a number, got {overall_auc!r}")
+    if not np.isnan(overall_auc) and not 0.0 <= overall_auc <= 1.0:
+        raise ValueError(f"overall_auc must be in [0, 1], got {overall_auc}")
+    if isinstance(overall_weight, bool) or not isinstance(overall_weight, numbers.Real) \
+            or not 0.0 <= overall_weight <= 1.0:
+        raise ValueError(f"overall_weight must be a number in [0, 1], got {overall_weight!r}")
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+    if len(table) == 0:
+        raise ValueError("table has no rows (no subgroups)")
+
+    names = [str(x) for x in (table["subgroup"] if "subgroup" in table.columns else table.index)]
+    undefined = []
+    means = []
+    for metric in AUC_METRICS:
+        values = pd.to_numeric(table[metric], errors="raise").to_numpy(dtype=np.float64)
+        nan = np.isnan(values)
+        undefined += [f"{names[i]} ({metric})" for i in np.flatnonzero(nan)]
+        if nan_policy == "omit":
+            values = values[~nan]
+        means.append(power_mean(values, power) if values.size else float("nan"))
+    if undefined:
+        shown = ", ".join(undefined[:12]) + (f", ... {len(undefined) - 12} more"
+                                             if len(undefined) > 12 else "")
+        if nan_policy == "raise":
+            raise ValueError(f"{len(undefined)} per-subgroup AUC(s) undefined: {shown}")
+        if nan_policy == "omit":
+            message = (f"final metric: {len(undefined)} undefined per-subgroup AUC(s) left out "
+                       f"of the power means: {shown}")
+        else:
+            message = (f"final metric is NaN: {len(undefined)} per-subgroup AUC(s) undefined: "
+                       f"{shown}; pass nan_policy='omit' to leave them out")
+        warnings.warn(message, UndefinedMetricWarning, stacklevel=2)
+    bias_score = float(np.mean(means))
+    return float(overall_weight * overall_auc + (1.0 - overall_weight) * bias_score)
+
+
+
+def final_metric_values(overall, metrics: dict, power: float = -5.0,
+                         overall_weight: float = 0.25):
+    """Jigsaw final metric, vectorised over leading axes (NaN propagates).
+
+    ``metrics[name]`` has the subgroups on the last axis.
+    """
+    parts = []
+    for name in AUC_METRICS:
+        x = np.asarray(metrics[name], dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            parts.append(np.mean(np.power(x, power), axis=-1) ** (1.0 / power))
+    return overall_weight * np.asarray(overall) + (1.0 - overall_weight) * np.mean(parts, axis=0)
+
+
+
+def worst_auc(values: np.ndarray, names: list, metric: str, nan_policy: str) -> float:
+    """Minimum over subgroups of one AUC metric, with the final metric's NaN policy."""
+    nan = np.isnan(values)
+    if not nan.any():
+        return float(values.min())
+    undefined = [names[i] for i in np.flatnonzero(nan)]
+    shown = ", ".join(undefined[:12]) + (f", ... {len(undefined) - 12} more"
+                                         if len(undefined) > 12 else "")
+    if nan_policy == "raise":
+        raise ValueError(f"min {metric}: undefined for {len(undefined)} subgroup(s): {shown}")
+    if nan_policy == "omit":
+        warnings.warn(f"min {metric}: {len(undefined)} subgroup(s) with an undefined value left "
+                      f"out: {shown}", UndefinedMetricWarning, stacklevel=4)
+        return float(values[~nan].min()) if (~nan).any() else float("nan")
+    warnings.warn(f"min {metric} is NaN: undefined for {len(undefined)} subgroup(s): {shown}; "
+                  f"use nan_policy='omit' to leave them out", UndefinedMetricWarning,
+                  stacklevel=4)
+    return float("nan")
+
+
+
+PINNED_METHODS = ("sample", "dixon", "expected", "expected_dixon")
+
+
+def _pinned_population_size(method: str, n_rows: int, n_subgroup: int) -> int:
+    return n_rows - n_subgroup if method in ("sample", "expected") else n_rows
+
+
+def _check_population(name: str, method: str, n_subgroup: int, n_population: int,
+                      replace: bool) -> None:
+    if n_subgroup == 0:
+        return
+    if n_population == 0:
+        raise ValueError(f"subgroup {name!r} covers every row: there is no background to pin it "
+                         f"against")
+    if not replace and n_subgroup > n_population:
+        raise ValueError(f"subgroup {name!r} has {n_subgroup} rows but its background only "
+                         f"{n_population}: the pinned set needs as many background rows as "
+                         f"subgroup rows; pass replace=True to sample with replacement")
+
+
+def _expected_pinned_terms(sc: SweepCounts, method: str, replace: bool) -> dict:
+    """Expected pair counts and twice-U of the four blocks of the pinned set (equation 3).
+
+    The pinned set of subgroup g is Dg plus a sample S of m = |Dg| rows drawn
+    uniformly from a population P (the background for ``"expected"``, all rows
+    for ``"expected_dixon"``), with P-/P+ its negatives/positives and N = |P|.
+    A given row of P is drawn f1 = m/N times in expectation, and a given
+    (negative, positive) pair of distinct rows of P is drawn together
+    f2 = m(m-1)/(N(N-1)) times (m(m-1)/N**2 with replacement). So
+
+    * within the sample:   E[U(S+ > S-)]  = f2 U(P+ > P-),  E[pairs] = f2 |P-||P+|
+    * sample +, subgroup -: E[U(S+ > Dg-)] = f1 U(P+ > Dg-), E[pairs] = f1 |P+||Dg-|
+    * subgroup +, sample -: E[U(Dg+ > S-)] = f1 U(Dg+ > P-), E[pairs] = f1 |Dg+||P-|
+    * within the subgroup: U(Dg+ > Dg-) and |Dg-||Dg+|, fixed.
+
+    With P the background, U(P+ > P-) is the overall U minus the subgroup,
+    BPSN and BNSP U; with P all rows, U(P+ > Dg-) is BPSN + subgroup U and
+    U(Dg+ > P-) is BNSP + subgroup U. Returns arrays (one entry per subgroup).
+    """
+    c = sc.counts.astype(np.float64)
+    g_neg = c[:, K.CELL_SUBGROUP_NEG]
+    g_pos = c[:, K.CELL_SUBGROUP_POS]
+    u_sub = c[:, K.TWICE_SUBGROUP_U]
+    u_bpsn = c[:, K.TWICE_BPSN_U]
+    u_bnsp = c[:, K.TWICE_BNSP_U]
+    total_neg = float(sc.total_neg)
+    total_pos = float(sc.total_pos)
+    overall = float(sc.twice_overall_u)
+    if method == "expected":
+        p_neg, p_pos = total_neg - g_neg, total_pos - g_pos
+        u_pp = overall - u_sub - u_bpsn - u_bnsp
+        u_p_over_g = u_bpsn
+        u_g_over_p = u_bnsp
+    else:
+        p_neg = np.full_like(g_neg, total_neg)
+        p_pos = np.full_like(g_pos, total_pos)
+        u_pp = np.full_like(u_sub, overall)
+        u_p_over_g = u_bpsn + u_sub
+        u_g_over_p = u_bnsp + u_sub
+    m = g_neg + g_pos
+    n_pop = p_neg + p_pos
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = np.where(n_pop > 0, m / n_pop, 0.0)
+        pair_den = n_pop * n_pop if replace else n_pop * (n_pop - 1)
+        f2 = np.where(pair_den > 0, m * (m - 1) / pair_den, 0.0)
+    return {
+        "within_subgroup_pairs": g_neg * g_pos,
+        "within_subgroup_twice_u": u_sub,
+        "within_sample_pairs": f2 * p_neg * p_pos,
+        "within_sample_twice_u": f2 * u_pp,
+        "sample_positive_subgroup_negative_pairs": f1 * p_pos * g_neg,
+        "sample_positive_subgroup_negative_twice_u": f1 * u_p_over_g,
+        "subgroup_positive_sample_negative_pairs": f1 * g_pos * p_neg,
+        "subgroup_positive_sample_negative_twice_u": f1 * u_g_over_p,
+    }
+
+
+def _expected_pinned_auc(terms: dict) -> np.ndarray:
+    twice_u = sum(v for k, v in terms.items() if k.endswith("_twice_u"))
+    pairs = sum(v for k, v in terms.items() if k.endswith("_pairs"))
+    out = np.full(pairs.shape, np.nan)
+    np.divide(twice_u, 2.0 * pairs, out=out, where=pairs > 0)
+    return out

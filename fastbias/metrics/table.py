@@ -1,0 +1,165 @@
+"""Tables from counts: the five metrics (exact ratios) and the per-subgroup DataFrame.
+
+The thin layer between the sweep's counts and every table fastbias shows.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..sweep import _kernels as K
+from ..sweep.chunks import combine_chunks
+from ..sweep.counts import SweepCounts
+from ..validate.errors import UndefinedMetricWarning
+from .definitions import AUC_METRICS, METRIC_CELLS, METRIC_COLUMNS
+
+
+def _ratio(numerator, denominator):
+    """numerator / denominator as float64, NaN where the denominator is 0."""
+    num = np.asarray(numerator, dtype=np.float64)
+    den = np.asarray(denominator, dtype=np.float64)
+    out = np.full(num.shape, np.nan)
+    ok = den > 0
+    np.divide(num, den, out=out, where=ok)
+    return out
+
+
+_EXACT_IN_FLOAT64 = 2 ** 53
+
+
+def exact_ratio(numerator, denominator) -> np.ndarray:
+    """``numerator / denominator`` of integer arrays, correctly rounded; NaN where the
+    denominator is 0.
+
+    Integers below 2**53 are exact in float64, so one IEEE division rounds
+    correctly; larger ones are divided as Python integers (also correctly
+    rounded), one element at a time.
+    """
+    num = np.asarray(numerator, dtype=np.int64)
+    den = np.asarray(denominator, dtype=np.int64)
+    out = np.full(num.shape, np.nan)
+    ok = den > 0
+    small = ok & (np.abs(num) < _EXACT_IN_FLOAT64) & (den < _EXACT_IN_FLOAT64)
+    np.divide(num.astype(np.float64), den.astype(np.float64), out=out, where=small)
+    for i in zip(*np.nonzero(ok & ~small)):
+        out[i] = int(num[i]) / int(den[i])
+    return out
+
+
+def _counts_of_pairs(a, b) -> np.ndarray:
+    """``a * b`` of two int64 count arrays (each below 2**32 for any data that fits in memory)."""
+    return np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
+
+
+def metrics_from_counts(sc: SweepCounts) -> dict:
+    """Map sweep counts to the five metrics (arrays, one entry per subgroup).
+
+    Unweighted counts are exact integers and every metric is their ratio,
+    correctly rounded: an AUC is ``twice U / (2 |X| |Y|)`` and an AEG
+    ``(|X| |Y| - twice U) / (2 |X| |Y|)``, so an AEG near 0 keeps its digits.
+    """
+    c = sc.counts
+    sub_neg = c[:, K.CELL_SUBGROUP_NEG]
+    sub_pos = c[:, K.CELL_SUBGROUP_POS]
+    bg_neg, bg_pos = sc.background_totals()
+    if not sc.weighted:
+        pairs = {"subgroup_auc": _counts_of_pairs(sub_neg, sub_pos),
+                 "bpsn_auc": _counts_of_pairs(sub_neg, bg_pos),
+                 "bnsp_auc": _counts_of_pairs(bg_neg, sub_pos),
+                 "negative_aeg": _counts_of_pairs(bg_neg, sub_neg),
+                 "positive_aeg": _counts_of_pairs(bg_pos, sub_pos)}
+        twice_u = {"subgroup_auc": c[:, K.TWICE_SUBGROUP_U], "bpsn_auc": c[:, K.TWICE_BPSN_U],
+                   "bnsp_auc": c[:, K.TWICE_BNSP_U], "negative_aeg": c[:, K.TWICE_NEG_BG_ABOVE_U],
+                   "positive_aeg": c[:, K.TWICE_POS_BG_ABOVE_U]}
+        out = {}
+        for metric, n_pairs in pairs.items():
+            numerator = twice_u[metric] if metric in AUC_METRICS else n_pairs - twice_u[metric]
+            out[metric] = exact_ratio(numerator, 2 * n_pairs)
+        return out
+    if sc.low is not None:  # double-double sums from the weighted sweep
+        bg_hi = np.column_stack([bg_neg, bg_pos])
+        bg_lo = np.where(bg_hi > 0, sc.low.background, 0.0)
+        values = K.weighted_metric_values(c, sc.low.counts, bg_hi, bg_lo)
+        return {metric: values[:, j] for j, metric in enumerate(METRIC_COLUMNS)}
+    sub_neg_f, sub_pos_f = sub_neg.astype(np.float64), sub_pos.astype(np.float64)
+    bg_neg_f, bg_pos_f = np.asarray(bg_neg, np.float64), np.asarray(bg_pos, np.float64)
+    return {
+        "subgroup_auc": _ratio(c[:, K.TWICE_SUBGROUP_U], 2.0 * sub_neg_f * sub_pos_f),
+        "bpsn_auc": _ratio(c[:, K.TWICE_BPSN_U], 2.0 * sub_neg_f * bg_pos_f),
+        "bnsp_auc": _ratio(c[:, K.TWICE_BNSP_U], 2.0 * bg_neg_f * sub_pos_f),
+        "negative_aeg": 0.5 - _ratio(c[:, K.TWICE_NEG_BG_ABOVE_U], 2.0 * bg_neg_f * sub_neg_f),
+        "positive_aeg": 0.5 - _ratio(c[:, K.TWICE_POS_BG_ABOVE_U], 2.0 * bg_pos_f * sub_pos_f),
+    }
+
+
+def overall_auc_from_counts(sc: SweepCounts) -> float:
+    if not sc.weighted:
+        den = 2 * int(sc.total_neg) * int(sc.total_pos)
+        return int(sc.twice_overall_u) / den if den > 0 else float("nan")
+    if sc.low is not None:
+        return float(K.weighted_overall_auc(sc.total_neg, sc.low.totals[0], sc.total_pos,
+                                            sc.low.totals[1], sc.twice_overall_u,
+                                            sc.low.twice_overall_u))
+    den = 2.0 * float(sc.total_neg) * float(sc.total_pos)
+    return float(sc.twice_overall_u) / den if den > 0 else float("nan")
+
+
+def table_from_counts(sc: SweepCounts, *, warn: bool = True, context: str = "") -> pd.DataFrame:
+    """The per-subgroup DataFrame (index = subgroup name) from sweep counts."""
+    cell = sc.cell_rows
+    n_neg, n_pos = sc.class_rows
+    data = {
+        "subgroup_size": cell[:, 0] + cell[:, 1],
+        "subgroup_negatives": cell[:, 0],
+        "subgroup_positives": cell[:, 1],
+        "background_negatives": n_neg - cell[:, 0],
+        "background_positives": n_pos - cell[:, 1],
+    }
+    data.update(metrics_from_counts(sc))
+    if sc.weighted:  # in the input's units: the sweep divided the weights by weight_scale
+        c = sc.counts
+        bg_neg, bg_pos = sc.background_totals()
+        data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG] * sc.weight_scale
+        data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS] * sc.weight_scale
+        data["background_negative_weight"] = bg_neg * sc.weight_scale
+        data["background_positive_weight"] = bg_pos * sc.weight_scale
+    table = pd.DataFrame(data, index=pd.Index(sc.names, name="subgroup"))
+    if warn:
+        warn_undefined(table, context)
+    return table
+
+
+def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
+    """One UndefinedMetricWarning naming each NaN metric and the empty cell behind it."""
+    problems = []
+    for metric in METRIC_COLUMNS:
+        if metric not in table:
+            continue
+        for name in table.index[table[metric].isna().to_numpy()]:
+            cells = METRIC_CELLS[metric]
+            counts = ", ".join(f"{c}={int(table.at[name, c])}" for c in cells)
+            problems.append(f"{name}: {metric} ({counts})")
+    if problems:
+        shown = "; ".join(problems[:12]) + (f"; ... {len(problems) - 12} more"
+                                             if len(problems) > 12 else "")
+        where = f" for {context}" if context else ""
+        warnings.warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
+                      f"one-class cell), set to NaN: {shown}", UndefinedMetricWarning,
+                      stacklevel=3)
+
+
+
+def table_from_sweeps(sweeps: list, names: list) -> pd.DataFrame:
+    """One table (rows in the order of ``names``) from several sweeps of subgroups, without
+    warnings (the caller warns once, for the whole table)."""
+    return pd.concat([table_from_counts(sc, warn=False) for sc in sweeps]).reindex(names)
+
+
+def table_from_chunks(chunks, names: list, weighted: bool, weight_scale: float = 1.0):
+    """Combine the chunks of one model into ``(table, overall AUC)``, the table exactly as
+    :func:`table_from_counts` builds it for all rows at once (see
+    :func:`fastbias.sweep.chunks.combine_chunks`)."""
+    sweeps, overall = combine_chunks(chunks, names, weighted, weight_scale)
+    return table_from_sweeps(sweeps, names), overall_auc_from_counts(overall)

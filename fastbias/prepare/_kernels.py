@@ -1,0 +1,338 @@
+"""Numba kernels of the prepare stage: memberships from masks, CSR lists, codes (no pandas).
+
+A *membership* is one (row, subgroup) pair. The CSR over identity rows
+(rows in at least one subgroup) lists each row's subgroups; the dense scan
+reads an (n, k) 0/1 matrix eight bytes at a time and does work only per
+membership (memberships are sparse).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def split_rows_by_label(labels):
+    """Row indices of negatives and positives, each in increasing row order."""
+    n = labels.shape[0]
+    n_pos = 0
+    for i in range(n):
+        if labels[i]:
+            n_pos += 1
+    neg = np.empty(n - n_pos, dtype=np.int64)
+    pos = np.empty(n_pos, dtype=np.int64)
+    i_neg = 0
+    i_pos = 0
+    for i in range(n):
+        if labels[i]:
+            pos[i_pos] = i
+            i_pos += 1
+        else:
+            neg[i_neg] = i
+            i_neg += 1
+    return neg, pos
+
+
+@njit(cache=True, nogil=True)
+def threshold_column_rows(values, threshold, out):
+    """Write the row indices with ``values[i] >= threshold`` into ``out``; return how many.
+
+    NaN compares False, so unannotated rows are not members. Works for float,
+    integer and boolean columns (booleans compare as 0/1).
+    """
+    count = 0
+    for i in range(values.shape[0]):
+        if values[i] >= threshold:
+            out[count] = i
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def build_row_csr(group_rows, group_ptr, n_rows):
+    """Invert per-subgroup row lists into a CSR over the unique identity rows.
+
+    Returns ``(identity_rows, row_ptr, row_groups)``: identity_rows in increasing
+    order; the subgroups of identity_rows[r] are row_groups[row_ptr[r]:row_ptr[r+1]].
+    """
+    n_groups = group_ptr.shape[0] - 1
+    per_row = np.zeros(n_rows, dtype=np.int32)
+    for p in range(group_rows.shape[0]):
+        per_row[group_rows[p]] += 1
+    n_identity = 0
+    for i in range(n_rows):
+        if per_row[i] > 0:
+            n_identity += 1
+    identity_rows = np.empty(n_identity, dtype=np.int64)
+    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    compact = np.empty(n_rows, dtype=np.int32) if n_identity > 0 else np.empty(0, dtype=np.int32)
+    row_ptr[0] = 0
+    r = 0
+    for i in range(n_rows):
+        if per_row[i] > 0:
+            identity_rows[r] = i
+            compact[i] = r
+            row_ptr[r + 1] = row_ptr[r] + per_row[i]
+            r += 1
+    fill = row_ptr[:-1].copy()
+    row_groups = np.empty(group_rows.shape[0], dtype=np.int64)
+    for g in range(n_groups):
+        for p in range(group_ptr[g], group_ptr[g + 1]):
+            r = compact[group_rows[p]]
+            row_groups[fill[r]] = g
+            fill[r] += 1
+    return identity_rows, row_ptr, row_groups
+
+
+@njit(inline="always")
+def _row_of(position, n_cols, inverse):
+    """``position // n_cols`` by a float multiply (an integer division costs ~10x more)."""
+    row = np.int64(position * inverse)
+    if row * n_cols > position:
+        row -= 1
+    elif (row + 1) * n_cols <= position:
+        row += 1
+    return row
+
+
+def _bit_of_power_mod_67() -> np.ndarray:
+    """2**i mod 67 differs for every i in [0, 64) (2 generates the units mod 67): the table
+    mapping it back to i."""
+    table = np.zeros(67, dtype=np.int64)
+    for bit in range(64):
+        table[(1 << bit) % 67] = bit
+    return table
+
+
+_BIT_OF_POWER_MOD_67 = _bit_of_power_mod_67()
+
+
+@njit(cache=True, nogil=True)
+def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found):
+    """Append (row, column) of the non-zero bytes of ``words[w_start:w_stop]``; return the count.
+
+    Inside a non-zero word, each non-zero byte's high bit is set in
+    ``((x & 0x7F..) + 0x7F..) | x) & 0x80..``; the lowest one is isolated
+    (``t & -t``) and its bit index looked up from its remainder modulo 67
+    (distinct for the 64 powers of two), so the cost is per membership rather
+    than per byte, and no step overflows.
+    """
+    inverse = 1.0 / n_cols
+    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+    high = np.uint64(0x8080808080808080)
+    for w in range(w_start, w_stop):
+        x = words[w]
+        if x != 0:
+            t = (((x & low7) + low7) | x) & high
+            start = w * 8
+            while t != 0:
+                lowest = t & (~t + np.uint64(1))
+                t ^= lowest
+                position = start + (_BIT_OF_POWER_MOD_67[np.int64(lowest % np.uint64(67))] >> 3)
+                row = _row_of(position, n_cols, inverse)
+                member_row[found] = row
+                member_col[found] = position - row * n_cols
+                found += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _grown(values, used, capacity):
+    """A larger copy of ``values`` holding its first ``used`` entries."""
+    out = np.empty(capacity, dtype=values.dtype)
+    for j in range(used):  # a loop, not a slice copy: compiles in a fraction of the time
+        out[j] = values[j]
+    return out
+
+
+DENSE_SCAN_CHUNK_WORDS = 1 << 14
+
+
+@njit(cache=True, nogil=True)
+def dense_members(words, flat, n_cols, capacity):
+    """(row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix, row-major.
+
+    ``flat`` is the matrix's bytes and ``words`` the same bytes read as
+    little-endian uint64 (all whole words; a tail shorter than 8 bytes is read
+    from ``flat``). Memberships are sparse, so the scan reads eight bytes at a
+    time and does work only per non-zero byte. The output starts at
+    ``capacity`` entries and doubles when a chunk of words might not fit.
+    Returns ``(member_row, member_col)``, int64.
+    """
+    member_row = np.empty(max(capacity, 64), dtype=np.int64)
+    member_col = np.empty(max(capacity, 64), dtype=np.int64)
+    found = 0
+    n_words = words.shape[0]
+    for w_start in range(0, n_words, DENSE_SCAN_CHUNK_WORDS):
+        w_stop = min(w_start + DENSE_SCAN_CHUNK_WORDS, n_words)
+        worst = found + 8 * (w_stop - w_start)
+        if worst > member_row.shape[0]:
+            new_capacity = max(2 * member_row.shape[0], worst)
+            member_row = _grown(member_row, found, new_capacity)
+            member_col = _grown(member_col, found, new_capacity)
+        found = _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found)
+    tail_stop = flat.shape[0]
+    if found + tail_stop - n_words * 8 > member_row.shape[0]:
+        member_row = _grown(member_row, found, found + tail_stop - n_words * 8)
+        member_col = _grown(member_col, found, found + tail_stop - n_words * 8)
+    row = (n_words * 8) // n_cols if n_cols > 0 else 0
+    col = n_words * 8 - row * n_cols
+    for p in range(n_words * 8, tail_stop):
+        if flat[p]:
+            member_row[found] = row
+            member_col[found] = col
+            found += 1
+        col += 1
+        if col == n_cols:
+            col = 0
+            row += 1
+    return member_row[:found], member_col[:found]
+
+
+@njit(cache=True, nogil=True)
+def csr_from_dense_rows(words, flat, n_cols, capacity):
+    """Row CSR of a dense C-order (n, k) 0/1 matrix (see :func:`dense_members`).
+
+    Returns ``(identity_rows, row_ptr, row_groups)``: rows with at least one
+    membership (increasing) and their subgroup columns (increasing).
+    ``capacity`` is a first guess of the number of non-zeros.
+    """
+    member_row, row_groups = dense_members(words, flat, n_cols, capacity)
+    n_member = member_row.shape[0]
+    n_identity = 0
+    last_row = -1
+    for p in range(n_member):
+        if member_row[p] != last_row:
+            n_identity += 1
+            last_row = member_row[p]
+    identity_rows = np.empty(n_identity, dtype=np.int64)
+    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    r = -1
+    last_row = -1
+    for p in range(n_member):
+        if member_row[p] != last_row:
+            r += 1
+            identity_rows[r] = member_row[p]
+            row_ptr[r] = p
+            last_row = member_row[p]
+    row_ptr[n_identity] = n_member
+    return identity_rows, row_ptr, row_groups
+
+
+@njit(cache=True, nogil=True)
+def cell_row_counts(identity_labels, row_ptr, row_groups, n_groups):
+    """(n_groups, 2) int64: subgroup rows with label 0 and with label 1."""
+    cells = np.zeros((n_groups, 2), dtype=np.int64)
+    for r in range(identity_labels.shape[0]):
+        col = 1 if identity_labels[r] else 0
+        for p in range(row_ptr[r], row_ptr[r + 1]):
+            cells[row_groups[p], col] += 1
+    return cells
+
+
+
+@njit(cache=True, nogil=True)
+def identity_positions_of(identity_rows, n_rows):
+    """Row -> position in ``identity_rows`` (-1 for rows in no subgroup)."""
+    out = np.full(n_rows, -1, dtype=np.int64)
+    for r in range(identity_rows.shape[0]):
+        out[identity_rows[r]] = r
+    return out
+
+
+@njit(cache=True, nogil=True)
+def fold_row_csr(index, identity_position, row_ptr, row_groups):
+    """The identity CSR of the rows ``index`` (fold positions 0..m-1).
+
+    Returns ``(identity_rows, fold_row_ptr, fold_row_groups, duplicate_at)``:
+    identity_rows are fold positions (increasing), and ``duplicate_at`` is the
+    first position of ``index`` whose row already occurred (-1 if none). Cost
+    O(len(index) + fold memberships) plus one zeroed byte per row.
+    """
+    n_rows = identity_position.shape[0]
+    m = index.shape[0]
+    seen = np.zeros(n_rows, dtype=np.bool_)
+    n_identity = 0
+    n_member = 0
+    for p in range(m):
+        i = index[p]
+        if seen[i]:
+            return (np.empty(0, np.int64), np.zeros(1, np.int64), np.empty(0, np.int64), p)
+        seen[i] = True
+        r = identity_position[i]
+        if r >= 0:
+            n_identity += 1
+            n_member += row_ptr[r + 1] - row_ptr[r]
+    identity_rows = np.empty(n_identity, dtype=np.int64)
+    fold_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    fold_groups = np.empty(n_member, dtype=np.int64)
+    fold_ptr[0] = 0
+    q = 0
+    t = 0
+    for p in range(m):
+        r = identity_position[index[p]]
+        if r >= 0:
+            identity_rows[q] = p
+            for e in range(row_ptr[r], row_ptr[r + 1]):
+                fold_groups[t] = row_groups[e]
+                t += 1
+            q += 1
+            fold_ptr[q] = t
+    return identity_rows, fold_ptr, fold_groups, -1
+
+
+
+@njit(cache=True, nogil=True)
+def membership_codes(values, threshold, missing, mark_missing, codes, column):
+    """Write one subgroup's codes into ``codes[:, column]``: -1 for a ``missing`` row when
+    ``mark_missing`` (else 0: never a member), 1 if ``value >= threshold``, else 0.
+
+    ``missing`` is a boolean mask, or empty when every row is annotated.
+    """
+    has_missing = missing.shape[0] > 0
+    for i in range(values.shape[0]):
+        if has_missing and missing[i]:
+            codes[i, column] = -1 if mark_missing else 0
+        elif values[i] >= threshold:
+            codes[i, column] = 1
+        else:
+            codes[i, column] = 0
+
+
+@njit(cache=True, nogil=True)
+def pack_codes(codes):
+    """Pack (n, n_groups) int8 codes into bit words: (member bits, unannotated bits).
+
+    Each is (n, ceil(n_groups / 64)) uint64; bit g % 64 of word g // 64 is
+    set when subgroup g's code is 1 (member) or -1 (unannotated).
+    """
+    n, n_groups = codes.shape
+    n_words = (n_groups + 63) // 64
+    member = np.zeros((n, n_words), dtype=np.uint64)
+    missing = np.zeros((n, n_words), dtype=np.uint64)
+    for i in range(n):
+        for g in range(n_groups):
+            code = codes[i, g]
+            if code != 0:
+                bit = np.uint64(1) << np.uint64(g % 64)
+                if code > 0:
+                    member[i, g // 64] |= bit
+                else:
+                    missing[i, g // 64] |= bit
+    return member, missing
+
+
+@njit(cache=True, nogil=True)
+def unpack_codes(member, missing, n_groups):
+    """Inverse of :func:`pack_codes` (``missing`` may have 0 rows: nothing unannotated)."""
+    n = member.shape[0]
+    has_missing = missing.shape[0] > 0
+    codes = np.zeros((n, n_groups), dtype=np.int8)
+    for i in range(n):
+        for g in range(n_groups):
+            bit = np.uint64(1) << np.uint64(g % 64)
+            if member[i, g // 64] & bit:
+                codes[i, g] = 1
+            elif has_missing and missing[i, g // 64] & bit:
+                codes[i, g] = -1
+    return codes

@@ -1,0 +1,67 @@
+"""Validated, compact rows of one piece of a larger data set (a batch, a Dask partition).
+
+:func:`encode_frame` reads labels, weights, identity columns and scores of a
+piece exactly as :func:`fastbias.evaluate` reads them, into int8 membership
+codes (1 member, 0 background, -1 unannotated and excluded), so that every
+piece of out-of-core data is binarised the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..validate.spec import ColumnSpec, score_dtype
+from ..validate.subgroups import identity_column
+from ..validate.values import as_labels, as_sample_weight, as_scores
+from . import _kernels as K
+
+_NOTHING_MISSING = np.zeros(0, dtype=np.bool_)
+
+
+@dataclass(frozen=True)
+class EncodedRows:
+    """Validated, compact rows: what the sweep of a chunk needs and nothing else.
+
+    ``codes`` is (n, n_subgroups) int8: 1 member, 0 background, -1 not
+    annotated and excluded (``missing_subgroup="exclude"``).
+    """
+
+    labels: np.ndarray
+    codes: np.ndarray
+    weights: np.ndarray | None
+    scores: list
+
+
+def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
+    """Binarise and validate one piece of the data exactly as :func:`fastbias.evaluate` does.
+
+    ``frame`` is a DataFrame or a dict of equally long Series, by column name.
+    """
+    n = len(frame[spec.label])
+    n_groups = len(spec.subgroups)
+    if n == 0:
+        return EncodedRows(np.zeros(0, np.bool_), np.zeros((0, n_groups), np.int8),
+                           np.zeros(0) if spec.weighted else None,
+                           [np.zeros(0, score_dtype(frame[m].dtype)) for m in spec.models])
+    try:
+        labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
+                           threshold=spec.label_threshold)
+        weights = None
+        if spec.weighted:
+            weights = as_sample_weight(frame[spec.sample_weight], n,
+                                       f"sample_weight column {spec.sample_weight!r}")
+            if spec.weight_scale != 1.0:
+                weights = weights / spec.weight_scale  # a power of two: exact
+        codes = np.empty((n, n_groups), dtype=np.int8)
+        for j, name in enumerate(spec.subgroups):
+            column = identity_column(frame, name, spec.subgroup_threshold)
+            K.membership_codes(column.values, column.threshold,
+                                _NOTHING_MISSING if column.missing is None else column.missing,
+                                spec.exclude_missing, codes, j)
+        scores = [as_scores(frame[m], f"score column {m!r}", n) for m in spec.models]
+    except (ValueError, TypeError) as error:
+        if where:
+            raise type(error)(f"{error} ({where})") from error
+        raise
+    return EncodedRows(labels, codes, weights, scores)

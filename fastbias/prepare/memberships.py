@@ -1,0 +1,214 @@
+"""Memberships: which rows belong to which subgroup, in the compact form the sweep needs.
+
+:class:`Memberships` lists, for the identity rows (rows in at least one
+subgroup), their subgroups (CSR), with the labels. It is built once per set
+of rows and does not depend on the scores. :func:`group_by_missing` is the one
+place that groups subgroups by the rows they may be compared with
+(``missing_subgroup="exclude"``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..validate.settings import check_threshold
+from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
+from . import _kernels as K
+
+
+@dataclass(frozen=True)
+class Memberships:
+    """Score-independent description of the subgroups over ``n_rows`` rows.
+
+    Attributes
+    ----------
+    names : list of str
+        Subgroup names, in column order of every result.
+    labels : ndarray of bool, shape (n_rows,)
+        Binary labels (True = positive class).
+    identity_rows : ndarray of int64
+        Rows that belong to at least one subgroup, increasing.
+    row_ptr, row_groups : ndarray of int64
+        CSR lists: the subgroups of ``identity_rows[r]`` are
+        ``row_groups[row_ptr[r]:row_ptr[r + 1]]``.
+    identity_labels : ndarray of bool
+        ``labels[identity_rows]``.
+
+    ``cell_rows``, ``class_rows``, ``neg_rows`` and ``pos_rows`` are computed
+    on first use (the unweighted sweep needs none of them).
+    """
+
+    names: list
+    labels: np.ndarray
+    identity_rows: np.ndarray
+    row_ptr: np.ndarray
+    row_groups: np.ndarray
+    identity_labels: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.names)
+
+    @cached_property
+    def cell_rows(self) -> np.ndarray:
+        """(n_groups, 2) int64: subgroup rows with label 0 and 1 (row counts, never weights)."""
+        return K.cell_row_counts(self.identity_labels, self.row_ptr, self.row_groups,
+                                 self.n_groups)
+
+    @cached_property
+    def class_rows(self) -> tuple:
+        """(number of negative rows, number of positive rows) over all rows."""
+        n_pos = int(np.count_nonzero(self.labels))
+        return self.n_rows - n_pos, n_pos
+
+    @cached_property
+    def _rows_by_label(self) -> tuple:
+        return K.split_rows_by_label(self.labels)
+
+    @property
+    def neg_rows(self) -> np.ndarray:
+        """Rows with label 0, increasing (int64)."""
+        return self._rows_by_label[0]
+
+    @property
+    def pos_rows(self) -> np.ndarray:
+        """Rows with label 1, increasing (int64)."""
+        return self._rows_by_label[1]
+
+
+def memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:
+    return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
+                       labels[identity_rows])
+
+
+def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
+    """Build :class:`Memberships` from one increasing row-index array per subgroup."""
+    labels = np.ascontiguousarray(labels, dtype=np.bool_)
+    sizes = np.array([len(r) for r in group_rows], dtype=np.int64)
+    group_ptr = np.zeros(len(group_rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=group_ptr[1:])
+    flat = (np.concatenate([np.asarray(r, dtype=np.int64) for r in group_rows])
+            if group_rows else np.empty(0, dtype=np.int64))
+    csr = K.build_row_csr(flat, group_ptr, labels.shape[0])
+    return memberships_from_csr(labels, names, *csr)
+
+
+def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list) -> Memberships:
+    """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass."""
+    labels = np.ascontiguousarray(labels, dtype=np.bool_)
+    if matrix.dtype == np.bool_:
+        matrix = matrix.view(np.uint8)
+    matrix = np.ascontiguousarray(matrix)
+    flat = matrix.reshape(-1)
+    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)  # a C-contiguous uint64 view, no copy
+    # first guess of the memberships: one per eight rows (the scan doubles it when short)
+    csr = K.csr_from_dense_rows(words, flat, matrix.shape[1], matrix.shape[0] // 8)
+    return memberships_from_csr(labels, names, *csr)
+
+
+
+def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.ndarray:
+    """Rows where ``values >= threshold`` (NaN is never a member), via a jitted pass.
+
+    A boolean or uint8 mask with a threshold in (0, 1] is read eight rows at
+    a time (members are then exactly the non-zero bytes); anything else is
+    compared row by row.
+    """
+    if values.dtype in (np.bool_, np.uint8) and 0.0 < threshold <= 1.0 and values.ndim == 1:
+        flat = np.ascontiguousarray(values).view(np.uint8)
+        if flat.ctypes.data % 8:
+            flat = flat.copy()  # fresh memory is word aligned
+        words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
+        rows, _ = K.dense_members(words, flat, 1, flat.shape[0] // 64)
+        return rows.copy()
+    count = K.threshold_column_rows(values, threshold, buffer)
+    return buffer[:count].copy()
+
+
+
+def member_rows(values: IdentityValues, buffer: np.ndarray | None = None) -> np.ndarray:
+    """Increasing int64 row indices of the members of one identity column."""
+    if buffer is None:
+        buffer = np.empty(values.values.shape[0], dtype=np.int64)
+    return column_rows(values.values, values.threshold, buffer)
+
+
+def subgroup_rows(subgroups, n: int, threshold: float | None = None):
+    """Validate subgroups and return (names, list of increasing row-index arrays)."""
+    if threshold is not None:
+        threshold = check_threshold(threshold, "subgroup_threshold")
+    names, columns = subgroup_columns(subgroups, n)
+    if not names:
+        raise ValueError("subgroups is empty: give at least one subgroup")
+    buffer = np.empty(n, dtype=np.int64)
+    hint = " or use fastbias.evaluate (missing_subgroup=...)"
+    rows = [member_rows(identity_values(col, name, threshold, hint), buffer)
+            for name, col in zip(names, columns)]
+    return names, rows
+
+
+
+def restrict_rows(rows: list, kept: np.ndarray) -> list:
+    """Row-index arrays over all rows -> the same rows renumbered among the ``kept`` ones."""
+    new_index = np.cumsum(kept) - 1
+    return [new_index[r[kept[r]]] for r in rows]
+
+
+
+def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
+                      kept: np.ndarray | None = None) -> Memberships:
+    """Validated labels + any accepted subgroup container -> :class:`Memberships`.
+
+    A dense (n, k) boolean array takes a single row-major pass; DataFrames and
+    dicts take one jitted pass per column. ``kept`` (a boolean mask over the
+    input rows, from ``nan_policy="omit"``) restricts the subgroups to those rows.
+    """
+    n = labels.shape[0] if kept is None else kept.shape[0]
+    if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
+            and subgroups.shape[1] > 0):
+        if subgroups.shape[0] != n:
+            hint = (f"; one row per subgroup? expected (n_rows, n_subgroups) = ({n}, "
+                    f"{subgroups.shape[0]}): transpose it" if subgroups.shape[1] == n else "")
+            raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}{hint}")
+        names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
+        matrix = subgroups if kept is None else subgroups[kept]
+        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names)
+    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
+    if kept is not None:
+        rows = restrict_rows(rows, kept)
+    return prepare_memberships(labels, rows, names)
+
+
+
+def group_by_missing(missing_masks: list) -> list:
+    """Group subgroups by the rows they may be compared with: ``[(kept rows or None, [j])]``.
+
+    ``missing_masks[j]`` is subgroup j's boolean mask of rows left out of its
+    comparisons (unannotated under ``missing_subgroup="exclude"``), or None
+    when none are. Subgroups with the same mask share one group (as in
+    Jigsaw, where all identity columns are annotated together), so one sweep
+    serves them all; ``kept rows`` is None for the group that keeps every row.
+    """
+    groups: dict = {}
+    for j, missing in enumerate(missing_masks):
+        if missing is not None and not missing.any():
+            missing = None
+        key = b"" if missing is None else np.packbits(missing).tobytes()
+        groups.setdefault(key, (missing, []))[1].append(j)
+    return [(None if missing is None else np.flatnonzero(~missing), members)
+            for missing, members in groups.values()]
+
+
+def group_mask(memberships: Memberships, g: int) -> np.ndarray:
+    """Boolean row mask of subgroup ``g`` (O(memberships))."""
+    m = memberships
+    owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
+    mask = np.zeros(m.n_rows, dtype=np.bool_)
+    mask[m.identity_rows[owner[m.row_groups == g]]] = True
+    return mask

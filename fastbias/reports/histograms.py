@@ -1,0 +1,163 @@
+"""Binned scores of every model and subgroup, split into the four cells (for the figures)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..validate.subgroups import identity_values
+from ..validate.values import as_labels
+
+#: The four cells of a subgroup, in the order of ``ScoreHistograms.counts[..., cell, :]``.
+HISTOGRAM_CELLS = ("subgroup_negatives", "subgroup_positives", "background_negatives",
+                   "background_positives")
+
+
+@dataclass(frozen=True)
+class ScoreHistograms:
+    """Binned scores of every model and subgroup, split into the four cells.
+
+    Attributes
+    ----------
+    edges : ndarray of float64, shape (bins + 1,)
+        Common bin edges (scores outside are put in the end bins).
+    counts : ndarray of int64, shape (n_models, n_subgroups, 4, bins)
+        Rows per bin; the third axis follows :data:`HISTOGRAM_CELLS`
+        (subgroup negatives, subgroup positives, background negatives,
+        background positives). Background = the rows the evaluation compared
+        the subgroup with (it leaves out unannotated rows under
+        ``missing_subgroup="exclude"``).
+    models, subgroups : list of str
+    n_rows, n_negatives, n_positives : int
+        Rows of the data set, and its negatives and positives (rows with a label).
+    """
+
+    edges: np.ndarray
+    counts: np.ndarray
+    models: list
+    subgroups: list
+    n_rows: int
+    n_negatives: int
+    n_positives: int
+
+    def cells(self, model: str, subgroup: str) -> dict:
+        """The four histograms of one (model, subgroup), keyed by cell name."""
+        try:
+            m = self.models.index(model)
+        except ValueError:
+            raise KeyError(f"model {model!r} has no histograms; models are {self.models}") from None
+        try:
+            g = self.subgroups.index(subgroup)
+        except ValueError:
+            raise KeyError(f"subgroup {subgroup!r} has no histograms; subgroups are "
+                           f"{self.subgroups}") from None
+        return {name: self.counts[m, g, c] for c, name in enumerate(HISTOGRAM_CELLS)}
+
+
+def _membership(column: pd.Series, threshold: float):
+    """(member, annotated) boolean arrays of one identity column, as evaluate() reads it."""
+    values = identity_values(column, str(column.name), threshold)
+    annotated = (np.ones(values.values.shape[0], dtype=bool) if values.missing is None
+                 else ~values.missing)
+    return values.member_mask(), annotated
+
+
+def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
+                     score_range=None) -> ScoreHistograms:
+    """Bin every model's scores per subgroup and background, negatives and positives apart.
+
+    The memberships, labels and backgrounds follow ``result.settings``
+    (thresholds and missing-identity policy), so every histogram adds up to
+    the matching count in ``result.table``. Backgrounds are the class totals
+    minus the subgroup, so the cost is one pass over the rows per model plus
+    one over each subgroup's rows.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The frame that was evaluated.
+    result : fastbias.EvaluationResult
+    bins : int, default 40
+    score_range : (float, float), optional
+        Default: [0, 1] when all scores lie there, else the scores' range.
+
+    Returns
+    -------
+    ScoreHistograms
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.report import score_histograms
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=2, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_fair",
+    ...                         subgroups=["male", "female"])
+    >>> h = score_histograms(df, res, bins=10)
+    >>> h.counts.shape
+    (1, 2, 4, 10)
+    >>> int(h.cells("model_fair", "male")["subgroup_positives"].sum()) == int(
+    ...     res.table.loc[0, "subgroup_positives"])
+    True
+    """
+    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    settings = result.settings
+    n = df.shape[0]
+    # rows evaluate() left out under nan_policy="omit" (missing label, non-finite score)
+    # are left out here too: they go to a discard bin
+    label_column = df[result.label]
+    label_ok = ~label_column.isna().to_numpy()
+    labels = np.zeros(n, dtype=bool)
+    pos_label = settings.get("pos_label")
+    labels[label_ok] = as_labels(label_column[label_ok], f"label column {result.label!r}",
+                                 threshold=None if pos_label is not None
+                                 else settings.get("label_threshold", 0.5),
+                                 pos_label=pos_label)
+    scores = [df[m].to_numpy(dtype=np.float64, na_value=np.nan) for m in result.models]
+    finite = [np.isfinite(s) & label_ok for s in scores]
+    if score_range is None:
+        lo = min((float(np.min(s[ok])) for s, ok in zip(scores, finite) if ok.any()), default=0.0)
+        hi = max((float(np.max(s[ok])) for s, ok in zip(scores, finite) if ok.any()), default=1.0)
+        if lo >= 0.0 and hi <= 1.0:
+            lo, hi = 0.0, 1.0
+    else:
+        lo, hi = (float(x) for x in score_range)
+    if not hi > lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    exclude = settings.get("missing_subgroup", "background") == "exclude"
+    threshold = settings.get("subgroup_threshold", 0.5)
+    members, universes = [], []
+    for name in result.subgroups:
+        member, annotated = _membership(df[name], threshold)
+        members.append(np.flatnonzero(member))
+        universes.append(None if not exclude or annotated.all()
+                         else np.packbits(annotated).tobytes())
+    annotated_rows = {}
+    if exclude:
+        for name, key in zip(result.subgroups, universes):
+            if key is not None and key not in annotated_rows:
+                annotated_rows[key] = np.flatnonzero(_membership(df[name], threshold)[1])
+
+    counts = np.zeros((len(result.models), len(result.subgroups), 4, bins), dtype=np.int64)
+    label_offset = labels.astype(np.intp) * bins
+    discard = 2 * bins
+    for m, (s, ok) in enumerate(zip(scores, finite)):
+        # bins are [e_k, e_k+1) with the last one closed, as in numpy.histogram
+        position = np.searchsorted(edges, s, side="right") - 1
+        key = np.clip(position, 0, bins - 1).astype(np.intp) + label_offset
+        key[~ok] = discard
+        totals = {None: np.bincount(key, minlength=discard + 1)}
+        for u, rows in annotated_rows.items():
+            totals[u] = np.bincount(key[rows], minlength=discard + 1)
+        for g, rows in enumerate(members):
+            sub = np.bincount(key[rows], minlength=discard + 1)
+            background = totals[universes[g]] - sub
+            counts[m, g] = [sub[:bins], sub[bins:discard], background[:bins],
+                            background[bins:discard]]
+    n_pos = int(labels[label_ok].sum())
+    n_labelled = int(label_ok.sum())
+    return ScoreHistograms(edges=edges, counts=counts, models=list(result.models),
+                           subgroups=list(result.subgroups), n_rows=n,
+                           n_negatives=n_labelled - n_pos, n_positives=n_pos)

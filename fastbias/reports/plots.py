@@ -1,0 +1,526 @@
+"""Figures of the bias metrics, in the layout of Borkan et al. (2019).
+
+* :func:`plot_auc_heatmap`: Subgroup, BPSN and BNSP AUC per subgroup and model
+  on a 0.5-1 scale, worst subgroups first (the paper's Tables 3 and 6).
+* :func:`plot_aeg_heatmap`: the two Average Equality Gaps on a diverging
+  -0.5..0.5 scale.
+* :func:`plot_score_distributions`: score densities of a subgroup against the
+  background, negatives and positives separately (the paper's Table 7).
+* :func:`plot_intervals`: confidence intervals per subgroup and model, when
+  the evaluation computed them.
+* :func:`plot_subgroup_scores`: the same density panels straight from arrays
+  (the paper's Table 2 scenarios).
+
+matplotlib is needed only when a function is called (``pip install
+"fastbias[plot]"``). Every function returns a :class:`matplotlib.figure.Figure`
+built without pyplot, so nothing is shown or kept open behind your back; in
+a notebook, run ``%matplotlib inline`` once and the figure displays as the
+cell's value. The colour scales are plain data here so that the HTML report
+colours its tables the same way without matplotlib.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..metrics.definitions import AUC_METRICS
+
+AEG_METRICS = ["negative_aeg", "positive_aeg"]
+
+#: Colour stops (value, hex) of the AUC scale, 0.5 (dark red: chance) to 1 (blue). The stops are
+#: denser above 0.8, where real models are, so that a drop from 0.98 to 0.92 is visible.
+AUC_COLOR_STOPS = [(0.5, "#a50026"), (0.7, "#f46d43"), (0.8, "#fdae61"), (0.9, "#fee090"),
+                   (0.95, "#e0f3f8"), (1.0, "#74add1")]
+#: Colour stops of the AEG scale: blue when the subgroup is scored lower than the
+#: background, white at 0, red when it is scored higher.
+AEG_COLOR_STOPS = [(-0.5, "#2166ac"), (-0.25, "#92c5de"), (0.0, "#f7f7f7"),
+                   (0.25, "#f4a582"), (0.5, "#b2182b")]
+#: Hatched grey marks an undefined (NaN) cell in every figure.
+UNDEFINED_COLOR = "#d9d9d9"
+
+NEGATIVE_COLOR = "#1b9e77"  # non-toxic / negatives (green, as in the paper)
+POSITIVE_COLOR = "#7570b3"  # toxic / positives (purple)
+
+METRIC_LABELS = {
+    "subgroup_auc": "Subgroup AUC",
+    "bpsn_auc": "BPSN AUC",
+    "bnsp_auc": "BNSP AUC",
+    "negative_aeg": "Negative AEG",
+    "positive_aeg": "Positive AEG",
+}
+
+
+def _hex_to_rgb(color: str) -> tuple:
+    color = color.lstrip("#")
+    return tuple(int(color[i:i + 2], 16) / 255.0 for i in (0, 2, 4))
+
+
+def color_for(value: float, stops) -> str | None:
+    """Hex colour of ``value`` on a piecewise-linear scale; None for NaN.
+
+    Values outside the scale take the colour of its nearest end.
+
+    Examples
+    --------
+    >>> from fastbias.plotting import color_for, AUC_COLOR_STOPS
+    >>> color_for(1.0, AUC_COLOR_STOPS), color_for(0.2, AUC_COLOR_STOPS)
+    ('#74add1', '#a50026')
+    >>> color_for(float("nan"), AUC_COLOR_STOPS) is None
+    True
+    """
+    if value is None or not np.isfinite(value):
+        return None
+    positions = [p for p, _ in stops]
+    value = min(max(float(value), positions[0]), positions[-1])
+    k = int(np.searchsorted(positions, value, side="right")) - 1
+    k = min(max(k, 0), len(stops) - 2)
+    (p0, c0), (p1, c1) = stops[k], stops[k + 1]
+    t = 0.0 if p1 == p0 else (value - p0) / (p1 - p0)
+    rgb = [a + t * (b - a) for a, b in zip(_hex_to_rgb(c0), _hex_to_rgb(c1))]
+    return "#" + "".join(f"{int(round(255 * x)):02x}" for x in rgb)
+
+
+def text_color_on(background: str) -> str:
+    """Black or white, whichever reads better on ``background`` (hex)."""
+    r, g, b = _hex_to_rgb(background)
+    return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "#ffffff"
+
+
+def _matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib import colors
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - exercised only without matplotlib
+        raise ImportError("fastbias figures need matplotlib: pip install 'fastbias[plot]'") from exc
+    return Figure, colors
+
+
+def _colormap(stops, name: str):
+    _, colors = _matplotlib()
+    lo, hi = stops[0][0], stops[-1][0]
+    cmap = colors.LinearSegmentedColormap.from_list(
+        name, [((p - lo) / (hi - lo), c) for p, c in stops])
+    cmap = cmap.with_extremes(bad=UNDEFINED_COLOR)
+    return cmap, colors.Normalize(vmin=lo, vmax=hi)
+
+
+# --------------------------------------------------------------------------- ordering
+
+def worst_first(result, models=None) -> list:
+    """Subgroups ordered from the lowest AUC to the highest.
+
+    A subgroup's rank is its lowest Subgroup, BPSN or BNSP AUC over the given
+    models (all by default); subgroups with every AUC undefined come last.
+
+    Parameters
+    ----------
+    result : fastbias.EvaluationResult
+    models : list of str, optional
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.plotting import worst_first
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=3, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+    ...                         subgroups=["male", "female", "transgender"])
+    >>> sorted(worst_first(res)) == ["female", "male", "transgender"]
+    True
+    """
+    table = result.table
+    if models is not None:
+        table = table[table["model"].isin(list(models))]
+    lowest = table.set_index("subgroup")[AUC_METRICS].min(axis=1, skipna=True)
+    lowest = lowest.groupby(level=0, sort=False).min()
+    lowest = lowest.reindex(result.subgroups)
+    order = np.argsort(lowest.fillna(np.inf).to_numpy(), kind="stable")
+    return [result.subgroups[i] for i in order]
+
+
+def _select(result, subgroups, models, max_subgroups):
+    models = list(result.models if models is None else models)
+    unknown = [m for m in models if m not in result.models]
+    if unknown:
+        raise KeyError(f"models {unknown} were not evaluated; models are {result.models}")
+    if subgroups is None:
+        subgroups = worst_first(result, models)
+        if max_subgroups is not None:
+            subgroups = subgroups[:max_subgroups]
+    else:
+        subgroups = list(subgroups)
+        unknown = [g for g in subgroups if g not in result.subgroups]
+        if unknown:
+            raise KeyError(f"subgroups {unknown} were not evaluated; subgroups are "
+                           f"{result.subgroups}")
+    if not subgroups:
+        raise ValueError("no subgroups to plot")
+    return subgroups, models
+
+
+def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups, models,
+             max_subgroups, value_format):
+    Figure, _ = _matplotlib()
+    subgroups, models = _select(result, subgroups, models, max_subgroups)
+    cmap, norm = _colormap(stops, cmap_name)
+    n_rows, n_cols = len(subgroups), len(metrics)
+    width_per_model = 0.72 * n_cols + 0.3
+    label_width = 0.09 * max(len(str(g)) for g in subgroups) + 0.4
+    fig = Figure(figsize=(label_width + width_per_model * len(models) + 1.1,
+                          1.5 + 0.3 * n_rows), layout="constrained")
+    axes = fig.subplots(1, len(models), squeeze=False, sharey=True)[0]
+    image = None
+    for k, (ax, model) in enumerate(zip(axes, models)):
+        part = result.table[result.table["model"] == model].set_index("subgroup")
+        values = part.reindex(subgroups)[metrics].to_numpy(dtype=np.float64)
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto",
+                          interpolation="nearest")
+        for (i, j), v in np.ndenumerate(values):
+            if np.isfinite(v):
+                ax.text(j, i, value_format.format(v), ha="center", va="center", fontsize=8,
+                        color=text_color_on(color_for(v, stops)))
+            else:
+                ax.add_patch(_hatch_patch(j, i))
+                ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="#444444")
+        ax.set_xticks(range(n_cols), [METRIC_LABELS[m].replace(" ", "\n") for m in metrics],
+                      fontsize=8)
+        ax.xaxis.tick_top()
+        ax.set_title(str(model), fontsize=10, pad=6)
+        if k == 0:
+            ax.set_yticks(range(n_rows), [str(g) for g in subgroups], fontsize=8)
+        else:
+            ax.tick_params(labelleft=False)
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+    bar = fig.colorbar(image, ax=list(axes), shrink=min(1.0, 6.0 / max(n_rows, 1)) if n_rows > 6
+                       else 1.0, aspect=25, pad=0.02)
+    bar.set_label(colorbar_label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _hatch_patch(x, y):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=UNDEFINED_COLOR, edgecolor="#9e9e9e",
+                     hatch="///", linewidth=0)
+
+
+def plot_auc_heatmap(result, *, subgroups=None, models=None, max_subgroups=None):
+    """Heatmap of Subgroup, BPSN and BNSP AUC per subgroup, one panel per model.
+
+    The scale runs from 0.5 (red, chance) to 1 (blue); rows are ordered worst
+    first (see :func:`worst_first`), as in Borkan et al. (2019), Tables 3
+    and 6. Undefined cells are hatched grey and marked "n/a".
+
+    Parameters
+    ----------
+    result : fastbias.EvaluationResult
+    subgroups : list of str, optional
+        Rows to show, in this order (default: all, worst first).
+    models : list of str, optional
+        Panels to show (default: every model evaluated).
+    max_subgroups : int, optional
+        Show only this many of the worst subgroups.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.plotting import plot_auc_heatmap
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=4, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+    ...                         subgroups=["male", "female", "transgender", "other_gender"])
+    >>> fig = plot_auc_heatmap(res)
+    >>> len(fig.axes)  # two model panels and the colour bar
+    3
+    """
+    return _heatmap(result, AUC_METRICS, AUC_COLOR_STOPS, "fastbias_auc",
+                    "AUCs per subgroup (worst first)", "AUC (0.5 = chance)", subgroups, models,
+                    max_subgroups, "{:.3f}")
+
+
+def plot_aeg_heatmap(result, *, subgroups=None, models=None, max_subgroups=None):
+    """Heatmap of the Negative and Positive AEG per subgroup, one panel per model.
+
+    Diverging scale from -0.5 (blue: the subgroup's scores lie below the
+    background's of the same class) through 0 (white) to 0.5 (red: above).
+
+    Parameters
+    ----------
+    result : fastbias.EvaluationResult
+    subgroups, models, max_subgroups
+        As in :func:`plot_auc_heatmap`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.plotting import plot_aeg_heatmap
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=2, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+    ...                         subgroups=["male", "female"])
+    >>> plot_aeg_heatmap(res).axes[0].get_title()
+    'model_biased'
+    """
+    return _heatmap(result, AEG_METRICS, AEG_COLOR_STOPS, "fastbias_aeg",
+                    "Average Equality Gaps per subgroup", "AEG (> 0: subgroup scored higher)",
+                    subgroups, models, max_subgroups, "{:+.3f}")
+
+
+def _density(counts, edges):
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    if total <= 0:
+        return None
+    return counts / (total * np.diff(edges))
+
+
+def _density_panel(ax, edges, subgroup_counts, background_counts, color, title,
+                   subgroup_label="subgroup", background_label="background"):
+    bg = _density(background_counts, edges)
+    sub = _density(subgroup_counts, edges)
+    if bg is not None:
+        ax.stairs(bg, edges, fill=True, color="#bdbdbd", alpha=0.8,
+                  label=f"{background_label} (n={int(np.sum(background_counts)):,})")
+    if sub is not None:
+        ax.stairs(sub, edges, color=color, linewidth=1.8,
+                  label=f"{subgroup_label} (n={int(np.sum(subgroup_counts)):,})")
+    else:
+        ax.text(0.5, 0.5, f"no {subgroup_label} rows", transform=ax.transAxes, ha="center",
+                va="center", fontsize=8, color="#666666")
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_title(title, fontsize=8.5)
+    ax.tick_params(labelsize=7)
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    mass_right = bg is not None and np.sum(bg * np.diff(edges) * (edges[:-1] + edges[1:]) / 2) > \
+        (edges[0] + edges[-1]) / 2
+    ax.legend(fontsize=6.5, frameon=False, loc="upper left" if mass_right else "upper right")
+
+
+def plot_score_distributions(histograms, *, subgroups, models=None):
+    """Score densities of subgroups against their background (Borkan et al. 2019, Table 7).
+
+    One row per subgroup; for every model two panels: the negatives
+    (subgroup vs background, what BPSN AUC and the Negative AEG compare) and
+    the positives (BNSP AUC, Positive AEG). The background is the grey area,
+    the subgroup the line; each is normalised to unit area.
+
+    Parameters
+    ----------
+    histograms : fastbias.report.ScoreHistograms
+        Binned scores (see :func:`fastbias.report.score_histograms`).
+    subgroups : list of str
+        Subgroups to show, one row each.
+    models : list of str, optional
+        Default: every model in ``histograms``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.report import score_histograms
+    >>> from fastbias.plotting import plot_score_distributions
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=2, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+    ...                         subgroups=["male", "female"])
+    >>> fig = plot_score_distributions(score_histograms(df, res), subgroups=["male"])
+    >>> len(fig.axes)
+    2
+    """
+    Figure, _ = _matplotlib()
+    models = list(histograms.models if models is None else models)
+    subgroups = list(subgroups)
+    if not subgroups:
+        raise ValueError("subgroups is empty: name at least one subgroup to plot")
+    n_cols = 2 * len(models)
+    fig = Figure(figsize=(2.6 * n_cols + 0.4, 1.9 * len(subgroups) + 0.6), layout="constrained")
+    axes = fig.subplots(len(subgroups), n_cols, squeeze=False, sharex=True)
+    for i, subgroup in enumerate(subgroups):
+        for k, model in enumerate(models):
+            cells = histograms.cells(model, subgroup)
+            _density_panel(axes[i, 2 * k], histograms.edges, cells["subgroup_negatives"],
+                           cells["background_negatives"], NEGATIVE_COLOR,
+                           f"{model} | {subgroup}: negatives")
+            _density_panel(axes[i, 2 * k + 1], histograms.edges, cells["subgroup_positives"],
+                           cells["background_positives"], POSITIVE_COLOR,
+                           f"{model} | {subgroup}: positives")
+    for ax in axes[-1]:
+        ax.set_xlabel("score", fontsize=8)
+    fig.suptitle("Score distributions: subgroup (line) against background (grey)", fontsize=11)
+    return fig
+
+
+def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range=(0.0, 1.0),
+                         title: str | None = None, ax=None):
+    """Score densities of one subgroup and its background from arrays, in one panel.
+
+    Four curves: background negatives and positives (filled), subgroup
+    negatives and positives (lines) - the pictures of Borkan et al. (2019),
+    Table 2.
+
+    Parameters
+    ----------
+    y_true : array-like of bool, shape (n,)
+    y_score : array-like of float, shape (n,)
+    member : array-like of bool, shape (n,)
+        Subgroup membership.
+    bins : int, default 40
+    score_range : (float, float), default (0, 1)
+    title : str, optional
+    ax : matplotlib Axes, optional
+        Draw into this axes; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastbias.plotting import plot_subgroup_scores
+    >>> y = np.array([0, 0, 1, 1, 0, 1], bool)
+    >>> s = np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.9])
+    >>> g = np.array([1, 1, 1, 0, 0, 0], bool)
+    >>> fig = plot_subgroup_scores(y, s, g, title="toy")
+    >>> fig.axes[0].get_title()
+    'toy'
+    """
+    y = np.asarray(y_true, dtype=bool)
+    s = np.asarray(y_score, dtype=np.float64)
+    g = np.asarray(member, dtype=bool)
+    if not (y.shape == s.shape == g.shape) or y.ndim != 1:
+        raise ValueError(f"y_true, y_score and member must be 1-D of one length, got shapes "
+                         f"{y.shape}, {s.shape}, {g.shape}")
+    edges = np.linspace(score_range[0], score_range[1], bins + 1)
+    if ax is None:
+        Figure, _ = _matplotlib()
+        fig = Figure(figsize=(3.4, 2.4), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
+    curves = [(~g & ~y, NEGATIVE_COLOR, "background negatives", True),
+              (~g & y, POSITIVE_COLOR, "background positives", True),
+              (g & ~y, NEGATIVE_COLOR, "subgroup negatives", False),
+              (g & y, POSITIVE_COLOR, "subgroup positives", False)]
+    for mask, color, label, filled in curves:
+        counts, _ = np.histogram(np.clip(s[mask], edges[0], edges[-1]), bins=edges)
+        density = _density(counts, edges)
+        if density is None:
+            continue
+        if filled:
+            ax.stairs(density, edges, fill=True, color=color, alpha=0.25, label=label)
+        else:
+            ax.stairs(density, edges, color=color, linewidth=1.8, label=label)
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_yticks([])
+    ax.tick_params(labelsize=7)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    return fig
+
+
+def interval_metrics(table) -> list:
+    """Metrics of ``table`` that carry ``<metric>_low``/``<metric>_high`` interval columns."""
+    from ..metrics.definitions import METRIC_COLUMNS
+
+    return [m for m in METRIC_COLUMNS if f"{m}_low" in table.columns and f"{m}_high" in table.columns]
+
+
+def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_subgroups=None):
+    """Point estimates with confidence intervals per subgroup, one panel per metric.
+
+    Needs an evaluation with intervals (``fastbias.evaluate(..., ci=...)``,
+    which adds ``<metric>_low``/``<metric>_high`` columns).
+
+    Parameters
+    ----------
+    result : fastbias.EvaluationResult
+    metrics : list of str, optional
+        Default: every metric with interval columns.
+    subgroups, models, max_subgroups
+        As in :func:`plot_auc_heatmap`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.plotting import plot_intervals
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=2, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_fair",
+    ...                         subgroups=["male", "female"])
+    >>> res.table["subgroup_auc_low"] = res.table["subgroup_auc"] - 0.01
+    >>> res.table["subgroup_auc_high"] = res.table["subgroup_auc"] + 0.01
+    >>> plot_intervals(res).axes[0].get_title()
+    'Subgroup AUC'
+    """
+    Figure, _ = _matplotlib()
+    available = interval_metrics(result.table)
+    metrics = available if metrics is None else list(metrics)
+    missing = [m for m in metrics if m not in available]
+    if missing or not metrics:
+        raise ValueError(f"no interval columns for {missing or 'any metric'}; evaluate with "
+                         f"ci='delong', 'bootstrap' or 'bernstein' first")
+    subgroups, models = _select(result, subgroups, models, max_subgroups)
+    n = len(subgroups)
+    label_width = 0.08 * max(len(str(g)) for g in subgroups) + 0.3
+    fig = Figure(figsize=(2.3 * len(metrics) + label_width,
+                          1.3 + 0.22 * n * max(1, len(models)) ** 0.5), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else np.zeros(1)
+    y = np.arange(n)
+    for ax, metric in zip(axes, metrics):
+        for k, model in enumerate(models):
+            part = result.table[result.table["model"] == model].set_index("subgroup")
+            part = part.reindex(subgroups)
+            mid = part[metric].to_numpy(dtype=np.float64)
+            low = part[f"{metric}_low"].to_numpy(dtype=np.float64)
+            high = part[f"{metric}_high"].to_numpy(dtype=np.float64)
+            ok = np.isfinite(mid) & np.isfinite(low) & np.isfinite(high)
+            err = np.vstack([mid - low, high - mid])[:, ok]
+            ax.errorbar(mid[ok], y[ok] + offsets[k], xerr=np.clip(err, 0, None), fmt="o",
+                        markersize=3, capsize=2, linewidth=1, color=palette[k % len(palette)],
+                        label=str(model))
+        if metric not in AUC_METRICS:  # AUC axes zoom on the data; AEGs show where 0 is
+            ax.axvline(0.0, color="#999999", linewidth=0.8, linestyle=":")
+        ax.set_title(METRIC_LABELS[metric], fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.grid(axis="x", color="#eeeeee")
+    axes[0].set_yticks(y, [str(g) for g in subgroups], fontsize=8)
+    axes[0].set_ylim(n - 0.5, -0.5)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+               ncols=min(len(models), 6), fontsize=8, frameon=False)
+    confidence = result.settings.get("confidence")
+    method = result.settings.get("ci")
+    label = f"{method} intervals" if method else "intervals"
+    if confidence:
+        label = f"{confidence:.0%} {label}"
+    fig.suptitle(f"Metrics with {label} (worst subgroups first)", fontsize=11)
+    return fig
+
+
+__all__ = ["plot_auc_heatmap", "plot_aeg_heatmap", "plot_score_distributions",
+           "plot_subgroup_scores", "plot_intervals", "worst_first", "color_for",
+           "AUC_COLOR_STOPS", "AEG_COLOR_STOPS"]

@@ -1,0 +1,749 @@
+"""Bias reports: one self-contained HTML file, CSV, JSON, and an aligned text table.
+
+A :class:`BiasReport` holds an :class:`~fastbias.EvaluationResult` together
+with binned scores (:class:`ScoreHistograms`) - enough for every figure and
+table without keeping the rows. Build one with :func:`bias_report` (evaluate
+and report in one step) or :meth:`BiasReport.from_result` (an existing
+evaluation and its DataFrame), then write it with :meth:`BiasReport.save`, whose
+format follows the file's extension (``.html``, ``.csv``, ``.json``).
+
+The figures (:meth:`BiasReport.plot_aucs`, :meth:`~BiasReport.plot_aegs`,
+:meth:`~BiasReport.plot_distributions`, :meth:`~BiasReport.plot_intervals`)
+need matplotlib (``pip install "fastbias[plot]"``); without it the HTML report
+still carries every table and says that the figures were left out.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+from .._version import __version__
+from ..metrics.aggregates import final_metric
+from ..metrics.definitions import AUC_METRICS, COUNT_COLUMNS, METRIC_CELLS, METRIC_COLUMNS
+from .histograms import ScoreHistograms, score_histograms
+from .plots import (AEG_COLOR_STOPS, AEG_METRICS, AUC_COLOR_STOPS, METRIC_LABELS, color_for,
+                    interval_metrics, text_color_on, worst_first)
+
+
+_CELL_WORDS = {
+    "subgroup_negatives": "subgroup negatives",
+    "subgroup_positives": "subgroup positives",
+    "background_negatives": "background negatives",
+    "background_positives": "background positives",
+}
+
+
+OUTPUT_FORMATS = {".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
+
+
+def write_atomically(path, text: str) -> None:
+    """Write ``text`` to ``path`` so that the file is either the old one or the complete new one.
+
+    The text goes to a temporary file in the same directory, is flushed to
+    disk, and replaces ``path`` in one rename: an interrupted run leaves the
+    previous file intact. A symbolic link at ``path`` is refused (it would
+    be followed to a file elsewhere).
+    """
+    path = os.fspath(path)
+    if os.path.islink(path):
+        raise ValueError(f"output {path!r} is a symbolic link; fastbias does not write through "
+                         f"links: give the path of a regular file")
+    if os.path.isdir(path):
+        raise ValueError(f"output {path!r} is a directory; give a file name")
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                                         dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _is_nan(value) -> bool:
+    try:
+        return value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _fmt_metric(value, metric: str) -> str:
+    if _is_nan(value):
+        return "n/a"
+    return f"{value:+.4f}" if metric in AEG_METRICS else f"{value:.4f}"
+
+
+def _fmt_count(value) -> str:
+    return "n/a" if _is_nan(value) else f"{int(value):,}"
+
+
+def undefined_reason(row, metric: str) -> str:
+    """Why ``metric`` is undefined for one table row (a dict-like with the count columns)."""
+    first, second = METRIC_CELLS[metric]
+    empty = [c for c in (first, second) if not _is_nan(row[c]) and int(row[c]) == 0]
+    compares = f"it compares {_CELL_WORDS[first]} with {_CELL_WORDS[second]}"
+    if not empty:
+        return f"{compares}, and one of them has zero total weight"
+    which = " and ".join(f"{c} = 0" for c in empty)
+    return f"{compares}, and {which}"
+
+
+def _json_value(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(value) else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def _matplotlib_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class BiasReport:
+    """An evaluation, its binned scores and what it takes to show them.
+
+    Attributes
+    ----------
+    result : fastbias.EvaluationResult
+    histograms : ScoreHistograms
+    title : str
+    source : str
+        Where the data came from (shown in the report).
+    timings : dict
+        Optional ``{step: seconds}`` shown in the report (the demo fills it).
+    """
+
+    result: object
+    histograms: ScoreHistograms
+    title: str = "fastbias report"
+    source: str = ""
+    timings: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, df: pd.DataFrame, result, *, bins: int = 40, title: str | None = None,
+                    source: str = "") -> "BiasReport":
+        """Report on an existing evaluation of ``df``.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            The frame given to :func:`fastbias.evaluate` (only its score,
+            label and subgroup columns are read, to bin the scores).
+        result : fastbias.EvaluationResult
+        bins : int, default 40
+            Histogram bins for the score distributions.
+        title : str, optional
+        source : str, optional
+
+        Returns
+        -------
+        BiasReport
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> from fastbias.report import BiasReport
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=3, random_state=0)
+        >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+        ...                         subgroups=["male", "female", "transgender"])
+        >>> report = BiasReport.from_result(df, res, title="toy")
+        >>> list(report.summary().index)
+        ['model_fair', 'model_biased']
+        """
+        return cls(result=result, histograms=score_histograms(df, result, bins=bins),
+                   title=title or "fastbias report", source=source)
+
+    # ---------------------------------------------------------------- tables
+
+    def worst_subgroups(self, n: int | None = None, model: str | None = None) -> list:
+        """The ``n`` worst subgroups (all by default), worst first.
+
+        With ``model``: ranked by that model's own lowest Subgroup, BPSN or
+        BNSP AUC. Without: every model's ranking taken in turn (its worst,
+        then the next model's worst, ...), so that a list cut at ``n`` never
+        leaves out a model's own worst subgroups. Subgroups whose AUCs are all
+        undefined come last.
+        """
+        if model is not None:
+            order = worst_first(self.result, [model])
+        else:
+            rankings = [worst_first(self.result, [m]) for m in self.result.models]
+            order = list(dict.fromkeys(g for tier in zip(*rankings) for g in tier))
+        return order if n is None else order[:n]
+
+    def final_metrics(self, nan_policy: str = "propagate") -> pd.Series:
+        """Jigsaw final metric per model (see :func:`fastbias.final_metric`).
+
+        With the default ``nan_policy="propagate"`` a model with an undefined
+        per-subgroup AUC gets NaN; ``"omit"`` leaves undefined AUCs out.
+        """
+        values = {}
+        for model in self.result.models:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                values[model] = final_metric(self.result.for_model(model),
+                                             float(self.result.overall_auc[model]),
+                                             nan_policy=nan_policy)
+        return pd.Series(values, name="final_metric", dtype=np.float64)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per model: overall AUC, final metric, lowest AUC and largest AEG.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``model``; columns ``overall_auc``, ``final_metric`` (when
+            :mod:`fastbias.aggregates` is there), ``lowest_auc``,
+            ``lowest_auc_subgroup``, ``lowest_auc_metric``, ``largest_abs_aeg``,
+            ``largest_aeg_subgroup``, ``largest_aeg_metric``,
+            ``undefined_values``.
+        """
+        rows = {}
+        finals = self.final_metrics()
+        for model in self.result.models:
+            part = self.result.for_model(model)
+            row = {"overall_auc": float(self.result.overall_auc[model])}
+            if model in finals.index:
+                row["final_metric"] = float(finals[model])
+            aucs = part[AUC_METRICS].stack().dropna()
+            if len(aucs):
+                (subgroup, metric), value = aucs.idxmin(), aucs.min()
+                row.update(lowest_auc=float(value), lowest_auc_subgroup=subgroup,
+                           lowest_auc_metric=metric)
+            else:
+                row.update(lowest_auc=np.nan, lowest_auc_subgroup=None, lowest_auc_metric=None)
+            aegs = part[AEG_METRICS].stack().dropna()
+            if len(aegs):
+                where = aegs.abs().idxmax()
+                row.update(largest_abs_aeg=float(aegs[where]), largest_aeg_subgroup=where[0],
+                           largest_aeg_metric=where[1])
+            else:
+                row.update(largest_abs_aeg=np.nan, largest_aeg_subgroup=None,
+                           largest_aeg_metric=None)
+            row["undefined_values"] = int(part[METRIC_COLUMNS].isna().to_numpy().sum())
+            rows[model] = row
+        out = pd.DataFrame.from_dict(rows, orient="index")
+        out.index.name = "model"
+        return out
+
+    def undefined_cells(self) -> pd.DataFrame:
+        """Every undefined (NaN) metric with the reason: columns model, subgroup, metric, reason."""
+        records = []
+        for row in self.result.table.to_dict("records"):
+            for metric in METRIC_COLUMNS:
+                if _is_nan(row[metric]):
+                    records.append({"model": row["model"], "subgroup": row["subgroup"],
+                                    "metric": metric, "reason": undefined_reason(row, metric)})
+        return pd.DataFrame(records, columns=["model", "subgroup", "metric", "reason"])
+
+    def to_text(self, *, max_subgroups: int | None = None) -> str:
+        """An aligned plain-text table per model, worst subgroups first.
+
+        Parameters
+        ----------
+        max_subgroups : int, optional
+            Show only this many of the worst subgroups.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=2, random_state=0)
+        >>> report = fastbias.bias_report(df, label="toxicity", scores="model_fair",
+        ...                               subgroups=["male", "female"])
+        >>> print(report.to_text().splitlines()[1])  # doctest: +NORMALIZE_WHITESPACE
+        subgroup  size  sub-  sub+  bg-  bg+  subgroup_auc  bpsn_auc  bnsp_auc  neg_aeg  pos_aeg
+        """
+        summary = self.summary()
+        ci_metrics = interval_metrics(self.result.table)
+        blocks = []
+        for model in self.result.models:
+            order = self.worst_subgroups(max_subgroups, model=model)
+            part = self.result.for_model(model).reindex(order)
+            head = f"{model}  overall AUC {summary.at[model, 'overall_auc']:.4f}"
+            if "final_metric" in summary.columns:
+                final = summary.at[model, "final_metric"]
+                head += f"  final metric {_fmt_metric(final, '')}"
+                if _is_nan(final):
+                    omitted = self.final_metrics(nan_policy="omit").get(model, np.nan)
+                    if not _is_nan(omitted):
+                        head += f" ({omitted:.4f} without the n/a AUCs)"
+            columns = ["subgroup", "size", "sub-", "sub+", "bg-", "bg+"] + \
+                [{"subgroup_auc": "subgroup_auc", "bpsn_auc": "bpsn_auc", "bnsp_auc": "bnsp_auc",
+                  "negative_aeg": "neg_aeg", "positive_aeg": "pos_aeg"}[m] for m in METRIC_COLUMNS]
+            rows = []
+            for name, row in part.iterrows():
+                cells = [str(name)] + [_fmt_count(row[c]) for c in COUNT_COLUMNS]
+                for metric in METRIC_COLUMNS:
+                    text = _fmt_metric(row[metric], metric)
+                    if metric in ci_metrics and not _is_nan(row[metric]):
+                        low, high = row[f"{metric}_low"], row[f"{metric}_high"]
+                        if not (_is_nan(low) or _is_nan(high)):
+                            text += f" [{low:.3f}, {high:.3f}]"
+                    cells.append(text)
+                rows.append(cells)
+            widths = [max(len(columns[j]), *(len(r[j]) for r in rows)) if rows else len(columns[j])
+                      for j in range(len(columns))]
+
+            def line(cells):
+                return "  ".join(c.ljust(widths[0]) if j == 0 else c.rjust(widths[j])
+                                 for j, c in enumerate(cells)).rstrip()
+
+            body = [head, line(columns), "  ".join("-" * w for w in widths)]
+            body += [line(r) for r in rows]
+            blocks.append("\n".join(body))
+        text = "\n\n".join(blocks)
+        if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
+            text += (f"\n\n({max_subgroups} worst of {len(self.result.subgroups)} subgroups "
+                     f"shown) for each model, ranked by that model's own lowest AUC")
+        n_undefined = int(self.summary()["undefined_values"].sum())
+        if n_undefined:
+            text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
+                     f"and one of them is empty (see the report for each reason)")
+        return text
+
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy table with the model's overall AUC (and final metric) on every row."""
+        table = self.result.table.copy()
+        table["overall_auc"] = table["model"].map(self.result.overall_auc.to_dict())
+        finals = self.final_metrics()
+        if len(finals):
+            table["final_metric"] = table["model"].map(finals.to_dict())
+        return table
+
+    def to_csv(self, path) -> None:
+        """Write :meth:`to_frame` as CSV (undefined values are empty fields)."""
+        write_atomically(path, self.to_frame().to_csv(index=False))
+
+    def to_dict(self) -> dict:
+        """Everything in the report as plain JSON-ready Python (NaN becomes None)."""
+
+        summary = self.summary()
+        models = []
+        for model in self.result.models:
+            part = self.result.table[self.result.table["model"] == model].drop(columns="model")
+            rows = [{k: _json_value(v) for k, v in r.items()} for r in part.to_dict("records")]
+            models.append({
+                "name": model,
+                **{k: _json_value(v) for k, v in summary.loc[model].items()},
+                "subgroups": rows,
+            })
+        return {
+            "fastbias_version": __version__,
+            "title": self.title,
+            "source": self.source,
+            "label": self.result.label,
+            "n_rows": self.histograms.n_rows,
+            "n_negatives": self.histograms.n_negatives,
+            "n_positives": self.histograms.n_positives,
+            "settings": {k: _json_value(v) for k, v in self.result.settings.items()},
+            "models": models,
+            "timings_s": {k: float(v) for k, v in self.timings.items()},
+        }
+
+    def to_json(self, path=None, *, indent: int = 2) -> str:
+        """JSON text of :meth:`to_dict` (strict JSON: undefined values are null); written to ``path`` if given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            write_atomically(path, text + "\n")
+        return text
+
+    # ---------------------------------------------------------------- figures
+
+    def plot_aucs(self, **kwargs):
+        """Heatmap of the three AUCs (see :func:`fastbias.plotting.plot_auc_heatmap`)."""
+        from .plots import plot_auc_heatmap
+
+        return plot_auc_heatmap(self.result, **kwargs)
+
+    def plot_aegs(self, **kwargs):
+        """Heatmap of the two AEGs (see :func:`fastbias.plotting.plot_aeg_heatmap`)."""
+        from .plots import plot_aeg_heatmap
+
+        return plot_aeg_heatmap(self.result, **kwargs)
+
+    def plot_distributions(self, subgroups=None, *, n_worst: int = 3, models=None):
+        """Score distributions of subgroups against the background, the worst ``n_worst`` by default.
+
+        See :func:`fastbias.plotting.plot_score_distributions`.
+        """
+        from .plots import plot_score_distributions
+
+        if subgroups is None:
+            subgroups = self.worst_subgroups(n_worst)
+        elif isinstance(subgroups, str):
+            subgroups = [subgroups]
+        return plot_score_distributions(self.histograms, subgroups=subgroups, models=models)
+
+    def plot_intervals(self, **kwargs):
+        """Intervals per subgroup (see :func:`fastbias.plotting.plot_intervals`)."""
+        from .plots import plot_intervals
+
+        return plot_intervals(self.result, **kwargs)
+
+    # ---------------------------------------------------------------- HTML
+
+    def figures(self, *, max_subgroups: int = 40, n_distributions: int = 3) -> list:
+        """(key, caption, Figure) for every figure of the HTML report; [] without matplotlib."""
+        if not _matplotlib_available():
+            return []
+        n_all = len(self.result.subgroups)
+        limit = max_subgroups if n_all > max_subgroups else None
+        shown = f"the {max_subgroups} worst of {n_all} subgroups" if limit else \
+            f"all {n_all} subgroups"
+        rows = self.worst_subgroups(limit)
+        order_note = "each model's worst first, in turn" if len(self.result.models) > 1 else \
+            "worst first"
+        out = [
+            ("aucs", f"Subgroup, BPSN and BNSP AUC per subgroup and model, {shown}, "
+                     f"{order_note} (scale 0.5-1; hatched n/a = undefined).",
+             self.plot_aucs(subgroups=rows)),
+            ("aegs", f"Negative and Positive AEG, {shown} in the same order (diverging scale "
+                     f"-0.5..0.5; red = the subgroup is scored higher than the background of "
+                     f"the same class, blue = lower).",
+             self.plot_aegs(subgroups=rows)),
+        ]
+        if interval_metrics(self.result.table):
+            out.append(("intervals", f"Point estimates and intervals, {shown}.",
+                        self.plot_intervals(subgroups=rows)))
+        worst = self.worst_subgroups(n_distributions)
+        out.append(("distributions",
+                    f"Score distributions of the {len(worst)} worst subgroup(s) (line) against "
+                    f"their background (grey), negatives and positives separately: a subgroup "
+                    f"curve right of the background means higher scores for that subgroup "
+                    f"(positive AEG); negatives of a subgroup overlapping the background "
+                    f"positives mean a low BPSN AUC.",
+                    self.plot_distributions(worst)))
+        return out
+
+    def to_html(self, path=None, *, max_subgroups: int = 40, n_distributions: int = 3,
+                dpi: int = 110) -> str:
+        """One self-contained HTML page: summary, figures (embedded PNG) and tables.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Also write the page there.
+        max_subgroups : int, default 40
+            Heatmaps show at most this many (worst) subgroups; tables show all.
+        n_distributions : int, default 3
+            Score distributions of this many worst subgroups.
+        dpi : int, default 110
+            Resolution of the embedded figures.
+
+        Returns
+        -------
+        str
+            The HTML text.
+        """
+
+        figures_html = []
+        figures = self.figures(max_subgroups=max_subgroups, n_distributions=n_distributions)
+        for key, caption, fig in figures:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="png", dpi=dpi)
+            data = base64.b64encode(buffer.getvalue()).decode("ascii")
+            figures_html.append(
+                f'<figure id="fig-{key}"><img alt="{html.escape(caption)}" '
+                f'src="data:image/png;base64,{data}"><figcaption>{html.escape(caption)}'
+                f'</figcaption></figure>')
+        if not figures:
+            figures_html.append('<p class="note" id="no-figures">Figures are left out: matplotlib '
+                                'is not installed. Install it with <code>pip install '
+                                '"fastbias[plot]"</code> and write the report again.</p>')
+        body = [
+            f"<h1>{html.escape(self.title)}</h1>",
+            self._html_settings(),
+            "<h2>Summary</h2>",
+            self._html_summary(),
+            "<h2>Figures</h2>",
+            *figures_html,
+            "<h2>Metrics per subgroup</h2>",
+            self._html_tables(),
+            self._html_undefined(),
+            self._html_glossary(),
+        ]
+        if self.timings:
+            rows = "".join(f"<tr><td>{html.escape(k)}</td><td class=num>{v:.2f} s</td></tr>"
+                           for k, v in self.timings.items())
+            body.append(f"<h2>Timings</h2><table class=small><tbody>{rows}</tbody></table>")
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        body.append(f'<footer>fastbias {html.escape(__version__)} &middot; {stamp}</footer>')
+        page = (
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
+            f"<body><main>{''.join(body)}</main></body></html>\n")
+        if path is not None:
+            write_atomically(path, page)
+        return page
+
+    def _label_rule(self) -> str:
+        """The rule that made a row positive, as the evaluation applied it (HTML-escaped)."""
+        s = self.result.settings
+        positive = s.get("pos_label")
+        if positive is not None:
+            if isinstance(positive, np.generic):
+                positive = positive.item()
+            return f"positive if = {html.escape(repr(positive))}"
+        if s.get("label_threshold") is None:
+            return "positive if = 1 (labels exactly 0/1)"
+        return f"positive if &ge; {html.escape(str(s.get('label_threshold')))}"
+
+    def _html_settings(self) -> str:
+        s = self.result.settings
+        h = self.histograms
+        items = []
+        if self.source:
+            items.append(("data", self.source))
+        items += [
+            ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive)"),
+            ("label", f"{html.escape(str(self.result.label))} ({self._label_rule()})"),
+            ("models", ", ".join(html.escape(str(m)) for m in self.result.models)),
+            ("subgroups", f"{len(self.result.subgroups)} (member if &ge; "
+                          f"{s.get('subgroup_threshold')}; unannotated rows: "
+                          f"{html.escape(str(s.get('missing_subgroup')))})"),
+        ]
+        if s.get("ci"):
+            items.append(("intervals", f"{s.get('ci')}, {float(s.get('confidence', 0.95)):.0%}"))
+        if s.get("weighted"):
+            items.append(("weights", "sample weights used for the metrics; histograms count "
+                                     "rows"))
+        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('label', 'subgroups', 'models') else html.escape(str(v))}</td></tr>"
+                       for k, v in items)
+        return f'<table class="settings"><tbody>{rows}</tbody></table>'
+
+    def _html_summary(self) -> str:
+        summary = self.summary()
+        has_final = "final_metric" in summary.columns
+        finals_omit = {}
+        if has_final and summary["final_metric"].isna().any():
+            finals_omit = self.final_metrics(nan_policy="omit").to_dict()
+        head = ("<tr><th>model</th><th>overall AUC</th>"
+                + ("<th>final metric</th>" if has_final else "")
+                + "<th>lowest AUC</th><th>largest |AEG|</th><th>undefined</th></tr>")
+        rows = []
+        for model, r in summary.iterrows():
+            cells = [f"<td>{html.escape(str(model))}</td>",
+                     f"<td class=num>{_fmt_metric(r['overall_auc'], '')}</td>"]
+            if has_final:
+                if _is_nan(r["final_metric"]):
+                    omitted = finals_omit.get(model, np.nan)
+                    extra = "" if _is_nan(omitted) else \
+                        f'<span class="ci">{omitted:.4f} without the n/a AUCs</span>'
+                    cells.append('<td class="num undefined" title="undefined: a per-subgroup AUC '
+                                 f'is n/a">n/a{extra}</td>')
+                else:
+                    cells.append(f"<td class=num><b>{r['final_metric']:.4f}</b></td>")
+            if _is_nan(r["lowest_auc"]):
+                cells.append("<td>n/a</td>")
+            else:
+                cells.append(f"<td>{_colored(r['lowest_auc'], AUC_COLOR_STOPS, '{:.4f}')} "
+                             f"{html.escape(METRIC_LABELS[r['lowest_auc_metric']])}, "
+                             f"{html.escape(str(r['lowest_auc_subgroup']))}</td>")
+            if _is_nan(r["largest_abs_aeg"]):
+                cells.append("<td>n/a</td>")
+            else:
+                cells.append(f"<td>{_colored(r['largest_abs_aeg'], AEG_COLOR_STOPS, '{:+.4f}')} "
+                             f"{html.escape(METRIC_LABELS[r['largest_aeg_metric']])}, "
+                             f"{html.escape(str(r['largest_aeg_subgroup']))}</td>")
+            cells.append(f"<td class=num>{int(r['undefined_values'])}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        note = ""
+        if has_final:
+            note = ('<p class="note">Final metric: the Jigsaw Unintended Bias competition score, '
+                    '0.25 &times; overall AUC + 0.75 &times; the mean of the power means (p = -5) '
+                    'of Subgroup, BPSN and BNSP AUC over subgroups. Higher is better.</p>')
+        return (f'<table class="summary"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
+                f"</table>{note}")
+
+    def _html_tables(self) -> str:
+        ci_metrics = interval_metrics(self.result.table)
+        out = []
+        undefined_index = {}
+        for k, rec in enumerate(self.undefined_cells().to_dict("records"), start=1):
+            undefined_index[(rec["model"], rec["subgroup"], rec["metric"])] = (k, rec["reason"])
+        for model in self.result.models:
+            part = self.result.for_model(model).reindex(self.worst_subgroups(model=model))
+            head = ("<tr><th>subgroup</th><th>size</th><th>subgroup<br>negatives</th>"
+                    "<th>subgroup<br>positives</th><th>background<br>negatives</th>"
+                    "<th>background<br>positives</th>"
+                    + "".join(f"<th>{METRIC_LABELS[m].replace(' ', '<br>', 1)}</th>"
+                              for m in METRIC_COLUMNS) + "</tr>")
+            rows = []
+            for name, row in part.iterrows():
+                cells = [f"<td>{html.escape(str(name))}</td>"]
+                for c in COUNT_COLUMNS:
+                    empty = " empty" if not _is_nan(row[c]) and int(row[c]) == 0 else ""
+                    cells.append(f'<td class="num{empty}">{_fmt_count(row[c])}</td>')
+                for metric in METRIC_COLUMNS:
+                    value = row[metric]
+                    if _is_nan(value):
+                        k, reason = undefined_index[(model, name, metric)]
+                        tip = f"{METRIC_LABELS[metric]} undefined: {reason}"
+                        cells.append(f'<td class="num undefined" title="{html.escape(tip)}">'
+                                     f'n/a<sup><a href="#undef-{k}">{k}</a></sup></td>')
+                        continue
+                    stops = AEG_COLOR_STOPS if metric in AEG_METRICS else AUC_COLOR_STOPS
+                    bg = color_for(value, stops)
+                    interval = ""
+                    if metric in ci_metrics:
+                        low, high = row[f"{metric}_low"], row[f"{metric}_high"]
+                        if not (_is_nan(low) or _is_nan(high)):
+                            interval = f'<span class="ci">[{low:.3f}, {high:.3f}]</span>'
+                    cells.append(f'<td class="num metric" style="background:{bg};color:'
+                                 f'{text_color_on(bg)}">{_fmt_metric(value, metric)}{interval}'
+                                 f"</td>")
+                rows.append("<tr>" + "".join(cells) + "</tr>")
+            auc = float(self.result.overall_auc[model])
+            out.append(f'<h3>{html.escape(str(model))} <span class="muted">overall AUC '
+                       f"{_fmt_metric(auc, '')}</span></h3>"
+                       f'<div class="scroll"><table class="metrics" data-model="'
+                       f'{html.escape(str(model))}"><thead>{head}</thead><tbody>{"".join(rows)}'
+                       f"</tbody></table></div>")
+        return "".join(out)
+
+    def _html_undefined(self) -> str:
+        undefined = self.undefined_cells()
+        if undefined.empty:
+            return ('<p class="note">Every metric is defined: no subgroup has an empty or '
+                    'one-class cell.</p>')
+        items = "".join(
+            f'<li id="undef-{k}">{html.escape(str(r["model"]))} &middot; '
+            f'{html.escape(str(r["subgroup"]))} &middot; {html.escape(METRIC_LABELS[r["metric"]])}'
+            f': {html.escape(r["reason"])}</li>'
+            for k, r in enumerate(undefined.to_dict("records"), start=1))
+        return ('<h3 id="undefined">Undefined values (n/a)</h3><p class="note">Each metric compares '
+                "two groups of rows (a cell: e.g. BPSN AUC compares the subgroup's negatives with "
+                "the background's positives). When one of them is empty the comparison has no "
+                "pairs, the metric is undefined, and fastbias reports NaN (shown as n/a) rather "
+                f"than a made-up number.</p><ol class=\"undefined-list\">{items}</ol>")
+
+    @staticmethod
+    def _html_glossary() -> str:
+        return (
+            "<h2>What the metrics mean</h2><dl class=glossary>"
+            "<dt>Subgroup AUC</dt><dd>AUC within the subgroup: its negatives against its "
+            "positives. Low: the model separates classes poorly for texts about this "
+            "subgroup.</dd>"
+            "<dt>BPSN AUC</dt><dd>Background positives against subgroup negatives. Low: "
+            "non-toxic subgroup texts score as high as toxic background texts (false positives "
+            "for the subgroup).</dd>"
+            "<dt>BNSP AUC</dt><dd>Background negatives against subgroup positives. Low: toxic "
+            "subgroup texts score as low as non-toxic background texts (false negatives).</dd>"
+            "<dt>Negative AEG</dt><dd>1/2 &minus; P(background negative scores above subgroup "
+            "negative): positive when the subgroup's negatives are scored higher than the "
+            "background's.</dd>"
+            "<dt>Positive AEG</dt><dd>The same for positives.</dd></dl>"
+            '<p class="note">Definitions of Borkan et al. (2019), "Nuanced Metrics for '
+            'Measuring Unintended Bias with Real Data for Text Classification"; ties count '
+            "1/2. The AEG sign follows the paper's Definitions 3.3/3.4 and Table 2 (its integral "
+            "form has the opposite sign).</p>")
+
+    def save(self, path, *, fmt: str | None = None) -> str:
+        """Write the report; the format follows the extension (.html, .csv, .json) unless ``fmt``.
+
+        Returns
+        -------
+        str
+            The format written.
+        """
+        if fmt is None:
+            ext = os.path.splitext(str(path))[1].lower()
+            fmt = OUTPUT_FORMATS.get(ext)
+            if fmt is None:
+                raise ValueError(f"output {str(path)!r}: unknown extension {ext!r}; use one of "
+                                 f"{sorted(OUTPUT_FORMATS)}")
+        if fmt == "html":
+            self.to_html(path)
+        elif fmt == "csv":
+            self.to_csv(path)
+        elif fmt == "json":
+            self.to_json(path)
+        else:
+            raise ValueError(f"fmt must be 'html', 'csv' or 'json', got {fmt!r}")
+        return fmt
+
+
+def _colored(value, stops, fmt) -> str:
+    bg = color_for(value, stops)
+    return (f'<span class="chip" style="background:{bg};color:{text_color_on(bg)}">'
+            f"{fmt.format(value)}</span>")
+
+
+_CSS = """
+:root { --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; --head:#f6f8fa; }
+* { box-sizing: border-box; }
+body { margin:0; color:var(--fg); background:#fff;
+  font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, "DejaVu Sans", sans-serif; }
+main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 26px; margin: 0 0 12px; }
+h2 { font-size: 20px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 16px; margin: 22px 0 8px; }
+.muted { color: var(--muted); font-weight: normal; font-size: 14px; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 9px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+thead th { background: var(--head); position: sticky; top: 0; font-weight: 600; font-size: 12.5px; }
+td.num { text-align: right; white-space: nowrap; }
+table.settings th { background: none; font-weight: 600; color: var(--muted); padding-right: 18px; }
+table.metrics tbody tr:hover td { outline: 1px solid #8c959f; }
+td.metric { min-width: 76px; }
+td.empty { color: #b35900; font-weight: 600; }
+td.undefined { background: repeating-linear-gradient(45deg, #eeeeee, #eeeeee 4px, #dcdcdc 4px, #dcdcdc 8px);
+  color: #444; font-style: italic; cursor: help; }
+td.undefined sup a { color: #444; text-decoration: none; margin-left: 2px; }
+span.ci { display: block; font-size: 11px; opacity: 0.85; }
+span.chip { padding: 1px 6px; border-radius: 4px; font-variant-numeric: tabular-nums; }
+.scroll { overflow-x: auto; max-height: 80vh; overflow-y: auto; border: 1px solid var(--line); border-radius: 6px; }
+.scroll table { width: 100%; font-size: 13px; }
+.scroll table th, .scroll table td { padding: 3px 7px; }
+.scroll table td, .scroll table th { border-bottom: 1px solid #eaeef2; }
+figure { margin: 18px 0 26px; }
+figure img { max-width: 100%; height: auto; display: block; border: 1px solid #eaeef2; border-radius: 6px; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 6px; max-width: 900px; }
+p.note { color: var(--muted); font-size: 13px; max-width: 900px; }
+ol.undefined-list { font-size: 13px; color: var(--muted); }
+dl.glossary dt { font-weight: 600; margin-top: 6px; }
+dl.glossary dd { margin: 0 0 4px 18px; max-width: 860px; }
+table.small td { padding: 2px 10px; }
+footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+"""
+
+
+__all__ = ["BiasReport", "write_atomically"]

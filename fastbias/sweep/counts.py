@@ -1,0 +1,246 @@
+"""Counting: every subgroup's tie-aware Mann-Whitney U counts from the sorted scores.
+
+:func:`sweep_counts` turns the sorts of one score vector (sort stage) and the
+memberships (prepare stage) into :class:`SweepCounts`: each subgroup's cell
+totals and twice its U numerators, plus the overall U. Unweighted counts are
+exact int64; weighted ones are double-double sums with a rigorous error
+bound, recomputed from explicit cells where the bound is not met.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..prepare.memberships import Memberships, group_mask
+from ..sort.order import ScoreOrder, SortedClasses, order_scores, sort_classes, sort_memberships
+from ..validate.values import power_of_two_scale
+from . import _kernels as K
+
+
+@dataclass(frozen=True)
+class WeightedLow:
+    """Low parts of a weighted sweep's double-double sums.
+
+    A weighted :class:`SweepCounts` holds the high parts in its ordinary
+    fields; each value is ``high + low`` (about 2**-106 relative).
+    """
+
+    counts: np.ndarray
+    background: np.ndarray
+    totals: np.ndarray
+    twice_overall_u: float
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """Everything every metric needs, from one sort and one sweep.
+
+    ``counts`` is (n_groups, 7) with the columns named in ``_kernels``
+    (cell totals, then twice the U numerators); int64 when unweighted
+    (exact), float64 when weighted. ``total_neg``/``total_pos`` are the class
+    totals (count or weight) over all rows, ``twice_overall_u`` twice the U of
+    positives over negatives across all rows. ``background`` (weighted only,
+    optional) holds each subgroup's background negative/positive weight
+    computed without cancellation; without it they are total minus subgroup.
+
+    Weighted sweeps (:func:`sweep_weighted`) carry every sum as a
+    double-double pair: these fields hold the high parts and ``low`` the low
+    parts. Their weights are the input weights times ``1 / weight_scale`` (a
+    power of two, so the metrics are exactly those of the input weights).
+    """
+
+    names: list
+    counts: np.ndarray
+    total_neg: float
+    total_pos: float
+    twice_overall_u: float
+    cell_rows: np.ndarray
+    class_rows: tuple
+    weighted: bool
+    background: np.ndarray | None = None
+    low: WeightedLow | None = None
+    weight_scale: float = 1.0
+
+    def background_totals(self) -> tuple:
+        """Background negative and positive totals (counts, or weights) per subgroup.
+
+        Unweighted they are exact integer differences. Weighted, the sweep
+        provides them from compensated sums (``self.background``), so a background
+        that is tiny next to its subgroup keeps its significant digits; a
+        background with no rows is exactly 0 (its metrics are then NaN).
+        """
+        c = self.counts
+        if self.background is not None:
+            bg_neg, bg_pos = self.background[:, 0].copy(), self.background[:, 1].copy()
+        else:
+            bg_neg = self.total_neg - c[:, K.CELL_SUBGROUP_NEG]
+            bg_pos = self.total_pos - c[:, K.CELL_SUBGROUP_POS]
+        if self.weighted:
+            n_neg, n_pos = self.class_rows
+            bg_neg = np.where(n_neg - self.cell_rows[:, 0] > 0, np.maximum(bg_neg, 0.0), 0.0)
+            bg_pos = np.where(n_pos - self.cell_rows[:, 1] > 0, np.maximum(bg_pos, 0.0), 0.0)
+        return bg_neg, bg_pos
+
+
+# a weighted sum is trusted when its error bound is below this share of itself, or below
+# WEIGHTED_ABSOLUTE_TOLERANCE in units of the metric (see docs/correctness.md)
+WEIGHTED_RELATIVE_TOLERANCE = 2.0 ** -50
+
+
+WEIGHTED_ABSOLUTE_TOLERANCE = 2.0 ** -70
+
+
+_DD_UNIT = 2.0 ** -106  # relative error of one double-double operation (roughly)
+
+
+def _untrusted_groups(hi, background, background_rows, totals, n_ops: int) -> np.ndarray:
+    """Subgroups whose weighted metrics the fast sweep cannot certify (indices).
+
+    The fast sweep forms background quantities as "class total minus
+    subgroup"; each double-double sum over ``n_ops`` steps is within about
+    ``8 n_ops 2**-106`` of the magnitudes summed (rigorous, pessimistic). A
+    subgroup is certified when every defined metric (and background weight)
+    is within WEIGHTED_RELATIVE_TOLERANCE of itself or
+    WEIGHTED_ABSOLUTE_TOLERANCE in metric units; otherwise its counts are
+    recomputed from its explicit cells.
+    """
+    eps = 8.0 * (n_ops + 16) * _DD_UNIT
+    total_neg, total_pos = totals
+    w_sn, w_sp = hi[:, K.CELL_SUBGROUP_NEG], hi[:, K.CELL_SUBGROUP_POS]
+    w_bn, w_bp = background[:, 0], background[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # a background with weighted rows must come out well above its error bound
+        rel_bn = np.where(background_rows[:, 0] > 0,
+                          np.where(w_bn > 0, eps * total_neg / w_bn, np.inf), 0.0)
+        rel_bp = np.where(background_rows[:, 1] > 0,
+                          np.where(w_bp > 0, eps * total_pos / w_bp, np.inf), 0.0)
+    err_sub = eps * 2.0 * w_sp * w_sn
+    # (U column, error of it, X cell weight, Y cell weight, relative error of the cells, AEG?)
+    checks = [
+        (K.TWICE_SUBGROUP_U, err_sub, w_sp, w_sn, 0.0, False),
+        (K.TWICE_BPSN_U, eps * 2.0 * total_pos * w_sn + err_sub, w_bp, w_sn, rel_bp, False),
+        (K.TWICE_BNSP_U, eps * 2.0 * total_neg * w_sp + err_sub, w_sp, w_bn, rel_bn, False),
+        (K.TWICE_NEG_BG_ABOVE_U, eps * (2.0 * total_neg * w_sn + w_sn * w_sn), w_bn, w_sn,
+         rel_bn, True),
+        (K.TWICE_POS_BG_ABOVE_U, eps * (2.0 * total_pos * w_sp + w_sp * w_sp), w_bp, w_sp,
+         rel_bp, True),
+    ]
+    bad = (rel_bn > WEIGHTED_RELATIVE_TOLERANCE) | (rel_bp > WEIGHTED_RELATIVE_TOLERANCE)
+    with np.errstate(invalid="ignore"):  # inf * 0 where a bound is unusable: flagged either way
+        for column, err_u, w_x, w_y, rel_cells, is_gap in checks:
+            pairs = w_x * w_y
+            numerator = np.abs(pairs - hi[:, column]) if is_gap else hi[:, column]
+            err = err_u + (pairs * rel_cells if is_gap else 0.0) + numerator * rel_cells
+            allowed = np.maximum(WEIGHTED_RELATIVE_TOLERANCE * numerator,
+                                 WEIGHTED_ABSOLUTE_TOLERANCE * 2.0 * pairs)
+            bad |= (pairs > 0) & ~(err <= allowed)
+    return np.flatnonzero(bad)
+
+
+# the U columns that pair a subgroup cell with the negative / positive background
+_NEGATIVE_BACKGROUND_COLUMNS = [K.TWICE_BNSP_U, K.TWICE_NEG_BG_ABOVE_U]
+
+
+_POSITIVE_BACKGROUND_COLUMNS = [K.TWICE_BPSN_U, K.TWICE_POS_BG_ABOVE_U]
+
+
+def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: np.ndarray,
+                   certify: bool = True, weight_scale: float | None = None) -> SweepCounts:
+    """Weighted counts for a pre-sorted score vector, in double-double; O(n + memberships).
+
+    The weights are first divided by :func:`power_of_two_scale` (exact).
+    With ``certify`` (the default), a subgroup whose counts the fast sweep
+    cannot guarantee to WEIGHTED_RELATIVE_TOLERANCE (a background that is tiny
+    next to its subgroup, a metric that is tiny next to its class) is
+    recomputed from its explicit cells (O(rows) each, rare). The bootstrap
+    passes ``certify=False``: its replicates need no such guarantee. A
+    caller that combines several sweeps (the chunk algebra) passes one
+    ``weight_scale`` for all of them.
+    """
+    m = memberships
+    scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
+    weights = sample_weight if scale == 1.0 else sample_weight / scale
+    neg_hi, neg_lo, _, n_weighted_neg = K.cumulative_weights_compensated(order.neg_rows, weights)
+    pos_hi, pos_lo, pos_w_sorted, n_weighted_pos = K.cumulative_weights_compensated(
+        order.pos_rows, weights)
+    id_weights = np.ascontiguousarray(weights[m.identity_rows], dtype=np.float64)
+    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo = K.subgroup_counts_weighted(
+        order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
+        order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
+        n_weighted_neg, n_weighted_pos, m.n_groups)
+    # a background without weighted rows has no pairs at all: exactly 0, not the residue of
+    # "class total minus subgroup" (it matters where counts are added up, as across chunks)
+    for c, columns in ((0, _NEGATIVE_BACKGROUND_COLUMNS), (1, _POSITIVE_BACKGROUND_COLUMNS)):
+        empty = bg_rows[:, c] == 0
+        if empty.any():
+            hi[np.ix_(empty, columns)] = 0.0
+            lo[np.ix_(empty, columns)] = 0.0
+    totals = (float(neg_hi[-1]), float(pos_hi[-1]))
+    if certify and m.n_groups:
+        for g in _untrusted_groups(hi, bg_hi, bg_rows, totals, m.n_rows + m.row_groups.shape[0]):
+            hi[g], lo[g], bg_hi[g], bg_lo[g] = K.explicit_cell_counts(
+                group_mask(m, int(g)), order.neg_rows, order.neg_sorted, order.pos_rows,
+                order.pos_sorted, weights)
+    low = WeightedLow(lo, bg_lo, np.array([neg_lo[-1], pos_lo[-1]]), float(u_lo))
+    return SweepCounts(m.names, hi, totals[0], totals[1], float(u_hi), m.cell_rows, m.class_rows,
+                       True, bg_hi, low, scale)
+
+
+_NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row weighs 1"
+
+
+# below this many memberships the counts are not worth a second thread
+PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
+
+
+def count_memberships(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
+                      executor=None) -> np.ndarray:
+    """Exact (int64) per-subgroup counts (n_groups, 7) from the two sorts.
+
+    With an ``executor`` (e.g. a ``ThreadPoolExecutor``) and enough
+    memberships, the lower half of the scores is counted on one of its
+    threads while this thread counts the upper half (split between two blocks
+    of equal scores), and the halves are joined exactly.
+    """
+    keys, codes = sorted_members
+    neg_keys, pos_keys = sorted_classes.neg_keys, sorted_classes.pos_keys
+    if executor is None or keys.shape[0] < PARALLEL_COUNT_MIN_MEMBERSHIPS:
+        return K.member_counts(keys, codes, neg_keys, pos_keys, n_groups)
+    middle = K.block_boundary_near(keys, keys.shape[0] // 2)
+    lower = executor.submit(K.member_counts_in_range, keys, codes, 0, middle, neg_keys, pos_keys,
+                            n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
+    upper = K.member_counts_in_range(keys, codes, middle, keys.shape[0], neg_keys, pos_keys,
+                                     n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
+    return K.finish_member_counts(K.add_member_counts(lower.result(), upper))
+
+
+def sweep_counts(scores: np.ndarray, memberships: Memberships,
+                 sample_weight: np.ndarray | None = None, sorted_classes=None,
+                 sorted_members=None, executor=None,
+                 weight_scale: float | None = None) -> SweepCounts:
+    """Sort ``scores`` once and compute every subgroup's U counts.
+
+    ``scores`` must be a finite float32/float64 1-D array of length
+    ``memberships.n_rows`` (validated by the caller). Unweighted counts are
+    exact int64 (value sorts only, the fast path); weighted counts are float64.
+    ``sorted_classes`` and ``sorted_members`` optionally pass
+    :func:`sort_classes` and :func:`sort_memberships` computed already
+    (e.g. on two threads), and ``executor`` lends :func:`count_memberships`
+    a second thread.
+    """
+    m = memberships
+    if sample_weight is not None:
+        return sweep_weighted(order_scores(scores, m), m, sample_weight,
+                              weight_scale=weight_scale)
+    if sorted_members is None:
+        sorted_members = sort_memberships(scores, m)
+    if sorted_classes is None:
+        sorted_classes = sort_classes(scores, m.labels)
+    neg_keys, pos_keys = sorted_classes
+    twice_u = K.twice_auc_numerator_sorted(neg_keys, pos_keys)
+    counts = count_memberships(sorted_members, sorted_classes, m.n_groups, executor)
+    n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
+    return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),
+                       counts[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]], (n_neg, n_pos),
+                       False)

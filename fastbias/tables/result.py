@@ -1,0 +1,113 @@
+"""The results of an evaluation: one tidy table for any number of models, and its views.
+
+:func:`evaluation_result` is the one place that lays out per-model tables as
+the tidy table of :class:`EvaluationResult` (one row per model and subgroup).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..metrics.aggregates import final_metric
+from ..metrics.definitions import METRIC_COLUMNS
+from ..metrics.table import warn_undefined
+
+
+@dataclass
+class EvaluationResult:
+    """What :func:`evaluate` returns.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        Tidy: one row per (model, subgroup) with columns ``model``,
+        ``subgroup``, the counts (``subgroup_size``, ``subgroup_negatives``,
+        ``subgroup_positives``, ``background_negatives``,
+        ``background_positives``) and the five metrics (plus interval columns
+        when intervals were asked for).
+    overall_auc : pandas.Series
+        Overall AUC per model (index = model name).
+    label, models, subgroups : str, list of str, list of str
+        The columns that were evaluated.
+    settings : dict
+        Thresholds and the missing-identity policy used.
+    """
+
+    table: pd.DataFrame
+    overall_auc: pd.Series
+    label: str
+    models: list
+    subgroups: list
+    settings: dict = field(default_factory=dict)
+
+    def for_model(self, model: str | None = None) -> pd.DataFrame:
+        """One model's rows, indexed by subgroup (the layout of :func:`bias_metrics`).
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=4, random_state=0)
+        >>> res = fastbias.evaluate(df, label="toxicity", scores="model_fair",
+        ...                         subgroups=["male", "female"])
+        >>> list(res.for_model().index)
+        ['male', 'female']
+        """
+        if model is None:
+            if len(self.models) != 1:
+                raise ValueError(f"several models were evaluated ({self.models}); name one")
+            model = self.models[0]
+        if model not in self.models:
+            raise KeyError(f"model {model!r} was not evaluated; models are {self.models}")
+        out = self.table[self.table["model"] == model].drop(columns="model").set_index("subgroup")
+        out.attrs["overall_auc"] = float(self.overall_auc[model])
+        return out
+
+    def wide(self, metrics=None) -> pd.DataFrame:
+        """Models side by side: index subgroup, columns (metric, model).
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=3, random_state=0)
+        >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+        ...                         subgroups=["male", "female", "transgender"])
+        >>> res.wide(["bpsn_auc"]).columns.tolist()
+        [('bpsn_auc', 'model_fair'), ('bpsn_auc', 'model_biased')]
+        """
+        metrics = list(METRIC_COLUMNS if metrics is None else metrics)
+        wide = self.table.pivot(index="subgroup", columns="model", values=metrics)
+        wide = wide.reindex(index=self.subgroups)
+        return wide.reindex(columns=pd.MultiIndex.from_product([metrics, self.models]))
+
+    def final_metric(self, **kwargs) -> pd.Series:
+        """Jigsaw final metric per model (see :func:`fastbias.final_metric`)."""
+        return pd.Series({m: final_metric(self.for_model(m), float(self.overall_auc[m]), **kwargs)
+                          for m in self.models}, name="final_metric")
+
+    def __repr__(self) -> str:
+        head = (f"EvaluationResult(label={self.label!r}, models={self.models}, "
+                f"{len(self.subgroups)} subgroups)")
+        return head + "\noverall AUC:\n" + self.overall_auc.to_string()
+
+
+
+def evaluation_result(models: list, tables: list, overall_aucs: list, *, label, subgroups: list,
+                      settings: dict, warn: bool = True) -> EvaluationResult:
+    """An :class:`EvaluationResult` from one per-subgroup table and overall AUC per model.
+
+    Each table is indexed by subgroup (as :func:`fastbias.bias_metrics`
+    returns it); with ``warn`` each model's undefined values raise one
+    :class:`~fastbias.UndefinedMetricWarning` naming the model.
+    """
+    parts = []
+    for model, table in zip(models, tables):
+        if warn:
+            warn_undefined(table, context=f"model {model!r}")
+        part = table.reset_index()
+        part.insert(0, "model", model)
+        parts.append(part)
+    return EvaluationResult(
+        table=pd.concat(parts, ignore_index=True),
+        overall_auc=pd.Series(dict(zip(models, overall_aucs)), name="overall_auc", dtype=float),
+        label=label, models=list(models), subgroups=list(subgroups), settings=dict(settings))

@@ -1,0 +1,341 @@
+"""Reading any accepted 1-D container into numpy, and the checks across columns.
+
+One reader (:func:`read_column`) for every column fastbias takes: numpy
+arrays, lists, pandas Series/Index/extension arrays (numpy, nullable and
+pyarrow-backed dtypes, categoricals), pyarrow arrays and polars Series. It
+keeps each column's kind (bool, integer, float, object) and refuses numbers
+that float64 cannot hold exactly instead of rounding them. Rows are matched by
+position; :func:`check_aligned` refuses pandas inputs whose indexes disagree.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Generator, Iterator, Mapping
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+
+def _from_foreign(values):
+    """pyarrow / polars containers -> pandas (cheap; keeps nulls as missing)."""
+    module = type(values).__module__ or ""
+    if module.startswith(("pyarrow", "polars")) and hasattr(values, "to_pandas"):
+        return values.to_pandas()
+    return values
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _plain(value):
+    """numpy scalar -> Python scalar, for readable messages."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = None) -> np.ndarray:
+    """Integer values -> float64, refusing values that float64 cannot hold exactly."""
+    present = ints if missing is None else ints[~missing]
+    big = (present > 2 ** 53) | (present < -(2 ** 53)) if present.size else None
+    if big is not None and big.any():
+        where = np.flatnonzero(~missing)[_first(big)] if missing is not None else _first(big)
+        raise ValueError(f"{name} has {int(big.sum())} integer(s) beyond 2**53 that float64 "
+                         f"cannot hold exactly (e.g. {_plain(ints[where])} at position {where}); "
+                         f"ties would change: convert them yourself")
+    return ints.astype(np.float64)
+
+
+def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.ndarray:
+    """Python numbers (ints, floats, Decimals, Fractions) -> float64, refusing any that
+    would be rounded."""
+    out = np.empty(present.shape[0], dtype=np.float64)
+    for j, value in enumerate(present):
+        if isinstance(value, (float, np.floating)):
+            out[j] = value
+            continue
+        try:
+            converted = float(value)
+            exact = (converted != converted or math.isinf(converted)
+                     or Fraction(converted) == Fraction(value))
+        except (OverflowError, ValueError, TypeError):
+            converted, exact = "out of range", False
+        if not exact:
+            raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
+                             f"{_plain(value)!r} at position {int(positions[j])} (it would "
+                             f"become {converted!r}); rounding it could change the result "
+                             f"(ties, sums): convert it yourself")
+        out[j] = converted
+    return out
+
+
+def _all_real_numbers(values: np.ndarray) -> bool:
+    return all(isinstance(v, (numbers.Real, Decimal)) and not isinstance(v, (bool, np.bool_))
+               for v in values)
+
+
+def _from_objects(arr: np.ndarray, name: str):
+    """Object array -> (array of its kind, missing mask or None).
+
+    Every present value a bool: bool (missing entries False); all integers:
+    int64 (uint64 above int64; missing entries 0); numbers mixing floats,
+    integers and Decimals: float64, each converted exactly or refused; anything
+    else (strings, mixed types) stays an object array.
+    """
+    missing = np.asarray(pd.isna(arr), dtype=bool)
+    any_missing = bool(missing.any())
+    present = arr[~missing] if any_missing else arr
+    kind = pd.api.types.infer_dtype(present, skipna=False)
+    if kind == "boolean":
+        values = present.astype(np.bool_)
+    elif kind == "integer":
+        try:
+            values = present.astype(np.int64)
+        except OverflowError:
+            try:
+                values = present.astype(np.uint64)
+            except OverflowError:
+                raise ValueError(f"{name} has integers too large for 64 bits") from None
+    elif kind in ("floating", "mixed-integer-float", "decimal") or (
+            kind in ("mixed", "mixed-integer") and present.shape[0]
+            and _all_real_numbers(present)):
+        positions = np.flatnonzero(~missing) if any_missing else np.arange(arr.shape[0])
+        values = (present.astype(np.float64) if kind == "floating"
+                  else _exact_floats(present, positions, name))
+    elif kind == "empty":
+        values = present.astype(np.float64)
+    else:
+        return arr, (missing if any_missing else None)
+    if not any_missing:
+        return values, None
+    out = np.full(arr.shape[0], np.nan if values.dtype.kind == "f" else 0, dtype=values.dtype)
+    out[~missing] = values
+    return out, missing
+
+
+def _from_pandas(values, name: str):
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _from_objects(values.to_numpy(dtype=object), name)
+    if not pd.api.types.is_extension_array_dtype(dtype):
+        arr = values.to_numpy()
+        if arr.dtype == object:
+            return _from_objects(arr, name)
+        return arr, None
+    missing = np.asarray(values.isna(), dtype=bool)
+    any_missing = bool(missing.any())
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)
+    if pd.api.types.is_bool_dtype(dtype):
+        arr = values.to_numpy(dtype=np.bool_, na_value=False)
+    elif pd.api.types.is_integer_dtype(dtype):
+        int_dtype = numpy_dtype if numpy_dtype is not None and numpy_dtype.kind in "iu" \
+            else np.dtype(np.int64)
+        arr = values.to_numpy(dtype=int_dtype, na_value=0)
+    elif pd.api.types.is_float_dtype(dtype):
+        float_dtype = numpy_dtype if numpy_dtype is not None and numpy_dtype.kind == "f" \
+            else np.dtype(np.float64)
+        arr = values.to_numpy(dtype=float_dtype, na_value=np.nan)
+    else:  # strings and other extension types
+        return _from_objects(values.to_numpy(dtype=object, na_value=None), name)
+    return arr, (missing if any_missing else None)
+
+
+def read_column(values, name: str):
+    """Any accepted 1-D container -> (numpy array of its own kind, missing mask or None).
+
+    The one reader of every column fastbias takes (labels, scores, weights,
+    identity columns). The kind is kept: booleans stay bool, integers stay
+    integers (missing entries hold 0), floats keep their width (missing =
+    NaN); strings and mixed objects come back as an object array. Numbers
+    that a float cannot hold exactly (large integers mixed with floats,
+    Decimals) are refused here, never rounded.
+    """
+    values = _from_foreign(values)
+    if isinstance(values, pd.DataFrame):
+        if values.shape[1] != 1:
+            raise ValueError(f"{name} must be one-dimensional, got a DataFrame with "
+                             f"{values.shape[1]} columns")
+        values = values.iloc[:, 0]
+    if isinstance(values, pd.api.extensions.ExtensionArray):
+        values = pd.Series(values, copy=False)  # np.asarray would turn NA integers into floats
+    if isinstance(values, (pd.Series, pd.Index)):
+        arr, missing = _from_pandas(values, name)
+    else:
+        if values is None or isinstance(values, (str, bytes, numbers.Number)):
+            raise TypeError(f"{name} must be an array-like of values, got {type(values).__name__}")
+        if isinstance(values, (Iterator, Generator)) or (
+                not hasattr(values, "__len__") and not hasattr(values, "__array__")):
+            raise TypeError(f"{name} must be an array-like of values (a list, numpy array or "
+                            f"pandas Series), got a {type(values).__name__}; pass list(...) of it")
+        try:
+            arr = np.asarray(values)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{name} could not be read as a 1-D array: {exc}") from None
+        missing = None
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must be one-dimensional, got a scalar")
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if missing is None:
+        if arr.dtype == object:
+            arr, missing = _from_objects(arr, name)
+        elif arr.dtype.kind == "f":
+            nan = np.isnan(arr)
+            missing = nan if nan.any() else None
+    return arr, missing
+
+
+def column_values(values, name: str):
+    """Any accepted 1-D container -> (numpy array, mask of missing entries or None).
+
+    :func:`read_column`, with missing entries of boolean or integer data
+    given as NaN in a float64 array (so float NaN and ``pd.NA``/``None`` mean
+    the same thing); integers beyond 2**53 are then refused.
+    """
+    arr, missing = read_column(values, name)
+    if missing is not None and arr.dtype.kind in "biu":
+        out = (_ints_to_float(arr, name, missing) if arr.dtype.kind in "iu"
+               else arr.astype(np.float64))
+        out[missing] = np.nan
+        return out, missing
+    return arr, missing
+
+
+def first_non_numeric(arr: np.ndarray) -> str:
+    """'<value> at position <i>' of the first entry of an object array that is not a number."""
+    for i, value in enumerate(arr):
+        if value is None or (isinstance(value, numbers.Number) and not isinstance(value, bool)):
+            continue
+        return f"{value!r} at position {i}"
+    return "a non-numeric value"
+
+
+def _to_numpy(values, name: str) -> np.ndarray:
+    """Array-like -> 1-D numpy array (missing numeric values as NaN)."""
+    return column_values(values, name)[0]
+
+
+def _shown_values(values, limit: int = 5) -> str:
+    values = [_plain(v) for v in values]
+    text = ", ".join(repr(v) for v in values[:limit])
+    return f"[{text}{', ...' if len(values) > limit else ''}]"
+
+
+def check_length(arr: np.ndarray, n: int, name: str, reference: str = "y_true") -> None:
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but {reference} has {n}")
+
+
+def _row_indexes(name: str, value):
+    """(name, pandas index) of every pandas object in ``value`` that carries row labels."""
+    if isinstance(value, (pd.Series, pd.DataFrame)):
+        return [(name, value.index)]
+    if isinstance(value, Mapping):
+        return [(f"{name}[{key!r}]", column.index) for key, column in value.items()
+                if isinstance(column, (pd.Series, pd.DataFrame))]
+    return []
+
+
+def _first_difference(a: pd.Index, b: pd.Index) -> str:
+    left, right = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    different = left != right
+    if not np.any(different):  # equal values, unequal otherwise (e.g. a MultiIndex level)
+        return ""
+    i = _first(np.asarray(different, dtype=bool))
+    return f" (e.g. position {i} is row {_plain(left[i])!r} in one and {_plain(right[i])!r} in " \
+           f"the other)"
+
+
+def check_aligned(inputs, expected=None) -> pd.Index | None:
+    """Refuse pandas inputs whose row labels disagree; return the common index (or None).
+
+    fastbias matches the rows of its inputs by position. When two of them are
+    pandas objects whose indexes are not equal, position and label would pair
+    different rows, so this raises a ValueError naming both inputs and how to
+    align them. ``inputs`` is a sequence of ``(name, value)``; dicts of
+    Series are checked column by column. ``expected`` is an optional
+    ``(name, index)`` the inputs must match too. Inputs of different lengths
+    are left to the length checks.
+    """
+    reference = expected
+    for name, value in inputs:
+        for label, index in _row_indexes(name, value):
+            if reference is None:
+                reference = (label, index)
+                continue
+            ref_label, ref_index = reference
+            if len(index) != len(ref_index) or index.equals(ref_index):
+                continue
+            base, target = label.split("[")[0], ref_label.split("[")[0]
+            fix = (f"{base} = {base}.reindex({target}.index)" if target.isidentifier()
+                   else f"put {base} in the row order of {ref_label}")
+            raise ValueError(
+                f"{ref_label} and {label} are pandas objects with different indexes"
+                f"{_first_difference(ref_index, index)}: fastbias matches rows by position, so "
+                f"these would pair up different rows. Align them first ({fix}), or, if the "
+                f"positions already match, drop the labels with .reset_index(drop=True) (or "
+                f".to_numpy())")
+    return None if reference is None else reference[1]
+
+
+def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
+    """Raise a KeyError naming ``argument`` and the columns of ``df`` it asks for but lacks,
+    or a ValueError when one of them names several columns (a column is found by name)."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise KeyError(f"{argument}: column(s) {missing} not in the DataFrame "
+                       f"(columns are {list(df.columns)[:20]}{' ...' if df.shape[1] > 20 else ''})")
+    if df.columns.has_duplicates:
+        for column in columns:
+            count = int(np.sum(df.columns == column))
+            if count > 1:
+                raise ValueError(f"{argument}: the DataFrame has {count} columns named "
+                                 f"{column!r}; rename them so that each name says which one "
+                                 f"is meant")
+
+
+def column_name(value, argument: str):
+    """One column name (a string, or another label that a DataFrame column can carry)."""
+    if isinstance(value, (list, tuple, set, dict, np.ndarray, pd.Index)):
+        raise TypeError(f"{argument} must be one column name, got a {type(value).__name__} "
+                        f"{list(value)[:5]!r}")
+    if value is None:
+        raise ValueError(f"{argument} is required")
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{argument} must be a column name, got {type(value).__name__}") from None
+    return value
+
+
+def name_list(value, argument: str, columns=None) -> list:
+    """One column name or several -> a non-empty list of distinct names.
+
+    A non-string scalar is a name only if ``columns`` (the frame's columns)
+    has it; otherwise the message says what was expected.
+    """
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        raise ValueError(f"{argument} is required")
+    if columns is not None and not isinstance(value, (list, tuple, pd.Index, np.ndarray)):
+        try:
+            if value in columns:
+                return [value]
+        except TypeError:
+            pass
+    if isinstance(value, (bytes, numbers.Number)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{argument} must be a column name or a list of column names, got "
+                        f"{value!r}")
+    out = list(value)
+    if not out:
+        raise ValueError(f"{argument} is empty")
+    for name in out:
+        column_name(name, f"each of {argument}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
+    return out

@@ -1,0 +1,96 @@
+"""The rows of an array call under ``nan_policy``: validated together, dropped with one warning."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .columns import check_length, column_values
+from .errors import OmittedRowsWarning
+from .settings import check_nan_policy
+from .values import (_missing_message, _nonfinite_message, _numeric_scores, _weights_array,
+                     binary_labels)
+
+
+def rows_to_omit(parts: list) -> tuple:
+    """Union of per-argument drop masks -> (drop mask or None, description).
+
+    ``parts`` is a list of ``(name, mask or None, what)``.
+    """
+    drop = None
+    notes = []
+    for name, mask, what in parts:
+        if mask is None or not mask.any():
+            continue
+        drop = mask.copy() if drop is None else (drop | mask)
+        notes.append(f"{name}: {int(mask.sum())} {what}")
+    return drop, "; ".join(notes)
+
+
+def warn_omitted(n_dropped: int, n_rows: int, description: str, stacklevel: int = 3) -> None:
+    warnings.warn(f"nan_policy='omit' dropped {n_dropped} of {n_rows} rows ({description})",
+                  OmittedRowsWarning, stacklevel=stacklevel + 1)
+
+
+def score_drop_mask(arr: np.ndarray, missing):
+    """Rows ``nan_policy='omit'`` drops for a score column: NaN, missing or infinite."""
+    if arr.dtype.kind in "fc":
+        bad = ~np.isfinite(arr)
+        return bad if bad.any() else None
+    return missing
+
+
+def _score_drop_what(arr: np.ndarray, mask: np.ndarray) -> str:
+    if arr.dtype.kind != "f":
+        return "missing"
+    n_nan = int(np.isnan(arr[mask]).sum())
+    return f"({n_nan} NaN or missing, {int(mask.sum()) - n_nan} infinite)"
+
+
+def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
+                   pos_label=None, nan_policy: str = "raise", stacklevel: int = 3):
+    """Validate the row inputs of the array entry points under ``nan_policy``.
+
+    Returns ``(labels, scores, weights, kept)`` where ``kept`` is None when
+    every row is used, else the boolean mask (over the input rows) of the rows
+    kept by ``nan_policy="omit"``.
+    """
+    check_nan_policy(nan_policy)
+    y_arr, y_missing = column_values(y_true, "y_true")
+    n = y_arr.shape[0]
+    if n == 0:
+        raise ValueError("y_true is empty")
+    s_arr, s_missing = column_values(y_score, "y_score")
+    check_length(s_arr, n, "y_score")
+    w_arr = w_missing = None
+    if sample_weight is not None:
+        w_arr, w_missing = column_values(sample_weight, "sample_weight")
+        check_length(w_arr, n, "sample_weight")
+    kept = None
+    if nan_policy == "omit":
+        s_drop = score_drop_mask(s_arr, s_missing)
+        drop, description = rows_to_omit([
+            ("y_true", y_missing, "missing"),
+            ("y_score", s_drop, "" if s_drop is None else _score_drop_what(s_arr, s_drop)),
+            ("sample_weight", w_missing, "NaN or missing"),
+        ])
+        if drop is not None:
+            n_dropped = int(drop.sum())
+            if n_dropped == n:
+                raise ValueError(f"nan_policy='omit' leaves no rows: all {n} rows have a "
+                                 f"missing value ({description})")
+            warn_omitted(n_dropped, n, description, stacklevel)
+            kept = ~drop
+            y_arr, s_arr = y_arr[kept], s_arr[kept]
+            y_missing = s_missing = w_missing = None
+            if w_arr is not None:
+                w_arr = w_arr[kept]
+    if y_missing is not None:
+        raise ValueError(_missing_message(y_missing, "y_true", "missing label", omit=True))
+    labels = binary_labels(y_arr, "y_true", label_threshold, pos_label)
+    scores = _numeric_scores(s_arr, "y_score")
+    if not np.isfinite(scores).all():
+        raise ValueError(_nonfinite_message(scores, "y_score", omit=True))
+    weights = (None if w_arr is None
+               else _weights_array(w_arr, "sample_weight", w_missing, omit=True))
+    return labels, scores, weights, kept

@@ -1,0 +1,68 @@
+"""Checks of the settings every entry point takes (thresholds, policies, threads, levels)."""
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+
+NAN_POLICIES = ("raise", "omit")
+MISSING_POLICIES = ("background", "exclude")
+
+
+def check_threshold(threshold, name: str) -> float:
+    """A threshold must be a finite real number."""
+    if isinstance(threshold, (str, bytes)) or not isinstance(threshold, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {threshold!r}")
+    value = float(threshold)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity where the OS tells, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:
+    """Threads to use for ``n_tasks`` independent tasks: the one reading of ``n_jobs``.
+
+    ``None`` or ``-1`` mean every available CPU (at most ``default_cap`` for
+    ``None``), a positive int that many; never more threads than tasks.
+    """
+    if n_jobs is None or (not isinstance(n_jobs, bool) and isinstance(n_jobs, numbers.Integral)
+                          and n_jobs == -1):
+        limit = available_cpus()
+        if n_jobs is None and default_cap is not None:
+            limit = min(limit, default_cap)
+    elif isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive int, -1 (all CPUs) or None, got {n_jobs!r}")
+    else:
+        limit = int(n_jobs)
+    return max(1, min(int(n_tasks), limit))
+
+
+def check_nan_policy(nan_policy) -> str:
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
+    return nan_policy
+
+
+
+def check_missing_policy(missing_subgroup) -> str:
+    if missing_subgroup not in MISSING_POLICIES:
+        raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, "
+                         f"got {missing_subgroup!r}")
+    return missing_subgroup
+
+
+def check_confidence(confidence) -> float:
+    """A confidence level strictly between 0 and 1."""
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    return float(confidence)

@@ -1,0 +1,97 @@
+"""The column arguments of the DataFrame-like entry points, checked against the columns present."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from .columns import name_list
+from .settings import MISSING_POLICIES, check_threshold
+from .values import as_scores, check_weight_spread, power_of_two_scale
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """The columns to evaluate and how they are binarised (the same for every chunk)."""
+
+    label: str
+    models: list
+    subgroups: list
+    sample_weight: str | None
+    label_threshold: float | None
+    subgroup_threshold: float
+    missing_subgroup: str
+    #: power of two every weight is divided by, the same for all chunks (see with_weight_range)
+    weight_scale: float = 1.0
+
+    @property
+    def weighted(self) -> bool:
+        return self.sample_weight is not None
+
+    @property
+    def exclude_missing(self) -> bool:
+        return self.missing_subgroup == "exclude"
+
+    @property
+    def columns(self) -> list:
+        """Every column needed, each once, in a stable order."""
+        wanted = [self.label, *self.models, *self.subgroups]
+        if self.sample_weight is not None:
+            wanted.append(self.sample_weight)
+        return list(dict.fromkeys(wanted))
+
+    def with_weight_range(self, smallest_positive: float, largest: float) -> "ColumnSpec":
+        """This spec with the weight scale of weights in that range (refusing too wide a one)."""
+        if not self.weighted:
+            return self
+        name = f"sample_weight column {self.sample_weight!r}"
+        if np.isfinite(largest) and largest > 0:
+            check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")
+            return replace(self, weight_scale=power_of_two_scale(np.array([largest])))
+        return self
+
+    def settings(self, engine: str) -> dict:
+        return {"label_threshold": self.label_threshold,
+                "subgroup_threshold": self.subgroup_threshold,
+                "missing_subgroup": self.missing_subgroup, "ci": None,
+                "weighted": self.weighted, "nan_policy": "raise", "pos_label": None,
+                "engine": engine}
+
+
+def column_spec(available, *, label, scores, subgroups, label_threshold, subgroup_threshold,
+                missing_subgroup, sample_weight, source: str = "the data") -> ColumnSpec:
+    """Validate the column arguments against the ``available`` column names."""
+    if missing_subgroup not in MISSING_POLICIES:
+        raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, "
+                         f"got {missing_subgroup!r}")
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a column name, got {type(label).__name__}")
+    if sample_weight is not None and not isinstance(sample_weight, str):
+        raise TypeError("sample_weight must be a column name here (an array cannot follow the "
+                        "rows of partitioned or out-of-core data), got "
+                        f"{type(sample_weight).__name__}")
+    models = name_list(scores, "scores")
+    names = name_list(subgroups, "subgroups")
+    available = list(available)
+    present = set(available)
+    for argument, wanted in (("label", [label]), ("scores", models), ("subgroups", names),
+                             ("sample_weight", [] if sample_weight is None else [sample_weight])):
+        missing = [c for c in wanted if c not in present]
+        if missing:
+            shown = available[:20]
+            raise KeyError(f"{argument}: column(s) {missing} not in {source} (columns are "
+                           f"{shown}{' ...' if len(available) > 20 else ''})")
+    return ColumnSpec(label, models, names, sample_weight,
+                      None if label_threshold is None
+                      else check_threshold(label_threshold, "label_threshold"),
+                      check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup)
+
+
+def score_dtype(dtype) -> np.dtype:
+    """The dtype ``as_scores`` gives a column of ``dtype`` (float32 stays float32, so ties
+    are decided in float32; other numbers become float64), found by asking it."""
+    try:
+        return as_scores(pd.Series([1], dtype=dtype), "probe").dtype
+    except (TypeError, ValueError):
+        return np.dtype(np.float64)

@@ -1,0 +1,164 @@
+"""Identity (subgroup) columns: the one reader, and the accepted containers of masks."""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .columns import _first, _from_foreign, _plain, first_non_numeric, read_column
+from .values import _exact_float64
+
+
+@dataclass(frozen=True)
+class IdentityValues:
+    """One identity column as the membership passes read it.
+
+    A row is a member iff ``values >= threshold`` and it is not ``missing``;
+    ``missing`` rows (NaN, None, pd.NA: not annotated) are never members.
+    ``boolean`` says the column held booleans: True is then a member whatever
+    threshold the caller gave (``values`` is their uint8 view, threshold 1).
+
+    Attributes
+    ----------
+    values : ndarray
+        1-D: uint8 (booleans, or a precomputed 0/1 membership), an integer
+        type, float32 or float64 (NaN where missing). Never float16.
+    threshold : float
+    missing : ndarray of bool or None
+        Unannotated rows, None when every row is annotated.
+    boolean : bool
+    """
+
+    values: np.ndarray
+    threshold: float
+    missing: np.ndarray | None
+    boolean: bool
+
+    def member_mask(self) -> np.ndarray:
+        """Boolean mask of the members."""
+        with np.errstate(invalid="ignore"):
+            member = self.values >= self.threshold
+        return member if self.missing is None else member & ~self.missing
+
+
+def identity_values(values, name: str, threshold: float | None, missing_hint: str = "",
+                    label: str | None = None) -> IdentityValues:
+    """Read one identity (subgroup) column: the one reader every entry point uses.
+
+    Whether a column is boolean is decided by its own dtype (numpy bool,
+    pandas ``boolean``, pyarrow/polars booleans, an object column of Python
+    bools): True is a member and the threshold does not apply. Any numeric
+    column (every integer width, float16/32/64, nullable, pyarrow-backed) is
+    a member iff ``value >= threshold``, compared exactly in its own type.
+    Without a threshold a numeric column must hold only 0 and 1 and nothing
+    may be missing (``missing_hint`` says what to do instead). Messages call
+    the column ``label`` (default ``subgroup 'name'``).
+    """
+    label = label or f"subgroup {name!r}"
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biu":
+        arr, missing = values, None  # the common case: no conversion, no copy
+    else:
+        arr, missing = read_column(values, label)
+    if arr.dtype.kind not in "biuf":
+        shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
+        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}")
+    if threshold is None and missing is not None:
+        raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first "
+                         f"at position {_first(missing)}); pass a subgroup threshold (missing "
+                         f"is then never a member){missing_hint}")
+    if arr.dtype.kind == "b":
+        return IdentityValues(np.ascontiguousarray(arr).view(np.uint8), 1.0, missing, True)
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)  # exact
+    elif arr.dtype.kind == "f" and arr.dtype not in (np.float32, np.float64):
+        arr = _exact_float64(arr, label)
+    if threshold is None:
+        not_binary = (arr != 0) & (arr != 1)
+        if not_binary.any():
+            first = _first(not_binary)
+            raise ValueError(f"{label} is not a boolean mask: value {_plain(arr[first])!r} at "
+                             f"position {first}; pass a subgroup threshold to binarize")
+        return IdentityValues(np.ascontiguousarray(arr), 1.0, None, False)
+    threshold = float(threshold)
+    if missing is not None and arr.dtype.kind in "iu":
+        # integers with missing entries: compare in their own type, keep the mask apart
+        member = (arr >= threshold) & ~missing
+        return IdentityValues(member.view(np.uint8), 1.0, missing, False)
+    return IdentityValues(np.ascontiguousarray(arr), threshold, missing, False)
+
+
+def identity_column(df, name: str, threshold: float) -> IdentityValues:
+    """The identity column ``name`` of ``df`` (a DataFrame or a dict of columns), read by
+    :func:`identity_values` with ``threshold``; missing values are unannotated rows."""
+    return identity_values(df[name], name, threshold, label=f"subgroup column {name!r}")
+
+
+def _looks_like_names(subgroups) -> bool:
+    return (isinstance(subgroups, (list, tuple)) and len(subgroups) > 0
+            and all(isinstance(x, str) for x in subgroups))
+
+
+def subgroup_columns(subgroups, n: int | None = None):
+    """Normalise the accepted subgroup containers to (names, list of 1-D columns)."""
+    subgroups = _from_foreign(subgroups)
+    if isinstance(subgroups, str) or _looks_like_names(subgroups):
+        raise TypeError(f"subgroups must be membership masks (a DataFrame of boolean columns, "
+                        f"a dict of name -> mask or an (n, k) array), got column name(s) "
+                        f"{subgroups!r}; to select columns by name use "
+                        f"fastbias.evaluate(df, ..., subgroups=[...])")
+    if (isinstance(subgroups, (list, tuple)) and subgroups
+            and any(isinstance(x, (np.ndarray, pd.Series, pd.Index)) for x in subgroups)):
+        # one array per subgroup, or one per row? ambiguous when k == n: refuse both
+        raise TypeError(f"subgroups is a {type(subgroups).__name__} of {len(subgroups)} arrays; "
+                        f"pass a dict {{name: mask}}, a DataFrame, or an (n_rows, n_subgroups) "
+                        f"array (e.g. np.column_stack(masks))")
+    if isinstance(subgroups, pd.DataFrame):
+        names = [str(c) for c in subgroups.columns]
+        columns = [subgroups.iloc[:, j] for j in range(subgroups.shape[1])]
+    elif isinstance(subgroups, pd.Series):
+        names = [str(subgroups.name) if subgroups.name is not None else "subgroup_0"]
+        columns = [subgroups]
+    elif isinstance(subgroups, Mapping):
+        names = [str(k) for k in subgroups.keys()]
+        columns = list(subgroups.values())
+    else:
+        if subgroups is None or isinstance(subgroups, (bytes, numbers.Number)):
+            raise TypeError(f"subgroups must be a DataFrame, a dict of masks or an (n, k) array, "
+                            f"got {type(subgroups).__name__}")
+        try:
+            arr = np.asarray(subgroups)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"subgroups could not be read as an (n, k) array: {exc}") from None
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2:
+            raise ValueError(f"subgroups must be a DataFrame, a dict of masks or an (n, k) array, "
+                             f"got an array of shape {arr.shape}")
+        if n is not None and arr.shape[0] != n and arr.shape[1] == n:
+            raise ValueError(f"subgroups has shape {arr.shape}: one row per subgroup; expected "
+                             f"(n_rows, n_subgroups) = ({n}, {arr.shape[0]}), transpose it")
+        names = [f"subgroup_{j}" for j in range(arr.shape[1])]
+        columns = [arr[:, j] for j in range(arr.shape[1])]
+    if len(set(names)) != len(names):
+        dup = sorted({x for x in names if names.count(x) > 1})
+        raise ValueError(f"subgroups has duplicate name(s): {dup}")
+    if n is not None:
+        for name, col in zip(names, columns):
+            length = _column_length(col, name)
+            if length != n:
+                raise ValueError(f"subgroup {name!r} mask has {length} rows but y_true has {n}")
+    return names, columns
+
+
+def _column_length(col, name: str) -> int:
+    if isinstance(col, (str, bytes, numbers.Number)) or col is None:
+        raise TypeError(f"subgroup {name!r} must be a mask (array-like), got "
+                        f"{type(col).__name__}")
+    try:
+        return len(col)
+    except TypeError:
+        raise TypeError(f"subgroup {name!r} must be a mask (array-like), got "
+                        f"{type(col).__name__}") from None

@@ -1,0 +1,201 @@
+"""Labels, scores and weights: validated, exact numpy arrays (one reader per input kind)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .columns import (_first, _ints_to_float, _plain, _shown_values, check_length, column_values,
+                      first_non_numeric)
+from .settings import check_threshold
+
+#: smallest ratio of a positive weight to the largest weight (products of weights stay normal)
+WEIGHT_SPREAD_LIMIT = 2.0 ** -480
+
+
+def _omit_hint(omit: bool) -> str:
+    """How to get past missing values: the nan_policy hint only where that option exists."""
+    return "drop those rows first, or pass nan_policy='omit'" if omit else "drop those rows first"
+
+
+def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
+    """Score dtype rules: float32 kept, float16 -> float32, the rest -> float64 exactly."""
+    kind = arr.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
+    if kind not in "iuf":
+        shown = f" (e.g. {first_non_numeric(arr)})" if kind == "O" else ""
+        raise TypeError(f"{name} must be numeric scores, got dtype {arr.dtype}{shown}")
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    elif kind in "iu":
+        arr = _ints_to_float(arr, name)
+    elif arr.dtype not in (np.float32, np.float64):  # long double
+        arr = _exact_float64(arr, name)
+    return np.ascontiguousarray(arr)
+
+
+def _exact_float64(arr: np.ndarray, name: str) -> np.ndarray:
+    """A float array of another width (long double) -> float64, refusing rounded values."""
+    converted = arr.astype(np.float64)
+    lost = (converted.astype(arr.dtype) != arr) & ~np.isnan(arr)
+    if lost.any():
+        raise ValueError(f"{name} has {int(lost.sum())} {arr.dtype} value(s) that float64 "
+                         f"cannot hold exactly (first at position {_first(lost)}); ties "
+                         f"would change: cast them yourself")
+    return converted
+
+
+def _nonfinite_message(arr: np.ndarray, name: str, omit: bool = False) -> str:
+    bad = ~np.isfinite(arr)
+    n_nan = int(np.isnan(arr).sum())
+    return (f"{name} has {n_nan} NaN and {int(bad.sum()) - n_nan} infinite value(s) "
+            f"(first at position {_first(bad)}); scores must be finite: {_omit_hint(omit)}")
+
+
+def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
+              omit: bool = False) -> np.ndarray:
+    """Validate scores: numeric, 1-D, finite; float32 kept (ties decided in float32).
+
+    ``omit`` says the caller offers ``nan_policy="omit"`` (messages then mention it).
+    """
+    arr, _ = column_values(y_score, name)
+    if n is not None:
+        check_length(arr, n, name)
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    arr = _numeric_scores(arr, name)
+    if not np.isfinite(arr).all():
+        raise ValueError(_nonfinite_message(arr, name, omit))
+    return arr
+
+
+def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
+                  threshold_name: str = "label_threshold") -> np.ndarray:
+    """Labels without missing values -> bool array (True = positive)."""
+    if pos_label is not None:
+        if threshold is not None:
+            raise ValueError(f"pass either pos_label or {threshold_name}, not both")
+        distinct = pd.unique(arr)
+        if len(distinct) > 2:
+            raise ValueError(f"{name} has {len(distinct)} distinct values "
+                             f"{_shown_values(distinct)}; pos_label needs two-class labels "
+                             f"(for one class against the rest pass y_true == value)")
+        positive = np.asarray(arr == pos_label)
+        if positive.shape != arr.shape:  # numpy gave a scalar: incomparable types
+            positive = np.zeros(arr.shape[0], dtype=bool)
+        positive = np.ascontiguousarray(positive, dtype=np.bool_)
+        if not positive.any():
+            raise ValueError(f"pos_label {pos_label!r} does not occur in {name} "
+                             f"(its values are {_shown_values(distinct)})")
+        return positive
+    kind = arr.dtype.kind
+    if kind in "OUS":
+        shown = first_non_numeric(arr) if kind == "O" else f"{_plain(arr[0])!r} at position 0"
+        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {shown}); pass "
+                        f"pos_label to say which value is the positive class")
+    if kind not in "biuf":
+        raise TypeError(f"{name} must be numeric or boolean, got dtype {arr.dtype}")
+    if kind == "b":  # booleans are the classes themselves: no threshold applies
+        return np.ascontiguousarray(arr)
+    if threshold is not None:
+        thr = check_threshold(threshold, threshold_name)
+        outside = (arr < 0) | (arr > 1)
+        if outside.any():
+            first = _first(outside)
+            raise ValueError(f"{name} has {int(outside.sum())} value(s) outside [0, 1] (e.g. "
+                             f"{_plain(arr[first])!r} at position {first}); a label is 0/1 or a "
+                             f"fraction in [0, 1] (e.g. the share of annotators who said "
+                             f"positive) made binary by {threshold_name}. Map other values "
+                             f"first, or pass pos_label for two-valued labels")
+        return np.ascontiguousarray(arr >= thr)
+    not_binary = (arr != 0) & (arr != 1)
+    if not_binary.any():
+        first = _first(not_binary)
+        raise ValueError(f"{name} is not binary: {int(not_binary.sum())} value(s) other than "
+                         f"0/1 (e.g. {_plain(arr[first])!r} at position {first}); pass a label "
+                         f"threshold ({threshold_name}) to binarize, or pos_label")
+    return np.ascontiguousarray(arr == 1)
+
+
+def _missing_message(missing: np.ndarray, name: str, what: str = "missing",
+                     omit: bool = False) -> str:
+    return (f"{name} has {int(missing.sum())} {what} value(s) (NaN, None or pd.NA; first at "
+            f"position {_first(missing)}): {_omit_hint(omit)}")
+
+
+def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
+              pos_label=None, threshold_name: str = "label_threshold", *,
+              omit: bool = False) -> np.ndarray:
+    """Validate labels and return a boolean array (True = positive).
+
+    Booleans and 0/1 numbers as they are; fractions with ``threshold``
+    (positive iff ``>= threshold``); any two-valued labels (strings,
+    categoricals, numbers) with ``pos_label``. Missing labels are an error.
+    """
+    arr, missing = column_values(y_true, name)
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    if missing is not None:
+        raise ValueError(_missing_message(missing, name, "missing label", omit))
+    return binary_labels(arr, name, threshold, pos_label, threshold_name)
+
+
+def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,
+                   omit: bool = False) -> np.ndarray:
+    if arr.dtype.kind not in "iuf":
+        shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype.kind == "O" else ""
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}{shown}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if missing is not None:
+        raise ValueError(_missing_message(missing, name, "NaN or missing", omit))
+    infinite = np.isinf(arr)
+    if infinite.any():
+        raise ValueError(f"{name} has {int(infinite.sum())} infinite value(s) "
+                         f"(first at position {_first(infinite)}); weights must be finite")
+    negative = arr < 0
+    if negative.any():
+        first = _first(negative)
+        raise ValueError(f"{name} has {int(negative.sum())} negative value(s) "
+                         f"(e.g. {_plain(arr[first])} at position {first}); weights must be >= 0")
+    if arr.shape[0]:
+        largest = int(np.argmax(arr))
+        positive = arr > 0
+        if positive.any():
+            smallest = int(np.argmin(np.where(positive, arr, np.inf)))
+            check_weight_spread(arr[smallest], arr[largest], name, f" at position {smallest}",
+                                f" at position {largest}")
+    return arr
+
+
+def check_weight_spread(smallest, largest, name: str, where_smallest: str = "",
+                        where_largest: str = "") -> None:
+    """Refuse positive weights spanning more than 2**480 (their pair products would underflow)."""
+    if 0 < smallest < largest * WEIGHT_SPREAD_LIMIT:
+        raise ValueError(
+            f"{name} spans more than 2**480 (1e144): the smallest positive weight is "
+            f"{_plain(smallest)!r}{where_smallest} and the largest {_plain(largest)!r}"
+            f"{where_largest}; weighted pair sums would underflow. Set negligible weights to 0 "
+            f"(the metrics do not depend on the weights' scale, only on their ratios)")
+
+
+def as_sample_weight(sample_weight, n: int, name: str = "sample_weight", *,
+                     omit: bool = False) -> np.ndarray | None:
+    """Validate weights: numeric, finite, non-negative, length ``n``; float64."""
+    if sample_weight is None:
+        return None
+    arr, missing = column_values(sample_weight, name)
+    check_length(arr, n, name)
+    return _weights_array(arr, name, missing, omit)
+
+
+
+def power_of_two_scale(sample_weight: np.ndarray) -> float:
+    """The power of two that brings the largest weight into [1, 2) (1 if all are 0).
+
+    Dividing by it is exact, so weighted metrics (ratios) do not depend on the
+    weights' scale, and no product of weights overflows or underflows.
+    """
+    largest = float(np.max(sample_weight)) if sample_weight.shape[0] else 0.0
+    if not largest > 0.0:
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(largest)[1]) - 1))

@@ -25,13 +25,16 @@ import fastbias
 from fastbias.synthetic import JIGSAW_ROWS, make_jigsaw_like, to_arrays
 
 
-def median_time(function, repeats: int) -> float:
-    times = []
+def alternating_medians(functions: list, repeats: int) -> list:
+    """Median time of each function, the calls alternating (so that drift of a shared, noisy
+    machine hits all of them alike)."""
+    times = [[] for _ in functions]
     for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+        for function, spent in zip(functions, times):
+            start = time.perf_counter()
+            function()
+            spent.append(time.perf_counter() - start)
+    return [float(np.median(t)) for t in times]
 
 
 def main() -> None:
@@ -66,22 +69,25 @@ def main() -> None:
     fastbias.bias_metrics(y[small], scores[small], groups[small], ci="bootstrap", n_boot=10,
                           sample_weight=None if weights is None else weights[small])
     point(), delong()
-    t_point = median_time(point, args.repeats)
-    t_delong = median_time(delong, args.repeats)
-    t_boot = median_time(bootstrap, args.boot_repeats)
-    t_point_after = median_time(point, args.repeats)  # the machine may drift: bracket it
-    t_point = min(t_point, t_point_after)
+    t_point, t_delong = alternating_medians([point, delong], args.repeats)
+    boot_times = []
+    for _ in range(args.boot_repeats):  # each bootstrap run between two point estimates
+        before, boot, after = alternating_medians([point, bootstrap, point], 1)
+        boot_times.append((boot, (before + after) / 2))
+    t_boot = float(np.median([b for b, _ in boot_times]))
+    t_boot_point = float(np.median([p for _, p in boot_times]))
     print(f"machine: {platform.processor() or platform.machine()}, "
           f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}"
           f" CPUs available, load average {os.getloadavg()[0]:.2f}")
     print(f"data: {y.shape[0]:,} rows x {groups.shape[1]} subgroups, float32 scores"
           f"{', weighted' if weights is not None else ''}")
     print(f"point estimate            {1000 * t_point:9.1f} ms   (median of {args.repeats}, "
-          f"best of two brackets)")
+          f"alternating with DeLong)")
     print(f"ci='delong'               {1000 * t_delong:9.1f} ms   {t_delong / t_point:6.2f}x point"
           f"   (target <= 1.5x)")
-    print(f"ci='bootstrap', {args.n_boot:5d} reps {t_boot:9.2f} s    {t_boot / t_point:6.0f}x point"
-          f"   (target <= 250x for 1,000)")
+    print(f"ci='bootstrap', {args.n_boot:5d} reps {t_boot:9.2f} s    "
+          f"{t_boot / t_boot_point:6.0f}x point ({1000 * t_boot_point:.1f} ms around it; "
+          f"target <= 250x for 1,000)")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .intervals.attach import add_intervals, check_ci
+from .intervals.attach import attach_intervals, check_ci
 from .metrics.aggregates import (PINNED_METHODS, _check_population, _expected_pinned_auc,
                                  _expected_pinned_terms, _pinned_population_size)
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import prepare_memberships, prepare_subgroups, subgroup_rows
 from .sweep.counts import sweep_counts
-from .sweep.parallel import prepare_and_sweep
+from .sweep.parallel import sort_and_count
 from .validate.columns import check_aligned
 from .validate.errors import UndefinedMetricWarning
 from .validate.rows import validated_rows
@@ -97,15 +97,15 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)
     check_ci(ci)
-    memberships, sc = prepare_and_sweep(
-        scores, labels, lambda: prepare_subgroups(labels, subgroups, subgroup_threshold, kept),
-        weights)
+    memberships, sorted_scores, sc = sort_and_count(
+        scores, None, lambda: prepare_subgroups(labels, subgroups, subgroup_threshold, kept),
+        labels, weights, with_rows=ci == "bootstrap")
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if ci is not None:
-        table = add_intervals(table, method=ci, scores=scores, memberships=memberships,
-                              sample_weight=weights, confidence=confidence, n_boot=n_boot,
-                              random_state=random_state)
+        table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
+                                 sample_weight=weights, confidence=confidence, n_boot=n_boot,
+                                 random_state=random_state)
     return table
 
 

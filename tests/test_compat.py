@@ -171,15 +171,15 @@ def test_one_sweep_per_model_not_per_subgroup(monkeypatch):
     import fastbias.sweep.parallel as parallel
 
     calls = []
-    original = counts.sweep_counts
+    original = counts.count_sorted
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    # every path to the counts (one thread or two) goes through sweep.counts.sweep_counts
-    for module in (counts, parallel, compat):
-        monkeypatch.setattr(module, "sweep_counts", counting)
+    # every path to the counts (one thread or two) goes through sweep.counts.count_sorted
+    for module in (counts, parallel):
+        monkeypatch.setattr(module, "count_sorted", counting)
     compat.compute_bias_metrics_for_models(df, names, ["fair", "biased"], "target")
     assert len(calls) == 2
     compat.compute_bias_metrics_for_model(df, names, "fair", "target")

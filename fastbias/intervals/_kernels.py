@@ -320,6 +320,66 @@ def _poisson_one_thresholds():
 POISSON_ONE_THRESHOLDS = _poisson_one_thresholds()
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(inline="always")
+def _poisson_one(key, row):
+    """The Poisson(1) count of ``row`` in the replicate with 64-bit ``key``.
+
+    Counter-based: the SplitMix64 output for counter ``row`` (its 32 high bits
+    as a uniform integer) inverted through the threshold table, so a row's
+    count can be computed in any order and equals what
+    :func:`poisson_counts` gives for it.
+    """
+    z = key + np.uint64(row) * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    u = (z ^ (z >> np.uint64(31))) >> np.uint64(32)
+    k = np.uint8(0)
+    for j in range(POISSON_ONE_THRESHOLDS.shape[0]):  # branch-free: loops over rows vectorize
+        k += np.uint8(u >= POISSON_ONE_THRESHOLDS[j])
+    return k
+
+
+@njit(cache=True, nogil=True)
+def poisson_counts(key, out):
+    """``out[i]`` = the Poisson(1) count of row i in the replicate with ``key`` (uint8)."""
+    for i in range(out.shape[0]):
+        out[i] = _poisson_one(key, i)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def class_prefix_of_replicate(key, rows_sorted, draws, cumulative, counts):
+    """The replicate's counts of ``rows_sorted`` (a class in score order) and their prefix sums.
+
+    Draws every count into ``draws`` (uint8 scratch of the same length; the
+    loop has no branch, so it vectorizes), then writes ``cumulative`` (length
+    + 1, from 0) and, unless ``counts`` is empty, ``counts[j]`` (int64). Reads
+    the rows in order: no gather of a count array.
+    """
+    for j in range(rows_sorted.shape[0]):
+        draws[j] = _poisson_one(key, rows_sorted[j])
+    with_counts = counts.shape[0] > 0
+    cumulative[0] = 0
+    total = np.int64(0)
+    for j in range(rows_sorted.shape[0]):
+        c = np.int64(draws[j])
+        if with_counts:
+            counts[j] = c
+        total += c
+        cumulative[j + 1] = total
+
+
+@njit(cache=True, nogil=True)
+def counts_of_replicate(key, rows, out):
+    """``out[j]`` (int64) = the replicate's count of ``rows[j]``."""
+    for j in range(rows.shape[0]):
+        out[j] = _poisson_one(key, rows[j])
+    return out
+
+
 @njit(cache=True, nogil=True)
 def poisson_one_counts(uniform_u32, out):
     """``out[i] = K_i ~ Poisson(1)`` (uint8) by inversion of the uniform 32-bit integers given.

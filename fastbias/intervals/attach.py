@@ -10,12 +10,13 @@ from ..metrics.aggregates import final_metric_values
 from ..metrics.definitions import AEG_METRICS, AUC_METRICS, METRIC_COLUMNS, METRIC_RANGE, METRIC_SAMPLES
 from ..metrics.table import overall_auc_from_counts
 from ..prepare.memberships import Memberships
-from ..sort.order import order_scores
-from ..sweep.counts import sweep_weighted
+from ..sort.order import SortedScores
+from ..sweep.counts import count_sorted
+from ..sweep.parallel import helper_thread
 from ..validate.errors import UndefinedMetricWarning
-from ..validate.settings import check_confidence
-from .bootstrap import _percentile_interval, bootstrap_replicates
-from .delong import _normal_interval, _warn_missing_se, _z_value, delong_standard_errors
+from ..validate.settings import check_confidence, resolve_n_jobs
+from .bootstrap import _percentile_interval, replicates
+from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
 from .ustatistic import ustatistic_bernstein_interval
 
 
@@ -117,21 +118,36 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
         if sample_weight.shape != (memberships.n_rows,):
             raise ValueError(f"sample_weight has shape {sample_weight.shape} but the memberships "
                              f"cover {memberships.n_rows} rows")
+    return attach_intervals(table, method=method,
+                            sorted_scores=SortedScores(scores, memberships,
+                                                       with_rows=method == "bootstrap"),
+                            sample_weight=sample_weight, confidence=confidence, n_boot=n_boot,
+                            random_state=random_state, progress=progress, n_jobs=n_jobs,
+                            bernstein_variance=bernstein_variance)
 
-    out = table.copy()
-    out.attrs = dict(table.attrs)
+
+def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores,
+                     sample_weight: np.ndarray | None = None, confidence: float = 0.95,
+                     n_boot: int = 1000, random_state=None, progress=None,
+                     n_jobs: int | None = None,
+                     bernstein_variance: str = "adaptive") -> pd.DataFrame:
+    """:func:`add_intervals` from the sorts the point estimate made (validated inputs).
+
+    The entry points call this with the :class:`~fastbias.sort.order.SortedScores`
+    of their point estimate, so DeLong and the bootstrap sort nothing again.
+    """
+    memberships = sorted_scores.memberships
+    out = table
     overall_point = out.attrs.get("overall_auc")
     if overall_point is None:
-        sc = sweep_weighted(order_scores(scores, memberships), memberships,
-                            np.ones(memberships.n_rows) if sample_weight is None
-                            else sample_weight)
-        overall_point = overall_auc_from_counts(sc)
+        overall_point = overall_auc_from_counts(count_sorted(sorted_scores, sample_weight))
     overall_point = float(overall_point)
     new_columns = {}
     attrs = {"ci_method": method, "confidence": confidence}
 
     if method == "delong":
-        se, overall_se = delong_standard_errors(scores, memberships, sample_weight)
+        with helper_thread(resolve_n_jobs(n_jobs, 2) > 1) as helper:
+            se, overall_se = standard_errors(sorted_scores, sample_weight, helper)
         z = _z_value(confidence)
         for metric in METRIC_COLUMNS:
             est = out[metric].to_numpy(dtype=np.float64)
@@ -143,8 +159,8 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
                      overall_auc_se=overall_se)
         _warn_missing_se(out, se, "DeLong")
     elif method == "bootstrap":
-        reps = bootstrap_replicates(scores, memberships, sample_weight, n_boot=n_boot,
-                                    random_state=random_state, progress=progress, n_jobs=n_jobs)
+        reps = replicates(sorted_scores, sample_weight, n_boot=n_boot,
+                          random_state=random_state, progress=progress, n_jobs=n_jobs)
         undefined = []
         for metric in METRIC_COLUMNS:
             low, high, se, count = _percentile_interval(reps.metrics[metric], confidence)
@@ -197,7 +213,6 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
                                                   variance=bernstein_variance)
         attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
                      bernstein_variance=bernstein_variance)
-    for name, values in new_columns.items():
-        out[name] = values
-    out.attrs.update(attrs)
+    out = pd.concat([out, pd.DataFrame(new_columns, index=out.index)], axis=1)
+    out.attrs = {**table.attrs, **attrs}
     return out

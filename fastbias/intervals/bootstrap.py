@@ -6,7 +6,6 @@ import sys
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,9 +13,10 @@ import numpy as np
 from ..metrics.aggregates import final_metric_values
 from ..metrics.table import metrics_from_counts
 from ..prepare.memberships import Memberships
-from ..sort.order import ScoreOrder, order_scores, sorted_scores
+from ..sort.order import SortedScores
 from ..sweep import _kernels as K
 from ..sweep.counts import SweepCounts, sweep_weighted
+from ..sweep.parallel import map_in_threads
 from ..validate.settings import resolve_n_jobs
 from . import _kernels as IK
 
@@ -68,16 +68,23 @@ def _seed_sequence(random_state) -> np.random.SeedSequence:
                     f"SeedSequence, got {random_state!r}")
 
 
+def replicate_key(seed: np.random.SeedSequence) -> np.uint64:
+    """The 64-bit key of one replicate's counts, from its own seed."""
+    return np.uint64(seed.generate_state(1, dtype=np.uint64)[0])
+
+
 def replicate_counts(seed: np.random.SeedSequence, n: int,
                      out: np.ndarray | None = None) -> np.ndarray:
     """Poisson(1) counts (uint8) of ``n`` rows for one replicate, drawn from its own seed.
 
-    Each count inverts one 32-bit uniform integer from ``PCG64(seed)`` (two
-    per raw 64-bit draw), so each Poisson probability is exact to 2**-32.
+    Row i's count inverts the 32 high bits of the SplitMix64 output for
+    counter i under the replicate's key (:func:`replicate_key`), so each
+    Poisson probability is exact to 2**-32 and a row's count does not depend
+    on the order rows are visited in: the bootstrap computes the counts of
+    each class in score order, and they are these.
     """
     out = np.empty(n, dtype=np.uint8) if out is None else out
-    raw = np.random.PCG64(seed).random_raw((n + 1) // 2)
-    return IK.poisson_one_counts(raw.view(np.uint32), out)
+    return IK.poisson_counts(replicate_key(seed), out)
 
 
 def replicate_weights(seed: np.random.SeedSequence, base_weight: np.ndarray) -> np.ndarray:
@@ -86,39 +93,41 @@ def replicate_weights(seed: np.random.SeedSequence, base_weight: np.ndarray) -> 
     return replicate_counts(seed, base_weight.shape[0]) * base_weight
 
 
-@dataclass(frozen=True)
-class _CountBootstrapPlan:
-    """What an unweighted bootstrap replicate needs besides its counts, built once.
+class _CountReplicate:
+    """An unweighted replicate as an exact integer-weighted sweep of the call's sorts.
 
-    Every (row, subgroup) membership in score order (``scores``, ``codes`` =
-    2 * subgroup + label, ``rows``) and the classes' rows in score order.
+    Each class is visited in score order with its rows (the sorts carried
+    them), the counts made on the fly (:func:`replicate_counts` values), and
+    the memberships counted with their rows' counts: no sort, no gather of a
+    count array. One per thread (it holds the scratch arrays).
     """
 
-    order: ScoreOrder
-    scores: np.ndarray
-    codes: np.ndarray
-    rows: np.ndarray
+    def __init__(self, sorted_scores: SortedScores):
+        self.keys, self.codes = sorted_scores.members
+        self.member_rows = sorted_scores.member_rows
+        self.neg_keys, self.pos_keys = sorted_scores.classes
+        self.neg_rows, self.pos_rows = sorted_scores.class_rows
+        self.n_groups = sorted_scores.memberships.n_groups
+        self.neg_cum = np.empty(self.neg_rows.shape[0] + 1, dtype=np.int64)
+        self.pos_cum = np.empty(self.pos_rows.shape[0] + 1, dtype=np.int64)
+        self.neg_w = np.empty(0, dtype=np.int64)  # the negatives' counts are not needed
+        self.pos_w = np.empty(self.pos_rows.shape[0], dtype=np.int64)
+        self.member_w = np.empty(self.member_rows.shape[0], dtype=np.int64)
+        self.draws = np.empty(max(self.neg_rows.shape[0], self.pos_rows.shape[0]), np.uint8)
 
-    @classmethod
-    def build(cls, scores: np.ndarray, m: Memberships, order: ScoreOrder):
-        per_row = np.diff(m.row_ptr)
-        rows = np.repeat(m.identity_rows, per_row)
-        codes = 2 * m.row_groups + np.repeat(m.identity_labels, per_row)
-        member_scores, by_score = sorted_scores(scores, rows, with_order=True)
-        return cls(order, member_scores, np.ascontiguousarray(codes[by_score]),
-                   np.ascontiguousarray(rows[by_score]))
-
-    def counts(self, row_counts: np.ndarray, n_groups: int) -> tuple:
-        """Exact integer-weighted sweep: (counts (n_groups, 7), total neg, total pos, twice U)."""
-        o = self.order
-        neg_cum, _ = IK.class_count_prefix(row_counts, o.neg_rows)
-        pos_cum, pos_w = IK.class_count_prefix(row_counts, o.pos_rows)
-        member_w = row_counts[self.rows].astype(np.int64)
+    def counts(self, key) -> tuple:
+        """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
+        neg_draws = self.draws[:self.neg_rows.shape[0]]
+        pos_draws = self.draws[:self.pos_rows.shape[0]]
+        IK.class_prefix_of_replicate(key, self.neg_rows, neg_draws, self.neg_cum, self.neg_w)
+        IK.class_prefix_of_replicate(key, self.pos_rows, pos_draws, self.pos_cum, self.pos_w)
+        IK.counts_of_replicate(key, self.member_rows, self.member_w)
         counts = K.finish_member_counts(K.member_counts_in_range(
-            self.scores, self.codes, 0, self.scores.shape[0], o.neg_sorted, o.pos_sorted,
-            n_groups, member_w, neg_cum, pos_cum))
-        twice_u = K.twice_auc_numerator_sorted_weighted(o.neg_sorted, neg_cum, o.pos_sorted, pos_w)
-        return counts, neg_cum[-1], pos_cum[-1], twice_u
+            self.keys, self.codes, 0, self.keys.shape[0], self.neg_keys, self.pos_keys,
+            self.n_groups, self.member_w, self.neg_cum, self.pos_cum))
+        twice_u = K.twice_auc_numerator_sorted_weighted(self.neg_keys, self.neg_cum,
+                                                        self.pos_keys, self.pos_w)
+        return counts, self.neg_cum[-1], self.pos_cum[-1], twice_u
 
 
 @dataclass(frozen=True)
@@ -149,52 +158,64 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
     """Run the Poisson bootstrap: one sort, then one weighted sweep per replicate.
 
     Replicate b weights row i by ``K_bi * sample_weight_i`` with
-    ``K_bi ~ Poisson(1)`` drawn from its own child of ``SeedSequence(random_state)``,
-    so results do not depend on ``n_jobs``. Replicates run in threads (the
-    kernels release the GIL).
+    ``K_bi ~ Poisson(1)`` (:func:`replicate_counts` of its own child of
+    ``SeedSequence(random_state)``), so results do not depend on ``n_jobs``.
+    Replicates run in threads (the kernels release the GIL). See
+    :func:`replicates` for the same from the sorts a call already made.
+    """
+    return replicates(SortedScores(scores, memberships, with_rows=sample_weight is None),
+                      sample_weight, n_boot=n_boot, random_state=random_state,
+                      progress=progress, n_jobs=n_jobs)
+
+
+def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None, *,
+               n_boot: int = 1000, random_state=None, progress=None,
+               n_jobs: int | None = None) -> BootstrapReplicates:
+    """The Poisson bootstrap from the sorts of the point estimate (no new sort).
+
+    Without sample weights each replicate is an exact integer-weighted sweep
+    over the sorts with their rows (``SortedScores(with_rows=True)``); with
+    weights, a weighted sweep over the row order.
     """
     if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral) or n_boot < 2:
         raise ValueError(f"n_boot must be an integer >= 2, got {n_boot!r}")
     n_boot = int(n_boot)
-    m = memberships
+    m = sorted_scores.memberships
     n = m.n_rows
-    order = order_scores(scores, m)
     seeds = _seed_sequence(random_state).spawn(n_boot)
-    base = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)
     if progress is None:
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     bar = _Progress(n_boot, bool(progress))
-
-    # without sample weights a replicate's weights are small integers: an exact integer sweep
-    plan = _CountBootstrapPlan.build(scores, m, order) if sample_weight is None else None
+    if sample_weight is None and not sorted_scores.with_rows:
+        sorted_scores = SortedScores(sorted_scores.scores, m, with_rows=True)
+    base = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    order = None if base is None else sorted_scores.order()
 
     def run(chunk):
+        if base is None:  # a replicate's weights are small integers: an exact integer sweep
+            replicate = _CountReplicate(sorted_scores)
+            for b in chunk:
+                counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
+                    replicate.counts(replicate_key(seeds[b]))
+                bar.update(1)
+            return
         row_counts = np.empty(n, dtype=np.uint8)
         for b in chunk:
             replicate_counts(seeds[b], n, row_counts)
-            if plan is not None:
-                counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
-                    plan.counts(row_counts, m.n_groups)
-            else:
-                sc = sweep_weighted(order, m, row_counts * base, certify=False)
-                counts[b] = sc.counts
-                class_totals[b] = sc.total_neg, sc.total_pos
-                twice_overall_u[b] = sc.twice_overall_u
+            sc = sweep_weighted(order, m, row_counts * base, certify=False)
+            counts[b] = sc.counts
+            class_totals[b] = sc.total_neg, sc.total_pos
+            twice_overall_u[b] = sc.twice_overall_u
             bar.update(1)
 
     workers = resolve_n_jobs(n_jobs, n_boot, default_cap=8)
     chunk_size = max(1, min(64, n_boot // (4 * workers) or 1))
     chunks = [range(i, min(i + chunk_size, n_boot)) for i in range(0, n_boot, chunk_size)]
     try:
-        if workers == 1:
-            for chunk in chunks:
-                run(chunk)
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(run, chunks))
+        map_in_threads(run, chunks, workers)
     finally:
         bar.close()
     # all replicates' metrics at once: the replicates stacked as rows of one SweepCounts

@@ -137,13 +137,14 @@ def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, hist):
 
 
 @njit(cache=True, nogil=True)
-def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
+def radix_sort_gathered(bits, rows, n_bits, out_bits, order, as_keys=False):
     """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
 
     ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
     or 64). Writes the sorted bit patterns to ``out_bits`` (same width; -0.0
-    written as +0.0) and, if ``order`` is not empty, the positions ``j`` (into
-    ``rows``) in sorted order (stable). NaN must not occur.
+    written as +0.0), or with ``as_keys`` their sortable keys (see
+    :func:`_sortable_key`), and, if ``order`` is not empty, the positions ``j``
+    (into ``rows``) in sorted order (stable). NaN must not occur.
     """
     m = rows.shape[0]
     sign = np.uint64(1) << np.uint64(n_bits - 1)
@@ -161,8 +162,12 @@ def radix_sort_gathered(bits, rows, n_bits, out_bits, order):
         _gather_keys(bits, rows, 64, 6, keys, payload, hist)
     sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
                                                    np.empty_like(payload), hist)
-    for j in range(m):
-        out_bits[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
+    if as_keys:
+        for j in range(m):
+            out_bits[j] = sorted_keys[j]
+    else:
+        for j in range(m):
+            out_bits[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
     if with_order:
         for j in range(m):
             order[j] = sorted_payload[j]

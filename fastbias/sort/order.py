@@ -104,3 +104,111 @@ def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
     pos_sorted, pos_order = sorted_scores(scores, m.pos_rows, with_order=True)
     return ScoreOrder(id_scores, id_order, m.neg_rows[neg_order], m.pos_rows[pos_order],
                       neg_sorted, pos_sorted)
+
+
+def _sorted_keys_with_rows(scores: np.ndarray, rows: np.ndarray) -> tuple:
+    """The sortable keys of ``scores[rows]`` ascending and the ``rows`` in that order (stable)."""
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    keys = np.empty(rows.shape[0], dtype=uint)
+    order = np.empty(rows.shape[0], dtype=np.int64)
+    K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, keys, order, True)
+    return keys, rows[order]
+
+
+def sort_classes_with_rows(scores: np.ndarray, memberships: Memberships) -> tuple:
+    """:func:`sort_classes` that also gives each class's rows in that order:
+    ``(SortedClasses, negative rows, positive rows)``."""
+    neg_keys, neg_rows = _sorted_keys_with_rows(scores, memberships.neg_rows)
+    pos_keys, pos_rows = _sorted_keys_with_rows(scores, memberships.pos_rows)
+    return SortedClasses(neg_keys, pos_keys), neg_rows, pos_rows
+
+
+def sort_memberships_with_rows(scores: np.ndarray, memberships: Memberships) -> tuple:
+    """:func:`sort_memberships` that also gives each membership's row: ``(keys, codes, rows)``."""
+    m = memberships
+    per_row = np.diff(m.row_ptr)
+    rows = np.repeat(m.identity_rows, per_row)
+    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
+    codes = (2 * m.row_groups + np.repeat(m.identity_labels, per_row)).astype(code)
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    keys = np.empty(rows.shape[0], dtype=uint)
+    order = np.empty(rows.shape[0], dtype=np.int64)
+    K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, keys, order, True)
+    return keys, codes[order], rows[order]
+
+
+class SortedScores:
+    """The sorts of one score vector over one set of memberships: made once per call.
+
+    Everything later stages need comes from here, each part computed on first
+    use and then kept: :attr:`classes` (all negatives' and positives' scores
+    as sorted keys) and :attr:`members` (every membership by score) serve the
+    unweighted counts, DeLong and the bootstrap; :meth:`order` (the row order,
+    what weighted sweeps need) is computed only if asked for. With
+    ``with_rows`` the two sorts also carry the rows (:attr:`class_rows`,
+    :attr:`member_rows`, what the bootstrap needs), so that nothing is sorted
+    twice. A part computed elsewhere (e.g. on another thread) can be handed in.
+
+    Parameters
+    ----------
+    scores : ndarray
+        Validated finite float32/float64 scores, one per row of ``memberships``.
+    memberships : Memberships
+    classes : SortedClasses or tuple, optional
+        :func:`sort_classes` of these scores (or, ``with_rows``,
+        :func:`sort_classes_with_rows`), if already computed.
+    members : tuple, optional
+        :func:`sort_memberships` (or :func:`sort_memberships_with_rows`) of
+        these scores, if already computed.
+    with_rows : bool, default False
+    """
+
+    def __init__(self, scores: np.ndarray, memberships: Memberships, classes=None, members=None,
+                 with_rows: bool = False):
+        self.scores = scores
+        self.memberships = memberships
+        self.with_rows = with_rows
+        self._classes = classes
+        self._members = members
+        self._order = None
+
+    @property
+    def classes(self) -> SortedClasses:
+        if self._classes is None:
+            self._classes = (sort_classes_with_rows(self.scores, self.memberships)
+                             if self.with_rows else sort_classes(self.scores,
+                                                                 self.memberships.labels))
+        return self._classes[0] if self.with_rows else self._classes
+
+    @property
+    def members(self) -> tuple:
+        """``(keys, codes)`` of every membership by score (see :func:`sort_memberships`)."""
+        if self._members is None:
+            self._members = (sort_memberships_with_rows(self.scores, self.memberships)
+                             if self.with_rows else sort_memberships(self.scores,
+                                                                     self.memberships))
+        return self._members[:2]
+
+    @property
+    def class_rows(self) -> tuple:
+        """``(negative rows, positive rows)`` in score order (``with_rows`` only)."""
+        self._require_rows()
+        self.classes  # noqa: B018 (computes them)
+        return self._classes[1], self._classes[2]
+
+    @property
+    def member_rows(self) -> np.ndarray:
+        """The row of each membership, in the order of :attr:`members` (``with_rows`` only)."""
+        self._require_rows()
+        self.members  # noqa: B018
+        return self._members[2]
+
+    def _require_rows(self):
+        if not self.with_rows:
+            raise RuntimeError("these sorts were made without rows (SortedScores(with_rows=True))")
+
+    def order(self) -> ScoreOrder:
+        """The row order of each class and of the identity rows (computed once)."""
+        if self._order is None:
+            self._order = order_scores(self.scores, self.memberships)
+        return self._order

@@ -863,3 +863,182 @@ def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, cell_r
                     background_weight[slot, g, c, 0], background_weight[slot, g, c, 1] = _dd_add(
                         background_weight[slot, g, c, 0], background_weight[slot, g, c, 1], w,
                         0.0)
+
+
+# --- DeLong placement sums from the sorted memberships ------------------------------------
+# Every metric is a two-sample U-statistic theta = P(X > Y) + 1/2 P(X = Y) of an "above" cell X
+# and a "below" cell Y. DeLong's variance needs, besides U, the sums of squared placements
+# SQX = sum_x c(x)^2 with c(x) the number of Y rows below x (ties 1/2) and SQY = sum_y d(y)^2
+# with d(y) the number of X rows above y. Per subgroup, columns 0..4 of each block are the
+# metrics in the order subgroup, BPSN, BNSP AUC, negative, positive AEG (X, Y) =
+# (Dg+, Dg-), (B+, Dg-), (Dg+, B-), (B-, Dg-), (B+, Dg+). A background-side sum is "all of the
+# class" minus the subgroup's own rows, and the all-of-the-class sum expands over pairs of
+# subgroup rows, so one walk over the memberships gives every sum (see intervals/_kernels.py).
+DELONG_U = 0  # columns 0..4: U (plain units)
+DELONG_SQ_X = 5  # columns 5..9
+DELONG_SQ_Y = 10  # columns 10..14
+DELONG_ALL = 15  # columns 15..18: the all-of-the-class parts of SQX1, SQY2, SQX3, SQX4
+DELONG_SELF = 19  # columns 19..20: the subgroup's own parts of SQX3, SQX4
+N_DELONG_COLUMNS = 21
+
+
+@njit(cache=True, nogil=True)
+def member_delong_sums_in_range(member_keys, member_codes, start, stop, neg_sorted, pos_sorted,
+                                cells, below_start):
+    """DeLong placement sums of the memberships ``start:stop`` (unweighted, float64).
+
+    Like :func:`member_counts_in_range` it walks blocks of equal scores, ranks
+    each block once in the classes by galloping, and updates each subgroup in
+    the block once. ``cells`` is (n_groups, 2): each subgroup's negatives and
+    positives over all memberships; ``below_start`` (n_groups, 2) its
+    negatives and positives below ``start``. Returns (n_groups,
+    N_DELONG_COLUMNS) partial sums, which add up over adjacent ranges;
+    :func:`finish_delong_sums` turns their total into U, SQX, SQY.
+    """
+    n_groups = cells.shape[0]
+    sums = np.zeros((n_groups, N_DELONG_COLUMNS), dtype=np.float64)
+    neg_in_block = np.zeros(n_groups, dtype=np.int64)
+    pos_in_block = np.zeros(n_groups, dtype=np.int64)
+    neg_below = np.empty(n_groups, dtype=np.int64)
+    pos_below = np.empty(n_groups, dtype=np.int64)
+    for g in range(n_groups):
+        neg_below[g] = below_start[g, 0]
+        pos_below[g] = below_start[g, 1]
+    touched = np.empty(n_groups, dtype=np.int64)
+    is_touched = np.zeros(n_groups, dtype=np.bool_)
+    total_neg = neg_sorted.shape[0]
+    total_pos = pos_sorted.shape[0]
+    neg_lt = 0
+    neg_le = 0
+    pos_lt = 0
+    pos_le = 0
+    t = start
+    while t < stop:
+        key = member_keys[t]
+        n_touched = 0
+        while t < stop and member_keys[t] == key:
+            code = member_codes[t]
+            g = code >> 1
+            if code & 1:
+                pos_in_block[g] += 1
+            else:
+                neg_in_block[g] += 1
+            if not is_touched[g]:
+                is_touched[g] = True
+                touched[n_touched] = g
+                n_touched += 1
+            t += 1
+        neg_lt = _count_below(neg_sorted, neg_lt, key, False)
+        neg_le = _count_below(neg_sorted, max(neg_le, neg_lt), key, True)
+        pos_lt = _count_below(pos_sorted, pos_lt, key, False)
+        pos_le = _count_below(pos_sorted, max(pos_le, pos_lt), key, True)
+        # all negatives / positives below, at and above this score
+        big_n_lt = float(neg_lt)
+        big_n_eq = float(neg_le - neg_lt)
+        big_n_gt = float(total_neg - neg_le)
+        big_p_eq = float(pos_le - pos_lt)
+        big_p_gt = float(total_pos - pos_le)
+        for j in range(n_touched):
+            g = touched[j]
+            n_eq = float(neg_in_block[g])
+            p_eq = float(pos_in_block[g])
+            n_lt = float(neg_below[g])
+            p_lt = float(pos_below[g])
+            n_gt = cells[g, 0] - n_lt - n_eq
+            p_gt = cells[g, 1] - p_lt - p_eq
+            if p_eq > 0:  # the subgroup's positives at this score
+                a = n_lt + 0.5 * n_eq  # Dg- below them
+                bnsp = big_n_lt + 0.5 * big_n_eq - a  # B- below them
+                pos_aeg = (big_p_gt + 0.5 * big_p_eq) - (p_gt + 0.5 * p_eq)  # B+ above them
+                sums[g, DELONG_U + 0] += p_eq * a
+                sums[g, DELONG_SQ_X + 0] += p_eq * a * a
+                sums[g, DELONG_U + 2] += p_eq * bnsp
+                sums[g, DELONG_SQ_X + 2] += p_eq * bnsp * bnsp
+                sums[g, DELONG_U + 4] += p_eq * pos_aeg
+                sums[g, DELONG_SQ_Y + 4] += p_eq * pos_aeg * pos_aeg
+                sums[g, DELONG_ALL + 1] += p_eq * (2.0 * p_gt * (big_n_lt + 0.5 * big_n_eq)
+                                                   + p_eq * (big_n_lt + 0.25 * big_n_eq))
+                sums[g, DELONG_ALL + 3] += p_eq * (2.0 * p_lt * (big_p_gt + 0.5 * big_p_eq)
+                                                   + p_eq * (big_p_gt + 0.25 * big_p_eq))
+                own = p_lt + 0.5 * p_eq
+                sums[g, DELONG_SELF + 1] += p_eq * own * own
+            if n_eq > 0:  # the subgroup's negatives at this score
+                b = p_gt + 0.5 * p_eq  # Dg+ above them
+                bpsn = big_p_gt + 0.5 * big_p_eq - b  # B+ above them
+                neg_aeg = (big_n_gt + 0.5 * big_n_eq) - (n_gt + 0.5 * n_eq)  # B- above them
+                sums[g, DELONG_SQ_Y + 0] += n_eq * b * b
+                sums[g, DELONG_U + 1] += n_eq * bpsn
+                sums[g, DELONG_SQ_Y + 1] += n_eq * bpsn * bpsn
+                sums[g, DELONG_U + 3] += n_eq * neg_aeg
+                sums[g, DELONG_SQ_Y + 3] += n_eq * neg_aeg * neg_aeg
+                sums[g, DELONG_ALL + 0] += n_eq * (2.0 * n_lt * (big_p_gt + 0.5 * big_p_eq)
+                                                   + n_eq * (big_p_gt + 0.25 * big_p_eq))
+                sums[g, DELONG_ALL + 2] += n_eq * (2.0 * n_lt * (big_n_gt + 0.5 * big_n_eq)
+                                                   + n_eq * (big_n_gt + 0.25 * big_n_eq))
+                own = n_lt + 0.5 * n_eq
+                sums[g, DELONG_SELF + 0] += n_eq * own * own
+            neg_below[g] += neg_in_block[g]
+            pos_below[g] += pos_in_block[g]
+            neg_in_block[g] = 0
+            pos_in_block[g] = 0
+            is_touched[g] = False
+    return sums
+
+
+@njit(cache=True, nogil=True)
+def finish_delong_sums(sums):
+    """(n_groups, 15) U, SQX, SQY of the five metrics from the walk's total sums."""
+    n_groups = sums.shape[0]
+    out = np.empty((n_groups, 15), dtype=np.float64)
+    for g in range(n_groups):
+        for c in range(15):
+            out[g, c] = sums[g, c]
+        out[g, DELONG_SQ_X + 1] = sums[g, DELONG_ALL + 0] - sums[g, DELONG_SQ_X + 0]
+        out[g, DELONG_SQ_Y + 2] = sums[g, DELONG_ALL + 1] - sums[g, DELONG_SQ_Y + 0]
+        out[g, DELONG_SQ_X + 3] = sums[g, DELONG_ALL + 2] - sums[g, DELONG_SELF + 0]
+        out[g, DELONG_SQ_X + 4] = sums[g, DELONG_ALL + 3] - sums[g, DELONG_SELF + 1]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def class_placement_sums(neg_sorted, pos_sorted):
+    """Overall-AUC DeLong sums from the two sorted classes (unweighted).
+
+    Returns ``(u, sq_pos, sq_neg)``: sum and sum of squares over positives of
+    the negatives below each (ties 1/2), and sum of squares over negatives of
+    the positives above each (ties 1/2). Blocks of equal scores are handled
+    once each.
+    """
+    n_neg = neg_sorted.shape[0]
+    n_pos = pos_sorted.shape[0]
+    u = 0.0
+    sq_pos = 0.0
+    j = 0
+    lt = 0
+    le = 0
+    while j < n_pos:
+        s = pos_sorted[j]
+        stop = j
+        while stop < n_pos and pos_sorted[stop] == s:
+            stop += 1
+        lt = _count_below(neg_sorted, lt, s, False)
+        le = _count_below(neg_sorted, max(le, lt), s, True)
+        place = 0.5 * (lt + le)
+        u += (stop - j) * place
+        sq_pos += (stop - j) * place * place
+        j = stop
+    sq_neg = 0.0
+    j = 0
+    lt = 0
+    le = 0
+    while j < n_neg:
+        s = neg_sorted[j]
+        stop = j
+        while stop < n_neg and neg_sorted[stop] == s:
+            stop += 1
+        lt = _count_below(pos_sorted, lt, s, False)
+        le = _count_below(pos_sorted, max(le, lt), s, True)
+        place = n_pos - 0.5 * (lt + le)
+        sq_neg += (stop - j) * place * place
+        j = stop
+    return u, sq_pos, sq_neg

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..prepare.memberships import Memberships, group_mask
-from ..sort.order import ScoreOrder, SortedClasses, order_scores, sort_classes, sort_memberships
+from ..sort.order import ScoreOrder, SortedClasses, SortedScores
 from ..validate.values import power_of_two_scale
 from . import _kernels as K
 
@@ -215,6 +215,29 @@ def count_memberships(sorted_members: tuple, sorted_classes: SortedClasses, n_gr
     return K.finish_member_counts(K.add_member_counts(lower.result(), upper))
 
 
+def count_sorted(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None,
+                 executor=None, certify: bool = True,
+                 weight_scale: float | None = None) -> SweepCounts:
+    """Every subgroup's U counts from the sorts of one score vector (see :class:`SweepCounts`).
+
+    Unweighted counts are exact int64 from the sorted keys (the fast path);
+    ``executor`` lends :func:`count_memberships` a second thread. Weighted
+    counts come from the row order (:func:`sweep_weighted`).
+    """
+    m = sorted_scores.memberships
+    if sample_weight is not None:
+        return sweep_weighted(sorted_scores.order(), m, sample_weight, certify=certify,
+                              weight_scale=weight_scale)
+    classes = sorted_scores.classes
+    neg_keys, pos_keys = classes
+    twice_u = K.twice_auc_numerator_sorted(neg_keys, pos_keys)
+    counts = count_memberships(sorted_scores.members, classes, m.n_groups, executor)
+    n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
+    return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),
+                       counts[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]], (n_neg, n_pos),
+                       False)
+
+
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
                  sample_weight: np.ndarray | None = None, sorted_classes=None,
                  sorted_members=None, executor=None,
@@ -222,25 +245,10 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
-    ``memberships.n_rows`` (validated by the caller). Unweighted counts are
-    exact int64 (value sorts only, the fast path); weighted counts are float64.
-    ``sorted_classes`` and ``sorted_members`` optionally pass
-    :func:`sort_classes` and :func:`sort_memberships` computed already
-    (e.g. on two threads), and ``executor`` lends :func:`count_memberships`
-    a second thread.
+    ``memberships.n_rows`` (validated by the caller). ``sorted_classes`` and
+    ``sorted_members`` optionally pass :func:`~fastbias.sort.order.sort_classes`
+    and :func:`~fastbias.sort.order.sort_memberships` computed already (e.g. on
+    two threads); see :func:`count_sorted`.
     """
-    m = memberships
-    if sample_weight is not None:
-        return sweep_weighted(order_scores(scores, m), m, sample_weight,
-                              weight_scale=weight_scale)
-    if sorted_members is None:
-        sorted_members = sort_memberships(scores, m)
-    if sorted_classes is None:
-        sorted_classes = sort_classes(scores, m.labels)
-    neg_keys, pos_keys = sorted_classes
-    twice_u = K.twice_auc_numerator_sorted(neg_keys, pos_keys)
-    counts = count_memberships(sorted_members, sorted_classes, m.n_groups, executor)
-    n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
-    return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),
-                       counts[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]], (n_neg, n_pos),
-                       False)
+    return count_sorted(SortedScores(scores, memberships, sorted_classes, sorted_members),
+                        sample_weight, executor, weight_scale=weight_scale)

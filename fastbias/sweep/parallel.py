@@ -6,43 +6,48 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..prepare.memberships import Memberships
-from ..sort.order import sort_classes, sort_memberships
-from .counts import SweepCounts, sweep_counts
+from ..sort.order import SortedScores, sort_classes, sort_memberships
+from .counts import SweepCounts, count_sorted
 
 # below this many rows a second thread costs more than it saves
 CONCURRENT_SWEEP_MIN_ROWS = 100_000
 
 
-def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships) -> SweepCounts:
-    """Unweighted :func:`sweep_counts` on two threads (same counts, bit for bit).
+def sort_and_count(scores: np.ndarray, memberships: Memberships, prepare=None,
+                   labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
+                   threads: int = 2, with_rows: bool = False) -> tuple:
+    """Sort once and count: ``(memberships, sorted scores, counts)``.
 
-    The class sort runs on a second thread while this one sorts the
-    memberships; the counts are then split between both threads. The kernels
-    release the GIL. Small inputs run on one thread.
+    On large unweighted inputs with ``threads >= 2``, a second thread sorts
+    the classes (they need only labels and scores) while this one builds the
+    memberships (``prepare()``, when ``memberships`` is None) and sorts them;
+    the counting walk is then split between both threads. Same counts, bit for
+    bit, on any number of threads. ``with_rows`` makes the sorts carry the
+    rows (what the bootstrap needs, see :class:`SortedScores`).
     """
-    if memberships.n_rows < CONCURRENT_SWEEP_MIN_ROWS:
-        return sweep_counts(scores, memberships)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        sorting = pool.submit(sort_classes, scores, memberships.labels)
-        sorted_members = sort_memberships(scores, memberships)
-        return sweep_counts(scores, memberships, sorted_classes=sorting.result(),
-                            sorted_members=sorted_members, executor=pool)
-
-
-def prepare_and_sweep(scores: np.ndarray, labels: np.ndarray, prepare,
-                      sample_weight: np.ndarray | None = None) -> tuple:
-    """``(memberships, counts)``: ``prepare()`` builds the memberships while, on large
-    unweighted inputs, a second thread sorts the classes (they need only labels and scores);
-    the counting walk is then split between both threads."""
-    if sample_weight is not None or scores.shape[0] < CONCURRENT_SWEEP_MIN_ROWS:
-        memberships = prepare()
-        return memberships, sweep_counts(scores, memberships, sample_weight)
+    small = scores.shape[0] < CONCURRENT_SWEEP_MIN_ROWS
+    if sample_weight is not None or small or threads < 2 or with_rows:
+        memberships = prepare() if memberships is None else memberships
+        sorted_scores = SortedScores(scores, memberships, with_rows=with_rows)
+        if sample_weight is None and with_rows and not small and threads >= 2:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                classes = pool.submit(lambda: sorted_scores.classes)
+                sorted_scores.members  # noqa: B018 (sorted here meanwhile)
+                classes.result()
+                return memberships, sorted_scores, count_sorted(sorted_scores, executor=pool)
+        return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
+    labels = memberships.labels if labels is None else labels
     with ThreadPoolExecutor(max_workers=1) as pool:
         sorting = pool.submit(sort_classes, scores, labels)
-        memberships = prepare()
-        sorted_members = sort_memberships(scores, memberships)
-        return memberships, sweep_counts(scores, memberships, sorted_classes=sorting.result(),
-                                         sorted_members=sorted_members, executor=pool)
+        memberships = prepare() if memberships is None else memberships
+        members = sort_memberships(scores, memberships)
+        sorted_scores = SortedScores(scores, memberships, sorting.result(), members)
+        return memberships, sorted_scores, count_sorted(sorted_scores, executor=pool)
+
+
+def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships) -> SweepCounts:
+    """Unweighted counts on two threads (same counts, bit for bit); see :func:`sort_and_count`."""
+    return sort_and_count(scores, memberships)[2]
 
 
 def helper_thread(enabled: bool = True):

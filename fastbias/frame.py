@@ -12,11 +12,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .intervals.attach import add_intervals, check_ci
+from .intervals.attach import attach_intervals, check_ci
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import group_by_missing, member_rows, prepare_memberships
-from .sort.order import sort_classes
-from .sweep.counts import sweep_counts
+from .sort.order import SortedScores, sort_classes
+from .sweep.counts import count_sorted, sweep_counts
 from .sweep.parallel import CONCURRENT_SWEEP_MIN_ROWS, helper_thread, map_in_threads
 from .tables.result import EvaluationResult, evaluation_result
 from .validate.columns import (check_aligned, check_length, column_name, column_values,
@@ -142,7 +142,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
 
     # one unweighted model on many rows: its class sort runs on a second thread while this one
     # reads the identity columns (the counting walk is split between both threads later)
-    ahead = len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS
+    ahead = (len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS
+             and ci != "bootstrap")  # the bootstrap wants its sorts with the rows
     settings = {"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
@@ -187,15 +188,16 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
             if early_classes is not None and kept is None:
-                sc = sweep_counts(s, memberships, sorted_classes=early_classes.result(),
-                                  executor=helper)
+                sorted_scores = SortedScores(s, memberships, early_classes.result())
+                sc = count_sorted(sorted_scores, executor=helper)
             else:
-                sc = sweep_counts(s, memberships, w)
+                sorted_scores = SortedScores(s, memberships, with_rows=ci == "bootstrap")
+                sc = count_sorted(sorted_scores, w)
             table = table_from_counts(sc, warn=False)
             if ci is not None:
-                table = add_intervals(table, method=ci, scores=s, memberships=memberships,
-                                      sample_weight=w, confidence=confidence, n_boot=n_boot,
-                                      random_state=random_state)
+                table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
+                                         sample_weight=w, confidence=confidence, n_boot=n_boot,
+                                         random_state=random_state)
             tables.append(table)
             if kept is None:
                 overall = overall_auc_from_counts(sc)

@@ -9,7 +9,7 @@ import pandas as pd
 from ..metrics.definitions import AEG_METRICS, METRIC_COLUMNS, METRIC_SAMPLES
 from ..prepare.memberships import prepare_memberships, subgroup_rows
 from ..sort import _kernels as SK
-from ..sort.order import order_scores
+from ..sort.order import order_scores, sorted_scores
 from ..validate.columns import check_aligned
 from ..validate.settings import check_confidence
 from ..validate.values import as_labels, as_sample_weight, as_scores
@@ -109,7 +109,7 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
                                  positions[label][1][class_rows[0]])
 
     def cell_sample(cell_rows):
-        idx = [np.argsort(SK.gather_scores(s, cell_rows), kind="stable") for s in (sa, sb)]
+        idx = [sorted_scores(s, cell_rows, with_order=True)[1] for s in (sa, sb)]
         rank_b = np.empty(cell_rows.shape[0], dtype=np.int64)
         rank_b[idx[1]] = np.arange(cell_rows.shape[0])
         sorted_rows = [cell_rows[i] for i in idx]

@@ -66,16 +66,21 @@ def power_mean(values, p: float) -> float:
         first = int(np.flatnonzero(x < 0)[0])
         raise ValueError(f"values must be non-negative for a power mean, got {x[first]} at "
                          f"position {first}")
-    p = float(p)
+    return float(power_means(x, float(p)))
+
+
+def power_means(x: np.ndarray, p: float):
+    """Power means of non-negative ``x`` along its last axis (NaN propagates): the one
+    formula behind :func:`power_mean`, :func:`final_metric` and the bootstrap's final metric."""
     if p == float("-inf"):
-        return float(x.min())
+        return np.min(x, axis=-1)
     if p == float("inf"):
-        return float(x.max())
+        return np.max(x, axis=-1)
     with np.errstate(divide="ignore"):
         if p == 0:
-            return float(np.exp(np.mean(np.log(x))))
+            return np.exp(np.mean(np.log(x), axis=-1))
         # x**p is inf for x = 0 and p < 0; inf ** (1/p) = 0, the limit
-        return float(np.mean(np.power(x, p)) ** (1.0 / p))
+        return np.mean(np.power(x, p), axis=-1) ** (1.0 / p)
 
 
 def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: float = 0.25,
@@ -162,7 +167,7 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         undefined += [f"{names[i]} ({metric})" for i in np.flatnonzero(nan)]
         if nan_policy == "omit":
             values = values[~nan]
-        means.append(power_mean(values, power) if values.size else float("nan"))
+        means.append(float(power_means(values, float(power))) if values.size else float("nan"))
     if undefined:
         shown = ", ".join(undefined[:12]) + (f", ... {len(undefined) - 12} more"
                                              if len(undefined) > 12 else "")
@@ -175,8 +180,14 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
             message = (f"final metric is NaN: {len(undefined)} per-subgroup AUC(s) undefined: "
                        f"{shown}; pass nan_policy='omit' to leave them out")
         warnings.warn(message, UndefinedMetricWarning, stacklevel=2)
-    bias_score = float(np.mean(means))
-    return float(overall_weight * overall_auc + (1.0 - overall_weight) * bias_score)
+    return float(_combined(overall_auc, np.array(means), overall_weight))
+
+
+def _combined(overall_auc, power_means_of_aucs, overall_weight: float):
+    """The competition's weighting of the overall AUC and the mean of the three power means
+    (the last axis of ``power_means_of_aucs``)."""
+    return (overall_weight * np.asarray(overall_auc)
+            + (1.0 - overall_weight) * np.mean(power_means_of_aucs, axis=-1))
 
 
 
@@ -186,12 +197,9 @@ def final_metric_values(overall, metrics: dict, power: float = -5.0,
 
     ``metrics[name]`` has the subgroups on the last axis.
     """
-    parts = []
-    for name in AUC_METRICS:
-        x = np.asarray(metrics[name], dtype=np.float64)
-        with np.errstate(divide="ignore"):
-            parts.append(np.mean(np.power(x, power), axis=-1) ** (1.0 / power))
-    return overall_weight * np.asarray(overall) + (1.0 - overall_weight) * np.mean(parts, axis=0)
+    means = np.stack([power_means(np.asarray(metrics[name], dtype=np.float64), float(power))
+                      for name in AUC_METRICS], axis=-1)
+    return _combined(overall, means, overall_weight)
 
 
 

@@ -13,7 +13,7 @@ from ..sweep import _kernels as K
 from ..sweep.chunks import combine_chunks
 from ..sweep.counts import SweepCounts
 from ..validate.errors import UndefinedMetricWarning
-from .definitions import AUC_METRICS, METRIC_CELLS, METRIC_COLUMNS
+from .definitions import AEG_METRICS, AUC_METRICS, METRIC_CELLS, METRIC_COLUMNS, METRIC_SAMPLES
 
 
 def _ratio(numerator, denominator):
@@ -53,6 +53,19 @@ def _counts_of_pairs(a, b) -> np.ndarray:
     return np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
 
 
+#: the count column holding each metric's twice-U numerator
+U_COLUMNS = {"subgroup_auc": K.TWICE_SUBGROUP_U, "bpsn_auc": K.TWICE_BPSN_U,
+             "bnsp_auc": K.TWICE_BNSP_U, "negative_aeg": K.TWICE_NEG_BG_ABOVE_U,
+             "positive_aeg": K.TWICE_POS_BG_ABOVE_U}
+_CELL_NUMBER = {("subgroup", 0): 0, ("subgroup", 1): 1, ("background", 0): 2,
+                ("background", 1): 3}
+# what the double-double ratio kernel needs, from the one metric -> cells map
+_KERNEL_PAIRS = np.array([[U_COLUMNS[m], _CELL_NUMBER[METRIC_SAMPLES[m][0]],
+                           _CELL_NUMBER[METRIC_SAMPLES[m][1]]] for m in METRIC_COLUMNS],
+                         dtype=np.int64)
+_KERNEL_IS_GAP = np.array([m in AEG_METRICS for m in METRIC_COLUMNS], dtype=np.bool_)
+
+
 def metrics_from_counts(sc: SweepCounts) -> dict:
     """Map sweep counts to the five metrics (arrays, one entry per subgroup).
 
@@ -61,37 +74,28 @@ def metrics_from_counts(sc: SweepCounts) -> dict:
     ``(|X| |Y| - twice U) / (2 |X| |Y|)``, so an AEG near 0 keeps its digits.
     """
     c = sc.counts
-    sub_neg = c[:, K.CELL_SUBGROUP_NEG]
-    sub_pos = c[:, K.CELL_SUBGROUP_POS]
     bg_neg, bg_pos = sc.background_totals()
-    if not sc.weighted:
-        pairs = {"subgroup_auc": _counts_of_pairs(sub_neg, sub_pos),
-                 "bpsn_auc": _counts_of_pairs(sub_neg, bg_pos),
-                 "bnsp_auc": _counts_of_pairs(bg_neg, sub_pos),
-                 "negative_aeg": _counts_of_pairs(bg_neg, sub_neg),
-                 "positive_aeg": _counts_of_pairs(bg_pos, sub_pos)}
-        twice_u = {"subgroup_auc": c[:, K.TWICE_SUBGROUP_U], "bpsn_auc": c[:, K.TWICE_BPSN_U],
-                   "bnsp_auc": c[:, K.TWICE_BNSP_U], "negative_aeg": c[:, K.TWICE_NEG_BG_ABOVE_U],
-                   "positive_aeg": c[:, K.TWICE_POS_BG_ABOVE_U]}
-        out = {}
-        for metric, n_pairs in pairs.items():
-            numerator = twice_u[metric] if metric in AUC_METRICS else n_pairs - twice_u[metric]
-            out[metric] = exact_ratio(numerator, 2 * n_pairs)
-        return out
     if sc.low is not None:  # double-double sums from the weighted sweep
         bg_hi = np.column_stack([bg_neg, bg_pos])
         bg_lo = np.where(bg_hi > 0, sc.low.background, 0.0)
-        values = K.weighted_metric_values(c, sc.low.counts, bg_hi, bg_lo)
+        values = K.weighted_metric_values(c, sc.low.counts, bg_hi, bg_lo, _KERNEL_PAIRS,
+                                          _KERNEL_IS_GAP)
         return {metric: values[:, j] for j, metric in enumerate(METRIC_COLUMNS)}
-    sub_neg_f, sub_pos_f = sub_neg.astype(np.float64), sub_pos.astype(np.float64)
-    bg_neg_f, bg_pos_f = np.asarray(bg_neg, np.float64), np.asarray(bg_pos, np.float64)
-    return {
-        "subgroup_auc": _ratio(c[:, K.TWICE_SUBGROUP_U], 2.0 * sub_neg_f * sub_pos_f),
-        "bpsn_auc": _ratio(c[:, K.TWICE_BPSN_U], 2.0 * sub_neg_f * bg_pos_f),
-        "bnsp_auc": _ratio(c[:, K.TWICE_BNSP_U], 2.0 * bg_neg_f * sub_pos_f),
-        "negative_aeg": 0.5 - _ratio(c[:, K.TWICE_NEG_BG_ABOVE_U], 2.0 * bg_neg_f * sub_neg_f),
-        "positive_aeg": 0.5 - _ratio(c[:, K.TWICE_POS_BG_ABOVE_U], 2.0 * bg_pos_f * sub_pos_f),
-    }
+    cells = {("subgroup", 0): c[:, K.CELL_SUBGROUP_NEG], ("subgroup", 1): c[:, K.CELL_SUBGROUP_POS],
+             ("background", 0): bg_neg, ("background", 1): bg_pos}
+    out = {}
+    for metric in METRIC_COLUMNS:
+        x_cell, y_cell = METRIC_SAMPLES[metric]
+        twice_u = c[:, U_COLUMNS[metric]]
+        if sc.weighted:  # plain float sums (stacked bootstrap replicates)
+            value = _ratio(twice_u, 2.0 * np.asarray(cells[x_cell], np.float64)
+                           * np.asarray(cells[y_cell], np.float64))
+            out[metric] = value if metric in AUC_METRICS else 0.5 - value
+        else:  # exact integers: one correctly rounded division
+            n_pairs = _counts_of_pairs(cells[x_cell], cells[y_cell])
+            numerator = twice_u if metric in AUC_METRICS else n_pairs - twice_u
+            out[metric] = exact_ratio(numerator, 2 * n_pairs)
+    return out
 
 
 def overall_auc_from_counts(sc: SweepCounts) -> float:

@@ -597,29 +597,19 @@ def weighted_overall_auc(neg_hi, neg_lo, pos_hi, pos_lo, u_hi, u_lo):
     return _dd_div(u_hi, u_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
 
 
-# (U column, X cell, Y cell) of each metric, cells: 0/1 subgroup neg/pos, 2/3 background neg/pos
-_METRIC_PAIRS = np.array([[TWICE_SUBGROUP_U, 1, 0], [TWICE_BPSN_U, 3, 0], [TWICE_BNSP_U, 1, 2],
-                          [TWICE_NEG_BG_ABOVE_U, 2, 0], [TWICE_POS_BG_ABOVE_U, 3, 1]],
-                         dtype=np.int64)
-
-
-N_METRICS = 5
-
-
-N_AUC_METRICS = 3
-
-
 @njit(cache=True, nogil=True)
-def weighted_metric_values(hi, lo, background_hi, background_lo):
-    """The five metrics (n_groups, 5) from double-double weighted counts; NaN when undefined.
+def weighted_metric_values(hi, lo, background_hi, background_lo, pairs, is_gap):
+    """Metrics (n_groups, len(pairs)) from double-double weighted counts; NaN when undefined.
 
-    Metric order: subgroup, BPSN, BNSP AUC, negative and positive AEG. An AUC
-    is ``twice U / (2 W_X W_Y)`` and an AEG ``(W_X W_Y - twice U) / (2 W_X W_Y)``,
-    numerator and denominator in double-double, so an AEG near 0 keeps its
-    digits; one rounding at the end.
+    ``pairs[m]`` is metric m's (U column, X cell, Y cell), cells numbered 0/1
+    subgroup negatives/positives, 2/3 background negatives/positives;
+    ``is_gap[m]`` says it is an AEG. An AUC is ``twice U / (2 W_X W_Y)`` and an
+    AEG ``(W_X W_Y - twice U) / (2 W_X W_Y)``, numerator and denominator in
+    double-double, so an AEG near 0 keeps its digits; one rounding at the end.
     """
     n_groups = hi.shape[0]
-    out = np.empty((n_groups, N_METRICS), dtype=np.float64)
+    n_metrics = pairs.shape[0]
+    out = np.empty((n_groups, n_metrics), dtype=np.float64)
     cell_hi = np.empty(4, dtype=np.float64)
     cell_lo = np.empty(4, dtype=np.float64)
     for g in range(n_groups):
@@ -627,15 +617,15 @@ def weighted_metric_values(hi, lo, background_hi, background_lo):
         cell_hi[1], cell_lo[1] = hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS]
         cell_hi[2], cell_lo[2] = background_hi[g, 0], background_lo[g, 0]
         cell_hi[3], cell_lo[3] = background_hi[g, 1], background_lo[g, 1]
-        for m in range(N_METRICS):
-            col = _METRIC_PAIRS[m, 0]
-            x = _METRIC_PAIRS[m, 1]
-            y = _METRIC_PAIRS[m, 2]
+        for m in range(n_metrics):
+            col = pairs[m, 0]
+            x = pairs[m, 1]
+            y = pairs[m, 2]
             pairs_hi, pairs_lo = _dd_mul(cell_hi[x], cell_lo[x], cell_hi[y], cell_lo[y])
             if not pairs_hi > 0.0:
                 out[g, m] = np.nan
                 continue
-            if m < N_AUC_METRICS:
+            if not is_gap[m]:
                 num_hi, num_lo = hi[g, col], lo[g, col]
             else:
                 num_hi, num_lo = _dd_add(pairs_hi, pairs_lo, -hi[g, col], -lo[g, col])

@@ -29,10 +29,9 @@ import numpy as np
 import pandas as pd
 
 import fastbias
-from fastbias.prepare.memberships import prepare_memberships
-from fastbias.validate.errors import UndefinedMetricWarning
 from fastbias.intervals import add_intervals
 from fastbias.metrics import METRIC_COLUMNS
+from fastbias.validate.errors import UndefinedMetricWarning
 
 MU_POS = 1.5
 SHIFT_NEG = 0.5
@@ -97,12 +96,11 @@ def run_study(reps: int = 1000, n_boot: int = 500, sizes=(("small", 40), ("large
         for rep in range(reps):
             y, s, g = simulate(rng, n_background, n_subgroup, prevalence)
             boot_seed = int(rng.integers(2 ** 32))
-            memberships = prepare_memberships(y, [np.flatnonzero(g)], ["g"])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UndefinedMetricWarning)
                 table = fastbias.bias_metrics(y, s, {"g": g})
                 for method in methods:
-                    out = add_intervals(table, method=method, scores=s, memberships=memberships,
+                    out = add_intervals(table, y, s, {"g": g}, method=method,
                                         confidence=confidence, n_boot=n_boot,
                                         random_state=boot_seed, progress=False)
                     for target in TARGETS:

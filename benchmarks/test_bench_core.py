@@ -12,7 +12,12 @@ import pandas as pd
 import pytest
 
 import fastbias
-from fastbias.synthetic import JIGSAW_IDENTITIES, JIGSAW_ROWS, make_jigsaw_like, to_arrays
+from fastbias.synthetic import (
+    JIGSAW_IDENTITIES,
+    JIGSAW_ROWS,
+    make_jigsaw_like,
+    to_arrays,
+)
 
 ROWS = int(os.environ.get("FASTBIAS_BENCH_ROWS", JIGSAW_ROWS))
 

@@ -13,8 +13,13 @@ import numpy as np
 import pandas as pd
 
 from .intervals.attach import attach_intervals, check_ci
-from .metrics.aggregates import (PINNED_METHODS, _check_population, _expected_pinned_auc,
-                                 _expected_pinned_terms, _pinned_population_size)
+from .metrics.aggregates import (
+    PINNED_METHODS,
+    _check_population,
+    _expected_pinned_auc,
+    _expected_pinned_terms,
+    _pinned_population_size,
+)
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import prepare_memberships, prepare_subgroups, subgroup_rows
 from .sweep.counts import sweep_counts

@@ -26,8 +26,8 @@ import weakref
 
 import numpy as np
 
-from .validate.values import as_labels
 from .evaluator import BiasEvaluator, _check_score_name
+from .validate.values import as_labels
 
 DEFAULT_METRICS = ("final", "min_bpsn_auc")
 #: XGBoost's early stopping follows the *last* metric: the final metric goes last.

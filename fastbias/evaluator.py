@@ -29,8 +29,12 @@ import pandas as pd
 
 from .metrics.aggregates import final_metric, worst_auc
 from .metrics.definitions import AUC_METRICS
-from .metrics.table import (metrics_from_counts, overall_auc_from_counts, table_from_counts,
-                            warn_undefined)
+from .metrics.table import (
+    metrics_from_counts,
+    overall_auc_from_counts,
+    table_from_counts,
+    warn_undefined,
+)
 from .prepare.folds import fold_memberships, identity_positions
 from .prepare.memberships import Memberships, prepare_subgroups
 from .sort.order import sorted_scores

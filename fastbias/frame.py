@@ -19,12 +19,22 @@ from .sort.order import SortedScores, sort_classes
 from .sweep.counts import count_sorted, sweep_counts
 from .sweep.parallel import CONCURRENT_SWEEP_MIN_ROWS, helper_thread, map_in_threads
 from .tables.result import EvaluationResult, evaluation_result
-from .validate.columns import (check_aligned, check_length, column_name, column_values,
-                               name_list, require_columns)
+from .validate.columns import (
+    check_aligned,
+    check_length,
+    column_name,
+    column_values,
+    name_list,
+    require_columns,
+)
 from .validate.errors import OmittedRowsWarning
 from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
-from .validate.settings import (check_missing_policy, check_nan_policy, check_threshold,
-                                resolve_n_jobs)
+from .validate.settings import (
+    check_missing_policy,
+    check_nan_policy,
+    check_threshold,
+    resolve_n_jobs,
+)
 from .validate.subgroups import identity_column
 from .validate.values import as_labels, as_sample_weight, as_scores
 

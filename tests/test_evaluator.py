@@ -12,10 +12,10 @@ from hypothesis.extra import numpy as hnp
 from sklearn.metrics import roc_auc_score
 
 import fastbias
-from fastbias.prepare.memberships import prepare_memberships, subgroup_rows
-from fastbias.sweep.counts import sweep_counts
 from fastbias.evaluator import SCORE_NAMES, BiasEvaluator, sorted_scores
 from fastbias.metrics import METRIC_COLUMNS
+from fastbias.prepare.memberships import prepare_memberships, subgroup_rows
+from fastbias.sweep.counts import sweep_counts
 from tests.reference import brute_force_metrics
 
 AUCS = ["subgroup_auc", "bpsn_auc", "bnsp_auc"]

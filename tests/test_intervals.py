@@ -16,8 +16,6 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import fastbias
-from fastbias.prepare.memberships import prepare_memberships
-from fastbias.validate.errors import UndefinedMetricWarning
 from fastbias.intervals import (
     add_intervals,
     bernstein_halfwidth,
@@ -36,6 +34,8 @@ from fastbias.intervals import (
 from fastbias.intervals.bootstrap import _Progress
 from fastbias.metrics import METRIC_COLUMNS
 from fastbias.metrics.definitions import METRIC_SAMPLES as _METRIC_SAMPLES
+from fastbias.prepare.memberships import prepare_memberships
+from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
 
 # ----------------------------------------------------------------------------- helpers
@@ -388,9 +388,8 @@ def test_add_intervals_delong_columns_and_nan_cells():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         table = fastbias.bias_metrics(y, s, groups)
-    m = make_memberships(y, groups)
     with pytest.warns(UndefinedMetricWarning, match="one_positive: subgroup_auc"):
-        out = add_intervals(table, method="delong", scores=s, memberships=m, confidence=0.9)
+        out = add_intervals(table, y, s, groups, method="delong", confidence=0.9)
     z = stats.norm.ppf(0.95)
     for metric in METRIC_COLUMNS:
         for suffix in ("_low", "_high", "_se"):
@@ -531,15 +530,15 @@ def medium_data():
 def test_bootstrap_reproducible_and_thread_independent(medium_data):
     y, s, groups = medium_data
     table = fastbias.bias_metrics(y, s, groups)
-    m = make_memberships(y, groups)
-    kw = dict(method="bootstrap", scores=s, memberships=m, n_boot=60, progress=False)
-    a = add_intervals(table, random_state=42, n_jobs=1, **kw)
-    b = add_intervals(table, random_state=42, n_jobs=3, **kw)
-    c = add_intervals(table, random_state=43, n_jobs=1, **kw)
+    kw = dict(method="bootstrap", n_boot=60, progress=False)
+    a = add_intervals(table, y, s, groups, random_state=42, n_jobs=1, **kw)
+    b = add_intervals(table, y, s, groups, random_state=42, n_jobs=3, **kw)
+    c = add_intervals(table, y, s, groups, random_state=43, n_jobs=1, **kw)
     pd.testing.assert_frame_equal(a, b)
     assert a.attrs == b.attrs
     assert not np.allclose(a["subgroup_auc_low"], c["subgroup_auc_low"])
-    d = add_intervals(table, random_state=np.random.SeedSequence(42), n_jobs=2, **kw)
+    d = add_intervals(table, y, s, groups, random_state=np.random.SeedSequence(42), n_jobs=2,
+                      **kw)
     pd.testing.assert_frame_equal(a, d)
 
 
@@ -603,10 +602,10 @@ def test_bootstrap_intervals_are_percentiles_and_agree_with_delong(medium_data):
     y, s, groups = medium_data
     table = fastbias.bias_metrics(y, s, groups)
     m = make_memberships(y, groups)
-    out = add_intervals(table, method="bootstrap", scores=s, memberships=m, n_boot=300,
+    out = add_intervals(table, y, s, groups, method="bootstrap", n_boot=300,
                         random_state=0, confidence=0.9, progress=False)
     reps = bootstrap_replicates(s, m, n_boot=300, random_state=0, progress=False)
-    delong = add_intervals(table, method="delong", scores=s, memberships=m)
+    delong = add_intervals(table, y, s, groups, method="delong")
     for metric in METRIC_COLUMNS:
         np.testing.assert_allclose(out[metric + "_low"],
                                    np.quantile(reps.metrics[metric], 0.05, axis=0))
@@ -640,9 +639,8 @@ def test_bootstrap_warns_on_emptied_cells():
     tiny[np.flatnonzero(~y)[:2]] = True
     groups = {"tiny": tiny}
     table = fastbias.bias_metrics(y, s, groups)
-    m = make_memberships(y, groups)
     with pytest.warns(UndefinedMetricWarning, match="tiny: subgroup_auc"):
-        out = add_intervals(table, method="bootstrap", scores=s, memberships=m, n_boot=50,
+        out = add_intervals(table, y, s, groups, method="bootstrap", n_boot=50,
                             random_state=1, progress=False)
     assert np.isfinite(out.loc["tiny", "subgroup_auc_low"])
 
@@ -686,8 +684,7 @@ def test_add_intervals_bernstein_covers_truth_and_contains_delong_scale():
         g = np.r_[np.zeros(n_bg, bool), np.ones(n_sub, bool)]
         s = rng.normal(size=n_bg + n_sub) + y * 1.0 + g * np.where(y, -0.2, 0.4)
         table = fastbias.bias_metrics(y, s, {"g": g})
-        m = make_memberships(y, {"g": g})
-        out = add_intervals(table, method="bernstein", scores=s, memberships=m)
+        out = add_intervals(table, y, s, {"g": g}, method="bernstein")
         for metric in METRIC_COLUMNS:
             hits[metric] += out.loc["g", metric + "_low"] <= truth[metric] <= out.loc[
                 "g", metric + "_high"]
@@ -702,7 +699,7 @@ def test_add_intervals_bernstein_covers_truth_and_contains_delong_scale():
     assert (row["bpsn_auc_low"], row["bpsn_auc_high"]) == pytest.approx((low, high))
     k = min(row["subgroup_negatives"], row["background_negatives"])
     low, high = ustatistic_bernstein_interval(0.5 - row["negative_aeg"], k, k, variance="bound")
-    bound = add_intervals(table, method="bernstein", scores=s, memberships=m,
+    bound = add_intervals(table, y, s, {"g": g}, method="bernstein",
                           bernstein_variance="bound")
     assert bound.loc["g", "negative_aeg_low"] == pytest.approx(0.5 - high)
     assert bound.loc["g", "negative_aeg_high"] == pytest.approx(0.5 - low)
@@ -716,20 +713,39 @@ def test_add_intervals_bad_input(medium_data):
     table = fastbias.bias_metrics(y, s, groups)
     m = make_memberships(y, groups)
     with pytest.raises(ValueError, match="method"):
-        add_intervals(table, method="wald", scores=s, memberships=m)
+        add_intervals(table, y, s, groups, method="wald")
     with pytest.raises(ValueError, match="confidence"):
-        add_intervals(table, method="delong", scores=s, memberships=m, confidence=95)
+        add_intervals(table, y, s, groups, method="delong", confidence=95)
     with pytest.raises(ValueError, match="does not match"):
-        add_intervals(table.iloc[::-1], method="delong", scores=s, memberships=m)
-    with pytest.raises(ValueError, match="scores has shape"):
+        add_intervals(table.iloc[::-1], y, s, groups, method="delong")
+    with pytest.raises(ValueError, match="y_score has 3999 rows but y_true has 4000"):
+        add_intervals(table, y, s[:-1], groups, method="delong")
+    with pytest.raises(TypeError, match="y_true, y_score and subgroups"):
+        add_intervals(table, y, s, method="delong")
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="scores has shape"):
         add_intervals(table, method="delong", scores=s[:-1], memberships=m)
+    with pytest.raises(TypeError, match="go together"):
+        add_intervals(table, method="delong", scores=s)
+
+
+def test_add_intervals_deprecated_form_gives_the_same_columns(medium_data):
+    y, s, groups = medium_data
+    table = fastbias.bias_metrics(y, s, groups)
+    new = add_intervals(table, y, s, groups, method="delong")
+    with pytest.warns(DeprecationWarning, match="add_intervals"):
+        old = add_intervals(table, method="delong", scores=s, memberships=make_memberships(y, groups))
+    pd.testing.assert_frame_equal(new, old)
+    assert new.attrs == old.attrs
+    # and the same as the one-call form
+    one_call = fastbias.bias_metrics(y, s, groups, ci="delong")
+    pd.testing.assert_frame_equal(new[one_call.columns], one_call, check_exact=True)
     with pytest.raises(ValueError, match="unweighted"):
-        add_intervals(table, method="bernstein", scores=s, memberships=m,
+        add_intervals(table, y, s, groups, method="bernstein",
                       sample_weight=np.ones(len(s)))
     with pytest.raises(ValueError, match="n_boot"):
-        add_intervals(table, method="bootstrap", scores=s, memberships=m, n_boot=1)
+        add_intervals(table, y, s, groups, method="bootstrap", n_boot=1)
     with pytest.raises(TypeError, match="random_state"):
-        add_intervals(table, method="bootstrap", scores=s, memberships=m, n_boot=5,
+        add_intervals(table, y, s, groups, method="bootstrap", n_boot=5,
                       random_state="seed")
 
 

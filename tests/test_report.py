@@ -363,7 +363,12 @@ def test_plot_subgroup_scores_from_arrays():
 
 
 def test_color_scale():
-    from fastbias.plotting import AEG_COLOR_STOPS, AUC_COLOR_STOPS, color_for, text_color_on
+    from fastbias.plotting import (
+        AEG_COLOR_STOPS,
+        AUC_COLOR_STOPS,
+        color_for,
+        text_color_on,
+    )
 
     assert color_for(0.5, AUC_COLOR_STOPS) == AUC_COLOR_STOPS[0][1]
     assert color_for(0.0, AEG_COLOR_STOPS) == "#f7f7f7"

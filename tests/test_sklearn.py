@@ -8,13 +8,22 @@ import sklearn
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import (GridSearchCV, RandomizedSearchCV, StratifiedKFold,
-                                     cross_val_score, cross_validate)
+from sklearn.model_selection import (
+    GridSearchCV,
+    RandomizedSearchCV,
+    StratifiedKFold,
+    cross_val_score,
+    cross_validate,
+)
 from sklearn.pipeline import make_pipeline
 
 from fastbias.evaluator import BiasEvaluator
-from fastbias.sklearn import (bias_score, final_metric_score, make_bias_scorer,
-                              positive_class_scores)
+from fastbias.sklearn import (
+    bias_score,
+    final_metric_score,
+    make_bias_scorer,
+    positive_class_scores,
+)
 from tests.reference import brute_force_metrics
 from tests.test_evaluator import assert_close, reference_final_metric
 

@@ -8,13 +8,12 @@ integers, so metrics must agree bit for bit; weighted sums are added in a
 different order, hence 1e-12 (absolute: the AEGs are differences near 0).
 """
 import json
+import math
 import os
 import subprocess
 import sys
 import textwrap
 import warnings
-
-import math
 
 import numpy as np
 import pandas as pd

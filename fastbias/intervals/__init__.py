@@ -20,13 +20,27 @@ assumes):
 :func:`fastbias.bias_metrics`.
 """
 from .attach import CI_METHODS, add_intervals
-from .bernstein import (BernsteinInterval, bernstein_halfwidth, bernstein_interval,
-                        bernstein_min_samples, demographic_parity_cost, equal_opportunity_cost)
-from .bootstrap import (BootstrapReplicates, bootstrap_replicates, replicate_counts,
-                        replicate_weights)
+from .bernstein import (
+                        BernsteinInterval,
+                        bernstein_halfwidth,
+                        bernstein_interval,
+                        bernstein_min_samples,
+                        demographic_parity_cost,
+                        equal_opportunity_cost,
+)
+from .bootstrap import (
+                        BootstrapReplicates,
+                        bootstrap_replicates,
+                        replicate_counts,
+                        replicate_weights,
+)
 from .delong import delong_standard_errors
 from .paired import delong_paired_test
-from .ustatistic import BERNSTEIN_VARIANCES, ustatistic_bernstein_interval, ustatistic_min_samples
+from .ustatistic import (
+                        BERNSTEIN_VARIANCES,
+                        ustatistic_bernstein_interval,
+                        ustatistic_min_samples,
+)
 
 __all__ = [
     "BERNSTEIN_VARIANCES",

@@ -7,18 +7,25 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.aggregates import final_metric_values
-from ..metrics.definitions import AEG_METRICS, AUC_METRICS, METRIC_COLUMNS, METRIC_RANGE, METRIC_SAMPLES
+from ..metrics.definitions import (
+    AEG_METRICS,
+    AUC_METRICS,
+    METRIC_COLUMNS,
+    METRIC_RANGE,
+    METRIC_SAMPLES,
+)
 from ..metrics.table import overall_auc_from_counts
-from ..prepare.memberships import Memberships
+from ..prepare.memberships import Memberships, prepare_subgroups
 from ..sort.order import SortedScores
 from ..sweep.counts import count_sorted
 from ..sweep.parallel import helper_thread
+from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
+from ..validate.rows import validated_rows
 from ..validate.settings import check_confidence, resolve_n_jobs
 from .bootstrap import _percentile_interval, replicates
 from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
 from .ustatistic import ustatistic_bernstein_interval
-
 
 CI_METHODS = ("delong", "bootstrap", "bernstein")
 
@@ -30,18 +37,26 @@ def check_ci(ci):
     return ci
 
 
-def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
-                  memberships: Memberships, sample_weight: np.ndarray | None = None,
+def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None, *,
+                  method: str, sample_weight=None, label_threshold: float | None = None,
+                  subgroup_threshold: float | None = None, pos_label=None,
                   confidence: float = 0.95, n_boot: int = 1000, random_state=None,
                   progress=None, n_jobs: int | None = None,
-                  bernstein_variance: str = "adaptive") -> pd.DataFrame:
+                  bernstein_variance: str = "adaptive", scores=None,
+                  memberships: Memberships | None = None) -> pd.DataFrame:
     """Add ``<metric>_low``/``<metric>_high`` (and ``<metric>_se``) columns to a metrics table.
+
+    ``bias_metrics(..., ci=method)`` does the same in one call (and sorts the
+    scores once for both); this adds intervals to a table computed already.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        The per-subgroup table of :func:`fastbias.bias_metrics` (index =
-        subgroup names in ``memberships`` order).
+        The per-subgroup table of :func:`fastbias.bias_metrics` for these inputs.
+    y_true, y_score, subgroups, sample_weight, label_threshold, subgroup_threshold, pos_label
+        The inputs the table was computed from, as for
+        :func:`fastbias.bias_metrics` (rows with missing values must have
+        been dropped already).
     method : {"delong", "bootstrap", "bernstein"}
         * ``"delong"``: normal interval ``estimate -/+ z * se`` with DeLong's
           standard error, clipped to the metric's range.
@@ -50,13 +65,8 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
           the Jigsaw final metric's interval in ``attrs``.
         * ``"bernstein"``: the finite-sample interval of
           :func:`ustatistic_bernstein_interval` (no se; unweighted data only).
-    scores : ndarray
-        The validated scores the table was computed from.
-    memberships : Memberships
-        From ``fastbias.prepare.memberships.prepare_memberships``.
-    sample_weight : ndarray, optional
-        Row weights, as for the table. DeLong treats them as frequency weights;
-        the bootstrap multiplies them by the Poisson counts.
+        DeLong treats weights as frequency weights; the bootstrap multiplies
+        them by the Poisson counts.
     confidence : float, default 0.95
     n_boot : int, default 1000
     random_state : int, numpy Generator or SeedSequence, optional
@@ -67,6 +77,9 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
         Threads for the bootstrap replicates (results do not depend on it).
     bernstein_variance : {"adaptive", "bound"}, default "adaptive"
         See :func:`ustatistic_bernstein_interval`.
+    scores, memberships : deprecated
+        The earlier form: validated scores and a ``Memberships`` structure
+        instead of ``y_true``, ``y_score`` and ``subgroups``.
 
     Returns
     -------
@@ -81,15 +94,13 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
     Examples
     --------
     >>> import numpy as np, fastbias
-    >>> from fastbias.prepare.memberships import prepare_memberships
     >>> from fastbias.intervals import add_intervals
     >>> rng = np.random.default_rng(0)
     >>> y = rng.random(1000) < 0.5
     >>> s = y + rng.normal(0, 1, 1000)
-    >>> g = rng.random(1000) < 0.3
-    >>> table = fastbias.bias_metrics(y, s, {"g": g})
-    >>> m = prepare_memberships(y, [np.flatnonzero(g)], ["g"])
-    >>> out = add_intervals(table, method="delong", scores=s, memberships=m)
+    >>> g = {"g": rng.random(1000) < 0.3}
+    >>> table = fastbias.bias_metrics(y, s, g)
+    >>> out = add_intervals(table, y, s, g, method="delong")
     >>> bool(out.loc["g", "subgroup_auc_low"] < out.loc["g", "subgroup_auc"]
     ...      < out.loc["g", "subgroup_auc_high"])
     True
@@ -98,6 +109,23 @@ def add_intervals(table: pd.DataFrame, *, method: str, scores: np.ndarray,
     >>> sorted(k for k in out.attrs if k.startswith("overall_auc_"))
     ['overall_auc_high', 'overall_auc_low', 'overall_auc_se']
     """
+    if scores is None and memberships is None:
+        if y_true is None or y_score is None or subgroups is None:
+            raise TypeError("add_intervals needs y_true, y_score and subgroups (the inputs of "
+                            "the table)")
+        check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups),
+                       ("sample_weight", sample_weight)])
+        labels, scores, sample_weight, _ = validated_rows(
+            y_true, y_score, sample_weight, label_threshold=label_threshold,
+            pos_label=pos_label)
+        memberships = prepare_subgroups(labels, subgroups, subgroup_threshold)
+    elif scores is None or memberships is None:
+        raise TypeError("pass y_true, y_score and subgroups (scores= and memberships= go "
+                        "together, in the deprecated form)")
+    else:
+        warnings.warn("add_intervals(table, scores=..., memberships=...) is deprecated: pass the "
+                      "table's inputs, add_intervals(table, y_true, y_score, subgroups, "
+                      "method=...)", DeprecationWarning, stacklevel=2)
     if method not in CI_METHODS:
         raise ValueError(f"method must be one of {CI_METHODS}, got {method!r}")
     confidence = check_confidence(confidence)

@@ -4,8 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..validate.settings import check_confidence
-from .bernstein import _check_positive, _log_half_alpha, _scalar_or_array, bernstein_min_samples
-
+from .bernstein import (
+    _check_positive,
+    _log_half_alpha,
+    _scalar_or_array,
+    bernstein_min_samples,
+)
 
 BERNSTEIN_VARIANCES = ("adaptive", "bound")
 

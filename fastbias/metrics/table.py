@@ -13,7 +13,13 @@ from ..sweep import _kernels as K
 from ..sweep.chunks import combine_chunks
 from ..sweep.counts import SweepCounts
 from ..validate.errors import UndefinedMetricWarning
-from .definitions import AEG_METRICS, AUC_METRICS, METRIC_CELLS, METRIC_COLUMNS, METRIC_SAMPLES
+from .definitions import (
+    AEG_METRICS,
+    AUC_METRICS,
+    METRIC_CELLS,
+    METRIC_COLUMNS,
+    METRIC_SAMPLES,
+)
 
 
 def _ratio(numerator, denominator):

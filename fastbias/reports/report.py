@@ -30,11 +30,23 @@ import pandas as pd
 
 from .._version import __version__
 from ..metrics.aggregates import final_metric
-from ..metrics.definitions import AUC_METRICS, COUNT_COLUMNS, METRIC_CELLS, METRIC_COLUMNS
+from ..metrics.definitions import (
+    AUC_METRICS,
+    COUNT_COLUMNS,
+    METRIC_CELLS,
+    METRIC_COLUMNS,
+)
 from .histograms import ScoreHistograms, score_histograms
-from .plots import (AEG_COLOR_STOPS, AEG_METRICS, AUC_COLOR_STOPS, METRIC_LABELS, color_for,
-                    interval_metrics, text_color_on, worst_first)
-
+from .plots import (
+    AEG_COLOR_STOPS,
+    AEG_METRICS,
+    AUC_COLOR_STOPS,
+    METRIC_LABELS,
+    color_for,
+    interval_metrics,
+    text_color_on,
+    worst_first,
+)
 
 _CELL_WORDS = {
     "subgroup_negatives": "subgroup negatives",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def bucket_edges(sample: np.ndarray, n_buckets: int) -> np.ndarray:
     """Increasing bucket edges from a score sample; bucket b holds [edges[b-1], edges[b]).
 

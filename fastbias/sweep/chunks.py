@@ -11,7 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..prepare.memberships import group_by_missing, prepare_memberships, prepare_memberships_dense
+from ..prepare.memberships import (
+    group_by_missing,
+    prepare_memberships,
+    prepare_memberships_dense,
+)
 from . import _kernels as K
 from .counts import SweepCounts, WeightedLow, sweep_counts
 

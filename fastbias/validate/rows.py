@@ -8,8 +8,13 @@ import numpy as np
 from .columns import check_length, column_values
 from .errors import OmittedRowsWarning
 from .settings import check_nan_policy
-from .values import (_missing_message, _nonfinite_message, _numeric_scores, _weights_array,
-                     binary_labels)
+from .values import (
+    _missing_message,
+    _nonfinite_message,
+    _numeric_scores,
+    _weights_array,
+    binary_labels,
+)
 
 
 def rows_to_omit(parts: list) -> tuple:

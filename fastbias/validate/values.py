@@ -4,8 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .columns import (_first, _ints_to_float, _plain, _shown_values, check_length, column_values,
-                      first_non_numeric)
+from .columns import (
+    _first,
+    _ints_to_float,
+    _plain,
+    _shown_values,
+    check_length,
+    column_values,
+    first_non_numeric,
+)
 from .settings import check_threshold
 
 #: smallest ratio of a positive weight to the largest weight (products of weights stay normal)

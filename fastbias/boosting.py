@@ -44,8 +44,8 @@ def _same_evaluation(a: BiasEvaluator, b: BiasEvaluator) -> bool:
             and np.array_equal(ma.identity_rows, mb.identity_rows)
             and np.array_equal(ma.row_ptr, mb.row_ptr)
             and np.array_equal(ma.row_groups, mb.row_groups)
-            and (a.power, a.overall_weight, a.nan_policy) == (b.power, b.overall_weight,
-                                                               b.nan_policy))
+            and (a.power, a.overall_weight, a.undefined) == (b.power, b.overall_weight,
+                                                              b.undefined))
     wa, wb = a.sample_weight, b.sample_weight
     return same and (wa is None) == (wb is None) and (wa is None or np.array_equal(wa, wb))
 

@@ -42,7 +42,7 @@ from .sweep.counts import SweepCounts, sweep_counts
 from .sweep.parallel import map_in_threads, sweep_counts_concurrently
 from .tables.result import evaluation_result
 from .validate.columns import _to_numpy, check_aligned
-from .validate.settings import resolve_n_jobs
+from .validate.settings import check_undefined, resolve_n_jobs
 from .validate.values import as_labels, as_sample_weight, as_scores
 
 #: Names accepted by :meth:`BiasEvaluator.score` (and the scikit-learn and
@@ -114,10 +114,12 @@ class BiasEvaluator:
         Power of the generalized mean in the final metric.
     overall_weight : float, default 0.25
         Weight of the overall AUC in the final metric.
-    nan_policy : {"propagate", "omit", "raise"}, default "propagate"
+    undefined : {"propagate", "omit", "raise"}, default "propagate"
         What an undefined per-subgroup AUC (empty or one-class cell, frequent
         in small folds) does to the final metric and the ``min_*`` scores: see
         :func:`fastbias.final_metric`.
+    nan_policy : deprecated
+        The former name of ``undefined``.
     n_jobs : int, optional
         Threads for :meth:`metrics_many` (default: one per model, at most the
         CPU count). A one-model call on 100,000 rows or more sorts on two
@@ -153,11 +155,13 @@ class BiasEvaluator:
 
     def __init__(self, y_true, subgroups, *, sample_weight=None,
                  label_threshold: float | None = None, subgroup_threshold: float | None = None,
-                 power: float = -5, overall_weight: float = 0.25, nan_policy: str = "propagate",
-                 n_jobs: int | None = None, fold_cache_size: int = 16, pos_label=None):
+                 power: float = -5, overall_weight: float = 0.25, undefined: str = "propagate",
+                 n_jobs: int | None = None, fold_cache_size: int = 16, pos_label=None,
+                 nan_policy: str | None = None):
+        undefined = check_undefined(undefined, nan_policy, where="BiasEvaluator")
         # the final metric checks its own settings: fail now, not on the first score
         final_metric(pd.DataFrame({m: [1.0] for m in AUC_METRICS}), 1.0, power=power,
-                     overall_weight=overall_weight, nan_policy=nan_policy)
+                     overall_weight=overall_weight, undefined=undefined)
         if isinstance(fold_cache_size, bool) or not isinstance(fold_cache_size, numbers.Integral) \
                 or fold_cache_size < 0:
             raise ValueError(f"fold_cache_size must be a non-negative int, got {fold_cache_size!r}")
@@ -172,7 +176,7 @@ class BiasEvaluator:
         self.subgroup_threshold = subgroup_threshold
         self.power = power
         self.overall_weight = overall_weight
-        self.nan_policy = nan_policy
+        self.undefined = undefined
         self.n_jobs = n_jobs
         self.fold_cache_size = int(fold_cache_size)
         self._folds: OrderedDict = OrderedDict()
@@ -188,6 +192,8 @@ class BiasEvaluator:
         return state
 
     def __setstate__(self, state):
+        if "nan_policy" in state:  # pickled before undefined= had its name
+            state["undefined"] = state.pop("nan_policy")
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -211,6 +217,11 @@ class BiasEvaluator:
     @property
     def sample_weight(self):
         return self._full.sample_weight
+
+    @property
+    def nan_policy(self) -> str:
+        """Deprecated name of :attr:`undefined` (read-only)."""
+        return self.undefined
 
     def __repr__(self) -> str:
         neg, pos = self._full.memberships.class_rows
@@ -338,16 +349,16 @@ class BiasEvaluator:
                                      index=pd.Index(sc.names, name="subgroup"))
                 out[metric] = final_metric(table, overall_auc_from_counts(sc), power=self.power,
                                            overall_weight=self.overall_weight,
-                                           nan_policy=self.nan_policy)
+                                           undefined=self.undefined)
             else:
                 auc = metric[len("min_"):]
-                out[metric] = worst_auc(per_group[auc], sc.names, auc, self.nan_policy)
+                out[metric] = worst_auc(per_group[auc], sc.names, auc, self.undefined)
         return out
 
     def final_metric(self, y_score, *, index=None) -> float:
         """The Jigsaw competition score of one model (see :func:`fastbias.final_metric`).
 
-        Uses the evaluator's ``power``, ``overall_weight`` and ``nan_policy``.
+        Uses the evaluator's ``power``, ``overall_weight`` and ``undefined``.
 
         Parameters
         ----------
@@ -379,7 +390,7 @@ class BiasEvaluator:
             Finite scores.
         metric : {"final", "overall_auc", "min_subgroup_auc", "min_bpsn_auc", "min_bnsp_auc"}
             ``"final"``: the Jigsaw final metric; ``"min_<auc>"``: the worst
-            subgroup's value of that AUC (NaN handling by ``nan_policy``).
+            subgroup's value of that AUC (NaN handling by ``undefined``).
         index : array-like of int or bool mask, optional
             Rows to score (see :meth:`metrics`).
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .evaluator import SCORE_NAMES, BiasEvaluator, _check_score_name
+from .validate.settings import check_undefined
 
 _RESPONSE_METHODS = ("decision_function", "predict_proba", "predict")
 
@@ -35,7 +36,8 @@ _RESPONSE_METHODS = ("decision_function", "predict_proba", "predict")
 def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weight=None,
                pos_label=None, label_threshold: float | None = None,
                subgroup_threshold: float | None = None, power: float = -5,
-               overall_weight: float = 0.25, nan_policy: str = "propagate") -> float:
+               overall_weight: float = 0.25, undefined: str = "propagate",
+               nan_policy: str | None = None) -> float:
     """A bias-aware score with scikit-learn's metric convention.
 
     Parameters
@@ -55,8 +57,10 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
         The positive class when ``y_true`` is not 0/1 or boolean.
     label_threshold, subgroup_threshold : float, optional
         Binarise fractional labels / memberships (``>=``).
-    power, overall_weight, nan_policy
+    power, overall_weight, undefined
         Settings of the final metric (see :func:`fastbias.final_metric`).
+    nan_policy : deprecated
+        The former name of ``undefined``.
 
     Returns
     -------
@@ -81,7 +85,9 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
     evaluator = BiasEvaluator(y_true, subgroups, sample_weight=sample_weight,
                               label_threshold=label_threshold,
                               subgroup_threshold=subgroup_threshold, power=power,
-                              overall_weight=overall_weight, nan_policy=nan_policy,
+                              overall_weight=overall_weight,
+                              undefined=check_undefined(undefined, nan_policy,
+                                                        where="bias_score"),
                               fold_cache_size=0)
     return evaluator.score(y_score, metric)
 
@@ -89,7 +95,8 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
 def final_metric_score(y_true, y_score, *, subgroups, sample_weight=None, pos_label=None,
                        label_threshold: float | None = None,
                        subgroup_threshold: float | None = None, power: float = -5,
-                       overall_weight: float = 0.25, nan_policy: str = "propagate") -> float:
+                       overall_weight: float = 0.25, undefined: str = "propagate",
+                       nan_policy: str | None = None) -> float:
     """The Jigsaw final metric with scikit-learn's metric convention.
 
     Same as ``bias_score(..., metric="final")``; parameters as in
@@ -107,7 +114,9 @@ def final_metric_score(y_true, y_score, *, subgroups, sample_weight=None, pos_la
     return bias_score(y_true, y_score, subgroups=subgroups, metric="final",
                       sample_weight=sample_weight, pos_label=pos_label,
                       label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
-                      power=power, overall_weight=overall_weight, nan_policy=nan_policy)
+                      power=power, overall_weight=overall_weight,
+                      undefined=check_undefined(undefined, nan_policy,
+                                                where="final_metric_score"))
 
 
 def _response_methods(response_method) -> tuple:
@@ -221,7 +230,8 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
                      response_method=("decision_function", "predict_proba"), pos_label=None,
                      label_threshold: float | None = None,
                      subgroup_threshold: float | None = None, power: float = -5,
-                     overall_weight: float = 0.25, nan_policy: str = "propagate"):
+                     overall_weight: float = 0.25, undefined: str = "propagate",
+                     nan_policy: str | None = None):
     """A scikit-learn scorer for a bias-aware metric (higher is better).
 
     Parameters
@@ -239,10 +249,12 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
         Positive class, when the labels are not 0/1 or boolean.
     label_threshold, subgroup_threshold : float, optional
         Binarise fractional labels / memberships (``>=``).
-    power, overall_weight, nan_policy
+    power, overall_weight, undefined
         Settings of the final metric (see :func:`fastbias.final_metric`); with
-        small folds, ``nan_policy="omit"`` skips subgroups a fold leaves
+        small folds, ``undefined="omit"`` skips subgroups a fold leaves
         one-class instead of scoring the fold NaN.
+    nan_policy : deprecated
+        The former name of ``undefined``.
 
     Returns
     -------
@@ -270,11 +282,12 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
     _check_score_name(metric)
     _response_methods(response_method)
     # check the final-metric settings now rather than at the first fold
+    undefined = check_undefined(undefined, nan_policy, where="make_bias_scorer")
     BiasEvaluator([0, 1], {"g": [True, False]}, power=power, overall_weight=overall_weight,
-                  nan_policy=nan_policy)
+                  undefined=undefined)
     settings = {"pos_label": pos_label, "label_threshold": label_threshold,
                 "subgroup_threshold": subgroup_threshold, "power": power,
-                "overall_weight": overall_weight, "nan_policy": nan_policy}
+                "overall_weight": overall_weight, "undefined": undefined}
     if subgroups is not None and subgroup_columns is not None:
         raise ValueError("give subgroups or subgroup_columns, not both")
     if subgroup_columns is not None:

@@ -120,13 +120,24 @@ def test_final_metric_nan_propagates_by_default_with_a_warning():
 def test_final_metric_omit_skips_nan_groups_and_names_them():
     y, s, member, table = _table_with_undefined_group()
     with pytest.warns(UndefinedMetricWarning, match=r"left out.*subgroup_2 \(bpsn_auc\)"):
-        got = final_metric(table, nan_policy="omit")
+        got = final_metric(table, undefined="omit")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = _independent_final_metric(y, s, member, -5, 0.25, omit_nan=True)
     assert got == pytest.approx(expected, rel=1e-12)
     with pytest.raises(ValueError, match="subgroup_2"):
-        final_metric(table, nan_policy="raise")
+        final_metric(table, undefined="raise")
+
+
+def test_final_metric_nan_policy_is_the_deprecated_name_of_undefined():
+    y, s, member, table = _table_with_undefined_group()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        want = final_metric(table, undefined="omit")
+        with pytest.warns(DeprecationWarning, match=r"undefined='omit'"):
+            assert final_metric(table, nan_policy="omit") == want
+        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="undefined must"):
+            final_metric(table, nan_policy="skip")
 
 
 def test_final_metric_nan_overall_auc_gives_nan():
@@ -137,7 +148,8 @@ def test_final_metric_nan_overall_auc_gives_nan():
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"overall_weight": 1.5}, ValueError, "overall_weight"),
     ({"overall_weight": True}, ValueError, "overall_weight"),
-    ({"nan_policy": "skip"}, ValueError, "nan_policy"),
+    ({"undefined": "skip"}, ValueError, "undefined must be one of"),
+    ({"undefined": "omit", "nan_policy": "raise"}, TypeError, "undefined= only"),
 ])
 def test_final_metric_rejects_bad_options(kwargs, error, match):
     table = fastbias.bias_metrics(*_random_problem(0))

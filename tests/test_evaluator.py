@@ -188,7 +188,7 @@ def test_undefined_metrics_follow_nan_policy():
     with pytest.warns(fastbias.UndefinedMetricWarning, match="negatives_only"):
         table = ev.metrics(s)
     assert np.isnan(table.loc["negatives_only", "subgroup_auc"])
-    omit = BiasEvaluator(y, groups, nan_policy="omit")
+    omit = BiasEvaluator(y, groups, undefined="omit")
     with pytest.warns(fastbias.UndefinedMetricWarning):
         got = omit.score(s, "min_subgroup_auc")
     assert_close(got, brute_force_metrics(y, s, groups["mixed"])["subgroup_auc"])
@@ -198,7 +198,7 @@ def test_undefined_metrics_follow_nan_policy():
         expected = min(brute_force_metrics(y, s, m)["bpsn_auc"] for m in groups.values())
         assert_close(omit.score(s, "min_bpsn_auc"), expected)
     with pytest.raises(ValueError, match="negatives_only"):
-        BiasEvaluator(y, groups, nan_policy="raise").score(s, "min_subgroup_auc")
+        BiasEvaluator(y, groups, undefined="raise").score(s, "min_subgroup_auc")
 
 
 # --------------------------------------------------------------------------- folds
@@ -292,8 +292,10 @@ def test_score_length_must_match_rows_or_index(case):
 
 def test_bad_settings_fail_at_construction(case):
     y, _, groups, _ = case
-    with pytest.raises(ValueError, match="nan_policy"):
-        BiasEvaluator(y, groups, nan_policy="ignore")
+    with pytest.raises(ValueError, match="undefined must be one of"):
+        BiasEvaluator(y, groups, undefined="ignore")
+    with pytest.warns(DeprecationWarning, match="BiasEvaluator"):
+        assert BiasEvaluator(y, groups, nan_policy="omit").undefined == "omit"
     with pytest.raises(ValueError, match="overall_weight"):
         BiasEvaluator(y, groups, overall_weight=2)
     with pytest.raises(ValueError, match="n_jobs"):
@@ -397,11 +399,12 @@ def test_evaluator_pickles_with_its_settings(case):
     import pickle
 
     y, s, groups, _ = case
-    ev = BiasEvaluator(y, groups, power=-3, nan_policy="omit")
+    ev = BiasEvaluator(y, groups, power=-3, undefined="omit")
     fold = np.arange(0, len(y), 2)
     ev.final_metric(s[fold], index=fold)  # fill the fold cache
     copy = pickle.loads(pickle.dumps(ev))
-    assert copy.power == -3 and copy.nan_policy == "omit" and len(copy._folds) == 0
+    assert copy.power == -3 and copy.undefined == "omit" and len(copy._folds) == 0
+    assert copy.nan_policy == "omit"  # the deprecated name reads the same setting
     assert copy.final_metric(s) == ev.final_metric(s)
     assert copy.final_metric(s[fold], index=fold) == ev.final_metric(s[fold], index=fold)
 

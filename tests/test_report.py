@@ -167,7 +167,7 @@ def test_summary_against_direct_computation(report):
         # "nobody" and "no_positives" have undefined AUCs: the final metric propagates NaN
         assert np.isnan(summary.at[model, "final_metric"])
         # leaving them out: 0.25 overall + 0.75 mean of the power means (p = -5)
-        omitted = report.final_metrics(nan_policy="omit")[model]
+        omitted = report.final_metrics(undefined="omit")[model]
         power_means = [np.mean(col[~np.isnan(col)] ** -5.0) ** (-1 / 5) for col in aucs.T]
         want = 0.25 * roc_auc_score(y, frame[model]) + 0.75 * np.mean(power_means)
         assert omitted == pytest.approx(want, abs=1e-12)

@@ -17,6 +17,7 @@ from sklearn.model_selection import (
 )
 from sklearn.pipeline import make_pipeline
 
+import fastbias
 from fastbias.evaluator import BiasEvaluator
 from fastbias.sklearn import (
     bias_score,
@@ -187,8 +188,8 @@ def test_scorer_errors(data):
         make_bias_scorer(subgroups=groups, subgroup_columns=["a"])
     with pytest.raises(TypeError, match="DataFrame or Series indexed like X"):
         make_bias_scorer(subgroups=groups.to_numpy())
-    with pytest.raises(ValueError, match="nan_policy"):
-        make_bias_scorer(subgroups=groups, nan_policy="skip")
+    with pytest.raises(ValueError, match="undefined must be one of"):
+        make_bias_scorer(subgroups=groups, undefined="skip")
     model = LogisticRegression().fit(X, y)
     with pytest.raises(TypeError, match="needs X to be a pandas"):
         make_bias_scorer(subgroups=groups)(model, X.to_numpy(), y)
@@ -210,5 +211,15 @@ def test_small_folds_nan_policy(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         omitted = cross_val_score(LogisticRegression(), X, y, cv=CV,
-                                  scoring=make_bias_scorer(subgroups=rare, nan_policy="omit"))
+                                  scoring=make_bias_scorer(subgroups=rare, undefined="omit"))
     assert np.isfinite(omitted).all()
+    # nan_policy= is the deprecated name of undefined=: same scores, with a DeprecationWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        with pytest.warns(DeprecationWarning, match="make_bias_scorer"):
+            old = make_bias_scorer(subgroups=rare, nan_policy="omit")
+        np.testing.assert_array_equal(
+            cross_val_score(LogisticRegression(), X, y, cv=CV, scoring=old), omitted)
+        with pytest.warns(DeprecationWarning, match="bias_score"):
+            bias_score(y, X["x1"].to_numpy(),
+                       subgroups=rare, nan_policy="omit")

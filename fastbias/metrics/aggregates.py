@@ -14,9 +14,8 @@ import pandas as pd
 from ..sweep import _kernels as K
 from ..sweep.counts import SweepCounts
 from ..validate.errors import UndefinedMetricWarning
+from ..validate.settings import check_undefined
 from .definitions import AUC_METRICS
-
-NAN_POLICIES = ("propagate", "omit", "raise")
 
 
 def power_mean(values, p: float) -> float:
@@ -84,7 +83,7 @@ def power_means(x: np.ndarray, p: float):
 
 
 def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: float = 0.25,
-                 nan_policy: str = "propagate") -> float:
+                 undefined: str = "propagate", nan_policy: str | None = None) -> float:
     """The Jigsaw Unintended Bias competition metric.
 
     ``overall_weight * overall_auc + (1 - overall_weight) * bias_score``, where
@@ -105,13 +104,15 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         Power of the generalized mean (see :func:`power_mean`).
     overall_weight : float, default 0.25
         Weight of the overall AUC, in [0, 1].
-    nan_policy : {"propagate", "omit", "raise"}, default "propagate"
+    undefined : {"propagate", "omit", "raise"}, default "propagate"
         What an undefined (NaN) per-subgroup AUC does. ``"propagate"``: the
         result is NaN, as in the competition code (with an
         :class:`~fastbias.UndefinedMetricWarning` naming the groups).
         ``"omit"``: each power mean runs over the subgroups where that metric
         is defined, with a warning naming the groups left out. ``"raise"``: a
         ``ValueError`` naming them.
+    nan_policy : deprecated
+        The former name of ``undefined``.
 
     Returns
     -------
@@ -153,8 +154,7 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     if isinstance(overall_weight, bool) or not isinstance(overall_weight, numbers.Real) \
             or not 0.0 <= overall_weight <= 1.0:
         raise ValueError(f"overall_weight must be a number in [0, 1], got {overall_weight!r}")
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+    undefined_policy = check_undefined(undefined, nan_policy, where="final_metric")
     if len(table) == 0:
         raise ValueError("table has no rows (no subgroups)")
 
@@ -165,20 +165,19 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         values = pd.to_numeric(table[metric], errors="raise").to_numpy(dtype=np.float64)
         nan = np.isnan(values)
         undefined += [f"{names[i]} ({metric})" for i in np.flatnonzero(nan)]
-        if nan_policy == "omit":
+        if undefined_policy == "omit":
             values = values[~nan]
         means.append(float(power_means(values, float(power))) if values.size else float("nan"))
     if undefined:
-        shown = ", ".join(undefined[:12]) + (f", ... {len(undefined) - 12} more"
-                                             if len(undefined) > 12 else "")
-        if nan_policy == "raise":
+        shown = _listed(undefined)
+        if undefined_policy == "raise":
             raise ValueError(f"{len(undefined)} per-subgroup AUC(s) undefined: {shown}")
-        if nan_policy == "omit":
+        if undefined_policy == "omit":
             message = (f"final metric: {len(undefined)} undefined per-subgroup AUC(s) left out "
                        f"of the power means: {shown}")
         else:
             message = (f"final metric is NaN: {len(undefined)} per-subgroup AUC(s) undefined: "
-                       f"{shown}; pass nan_policy='omit' to leave them out")
+                       f"{shown}; pass undefined='omit' to leave them out")
         warnings.warn(message, UndefinedMetricWarning, stacklevel=2)
     return float(_combined(overall_auc, np.array(means), overall_weight))
 
@@ -203,22 +202,27 @@ def final_metric_values(overall, metrics: dict, power: float = -5.0,
 
 
 
-def worst_auc(values: np.ndarray, names: list, metric: str, nan_policy: str) -> float:
-    """Minimum over subgroups of one AUC metric, with the final metric's NaN policy."""
+def _listed(names: list, most: int = 12) -> str:
+    """The first ``most`` names, comma-separated, and how many more there are."""
+    more = len(names) - most
+    return ", ".join(names[:most]) + (f", ... {more} more" if more > 0 else "")
+
+
+def worst_auc(values: np.ndarray, names: list, metric: str, undefined_policy: str) -> float:
+    """Minimum over subgroups of one AUC metric, with the final metric's ``undefined`` policy."""
     nan = np.isnan(values)
     if not nan.any():
         return float(values.min())
     undefined = [names[i] for i in np.flatnonzero(nan)]
-    shown = ", ".join(undefined[:12]) + (f", ... {len(undefined) - 12} more"
-                                         if len(undefined) > 12 else "")
-    if nan_policy == "raise":
+    shown = _listed(undefined)
+    if undefined_policy == "raise":
         raise ValueError(f"min {metric}: undefined for {len(undefined)} subgroup(s): {shown}")
-    if nan_policy == "omit":
+    if undefined_policy == "omit":
         warnings.warn(f"min {metric}: {len(undefined)} subgroup(s) with an undefined value left "
                       f"out: {shown}", UndefinedMetricWarning, stacklevel=4)
         return float(values[~nan].min()) if (~nan).any() else float("nan")
     warnings.warn(f"min {metric} is NaN: undefined for {len(undefined)} subgroup(s): {shown}; "
-                  f"use nan_policy='omit' to leave them out", UndefinedMetricWarning,
+                  f"use undefined='omit' to leave them out", UndefinedMetricWarning,
                   stacklevel=4)
     return float("nan")
 

@@ -36,6 +36,7 @@ from ..metrics.definitions import (
     METRIC_CELLS,
     METRIC_COLUMNS,
 )
+from ..validate.settings import check_undefined
 from .histograms import ScoreHistograms, score_histograms
 from .plots import (
     AEG_COLOR_STOPS,
@@ -216,19 +217,22 @@ class BiasReport:
             order = list(dict.fromkeys(g for tier in zip(*rankings) for g in tier))
         return order if n is None else order[:n]
 
-    def final_metrics(self, nan_policy: str = "propagate") -> pd.Series:
+    def final_metrics(self, undefined: str = "propagate", *,
+                      nan_policy: str | None = None) -> pd.Series:
         """Jigsaw final metric per model (see :func:`fastbias.final_metric`).
 
-        With the default ``nan_policy="propagate"`` a model with an undefined
-        per-subgroup AUC gets NaN; ``"omit"`` leaves undefined AUCs out.
+        With the default ``undefined="propagate"`` a model with an undefined
+        per-subgroup AUC gets NaN; ``"omit"`` leaves undefined AUCs out
+        (``nan_policy`` is the deprecated name of ``undefined``).
         """
+        undefined = check_undefined(undefined, nan_policy, where="BiasReport.final_metrics")
         values = {}
         for model in self.result.models:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 values[model] = final_metric(self.result.for_model(model),
                                              float(self.result.overall_auc[model]),
-                                             nan_policy=nan_policy)
+                                             undefined=undefined)
         return pd.Series(values, name="final_metric", dtype=np.float64)
 
     def summary(self) -> pd.DataFrame:
@@ -313,7 +317,7 @@ class BiasReport:
                 final = summary.at[model, "final_metric"]
                 head += f"  final metric {_fmt_metric(final, '')}"
                 if _is_nan(final):
-                    omitted = self.final_metrics(nan_policy="omit").get(model, np.nan)
+                    omitted = self.final_metrics("omit").get(model, np.nan)
                     if not _is_nan(omitted):
                         head += f" ({omitted:.4f} without the n/a AUCs)"
             columns = ["subgroup", "size", "sub-", "sub+", "bg-", "bg+"] + \
@@ -566,7 +570,7 @@ class BiasReport:
         has_final = "final_metric" in summary.columns
         finals_omit = {}
         if has_final and summary["final_metric"].isna().any():
-            finals_omit = self.final_metrics(nan_policy="omit").to_dict()
+            finals_omit = self.final_metrics("omit").to_dict()
         head = ("<tr><th>model</th><th>overall AUC</th>"
                 + ("<th>final metric</th>" if has_final else "")
                 + "<th>lowest AUC</th><th>largest |AEG|</th><th>undefined</th></tr>")

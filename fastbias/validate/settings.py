@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 
 import numpy as np
 
 NAN_POLICIES = ("raise", "omit")
+UNDEFINED_POLICIES = ("propagate", "omit", "raise")
 MISSING_POLICIES = ("background", "exclude")
 
 
@@ -51,6 +53,28 @@ def check_nan_policy(nan_policy) -> str:
         raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
     return nan_policy
 
+
+def check_undefined(undefined, nan_policy=None, *, where: str, stacklevel: int = 3) -> str:
+    """The policy for undefined (NaN) metric values: ``undefined=``.
+
+    ``nan_policy=`` was its name up to 0.1 (it read like the row policy of
+    ``bias_metrics``/``evaluate``, which drops rows with missing values): it
+    still works, with a ``DeprecationWarning``.
+    """
+    if nan_policy is not None:
+        if undefined not in (None, "propagate", nan_policy):
+            raise TypeError(f"{where}: pass undefined= only (nan_policy= is its deprecated name), "
+                            f"got undefined={undefined!r} and nan_policy={nan_policy!r}")
+        warnings.warn(f"{where}(nan_policy=...) is deprecated: the policy for undefined metric "
+                      f"values is now undefined=, e.g. undefined={nan_policy!r} (nan_policy= of "
+                      f"bias_metrics and evaluate, about rows with missing values, keeps its "
+                      f"name)", DeprecationWarning, stacklevel=stacklevel)
+        undefined = nan_policy
+    if undefined is None:
+        undefined = "propagate"
+    if undefined not in UNDEFINED_POLICIES:
+        raise ValueError(f"undefined must be one of {UNDEFINED_POLICIES}, got {undefined!r}")
+    return undefined
 
 
 def check_missing_policy(missing_subgroup) -> str:

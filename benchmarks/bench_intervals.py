@@ -41,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=JIGSAW_ROWS)
     parser.add_argument("--identities", type=int, default=24)
-    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--n-boot", type=int, default=1000, help="0: no bootstrap")
     parser.add_argument("--repeats", type=int, default=15, help="point and DeLong repeats")
     parser.add_argument("--boot-repeats", type=int, default=3, help="bootstrap repeats")
     parser.add_argument("--weighted", action="store_true", help="random sample weights too")
@@ -71,11 +71,9 @@ def main() -> None:
     point(), delong()
     t_point, t_delong = alternating_medians([point, delong], args.repeats)
     boot_times = []
-    for _ in range(args.boot_repeats):  # each bootstrap run between two point estimates
+    for _ in range(args.boot_repeats if args.n_boot else 0):  # each bootstrap run between two point estimates
         before, boot, after = alternating_medians([point, bootstrap, point], 1)
         boot_times.append((boot, (before + after) / 2))
-    t_boot = float(np.median([b for b, _ in boot_times]))
-    t_boot_point = float(np.median([p for _, p in boot_times]))
     print(f"machine: {platform.processor() or platform.machine()}, "
           f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}"
           f" CPUs available, load average {os.getloadavg()[0]:.2f}")
@@ -85,9 +83,12 @@ def main() -> None:
           f"alternating with DeLong)")
     print(f"ci='delong'               {1000 * t_delong:9.1f} ms   {t_delong / t_point:6.2f}x point"
           f"   (target <= 1.5x)")
-    print(f"ci='bootstrap', {args.n_boot:5d} reps {t_boot:9.2f} s    "
-          f"{t_boot / t_boot_point:6.0f}x point ({1000 * t_boot_point:.1f} ms around it; "
-          f"target <= 250x for 1,000)")
+    if boot_times:
+        t_boot = float(np.median([b for b, _ in boot_times]))
+        t_boot_point = float(np.median([p for _, p in boot_times]))
+        print(f"ci='bootstrap', {args.n_boot:5d} reps {t_boot:9.2f} s    "
+              f"{t_boot / t_boot_point:6.0f}x point ({1000 * t_boot_point:.1f} ms around it; "
+              f"target <= 250x for 1,000)")
 
 
 if __name__ == "__main__":

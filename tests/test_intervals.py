@@ -332,6 +332,29 @@ def test_delong_variance_matches_structural_components_with_ties(weighted):
         check_delong_against_reference(y, s, w, groups)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_delong_split_over_two_threads_equals_one_walk(weighted, monkeypatch):
+    # the walk splits at a block boundary near the middle; every split must give the same sums
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastbias.intervals import delong
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(21)
+    n = 300
+    y, s, w = random_tied_data(rng, n, n_levels=9, weighted=weighted)
+    groups = {f"g{p}": rng.random(n) < p for p in (0.1, 0.4, 0.9)}
+    m = make_memberships(y, groups)
+    one_se, one_overall = delong.standard_errors(SortedScores(s, m), w)
+    monkeypatch.setattr(delong, "PARALLEL_DELONG_MIN_MEMBERSHIPS", 0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        two_se, two_overall = delong.standard_errors(SortedScores(s, m), w, pool)
+    assert two_overall == pytest.approx(one_overall, rel=1e-12)
+    for metric in METRIC_COLUMNS:
+        np.testing.assert_allclose(two_se[metric], one_se[metric], rtol=1e-12, err_msg=metric)
+    check_delong_against_reference(y, s, w, groups)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_delong_property(data):

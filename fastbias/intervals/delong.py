@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,6 @@ from ..prepare.memberships import Memberships
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..validate.errors import UndefinedMetricWarning
-from . import _kernels as IK
 
 
 def _z_value(confidence: float) -> float:
@@ -51,19 +51,19 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
                     executor=None):
     """DeLong standard errors from the sorts of the point estimate (no new sort).
 
-    Unweighted, the placement sums come from one walk over the sorted
-    memberships and one over the sorted classes (split between this thread
-    and ``executor``'s on large inputs); weighted, from the row order.
+    The placement sums come from one walk over the memberships in score
+    order and one over the sorted classes (split between this thread and
+    ``executor``'s on large inputs): unweighted from the sorted keys,
+    weighted from the row order that the weighted point estimate made.
     Returns ``(se, overall_se)`` as :func:`delong_standard_errors`.
     ``O(n + memberships)`` after the sorts.
     """
     m = sorted_scores.memberships
-    if sample_weight is None:
-        sums, cells, overall = _unweighted_sums(sorted_scores, executor)
-        n_neg, n_pos = m.class_rows
-        total_neg, total_pos = float(n_neg), float(n_pos)
-    else:
-        sums, cells, overall, total_neg, total_pos = _weighted_sums(sorted_scores, sample_weight)
+    walk = _weighted_walk(sorted_scores, sample_weight) if sample_weight is not None \
+        else _unweighted_walk(sorted_scores)
+    sums, overall = _placement_sums(walk, m.n_groups, executor)
+    cells = walk.cells
+    total_neg, total_pos = walk.class_totals
     u, sq_pos, sq_neg = overall
     overall_se = float(np.sqrt(_delong_variance(u, sq_pos, sq_neg, total_pos, total_neg)))
     if m.n_groups == 0:
@@ -85,69 +85,77 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     return se, overall_se
 
 
+class _Walk(NamedTuple):
+    """What the DeLong walks read: the memberships in score order (``keys``, ``codes``,
+    ``weights``), the two classes sorted (``neg``, ``pos``) with the prefix sums of their
+    weights (``neg_cum``, ``pos_cum``; empty arrays when unweighted), and each subgroup's
+    negative and positive weight (``cells``, (k, 2)) and each class's (``class_totals``)."""
+
+    keys: np.ndarray
+    codes: np.ndarray
+    weights: np.ndarray
+    neg: np.ndarray
+    pos: np.ndarray
+    neg_cum: np.ndarray
+    pos_cum: np.ndarray
+    cells: np.ndarray
+    class_totals: tuple
+
+
+def _unweighted_walk(sorted_scores: SortedScores) -> _Walk:
+    m = sorted_scores.memberships
+    keys, codes = sorted_scores.members
+    neg_keys, pos_keys = sorted_scores.classes
+    none = np.empty(0, dtype=np.float64)
+    n_neg, n_pos = m.class_rows
+    return _Walk(keys, codes, none, neg_keys, pos_keys, none, none,
+                 m.cell_rows.astype(np.float64), (float(n_neg), float(n_pos)))
+
+
+def _weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> _Walk:
+    """The memberships in the row order of the weighted point estimate, with their weights."""
+    m = sorted_scores.memberships
+    order = sorted_scores.order()
+    neg_cum = SK.cumulative_weights(order.neg_rows, sample_weight)
+    pos_cum = SK.cumulative_weights(order.pos_rows, sample_weight)
+    # identity rows by score, each repeated once per subgroup it belongs to
+    per_row = np.diff(m.row_ptr)[order.id_order]
+    identity = np.repeat(order.id_order, per_row)
+    first = np.repeat(m.row_ptr[order.id_order] - (np.cumsum(per_row) - per_row), per_row)
+    groups = m.row_groups[first + np.arange(identity.shape[0])]
+    codes = 2 * groups.astype(np.int64) + m.identity_labels[identity]
+    weights = np.ascontiguousarray(sample_weight[m.identity_rows[identity]], dtype=np.float64)
+    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
+    return _Walk(order.id_scores[identity], codes, weights, order.neg_sorted, order.pos_sorted,
+                 neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
+
+
 # below this many memberships the walk is not worth a second thread
 PARALLEL_DELONG_MIN_MEMBERSHIPS = 50_000
 
 
-def _unweighted_sums(sorted_scores: SortedScores, executor):
-    """``(sums (k, 15), cells (k, 2), (u, sq_pos, sq_neg))`` from the sorted keys."""
-    m = sorted_scores.memberships
-    keys, codes = sorted_scores.members
-    neg_keys, pos_keys = sorted_scores.classes
-    cells = m.cell_rows.astype(np.float64)
-    n_groups = m.n_groups
-    start = np.zeros((n_groups, 2), dtype=np.int64)
-    if executor is None or keys.shape[0] < PARALLEL_DELONG_MIN_MEMBERSHIPS:
-        overall = SK.class_placement_sums(neg_keys, pos_keys)
-        raw = SK.member_delong_sums_in_range(keys, codes, 0, keys.shape[0], neg_keys, pos_keys,
-                                             cells, start)
-    else:
-        # the classes' walk and the lower half of the memberships on the helper thread
-        middle = SK.block_boundary_near(keys, keys.shape[0] // 2)
+def _placement_sums(walk: _Walk, n_groups: int, executor):
+    """``(sums (k, 15), (u, sq_pos, sq_neg))``: the subgroups' and the overall AUC's sums."""
+    w = walk
 
-        def lower_part():
-            return (SK.class_placement_sums(neg_keys, pos_keys),
-                    SK.member_delong_sums_in_range(keys, codes, 0, middle, neg_keys, pos_keys,
-                                                   cells, start))
+    def overall():
+        return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum)
 
-        lower = executor.submit(lower_part)
-        below = np.bincount(codes[:middle], minlength=2 * n_groups).reshape(n_groups, 2)
-        upper = SK.member_delong_sums_in_range(keys, codes, middle, keys.shape[0], neg_keys,
-                                               pos_keys, cells, below.astype(np.int64))
-        overall, raw = lower.result()
-        raw = raw + upper
-    return SK.finish_delong_sums(raw), cells, overall
+    def members(start, stop, below):
+        return SK.member_delong_sums_in_range(w.keys, w.codes, w.weights, start, stop, w.neg,
+                                              w.pos, w.neg_cum, w.pos_cum, w.cells, below)
 
-
-def _class_cumulative(rows, weights):
-    return SK.cumulative_weights(rows, weights)
-
-
-def _weighted_sums(sorted_scores: SortedScores, sample_weight: np.ndarray):
-    """The sums of :func:`_unweighted_sums` for frequency weights, from the row order."""
-    m = sorted_scores.memberships
-    order = sorted_scores.order()
-    neg_cumw = _class_cumulative(order.neg_rows, sample_weight)
-    pos_cumw = _class_cumulative(order.pos_rows, sample_weight)
-    total_neg, total_pos = float(neg_cumw[-1]), float(pos_cumw[-1])
-    # overall AUC: X = all positives, Y = all negatives
-    pos_place, neg_place = IK.class_placements(order.neg_sorted, neg_cumw, order.pos_sorted,
-                                               pos_cumw)
-    w_pos = sample_weight[order.pos_rows]
-    w_neg = sample_weight[order.neg_rows]
-    overall = (np.dot(w_pos, pos_place), np.dot(w_pos, pos_place ** 2),
-               np.dot(w_neg, neg_place ** 2))
-    if m.n_groups == 0:
-        return np.zeros((0, 15)), np.zeros((0, 2)), overall, total_neg, total_pos
-    neg_lt, neg_le = SK.rank_bounds_in_sorted(order.neg_sorted, order.id_scores, order.id_order)
-    pos_lt, pos_le = SK.rank_bounds_in_sorted(order.pos_sorted, order.id_scores, order.id_order)
-    neg_below, neg_at = IK.weights_at_bounds(neg_cumw, neg_lt, neg_le)
-    pos_below, pos_at = IK.weights_at_bounds(pos_cumw, pos_lt, pos_le)
-    id_weights = np.ascontiguousarray(sample_weight[m.identity_rows], dtype=np.float64)
-    sums, cells = IK.delong_subgroup_sums(order.id_scores, order.id_order, m.identity_labels,
-                                          id_weights, m.row_ptr, m.row_groups, neg_below, neg_at,
-                                          pos_below, pos_at, total_neg, total_pos, m.n_groups)
-    return sums, cells, overall, total_neg, total_pos
+    n_members = w.keys.shape[0]
+    if executor is None or n_members < PARALLEL_DELONG_MIN_MEMBERSHIPS:
+        return SK.finish_delong_sums(members(0, n_members, np.zeros((n_groups, 2)))), overall()
+    # the classes' walk and the lower half of the memberships on the helper thread
+    middle = SK.block_boundary_near(w.keys, n_members // 2)
+    lower = executor.submit(lambda: (overall(), members(0, middle, np.zeros((n_groups, 2)))))
+    below = np.bincount(w.codes[:middle], w.weights[:middle] if w.weights.size else None,
+                        minlength=2 * n_groups).reshape(n_groups, 2)
+    upper = members(middle, n_members, below.astype(np.float64))
+    overall_sums, lower_sums = lower.result()
+    return SK.finish_delong_sums(lower_sums + upper), overall_sums
 
 
 def _normal_interval(estimate, se, z, bounds):

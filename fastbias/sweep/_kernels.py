@@ -86,6 +86,41 @@ def _count_below(values, start, q, inclusive):
     return hi
 
 
+@njit(inline="always")
+def _next_block(member_keys, member_codes, member_weights, t, stop, neg_sorted, pos_sorted,
+                ranks, neg_in_block, pos_in_block, is_touched, touched):
+    """Add up the block of equal ``member_keys`` that starts at ``t`` (and ends by ``stop``).
+
+    Each subgroup's negatives and positives in the block (counts, or the sums
+    of ``member_weights`` when it is not empty) go to ``neg_in_block`` /
+    ``pos_in_block``; each subgroup met is listed once in ``touched``.
+    ``ranks`` (#negatives <, <=, #positives <, <= the block's score) moves on
+    to the block by galloping through ``neg_sorted``/``pos_sorted``.
+    Returns ``(end of the block, number of subgroups touched)``.
+    """
+    key = member_keys[t]
+    weighted = member_weights.shape[0] > 0
+    n_touched = 0
+    while t < stop and member_keys[t] == key:
+        code = member_codes[t]
+        g = code >> 1
+        w = member_weights[t] if weighted else 1
+        if code & 1:
+            pos_in_block[g] += w
+        else:
+            neg_in_block[g] += w
+        if not is_touched[g]:
+            is_touched[g] = True
+            touched[n_touched] = g
+            n_touched += 1
+        t += 1
+    ranks[0] = _count_below(neg_sorted, ranks[0], key, False)
+    ranks[1] = _count_below(neg_sorted, max(ranks[1], ranks[0]), key, True)
+    ranks[2] = _count_below(pos_sorted, ranks[2], key, False)
+    ranks[3] = _count_below(pos_sorted, max(ranks[3], ranks[2]), key, True)
+    return t, n_touched
+
+
 @njit(cache=True, nogil=True)
 def twice_auc_numerator_sorted(neg_sorted, pos_sorted):
     """Twice U(positives > negatives) from the two sorted score arrays (exact int64)."""
@@ -172,38 +207,19 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
     else:
         total_neg2 = 2 * np.int64(neg_sorted.shape[0])
         total_pos2 = 2 * np.int64(pos_sorted.shape[0])
-    neg_lt = 0
-    neg_le = 0
-    pos_lt = 0
-    pos_le = 0
+    ranks = np.zeros(4, dtype=np.int64)
     t = start
     while t < stop:
-        key = member_keys[t]
-        n_touched = 0
-        while t < stop and member_keys[t] == key:
-            code = member_codes[t]
-            g = code >> 1
-            w = member_weights[t] if weighted else np.int64(1)
-            if code & 1:
-                pos_in_block[g] += w
-            else:
-                neg_in_block[g] += w
-            if not is_touched[g]:
-                is_touched[g] = True
-                touched[n_touched] = g
-                n_touched += 1
-            t += 1
+        t, n_touched = _next_block(member_keys, member_codes, member_weights, t, stop,
+                                   neg_sorted, pos_sorted, ranks, neg_in_block, pos_in_block,
+                                   is_touched, touched)
         # twice "#class members below + 1/2 tied" at this score, for both classes
-        neg_lt = _count_below(neg_sorted, neg_lt, key, False)
-        neg_le = _count_below(neg_sorted, max(neg_le, neg_lt), key, True)
-        pos_lt = _count_below(pos_sorted, pos_lt, key, False)
-        pos_le = _count_below(pos_sorted, max(pos_le, pos_lt), key, True)
         if weighted:
-            neg_below2 = neg_cum[neg_lt] + neg_cum[neg_le]
-            pos_below2 = pos_cum[pos_lt] + pos_cum[pos_le]
+            neg_below2 = neg_cum[ranks[0]] + neg_cum[ranks[1]]
+            pos_below2 = pos_cum[ranks[2]] + pos_cum[ranks[3]]
         else:
-            neg_below2 = np.int64(neg_lt + neg_le)
-            pos_below2 = np.int64(pos_lt + pos_le)
+            neg_below2 = ranks[0] + ranks[1]
+            pos_below2 = ranks[2] + ranks[3]
         neg_above2 = total_neg2 - neg_below2
         pos_above2 = total_pos2 - pos_below2
         for j in range(n_touched):
@@ -855,15 +871,35 @@ def accumulate_tied_rows(slot_of_row, labels, codes, weights, class_rows, cell_r
                         0.0)
 
 
-# --- DeLong placement sums from the sorted memberships ------------------------------------
-# Every metric is a two-sample U-statistic theta = P(X > Y) + 1/2 P(X = Y) of an "above" cell X
-# and a "below" cell Y. DeLong's variance needs, besides U, the sums of squared placements
-# SQX = sum_x c(x)^2 with c(x) the number of Y rows below x (ties 1/2) and SQY = sum_y d(y)^2
-# with d(y) the number of X rows above y. Per subgroup, columns 0..4 of each block are the
-# metrics in the order subgroup, BPSN, BNSP AUC, negative, positive AEG (X, Y) =
-# (Dg+, Dg-), (B+, Dg-), (Dg+, B-), (B-, Dg-), (B+, Dg+). A background-side sum is "all of the
-# class" minus the subgroup's own rows, and the all-of-the-class sum expands over pairs of
-# subgroup rows, so one walk over the memberships gives every sum (see intervals/_kernels.py).
+# --- DeLong placement sums from the memberships in score order ----------------------------
+# Every metric is a two-sample U-statistic ``theta = P(X > Y) + 1/2 P(X = Y)``
+# between an "above" sample X and a "below" sample Y (the AEGs are
+# ``1/2 - theta``). DeLong's variance needs, besides ``theta``, the sums of
+# squared placements ``SQX = sum_x w_x c(x)^2`` with ``c(x)`` the weight of Y
+# below x (ties 1/2) and ``SQY = sum_y w_y d(y)^2`` with ``d(y)`` the weight of X
+# above y. For a subgroup g (D-/D+ all negatives/positives, Dg-/Dg+ the
+# subgroup's cells, B-/B+ the background cells) the five metrics are
+#
+# ====  ===============  ======  ======
+# col   metric           X       Y
+# ====  ===============  ======  ======
+# 0     subgroup AUC     Dg+     Dg-
+# 1     BPSN AUC         B+      Dg-
+# 2     BNSP AUC         Dg+     B-
+# 3     negative AEG     B-      Dg-      (theta = P(B- > Dg-))
+# 4     positive AEG     B+      Dg+      (theta = P(B+ > Dg+))
+# ====  ===============  ======  ======
+#
+# Subgroup-side placements are global class placements minus within-subgroup
+# ones. A background-side sum such as ``sum_{x in B+} c(x)^2`` with
+# ``c(x) = sum_{y in Dg-} w_y k(x, y)`` is the sum over *all* positives minus the
+# sum over Dg+, and the sum over all positives expands over pairs of subgroup
+# rows: ``sum_{y, y'} w_y w_y' sum_x w_x k(x, y) k(x, y')``, where the inner sum
+# is ``W+(> s') + 1/2 W+(= s')`` when ``s_y < s_y' = s'`` and
+# ``W+(> s) + 1/4 W+(= s)`` when the two scores are equal. So one block sweep
+# over the subgroup rows in score order, with global class weights below/at
+# each row, gives every sum in ``O(n log n + memberships)``.
+# Per subgroup, the sums sit in the columns below (block + metric column).
 DELONG_U = 0  # columns 0..4: U (plain units)
 DELONG_SQ_X = 5  # columns 5..9
 DELONG_SQ_Y = 10  # columns 10..14
@@ -872,105 +908,118 @@ DELONG_SELF = 19  # columns 19..20: the subgroup's own parts of SQX3, SQX4
 N_DELONG_COLUMNS = 21
 
 
+@njit(inline="always")
+def _class_weight_to(cumulative, lt, le):
+    """Weight of a class below and at a score from its ranks (counts when ``cumulative`` is empty)."""
+    if cumulative.shape[0] > 0:
+        return cumulative[lt], cumulative[le] - cumulative[lt]
+    return float(lt), float(le - lt)
+
+
+@njit(inline="always")
+def _class_total(sorted_values, cumulative):
+    return cumulative[cumulative.shape[0] - 1] if cumulative.shape[0] > 0 \
+        else float(sorted_values.shape[0])
+
+
+@njit(inline="always")
+def _add_pair_squares(sums, g, column, w, own_other, big_beyond, big_eq):
+    """``w * (2 own_other (B + B_eq / 2) + w (B + B_eq / 4))``: the sum over ``w`` tied rows and
+    the subgroup's ``own_other`` rows beyond them of the placement products among the class."""
+    sums[g, column] += w * (2.0 * own_other * (big_beyond + 0.5 * big_eq)
+                            + w * (big_beyond + 0.25 * big_eq))
+
+
+@njit(inline="always")
+def _add_placements(sums, g, metric, square_block, w, placement, with_u):
+    """``w`` rows of one cell with the same placement: add to the metric's U (if ``with_u``)
+    and to its sum of squared placements in ``square_block`` (DELONG_SQ_X or DELONG_SQ_Y)."""
+    if with_u:
+        sums[g, DELONG_U + metric] += w * placement
+    sums[g, square_block + metric] += w * placement * placement
+
+
+@njit(inline="always")
+def _add_block_placements(sums, g, n_lt, n_eq, n_all, p_lt, p_eq, p_all, big_n_lt, big_n_eq,
+                          big_p_gt, big_p_eq, total_neg):
+    """Add subgroup ``g``'s rows at one score to its DeLong sums.
+
+    ``n_eq``/``p_eq``: its negatives/positives at the score (count or weight),
+    ``n_lt``/``p_lt`` below it, ``n_all``/``p_all`` in all; ``big_*``: all
+    negatives below and at the score, all positives above and at it.
+    """
+    n_gt = n_all - n_lt - n_eq
+    p_gt = p_all - p_lt - p_eq
+    big_n_gt = total_neg - big_n_lt - big_n_eq
+    a = n_lt + 0.5 * n_eq  # Dg- below the positives here
+    b = p_gt + 0.5 * p_eq  # Dg+ above the negatives here
+    # metric column, side of the sum of squares, rows here on that side, their placement
+    _add_placements(sums, g, 0, DELONG_SQ_X, p_eq, a, True)
+    _add_placements(sums, g, 0, DELONG_SQ_Y, n_eq, b, False)  # U counted on the X side
+    _add_placements(sums, g, 1, DELONG_SQ_Y, n_eq, big_p_gt + 0.5 * big_p_eq - b, True)
+    _add_placements(sums, g, 2, DELONG_SQ_X, p_eq, big_n_lt + 0.5 * big_n_eq - a, True)
+    _add_placements(sums, g, 3, DELONG_SQ_Y, n_eq,
+                    (big_n_gt + 0.5 * big_n_eq) - (n_gt + 0.5 * n_eq), True)
+    _add_placements(sums, g, 4, DELONG_SQ_Y, p_eq,
+                    (big_p_gt + 0.5 * big_p_eq) - (p_gt + 0.5 * p_eq), True)
+    # the parts over all of a class, and the subgroup's own part of them (see above)
+    own_neg = n_lt + 0.5 * n_eq
+    own_pos = p_lt + 0.5 * p_eq
+    sums[g, DELONG_SELF + 0] += n_eq * own_neg * own_neg
+    sums[g, DELONG_SELF + 1] += p_eq * own_pos * own_pos
+    _add_pair_squares(sums, g, DELONG_ALL + 0, n_eq, n_lt, big_p_gt, big_p_eq)
+    _add_pair_squares(sums, g, DELONG_ALL + 1, p_eq, p_gt, big_n_lt, big_n_eq)
+    _add_pair_squares(sums, g, DELONG_ALL + 2, n_eq, n_lt, big_n_gt, big_n_eq)
+    _add_pair_squares(sums, g, DELONG_ALL + 3, p_eq, p_lt, big_p_gt, big_p_eq)
+
+
 @njit(cache=True, nogil=True)
-def member_delong_sums_in_range(member_keys, member_codes, start, stop, neg_sorted, pos_sorted,
-                                cells, below_start):
-    """DeLong placement sums of the memberships ``start:stop`` (unweighted, float64).
+def member_delong_sums_in_range(member_keys, member_codes, member_weights, start, stop,
+                                neg_sorted, pos_sorted, neg_cum, pos_cum, cells, below_start):
+    """DeLong placement sums of the memberships ``start:stop`` (float64).
 
     Like :func:`member_counts_in_range` it walks blocks of equal scores, ranks
     each block once in the classes by galloping, and updates each subgroup in
-    the block once. ``cells`` is (n_groups, 2): each subgroup's negatives and
-    positives over all memberships; ``below_start`` (n_groups, 2) its
-    negatives and positives below ``start``. Returns (n_groups,
-    N_DELONG_COLUMNS) partial sums, which add up over adjacent ranges;
+    the block once. Frequency weights are optional: ``member_weights`` (one
+    per membership) with ``neg_cum``/``pos_cum``, the prefix sums of the class
+    weights along ``neg_sorted``/``pos_sorted``; empty arrays mean every row
+    weighs 1. ``cells`` is (n_groups, 2): each subgroup's negatives and
+    positives (count or weight) over all memberships; ``below_start``
+    (n_groups, 2) those below ``start``. Returns (n_groups, N_DELONG_COLUMNS)
+    partial sums, which add up over adjacent ranges;
     :func:`finish_delong_sums` turns their total into U, SQX, SQY.
     """
     n_groups = cells.shape[0]
     sums = np.zeros((n_groups, N_DELONG_COLUMNS), dtype=np.float64)
-    neg_in_block = np.zeros(n_groups, dtype=np.int64)
-    pos_in_block = np.zeros(n_groups, dtype=np.int64)
-    neg_below = np.empty(n_groups, dtype=np.int64)
-    pos_below = np.empty(n_groups, dtype=np.int64)
+    neg_in_block = np.zeros(n_groups, dtype=np.float64)
+    pos_in_block = np.zeros(n_groups, dtype=np.float64)
+    neg_below = np.empty(n_groups, dtype=np.float64)
+    pos_below = np.empty(n_groups, dtype=np.float64)
     for g in range(n_groups):
         neg_below[g] = below_start[g, 0]
         pos_below[g] = below_start[g, 1]
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
-    total_neg = neg_sorted.shape[0]
-    total_pos = pos_sorted.shape[0]
-    neg_lt = 0
-    neg_le = 0
-    pos_lt = 0
-    pos_le = 0
+    total_neg = _class_total(neg_sorted, neg_cum)
+    total_pos = _class_total(pos_sorted, pos_cum)
+    ranks = np.zeros(4, dtype=np.int64)
     t = start
     while t < stop:
-        key = member_keys[t]
-        n_touched = 0
-        while t < stop and member_keys[t] == key:
-            code = member_codes[t]
-            g = code >> 1
-            if code & 1:
-                pos_in_block[g] += 1
-            else:
-                neg_in_block[g] += 1
-            if not is_touched[g]:
-                is_touched[g] = True
-                touched[n_touched] = g
-                n_touched += 1
-            t += 1
-        neg_lt = _count_below(neg_sorted, neg_lt, key, False)
-        neg_le = _count_below(neg_sorted, max(neg_le, neg_lt), key, True)
-        pos_lt = _count_below(pos_sorted, pos_lt, key, False)
-        pos_le = _count_below(pos_sorted, max(pos_le, pos_lt), key, True)
-        # all negatives / positives below, at and above this score
-        big_n_lt = float(neg_lt)
-        big_n_eq = float(neg_le - neg_lt)
-        big_n_gt = float(total_neg - neg_le)
-        big_p_eq = float(pos_le - pos_lt)
-        big_p_gt = float(total_pos - pos_le)
+        t, n_touched = _next_block(member_keys, member_codes, member_weights, t, stop,
+                                   neg_sorted, pos_sorted, ranks, neg_in_block, pos_in_block,
+                                   is_touched, touched)
+        big_n_lt, big_n_eq = _class_weight_to(neg_cum, ranks[0], ranks[1])
+        big_p_lt, big_p_eq = _class_weight_to(pos_cum, ranks[2], ranks[3])
+        big_p_gt = total_pos - big_p_lt - big_p_eq
         for j in range(n_touched):
             g = touched[j]
-            n_eq = float(neg_in_block[g])
-            p_eq = float(pos_in_block[g])
-            n_lt = float(neg_below[g])
-            p_lt = float(pos_below[g])
-            n_gt = cells[g, 0] - n_lt - n_eq
-            p_gt = cells[g, 1] - p_lt - p_eq
-            if p_eq > 0:  # the subgroup's positives at this score
-                a = n_lt + 0.5 * n_eq  # Dg- below them
-                bnsp = big_n_lt + 0.5 * big_n_eq - a  # B- below them
-                pos_aeg = (big_p_gt + 0.5 * big_p_eq) - (p_gt + 0.5 * p_eq)  # B+ above them
-                sums[g, DELONG_U + 0] += p_eq * a
-                sums[g, DELONG_SQ_X + 0] += p_eq * a * a
-                sums[g, DELONG_U + 2] += p_eq * bnsp
-                sums[g, DELONG_SQ_X + 2] += p_eq * bnsp * bnsp
-                sums[g, DELONG_U + 4] += p_eq * pos_aeg
-                sums[g, DELONG_SQ_Y + 4] += p_eq * pos_aeg * pos_aeg
-                sums[g, DELONG_ALL + 1] += p_eq * (2.0 * p_gt * (big_n_lt + 0.5 * big_n_eq)
-                                                   + p_eq * (big_n_lt + 0.25 * big_n_eq))
-                sums[g, DELONG_ALL + 3] += p_eq * (2.0 * p_lt * (big_p_gt + 0.5 * big_p_eq)
-                                                   + p_eq * (big_p_gt + 0.25 * big_p_eq))
-                own = p_lt + 0.5 * p_eq
-                sums[g, DELONG_SELF + 1] += p_eq * own * own
-            if n_eq > 0:  # the subgroup's negatives at this score
-                b = p_gt + 0.5 * p_eq  # Dg+ above them
-                bpsn = big_p_gt + 0.5 * big_p_eq - b  # B+ above them
-                neg_aeg = (big_n_gt + 0.5 * big_n_eq) - (n_gt + 0.5 * n_eq)  # B- above them
-                sums[g, DELONG_SQ_Y + 0] += n_eq * b * b
-                sums[g, DELONG_U + 1] += n_eq * bpsn
-                sums[g, DELONG_SQ_Y + 1] += n_eq * bpsn * bpsn
-                sums[g, DELONG_U + 3] += n_eq * neg_aeg
-                sums[g, DELONG_SQ_Y + 3] += n_eq * neg_aeg * neg_aeg
-                sums[g, DELONG_ALL + 0] += n_eq * (2.0 * n_lt * (big_p_gt + 0.5 * big_p_eq)
-                                                   + n_eq * (big_p_gt + 0.25 * big_p_eq))
-                sums[g, DELONG_ALL + 2] += n_eq * (2.0 * n_lt * (big_n_gt + 0.5 * big_n_eq)
-                                                   + n_eq * (big_n_gt + 0.25 * big_n_eq))
-                own = n_lt + 0.5 * n_eq
-                sums[g, DELONG_SELF + 0] += n_eq * own * own
+            _add_block_placements(sums, g, neg_below[g], neg_in_block[g], cells[g, 0],
+                                  pos_below[g], pos_in_block[g], cells[g, 1], big_n_lt, big_n_eq,
+                                  big_p_gt, big_p_eq, total_neg)
             neg_below[g] += neg_in_block[g]
             pos_below[g] += pos_in_block[g]
-            neg_in_block[g] = 0
-            pos_in_block[g] = 0
+            neg_in_block[g] = 0.0
+            pos_in_block[g] = 0.0
             is_touched[g] = False
     return sums
 
@@ -990,45 +1039,45 @@ def finish_delong_sums(sums):
     return out
 
 
+@njit(inline="always")
+def _placement_moments(values, cumulative, others, others_cumulative, above):
+    """Sum and sum of squares, over the rows of ``values`` (sorted), of each row's placement:
+    the weight of ``others`` (sorted) below it, ties 1/2 (above it when ``above``). Rows weigh 1
+    or, with a non-empty ``cumulative``, the differences of those prefix sums."""
+    total_others = _class_total(others, others_cumulative)
+    first = 0.0
+    second = 0.0
+    j = 0
+    lt = 0
+    le = 0
+    while j < values.shape[0]:
+        s = values[j]
+        stop = j
+        while stop < values.shape[0] and values[stop] == s:
+            stop += 1
+        lt = _count_below(others, lt, s, False)
+        le = _count_below(others, max(le, lt), s, True)
+        below, tied = _class_weight_to(others_cumulative, lt, le)
+        place = below + 0.5 * tied
+        if above:
+            place = total_others - place
+        w = cumulative[stop] - cumulative[j] if cumulative.shape[0] > 0 else float(stop - j)
+        first += w * place
+        second += w * place * place
+        j = stop
+    return first, second
+
+
 @njit(cache=True, nogil=True)
-def class_placement_sums(neg_sorted, pos_sorted):
-    """Overall-AUC DeLong sums from the two sorted classes (unweighted).
+def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum):
+    """Overall-AUC DeLong sums from the two sorted classes.
 
     Returns ``(u, sq_pos, sq_neg)``: sum and sum of squares over positives of
     the negatives below each (ties 1/2), and sum of squares over negatives of
     the positives above each (ties 1/2). Blocks of equal scores are handled
-    once each.
+    once each. Frequency weights as in :func:`member_delong_sums_in_range`
+    (``neg_cum``/``pos_cum`` empty: unweighted).
     """
-    n_neg = neg_sorted.shape[0]
-    n_pos = pos_sorted.shape[0]
-    u = 0.0
-    sq_pos = 0.0
-    j = 0
-    lt = 0
-    le = 0
-    while j < n_pos:
-        s = pos_sorted[j]
-        stop = j
-        while stop < n_pos and pos_sorted[stop] == s:
-            stop += 1
-        lt = _count_below(neg_sorted, lt, s, False)
-        le = _count_below(neg_sorted, max(le, lt), s, True)
-        place = 0.5 * (lt + le)
-        u += (stop - j) * place
-        sq_pos += (stop - j) * place * place
-        j = stop
-    sq_neg = 0.0
-    j = 0
-    lt = 0
-    le = 0
-    while j < n_neg:
-        s = neg_sorted[j]
-        stop = j
-        while stop < n_neg and neg_sorted[stop] == s:
-            stop += 1
-        lt = _count_below(pos_sorted, lt, s, False)
-        le = _count_below(pos_sorted, max(le, lt), s, True)
-        place = n_pos - 0.5 * (lt + le)
-        sq_neg += (stop - j) * place * place
-        j = stop
+    u, sq_pos = _placement_moments(pos_sorted, pos_cum, neg_sorted, neg_cum, False)
+    _, sq_neg = _placement_moments(neg_sorted, neg_cum, pos_sorted, pos_cum, True)
     return u, sq_pos, sq_neg

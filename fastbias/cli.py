@@ -28,6 +28,7 @@ import difflib
 import io
 import json
 import lzma
+import math
 import os
 import re
 import sys
@@ -632,44 +633,26 @@ def cmd_demo(args) -> int:
 
 # --------------------------------------------------------------------------- argument parsing
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
-    return value
+def _argument(convert, kind: str, valid, rule: str):
+    """An argparse ``type``: ``convert(text)``, refused unless ``valid(value)`` (message ``rule``,
+    formatted with ``text`` and ``value``)."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+        if not valid(value):
+            raise argparse.ArgumentTypeError(rule.format(text=text, value=value))
+        return value
+    return parse
 
 
-def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value != value:
-        raise argparse.ArgumentTypeError("must not be NaN")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+_probability = _argument(float, "a number", lambda v: 0.0 < v < 1.0,
+                         "must be between 0 and 1 (exclusive), got {text}")
+_threshold = _argument(float, "a number", lambda v: not math.isnan(v), "must not be NaN")
+_positive_int = _argument(lambda text: int(text.replace("_", "")), "an integer",
+                          lambda v: v >= 1, "must be at least 1, got {value}")
+_seed = _argument(int, "an integer", lambda v: v >= 0, "must be 0 or more, got {value}")
 
 
 def _add_common(parser) -> None:

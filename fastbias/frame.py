@@ -22,9 +22,8 @@ from .tables.result import EvaluationResult, evaluation_result
 from .validate.columns import (
     check_aligned,
     check_length,
-    column_name,
     column_values,
-    name_list,
+    frame_columns,
     require_columns,
 )
 from .validate.errors import OmittedRowsWarning
@@ -131,14 +130,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     check_missing_policy(missing_subgroup)
     check_ci(ci)
     resolve_n_jobs(n_jobs, 1)
-    label = column_name(label, "label")
-    models = name_list(scores, "scores", df.columns)
-    subgroup_names = name_list(subgroups, "subgroups", df.columns)
-    require_columns(df, [label], "label")
-    require_columns(df, models, "scores")
-    require_columns(df, subgroup_names, "subgroups")
-    if df.shape[0] == 0:
-        raise ValueError("df is empty (0 rows)")
+    label, models, subgroup_names = frame_columns(df, label, scores, subgroups)
     n = df.shape[0]
 
     labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
@@ -229,15 +221,8 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     with a NaN, missing or infinite score only for that model. Models with
     the same dropped rows are evaluated together (sharing one preparation).
     """
-    label = column_name(label, "label")
-    models = name_list(scores, "scores", df.columns)
-    subgroup_names = name_list(subgroups, "subgroups", df.columns)
-    require_columns(df, [label], "label")
-    require_columns(df, models, "scores")
-    require_columns(df, subgroup_names, "subgroups")
+    label, models, subgroup_names = frame_columns(df, label, scores, subgroups)
     n = df.shape[0]
-    if n == 0:
-        raise ValueError("df is empty (0 rows)")
     label_name = f"label column {label!r}"
     parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
     weights = sample_weight

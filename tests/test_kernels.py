@@ -99,7 +99,19 @@ def test_sort_classes_equals_numpy_sort(values, data):
         np.testing.assert_array_equal(keys, numpy_sortable_keys(np.sort(values[mask])))
     neg, pos = values[~labels].astype(np.float64), values[labels].astype(np.float64)
     twice_u = 2 * (pos[:, None] > neg[None, :]).sum() + (pos[:, None] == neg[None, :]).sum()
-    assert K.twice_auc_numerator_sorted(got.neg_keys, got.pos_keys) == twice_u
+    none = np.empty(0, dtype=np.int64)
+    assert K.twice_auc_numerator_sorted(got.neg_keys, got.pos_keys, none, none) == twice_u
+    # integer weights (bootstrap counts): every pair counts w_neg * w_pos times
+    rng = np.random.default_rng(values.size)
+    w_neg = rng.integers(0, 4, neg.size)
+    w_pos = rng.integers(0, 4, pos.size)
+    neg_sorted, pos_sorted = np.sort(neg, kind="stable"), np.sort(pos, kind="stable")
+    pair_w = w_pos[:, None] * w_neg[None, :]
+    want = (2 * (pair_w * (pos_sorted[:, None] > neg_sorted[None, :])).sum()
+            + (pair_w * (pos_sorted[:, None] == neg_sorted[None, :])).sum())
+    got_weighted = K.twice_auc_numerator_sorted(got.neg_keys, got.pos_keys,
+                                                np.r_[0, np.cumsum(w_neg)], w_pos)
+    assert got_weighted == want
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -117,8 +129,9 @@ def test_sort_classes_extreme_values_and_signed_zero(dtype):
 def test_sort_classes_one_class_and_empty():
     values = np.array([0.3, 0.1, 0.2], dtype=np.float32)
     only_negatives = sort_classes(values, np.zeros(3, dtype=bool))
+    none = np.empty(0, dtype=np.int64)
     assert only_negatives.pos_keys.size == 0 and K.twice_auc_numerator_sorted(
-        only_negatives.neg_keys, only_negatives.pos_keys) == 0
+        only_negatives.neg_keys, only_negatives.pos_keys, none, none) == 0
     np.testing.assert_array_equal(only_negatives.neg_keys, numpy_sortable_keys(np.sort(values)))
     empty = sort_classes(np.empty(0), np.empty(0, dtype=bool))
     assert empty.neg_keys.size == empty.pos_keys.size == 0

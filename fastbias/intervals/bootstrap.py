@@ -125,8 +125,8 @@ class _CountReplicate:
         counts = K.finish_member_counts(K.member_counts_in_range(
             self.keys, self.codes, 0, self.keys.shape[0], self.neg_keys, self.pos_keys,
             self.n_groups, self.member_w, self.neg_cum, self.pos_cum))
-        twice_u = K.twice_auc_numerator_sorted_weighted(self.neg_keys, self.neg_cum,
-                                                        self.pos_keys, self.pos_w)
+        twice_u = K.twice_auc_numerator_sorted(self.neg_keys, self.pos_keys, self.neg_cum,
+                                               self.pos_w)
         return counts, self.neg_cum[-1], self.pos_cum[-1], twice_u
 
 

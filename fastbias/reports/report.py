@@ -587,18 +587,10 @@ class BiasReport:
                                  f'is n/a">n/a{extra}</td>')
                 else:
                     cells.append(f"<td class=num><b>{r['final_metric']:.4f}</b></td>")
-            if _is_nan(r["lowest_auc"]):
-                cells.append("<td>n/a</td>")
-            else:
-                cells.append(f"<td>{_colored(r['lowest_auc'], AUC_COLOR_STOPS, '{:.4f}')} "
-                             f"{html.escape(METRIC_LABELS[r['lowest_auc_metric']])}, "
-                             f"{html.escape(str(r['lowest_auc_subgroup']))}</td>")
-            if _is_nan(r["largest_abs_aeg"]):
-                cells.append("<td>n/a</td>")
-            else:
-                cells.append(f"<td>{_colored(r['largest_abs_aeg'], AEG_COLOR_STOPS, '{:+.4f}')} "
-                             f"{html.escape(METRIC_LABELS[r['largest_aeg_metric']])}, "
-                             f"{html.escape(str(r['largest_aeg_subgroup']))}</td>")
+            cells.append(_extreme_cell(r["lowest_auc"], AUC_COLOR_STOPS, "{:.4f}",
+                                       r["lowest_auc_metric"], r["lowest_auc_subgroup"]))
+            cells.append(_extreme_cell(r["largest_abs_aeg"], AEG_COLOR_STOPS, "{:+.4f}",
+                                       r["largest_aeg_metric"], r["largest_aeg_subgroup"]))
             cells.append(f"<td class=num>{int(r['undefined_values'])}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         note = ""
@@ -715,6 +707,14 @@ class BiasReport:
         else:
             raise ValueError(f"fmt must be 'html', 'csv' or 'json', got {fmt!r}")
         return fmt
+
+
+def _extreme_cell(value, stops, fmt, metric, subgroup) -> str:
+    """A summary cell: the coloured value, its metric and subgroup (escaped), or n/a."""
+    if _is_nan(value):
+        return "<td>n/a</td>"
+    return (f"<td>{_colored(value, stops, fmt)} {html.escape(METRIC_LABELS[metric])}, "
+            f"{html.escape(str(subgroup))}</td>")
 
 
 def _colored(value, stops, fmt) -> str:

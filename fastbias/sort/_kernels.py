@@ -370,6 +370,14 @@ def stored_rows_by_bucket(bucket, stored_per_bucket, slot_of_bucket):
     return order
 
 
+@njit(inline="always")
+def _copy_bytes(out, p, col, source, i, width):
+    """Copy ``source[i, :width]`` into ``out[p, col:col + width]``; return ``col + width``."""
+    for k in range(width):
+        out[p, col + k] = source[i, k]
+    return col + width
+
+
 @njit(cache=True, nogil=True)
 def gather_records(order, score_bytes, label_bytes, weight_bytes, code_bytes, out):
     """Write row ``order[p]`` of each byte matrix side by side into record ``p`` of ``out``.
@@ -385,16 +393,7 @@ def gather_records(order, score_bytes, label_bytes, weight_bytes, code_bytes, ou
     n_code = code_bytes.shape[1]
     for p in range(order.shape[0]):
         i = order[p]
-        col = 0
-        for k in range(n_score):
-            out[p, col] = score_bytes[i, k]
-            col += 1
-        for k in range(n_label):
-            out[p, col] = label_bytes[i, k]
-            col += 1
-        for k in range(n_weight):
-            out[p, col] = weight_bytes[i, k]
-            col += 1
-        for k in range(n_code):
-            out[p, col] = code_bytes[i, k]
-            col += 1
+        col = _copy_bytes(out, p, 0, score_bytes, i, n_score)
+        col = _copy_bytes(out, p, col, label_bytes, i, n_label)
+        col = _copy_bytes(out, p, col, weight_bytes, i, n_weight)
+        _copy_bytes(out, p, col, code_bytes, i, n_code)

@@ -165,12 +165,8 @@ class SortedScores:
 
     def __init__(self, scores: np.ndarray, memberships: Memberships, classes=None, members=None,
                  with_rows: bool = False):
-        self.scores = scores
-        self.memberships = memberships
-        self.with_rows = with_rows
-        self._classes = classes
-        self._members = members
-        self._order = None
+        self.scores, self.memberships, self.with_rows = scores, memberships, with_rows
+        self._classes, self._members, self._order = classes, members, None  # computed on demand
 
     @property
     def classes(self) -> SortedClasses:

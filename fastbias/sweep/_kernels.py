@@ -87,6 +87,14 @@ def _count_below(values, start, q, inclusive):
 
 
 @njit(inline="always")
+def _walk_scratch(n_groups):
+    """Scratch of a walk by blocks: the subgroups touched in a block (list, flags) and the
+    class ranks (see :func:`_next_block`)."""
+    return (np.empty(n_groups, dtype=np.int64), np.zeros(n_groups, dtype=np.bool_),
+            np.zeros(4, dtype=np.int64))
+
+
+@njit(inline="always")
 def _next_block(member_keys, member_codes, member_weights, t, stop, neg_sorted, pos_sorted,
                 ranks, neg_in_block, pos_in_block, is_touched, touched):
     """Add up the block of equal ``member_keys`` that starts at ``t`` (and ends by ``stop``).
@@ -122,8 +130,14 @@ def _next_block(member_keys, member_codes, member_weights, t, stop, neg_sorted, 
 
 
 @njit(cache=True, nogil=True)
-def twice_auc_numerator_sorted(neg_sorted, pos_sorted):
-    """Twice U(positives > negatives) from the two sorted score arrays (exact int64)."""
+def twice_auc_numerator_sorted(neg_sorted, pos_sorted, neg_cum, pos_weights):
+    """Twice U(positives > negatives) from the two sorted score arrays (exact int64).
+
+    Integer weights (bootstrap counts) are optional: ``pos_weights`` along
+    ``pos_sorted`` and ``neg_cum``, the prefix sums of the negatives' weights
+    along ``neg_sorted`` (length + 1); empty arrays mean every row weighs 1.
+    """
+    weighted = neg_cum.shape[0] > 0
     lt = 0
     le = 0
     total = np.int64(0)
@@ -131,21 +145,10 @@ def twice_auc_numerator_sorted(neg_sorted, pos_sorted):
         s = pos_sorted[j]
         lt = _count_below(neg_sorted, lt, s, False)
         le = _count_below(neg_sorted, max(le, lt), s, True)
-        total += lt + le
-    return total
-
-
-@njit(cache=True, nogil=True)
-def twice_auc_numerator_sorted_weighted(neg_sorted, neg_cumw, pos_sorted, pos_w_sorted):
-    """Weighted twice U(positives > negatives): sum_p w_p (W-(< s_p) + W-(<= s_p))."""
-    lt = 0
-    le = 0
-    total = 0.0
-    for j in range(pos_sorted.shape[0]):
-        s = pos_sorted[j]
-        lt = _count_below(neg_sorted, lt, s, False)
-        le = _count_below(neg_sorted, max(le, lt), s, True)
-        total += pos_w_sorted[j] * (neg_cumw[lt] + neg_cumw[le])
+        if weighted:
+            total += pos_weights[j] * (neg_cum[lt] + neg_cum[le])
+        else:
+            total += lt + le
     return total
 
 
@@ -198,8 +201,7 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
     neg_in_block = np.zeros(n_groups, dtype=np.int64)
     pos_in_block = np.zeros(n_groups, dtype=np.int64)
     neg_strictly_below = np.zeros(n_groups, dtype=np.int64)
-    touched = np.empty(n_groups, dtype=np.int64)
-    is_touched = np.zeros(n_groups, dtype=np.bool_)
+    touched, is_touched, ranks = _walk_scratch(n_groups)
     weighted = member_weights.shape[0] > 0
     if weighted:
         total_neg2 = 2 * neg_cum[neg_cum.shape[0] - 1]
@@ -207,7 +209,6 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
     else:
         total_neg2 = 2 * np.int64(neg_sorted.shape[0])
         total_pos2 = 2 * np.int64(pos_sorted.shape[0])
-    ranks = np.zeros(4, dtype=np.int64)
     t = start
     while t < stop:
         t, n_touched = _next_block(member_keys, member_codes, member_weights, t, stop,
@@ -470,15 +471,12 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr
 @njit(cache=True, nogil=True)
 def twice_u_weighted_dd(neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_w_sorted):
     """Twice the weighted U of positives over negatives, summed in double-double: (hi, lo)."""
-    lt = 0
-    le = 0
+    lt, le = rank_bounds_in_sorted(neg_sorted, pos_sorted, np.arange(pos_sorted.shape[0]))
     u_hi = 0.0
     u_lo = 0.0
     for j in range(pos_sorted.shape[0]):
-        s = pos_sorted[j]
-        lt = _count_below(neg_sorted, lt, s, False)
-        le = _count_below(neg_sorted, max(le, lt), s, True)
-        b_hi, b_lo = _dd_add(neg_cum_hi[lt], neg_cum_lo[lt], neg_cum_hi[le], neg_cum_lo[le])
+        b_hi, b_lo = _dd_add(neg_cum_hi[lt[j]], neg_cum_lo[lt[j]], neg_cum_hi[le[j]],
+                             neg_cum_lo[le[j]])
         t_hi, t_lo = _dd_mul(b_hi, b_lo, pos_w_sorted[j], 0.0)
         u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
     return u_hi, u_lo
@@ -998,11 +996,9 @@ def member_delong_sums_in_range(member_keys, member_codes, member_weights, start
     for g in range(n_groups):
         neg_below[g] = below_start[g, 0]
         pos_below[g] = below_start[g, 1]
-    touched = np.empty(n_groups, dtype=np.int64)
-    is_touched = np.zeros(n_groups, dtype=np.bool_)
+    touched, is_touched, ranks = _walk_scratch(n_groups)
     total_neg = _class_total(neg_sorted, neg_cum)
     total_pos = _class_total(pos_sorted, pos_cum)
-    ranks = np.zeros(4, dtype=np.int64)
     t = start
     while t < stop:
         t, n_touched = _next_block(member_keys, member_codes, member_weights, t, stop,

@@ -230,7 +230,8 @@ def count_sorted(sorted_scores: SortedScores, sample_weight: np.ndarray | None =
                               weight_scale=weight_scale)
     classes = sorted_scores.classes
     neg_keys, pos_keys = classes
-    twice_u = K.twice_auc_numerator_sorted(neg_keys, pos_keys)
+    no_weights = np.empty(0, dtype=np.int64)
+    twice_u = K.twice_auc_numerator_sorted(neg_keys, pos_keys, no_weights, no_weights)
     counts = count_memberships(sorted_scores.members, classes, m.n_groups, executor)
     n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
     return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),

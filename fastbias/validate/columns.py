@@ -163,16 +163,8 @@ def read_column(values, name: str):
     if isinstance(values, (pd.Series, pd.Index)):
         arr, missing = _from_pandas(values, name)
     else:
-        if values is None or isinstance(values, (str, bytes, numbers.Number)):
-            raise TypeError(f"{name} must be an array-like of values, got {type(values).__name__}")
-        if isinstance(values, (Iterator, Generator)) or (
-                not hasattr(values, "__len__") and not hasattr(values, "__array__")):
-            raise TypeError(f"{name} must be an array-like of values (a list, numpy array or "
-                            f"pandas Series), got a {type(values).__name__}; pass list(...) of it")
-        try:
-            arr = np.asarray(values)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{name} could not be read as a 1-D array: {exc}") from None
+        arr = as_array(values, name, "an array-like of values (a list, numpy array or pandas "
+                       "Series)", "a 1-D array")
         missing = None
     if arr.ndim == 0:
         raise ValueError(f"{name} must be one-dimensional, got a scalar")
@@ -187,6 +179,22 @@ def read_column(values, name: str):
             nan = np.isnan(arr)
             missing = nan if nan.any() else None
     return arr, missing
+
+
+def as_array(values, name: str, expected: str, shape: str) -> np.ndarray:
+    """``np.asarray(values)`` of an array-like argument ``name``: a TypeError (saying what is
+    ``expected``) for None, a scalar or a one-shot iterator, a ValueError when numpy cannot read
+    it as ``shape``."""
+    if values is None or isinstance(values, (str, bytes, numbers.Number)):
+        raise TypeError(f"{name} must be {expected}, got {type(values).__name__}")
+    if isinstance(values, (Iterator, Generator)) or (
+            not hasattr(values, "__len__") and not hasattr(values, "__array__")):
+        raise TypeError(f"{name} must be {expected}, got a {type(values).__name__}; pass "
+                        f"list(...) of it")
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} could not be read as {shape}: {exc}") from None
 
 
 def column_values(values, name: str):
@@ -339,3 +347,17 @@ def name_list(value, argument: str, columns=None) -> list:
     if len(set(out)) != len(out):
         raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
     return out
+
+
+def frame_columns(df: pd.DataFrame, label, scores, subgroups) -> tuple:
+    """``(label, model names, subgroup names)`` of a DataFrame call, each found in ``df``
+    (which must have rows)."""
+    label = column_name(label, "label")
+    models = name_list(scores, "scores", df.columns)
+    subgroup_names = name_list(subgroups, "subgroups", df.columns)
+    require_columns(df, [label], "label")
+    require_columns(df, models, "scores")
+    require_columns(df, subgroup_names, "subgroups")
+    if df.shape[0] == 0:
+        raise ValueError("df is empty (0 rows)")
+    return label, models, subgroup_names

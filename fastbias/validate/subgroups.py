@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import _first, _from_foreign, _plain, first_non_numeric, read_column
+from .columns import (
+    _first,
+    _from_foreign,
+    _plain,
+    as_array,
+    first_non_numeric,
+    read_column,
+)
 from .values import _exact_float64
 
 
@@ -125,13 +132,8 @@ def subgroup_columns(subgroups, n: int | None = None):
         names = [str(k) for k in subgroups.keys()]
         columns = list(subgroups.values())
     else:
-        if subgroups is None or isinstance(subgroups, (bytes, numbers.Number)):
-            raise TypeError(f"subgroups must be a DataFrame, a dict of masks or an (n, k) array, "
-                            f"got {type(subgroups).__name__}")
-        try:
-            arr = np.asarray(subgroups)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"subgroups could not be read as an (n, k) array: {exc}") from None
+        arr = as_array(subgroups, "subgroups", "a DataFrame, a dict of masks or an (n, k) array",
+                       "an (n, k) array")
         if arr.ndim == 1:
             arr = arr[:, None]
         if arr.ndim != 2:

@@ -22,9 +22,8 @@ import pandas as pd
 
 from .prepare import _kernels as PK
 from .prepare.encoded import encode_frame
-from .streaming import result_from_chunks
 from .sweep.chunks import chunk_counts
-from .tables.result import EvaluationResult
+from .tables.result import EvaluationResult, result_from_chunks
 from .validate.spec import ColumnSpec, column_spec, score_dtype
 
 __all__ = ["evaluate"]

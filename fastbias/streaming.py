@@ -32,14 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .metrics.table import table_from_chunks
 from .prepare.encoded import EncodedRows, encode_frame
 from .sort import _kernels as SK
 from .sort.buckets import bucket_edges, byte_rows, tied_buckets
 from .sweep import _kernels as K
 from .sweep.chunks import ChunkCounts, chunk_counts, tied_chunk
 from .sweep.parallel import map_in_threads
-from .tables.result import EvaluationResult, evaluation_result
+from .tables.result import EvaluationResult, result_from_chunks
 from .validate.settings import resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
 from .validate.values import as_sample_weight, as_scores
@@ -281,16 +280,6 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     per_model = [[chunk for (owner, _), chunk in zip(tasks, chunks) if owner == k]
                  for k in range(len(spec.models))]
     return result_from_chunks(spec, per_model, "streaming")
-
-
-def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) -> EvaluationResult:
-    """The :class:`EvaluationResult` of each model's chunk counts, laid out exactly as
-    :func:`fastbias.evaluate` lays it out."""
-    per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted, spec.weight_scale)
-                 for chunks in chunks_per_model]
-    return evaluation_result(spec.models, [table for table, _ in per_model],
-                             [auc for _, auc in per_model], label=spec.label,
-                             subgroups=spec.subgroups, settings=spec.settings(engine))
 
 
 def _first_pass(files, spec: ColumnSpec, batch_rows: int, n_rows: int, n_buckets: int,

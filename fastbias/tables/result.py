@@ -11,7 +11,8 @@ import pandas as pd
 
 from ..metrics.aggregates import final_metric
 from ..metrics.definitions import METRIC_COLUMNS
-from ..metrics.table import warn_undefined
+from ..metrics.table import table_from_chunks, warn_undefined
+from ..validate.spec import ColumnSpec
 
 
 @dataclass
@@ -111,3 +112,13 @@ def evaluation_result(models: list, tables: list, overall_aucs: list, *, label, 
         table=pd.concat(parts, ignore_index=True),
         overall_auc=pd.Series(dict(zip(models, overall_aucs)), name="overall_auc", dtype=float),
         label=label, models=list(models), subgroups=list(subgroups), settings=dict(settings))
+
+
+def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) -> EvaluationResult:
+    """The :class:`EvaluationResult` of each model's chunk counts (out-of-core and Dask
+    evaluations), laid out exactly as :func:`fastbias.evaluate` lays it out."""
+    per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted, spec.weight_scale)
+                 for chunks in chunks_per_model]
+    return evaluation_result(spec.models, [table for table, _ in per_model],
+                             [auc for _, auc in per_model], label=spec.label,
+                             subgroups=spec.subgroups, settings=spec.settings(engine))

@@ -323,6 +323,7 @@ def test_expected_pinned_equals_sample_when_the_whole_background_is_drawn():
     assert sampled == pytest.approx(_reference_pinned(df, "half"), rel=1e-13)
 
 
+@pytest.mark.jit_heavy
 @pytest.mark.parametrize("method", ["sample", "dixon"])
 def test_expected_pinned_auc_is_the_mean_of_many_draws(method):
     rng = np.random.default_rng(8)

@@ -202,7 +202,7 @@ def test_all_scores_equal_gives_one_half_and_zero_aeg():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kind", ["two_decimals", "continuous"])
-@pytest.mark.parametrize("n", [50, 2_000, 100_000])
+@pytest.mark.parametrize("n", [50, 2_000, pytest.param(100_000, marks=pytest.mark.jit_heavy)])
 def test_equals_sklearn_scipy_loop(n, kind, dtype):
     rng, y, s = data(n + (kind == "continuous"), n, kind)
     s = s.astype(dtype)
@@ -237,7 +237,7 @@ def test_weighted_equals_weighted_brute_force(n, kind, dtype, weight_kind):
 
 
 @pytest.mark.parametrize("weight_kind, tol", [("dyadic", TOL), ("uniform", 1e-11)])
-@pytest.mark.parametrize("n", [500, 100_000])
+@pytest.mark.parametrize("n", [500, pytest.param(100_000, marks=pytest.mark.jit_heavy)])
 def test_weighted_equals_sklearn_sample_weight(n, weight_kind, tol):
     rng, y, s = data(n + 5, n, "two_decimals")
     if weight_kind == "dyadic":
@@ -445,7 +445,7 @@ def test_label_threshold_and_subgroup_threshold():
 # ---------------------------------------------------------------------- overall_auc
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("n", [2, 10, 1_000, 100_000])
+@pytest.mark.parametrize("n", [2, 10, 1_000, pytest.param(100_000, marks=pytest.mark.jit_heavy)])
 def test_overall_auc_equals_sklearn(n, dtype):
     rng = np.random.default_rng(n)
     y = rng.random(n) < 0.4

@@ -112,6 +112,7 @@ def test_small_data_equals_brute_force(client):
                                                     abs=TOL)
 
 
+@pytest.mark.jit_heavy
 def test_more_than_64_subgroups(client):
     """Memberships travel as 64-bit words; 70 subgroups need two words per row."""
     rng = np.random.default_rng(13)

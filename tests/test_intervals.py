@@ -550,6 +550,7 @@ def medium_data():
     return y, s, groups
 
 
+@pytest.mark.jit_heavy
 def test_bootstrap_reproducible_and_thread_independent(medium_data):
     y, s, groups = medium_data
     table = fastbias.bias_metrics(y, s, groups)
@@ -621,6 +622,7 @@ def test_poisson_weights_follow_poisson_one():
     assert stats.chisquare(observed, expected).pvalue > 1e-4
 
 
+@pytest.mark.jit_heavy
 def test_bootstrap_intervals_are_percentiles_and_agree_with_delong(medium_data):
     y, s, groups = medium_data
     table = fastbias.bias_metrics(y, s, groups)

@@ -17,7 +17,7 @@ from sklearn.metrics import roc_auc_score
 import fastbias
 from fastbias import compat
 
-pytestmark = pytest.mark.realdata
+pytestmark = [pytest.mark.realdata, pytest.mark.jit_heavy]  # the kernels are covered without it
 
 MODELS = ["TOXICITY@1", "TOXICITY@6"]
 

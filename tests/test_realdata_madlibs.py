@@ -23,7 +23,7 @@ from fastbias import UndefinedMetricWarning
 
 from .reference import sklearn_scipy_metrics
 
-pytestmark = pytest.mark.realdata
+pytestmark = [pytest.mark.realdata, pytest.mark.jit_heavy]  # the kernels are covered without it
 
 MODELS = ["TOXICITY@1", "TOXICITY@6"]
 PUBLISHED_COLUMN = {  # fastbias column -> suffix in unitary_results_2019.csv

@@ -118,6 +118,7 @@ def read_only_copy(tmp_path):
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
+@pytest.mark.jit_heavy
 def test_read_only_install_falls_back_to_user_cache(read_only_copy, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -128,6 +129,7 @@ def test_read_only_install_falls_back_to_user_cache(read_only_copy, tmp_path):
     assert list((home / ".cache").rglob("*.nbi")), "numba should have cached in the user cache"
 
 
+@pytest.mark.jit_heavy
 def test_read_only_install_without_writable_cache_uses_temp_dir(read_only_copy, tmp_path):
     # neither the package nor the user cache directory can be written: numba alone
     # would raise "cannot cache function ...: no locator available" at import
@@ -142,6 +144,7 @@ def test_read_only_install_without_writable_cache_uses_temp_dir(read_only_copy, 
     assert list(temp.glob("fastbias-numba-cache-*/**/*.nbi"))
 
 
+@pytest.mark.jit_heavy
 def test_unwritable_numba_cache_dir_does_not_break_the_import(read_only_copy, tmp_path):
     # NUMBA_CACHE_DIR that cannot be created (below a file): numba would find no locator
     blocked = tmp_path / "blocked"
@@ -191,6 +194,7 @@ def test_private_directory_rules(tmp_path):
         assert is_private_directory(inner, uid=4321)
 
 
+@pytest.mark.jit_heavy
 def test_cache_directory_others_can_write_is_never_used(tmp_path):
     planted = tmp_path / "planted"
     planted.mkdir()
@@ -206,6 +210,7 @@ def test_cache_directory_others_can_write_is_never_used(tmp_path):
     assert stat.S_IMODE((home / ".cache" / "fastbias-numba").stat().st_mode) == 0o700
 
 
+@pytest.mark.jit_heavy
 def test_predictable_fallback_planted_by_another_user_is_not_trusted(read_only_copy, tmp_path):
     blocked = tmp_path / "blocked"
     blocked.write_text("a file: no user cache directory can be made\n")

@@ -231,6 +231,7 @@ def jigsaw_parquet(tmp_path_factory):
     return df, directory
 
 
+@pytest.mark.jit_heavy
 @pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_parquet_equals_in_memory_evaluate(jigsaw_parquet, missing_subgroup, weighted):

@@ -27,6 +27,7 @@ from .sweep.parallel import sort_and_count
 from .validate.columns import check_aligned
 from .validate.errors import UndefinedMetricWarning
 from .validate.rows import validated_rows
+from .validate.settings import resolve_workers
 from .validate.values import as_labels, as_scores
 
 
@@ -34,7 +35,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                  label_threshold: float | None = None,
                  subgroup_threshold: float | None = None, ci: str | None = None,
                  confidence: float = 0.95, n_boot: int = 1000,
-                 random_state=None, nan_policy: str = "raise", pos_label=None) -> pd.DataFrame:
+                 random_state=None, nan_policy: str = "raise", pos_label=None,
+                 n_jobs: int | None = None) -> pd.DataFrame:
     """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
 
     One sort of the scores and one sweep over the subgroup rows give every
@@ -74,6 +76,11 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     pos_label : scalar, optional
         For two-valued labels that are not 0/1 (strings, categoricals):
         the value of the positive class.
+    n_jobs : int, optional
+        Threads for this call: None or -1 for every CPU the process may use
+        (``os.sched_getaffinity``), a positive int for that many. Inputs
+        too small to gain from threads use one. The numbers are the same,
+        bit for bit, on any number of threads.
 
     Returns
     -------
@@ -102,15 +109,17 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)
     check_ci(ci)
+    workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
-        scores, None, lambda: prepare_subgroups(labels, subgroups, subgroup_threshold, kept),
-        labels, weights, with_rows=ci == "bootstrap")
+        scores, None,
+        lambda: prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=workers),
+        weights, workers=workers, with_rows=ci == "bootstrap")
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if ci is not None:
         table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                  sample_weight=weights, confidence=confidence, n_boot=n_boot,
-                                 random_state=random_state)
+                                 random_state=random_state, n_jobs=n_jobs)
     return table
 
 

@@ -104,7 +104,7 @@ def _model_tables(dataset, subgroups, models, label_col) -> list:
     tables = []
     for model in models:
         scores = as_scores(dataset[model], f"model column {model!r}", len(labels))
-        sc = sweep_counts_concurrently(scores, memberships)  # two threads on large inputs
+        sc = sweep_counts_concurrently(scores, memberships)  # every usable CPU on large inputs
         table = table_from_counts(sc, context=f"model {model!r}").iloc[position]
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
         tables.append(table)

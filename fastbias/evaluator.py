@@ -39,10 +39,10 @@ from .prepare.folds import fold_memberships, identity_positions
 from .prepare.memberships import Memberships, prepare_subgroups
 from .sort.order import sorted_scores
 from .sweep.counts import SweepCounts, sweep_counts
-from .sweep.parallel import map_in_threads, sweep_counts_concurrently
+from .sweep.parallel import map_in_threads
 from .tables.result import evaluation_result
 from .validate.columns import _to_numpy, check_aligned
-from .validate.settings import check_undefined, resolve_n_jobs
+from .validate.settings import check_undefined, resolve_n_jobs, resolve_workers
 from .validate.values import as_labels, as_sample_weight, as_scores
 
 #: Names accepted by :meth:`BiasEvaluator.score` (and the scikit-learn and
@@ -68,14 +68,10 @@ def _prepared(memberships: Memberships, sample_weight) -> _PreparedRows:
     return _PreparedRows(memberships, sample_weight)
 
 
-def _sweep(scores: np.ndarray, prep: _PreparedRows, two_threads: bool = False) -> SweepCounts:
-    """One sort and one sweep of the prepared rows (see :func:`fastbias.sweep.counts.sweep_counts`).
-
-    ``two_threads`` (unweighted only) sorts the classes on a second thread.
-    """
-    if two_threads and prep.sample_weight is None:
-        return sweep_counts_concurrently(scores, prep.memberships)
-    return sweep_counts(scores, prep.memberships, prep.sample_weight)
+def _sweep(scores: np.ndarray, prep: _PreparedRows, workers: int = 1) -> SweepCounts:
+    """One sort and one sweep of the prepared rows, on up to ``workers`` threads (see
+    :func:`fastbias.sweep.counts.sweep_counts`)."""
+    return sweep_counts(scores, prep.memberships, prep.sample_weight, workers=workers)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -121,9 +117,10 @@ class BiasEvaluator:
     nan_policy : deprecated
         The former name of ``undefined``.
     n_jobs : int, optional
-        Threads for :meth:`metrics_many` (default: one per model, at most the
-        CPU count). A one-model call on 100,000 rows or more sorts on two
-        threads unless ``n_jobs=1``.
+        Threads (None or -1: every CPU the process may use). A one-model
+        call shares its sorts and walk out among them (inputs too small to
+        gain use one); :meth:`metrics_many` runs the models side by side
+        and gives each its share. Results do not depend on it.
     fold_cache_size : int, default 16
         How many prepared folds (distinct ``index`` arrays) to keep.
     pos_label : object, optional
@@ -296,8 +293,8 @@ class BiasEvaluator:
     def _counts(self, y_score, index) -> SweepCounts:
         self._check_score_rows(y_score, index, "y_score")
         prep = self._rows(index)
-        # one model: its sorts may use two threads unless n_jobs=1 asks for one
-        return _sweep(self._scores(y_score, prep), prep, two_threads=resolve_n_jobs(self.n_jobs, 2) > 1)
+        # one model: its sorts and walk share out the evaluator's threads
+        return _sweep(self._scores(y_score, prep), prep, resolve_workers(self.n_jobs))
 
     # ------------------------------------------------------------------ one model
 
@@ -485,9 +482,11 @@ class BiasEvaluator:
 
         def run(j):
             values = self._scores(columns[j], prep, f"scores of model {names[j]!r}")
-            return task(_sweep(values, prep))
+            return task(_sweep(values, prep, model_workers))
 
-        workers = resolve_n_jobs(self.n_jobs if n_jobs is None else n_jobs, len(names))
+        n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        workers = resolve_n_jobs(n_jobs, len(names))
+        model_workers = max(1, resolve_workers(n_jobs) // workers)  # the models share the threads
         return names, map_in_threads(run, range(len(names)), workers)
 
     def metrics_many(self, score_matrix, *, index=None, model_names=None, n_jobs=None):

@@ -33,6 +33,7 @@ from .validate.settings import (
     check_nan_policy,
     check_threshold,
     resolve_n_jobs,
+    resolve_workers,
 )
 from .validate.subgroups import identity_column
 from .validate.values import as_labels, as_sample_weight, as_scores
@@ -157,16 +158,16 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
             early_classes = pool.submit(sort_classes, first_scores, labels)
         return _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n,
                                   subgroup_threshold, missing_subgroup, n_jobs, ci, confidence,
-                                  n_boot, random_state, settings, pool, early_classes)
+                                  n_boot, random_state, settings, early_classes)
 
 
 
 def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, subgroup_threshold,
                        missing_subgroup, n_jobs, ci, confidence, n_boot, random_state, settings,
-                       helper, early_classes) -> EvaluationResult:
+                       early_classes) -> EvaluationResult:
     """The body of :func:`evaluate` once the arguments are validated.
 
-    ``early_classes`` (from the ``helper`` thread) is a future of the class
+    ``early_classes`` (from a helper thread) is a future of the class
     sort of the single model over all rows.
     """
     columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
@@ -190,10 +191,12 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
             if early_classes is not None and kept is None:
-                sorted_scores = SortedScores(s, memberships, early_classes.result())
-                sc = count_sorted(sorted_scores, executor=helper)
+                sorted_scores = SortedScores(s, memberships, early_classes.result(),
+                                             workers=model_workers)
+                sc = count_sorted(sorted_scores)
             else:
-                sorted_scores = SortedScores(s, memberships, with_rows=ci == "bootstrap")
+                sorted_scores = SortedScores(s, memberships, with_rows=ci == "bootstrap",
+                                             workers=model_workers)
                 sc = count_sorted(sorted_scores, w)
             table = table_from_counts(sc, warn=False)
             if ci is not None:
@@ -204,10 +207,14 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             if kept is None:
                 overall = overall_auc_from_counts(sc)
         if overall is None:
-            overall = overall_auc_from_counts(sweep_counts(values, overall_memberships, weights))
+            overall = overall_auc_from_counts(sweep_counts(values, overall_memberships, weights,
+                                                           workers=model_workers))
         return pd.concat(tables).reindex(subgroup_names), overall
 
-    results = map_in_threads(run_model, models, resolve_n_jobs(n_jobs, len(models)))
+    # the models share the threads: each one's sorts and walks get its share of them
+    model_threads = resolve_n_jobs(n_jobs, len(models))
+    model_workers = max(1, resolve_workers(n_jobs) // model_threads)
+    results = map_in_threads(run_model, models, model_threads)
     return evaluation_result(models, [table for table, _ in results],
                              [auc for _, auc in results], label=label, subgroups=subgroup_names,
                              settings=settings)

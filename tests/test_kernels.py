@@ -206,20 +206,20 @@ def test_block_boundary_never_splits_equal_scores():
     assert K.block_boundary_near(keys[:0], 0) == 0
 
 
-def test_count_memberships_on_two_threads_equals_one(monkeypatch):
-    from concurrent.futures import ThreadPoolExecutor
-
+@pytest.mark.parametrize("workers", [2, 3, 8])
+def test_counts_on_many_threads_equal_one(monkeypatch, workers):
     import fastbias.sweep.counts as core
 
     sorted_members, classes, k = tied_memberships(np.random.default_rng(5), 5_000, 6, 50)
-    alone = core.count_memberships(sorted_members, classes, k)
+    no = np.empty(0, dtype=np.int64)
+    alone = K.member_counts(*sorted_members, classes.neg_keys, classes.pos_keys, k)
     monkeypatch.setattr(core, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 0)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        split = core.count_memberships(sorted_members, classes, k, executor=pool)
+    split, twice_u = core.count_all(sorted_members, classes, k, workers=workers)
     np.testing.assert_array_equal(split, alone)
     expected_cells = np.bincount(sorted_members[1], minlength=2 * k).reshape(k, 2)
     np.testing.assert_array_equal(split[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]],
                                   expected_cells)
+    assert twice_u == K.twice_auc_numerator_sorted(classes.neg_keys, classes.pos_keys, no, no)
 
 
 # ------------------------------------------------------------------ one membership column

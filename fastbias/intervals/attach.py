@@ -18,11 +18,10 @@ from ..metrics.table import overall_auc_from_counts
 from ..prepare.memberships import Memberships, prepare_subgroups
 from ..sort.order import SortedScores
 from ..sweep.counts import count_sorted
-from ..sweep.parallel import helper_thread
 from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.rows import validated_rows
-from ..validate.settings import check_confidence, resolve_n_jobs
+from ..validate.settings import check_confidence, resolve_workers
 from .bootstrap import _percentile_interval, replicates
 from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
 from .ustatistic import ustatistic_bernstein_interval
@@ -74,7 +73,8 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
     progress : bool, optional
         Progress bar for the bootstrap; default: only when stderr is a terminal.
     n_jobs : int, optional
-        Threads for the bootstrap replicates (results do not depend on it).
+        Threads for the sorts, the DeLong walk and the bootstrap replicates
+        (None: every usable CPU; the results do not depend on it).
     bernstein_variance : {"adaptive", "bound"}, default "adaptive"
         See :func:`ustatistic_bernstein_interval`.
     scores, memberships : deprecated
@@ -148,7 +148,8 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                              f"cover {memberships.n_rows} rows")
     return attach_intervals(table, method=method,
                             sorted_scores=SortedScores(scores, memberships,
-                                                       with_rows=method == "bootstrap"),
+                                                       with_rows=method == "bootstrap",
+                                                       workers=resolve_workers(n_jobs)),
                             sample_weight=sample_weight, confidence=confidence, n_boot=n_boot,
                             random_state=random_state, progress=progress, n_jobs=n_jobs,
                             bernstein_variance=bernstein_variance)
@@ -174,8 +175,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     attrs = {"ci_method": method, "confidence": confidence}
 
     if method == "delong":
-        with helper_thread(resolve_n_jobs(n_jobs, 2) > 1) as helper:
-            se, overall_se = standard_errors(sorted_scores, sample_weight, helper)
+        se, overall_se = standard_errors(sorted_scores, sample_weight)
         z = _z_value(confidence)
         for metric in METRIC_COLUMNS:
             est = out[metric].to_numpy(dtype=np.float64)

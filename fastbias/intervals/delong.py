@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._threads import run_pieces
 from ..metrics.definitions import METRIC_COLUMNS, METRIC_SAMPLES
 from ..prepare.memberships import Memberships
 from ..sort.order import SortedScores
@@ -47,13 +48,13 @@ def delong_standard_errors(scores: np.ndarray, memberships: Memberships,
     return standard_errors(SortedScores(scores, memberships), sample_weight)
 
 
-def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None,
-                    executor=None):
+def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None):
     """DeLong standard errors from the sorts of the point estimate (no new sort).
 
     The placement sums come from one walk over the memberships in score
-    order and one over the sorted classes (split between this thread and
-    ``executor``'s on large inputs): unweighted from the sorted keys,
+    order and one over the sorted classes (in ranges of the scores shared out
+    among the sorts' ``workers`` threads on large inputs; the ranges depend
+    only on the data, so the result does not depend on the threads): unweighted from the sorted keys,
     weighted from the row order that the weighted point estimate made.
     Returns ``(se, overall_se)`` as :func:`delong_standard_errors`.
     ``O(n + memberships)`` after the sorts.
@@ -61,7 +62,7 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     m = sorted_scores.memberships
     walk = _weighted_walk(sorted_scores, sample_weight) if sample_weight is not None \
         else _unweighted_walk(sorted_scores)
-    sums, overall = _placement_sums(walk, m.n_groups, executor)
+    sums, overall = _placement_sums(walk, m.n_groups, sorted_scores.workers)
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
     u, sq_pos, sq_neg = overall
@@ -130,32 +131,41 @@ def _weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> _W
                  neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
 
 
-# below this many memberships the walk is not worth a second thread
-PARALLEL_DELONG_MIN_MEMBERSHIPS = 50_000
+# the membership walk is cut into ranges of at least this many memberships (at most
+# DELONG_MAX_RANGES), whatever the number of threads, so that the float sums do not depend on it
+DELONG_MIN_RANGE_MEMBERSHIPS = 50_000
 
 
-def _placement_sums(walk: _Walk, n_groups: int, executor):
+DELONG_MAX_RANGES = 64
+
+
+def _placement_sums(walk: _Walk, n_groups: int, workers: int):
     """``(sums (k, 15), (u, sq_pos, sq_neg))``: the subgroups' and the overall AUC's sums."""
     w = walk
-
-    def overall():
-        return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum)
-
-    def members(start, stop, below):
-        return SK.member_delong_sums_in_range(w.keys, w.codes, w.weights, start, stop, w.neg,
-                                              w.pos, w.neg_cum, w.pos_cum, w.cells, below)
-
     n_members = w.keys.shape[0]
-    if executor is None or n_members < PARALLEL_DELONG_MIN_MEMBERSHIPS:
-        return SK.finish_delong_sums(members(0, n_members, np.zeros((n_groups, 2)))), overall()
-    # the classes' walk and the lower half of the memberships on the helper thread
-    middle = SK.block_boundary_near(w.keys, n_members // 2)
-    lower = executor.submit(lambda: (overall(), members(0, middle, np.zeros((n_groups, 2)))))
-    below = np.bincount(w.codes[:middle], w.weights[:middle] if w.weights.size else None,
-                        minlength=2 * n_groups).reshape(n_groups, 2)
-    upper = members(middle, n_members, below.astype(np.float64))
-    overall_sums, lower_sums = lower.result()
-    return SK.finish_delong_sums(lower_sums + upper), overall_sums
+    n_ranges = int(min(DELONG_MAX_RANGES, max(1, n_members // DELONG_MIN_RANGE_MEMBERSHIPS)))
+    bounds = [0, *(SK.block_boundary_near(w.keys, (j * n_members) // n_ranges)
+                   for j in range(1, n_ranges)), n_members]
+    # each range starts from the subgroups' class totals below it
+    below = np.zeros((n_ranges, n_groups, 2))
+    for j in range(1, n_ranges):
+        lo, hi = bounds[j - 1], bounds[j]
+        below[j] = below[j - 1] + np.bincount(
+            w.codes[lo:hi], w.weights[lo:hi] if w.weights.size else None,
+            minlength=2 * n_groups).reshape(n_groups, 2)
+
+    def piece(j):
+        if j == n_ranges:  # the classes' walk
+            return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum)
+        return SK.member_delong_sums_in_range(w.keys, w.codes, w.weights, bounds[j],
+                                              bounds[j + 1], w.neg, w.pos, w.neg_cum, w.pos_cum,
+                                              w.cells, below[j])
+
+    *parts, overall_sums = run_pieces(piece, range(n_ranges + 1), workers)
+    sums = parts[0]
+    for part in parts[1:]:
+        sums = sums + part
+    return SK.finish_delong_sums(sums), overall_sums
 
 
 def _normal_interval(estimate, se, z, bounds):

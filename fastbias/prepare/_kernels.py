@@ -220,6 +220,18 @@ def csr_from_dense_rows(words, flat, n_cols, capacity):
 
 
 @njit(cache=True, nogil=True)
+def place_csr_part(part_rows, part_ptr, part_groups, first_row, identity_offset, member_offset,
+                   identity_rows, row_ptr, row_groups):
+    """Copy the CSR of rows ``first_row:...`` (its row numbers relative to ``first_row``) into
+    the whole CSR, at identity row ``identity_offset`` and membership ``member_offset``."""
+    for r in range(part_rows.shape[0]):
+        identity_rows[identity_offset + r] = part_rows[r] + first_row
+        row_ptr[identity_offset + r] = part_ptr[r] + member_offset
+    for e in range(part_groups.shape[0]):
+        row_groups[member_offset + e] = part_groups[e]
+
+
+@njit(cache=True, nogil=True)
 def cell_row_counts(identity_labels, row_ptr, row_groups, n_groups):
     """(n_groups, 2) int64: subgroup rows with label 0 and with label 1."""
     cells = np.zeros((n_groups, 2), dtype=np.int64)

@@ -13,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .._threads import pieces_for, run_pieces
 from ..validate.settings import check_threshold
 from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
 from . import _kernels as K
@@ -99,18 +100,45 @@ def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Me
     return memberships_from_csr(labels, names, *csr)
 
 
-def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list) -> Memberships:
-    """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass."""
+# below this many rows per extra thread the dense scan is not worth splitting
+PARALLEL_SCAN_MIN_ROWS = 200_000
+
+
+def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list,
+                              workers: int = 1) -> Memberships:
+    """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass.
+
+    On ``workers`` threads each scans its own range of rows (the ranges start
+    at multiples of 8 rows, so at whole words) and copies its lists into place.
+    """
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     if matrix.dtype == np.bool_:
         matrix = matrix.view(np.uint8)
     matrix = np.ascontiguousarray(matrix)
+    n, k = matrix.shape
     flat = matrix.reshape(-1)
-    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)  # a C-contiguous uint64 view, no copy
-    # first guess of the memberships: one per eight rows (the scan doubles it when short)
-    csr = K.csr_from_dense_rows(words, flat, matrix.shape[1], matrix.shape[0] // 8)
-    return memberships_from_csr(labels, names, *csr)
+    pieces = pieces_for(n, workers, PARALLEL_SCAN_MIN_ROWS)
+    bounds = [((j * n) // pieces) // 8 * 8 for j in range(pieces)] + [n]
 
+    def scan(j):
+        part = flat[bounds[j] * k:bounds[j + 1] * k]
+        words = part[:part.shape[0] // 8 * 8].view(np.uint64)  # a C-contiguous uint64 view
+        # first guess of the memberships: one per eight rows (the scan doubles it when short)
+        return K.csr_from_dense_rows(words, part, k, (bounds[j + 1] - bounds[j]) // 8)
+
+    parts = run_pieces(scan, range(pieces), workers)
+    if pieces == 1:
+        return memberships_from_csr(labels, names, *parts[0])
+    n_identity = np.cumsum([0] + [p[0].shape[0] for p in parts])
+    n_member = np.cumsum([0] + [p[2].shape[0] for p in parts])
+    identity_rows = np.empty(n_identity[-1], dtype=np.int64)
+    row_ptr = np.empty(n_identity[-1] + 1, dtype=np.int64)
+    row_groups = np.empty(n_member[-1], dtype=np.int64)
+    row_ptr[-1] = n_member[-1]
+    run_pieces(lambda j: K.place_csr_part(*parts[j], bounds[j], n_identity[j], n_member[j],
+                                          identity_rows, row_ptr, row_groups),
+               range(pieces), workers)
+    return memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups)
 
 
 def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.ndarray:
@@ -162,12 +190,13 @@ def restrict_rows(rows: list, kept: np.ndarray) -> list:
 
 
 def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
-                      kept: np.ndarray | None = None) -> Memberships:
+                      kept: np.ndarray | None = None, workers: int = 1) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
 
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
     dicts take one jitted pass per column. ``kept`` (a boolean mask over the
     input rows, from ``nan_policy="omit"``) restricts the subgroups to those rows.
+    ``workers``: threads the dense scan may use.
     """
     n = labels.shape[0] if kept is None else kept.shape[0]
     if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
@@ -178,7 +207,7 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
             raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}{hint}")
         names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
         matrix = subgroups if kept is None else subgroups[kept]
-        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names)
+        return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names, workers)
     names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
     if kept is not None:
         rows = restrict_rows(rows, kept)

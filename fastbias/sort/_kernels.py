@@ -18,6 +18,14 @@ RADIX_DIGIT_BITS = 11
 RADIX_BUCKETS = 1 << RADIX_DIGIT_BITS
 
 
+# the sorts scatter the keys into this many buckets over their range first (few enough that
+# the scatter's write streams stay in cache and TLB), then sort each bucket in cache
+TOP_BUCKET_BITS = 8
+
+
+TOP_BUCKETS = 1 << TOP_BUCKET_BITS
+
+
 @njit(cache=True, nogil=True)
 def gather_scores(scores, rows):
     """``scores[rows]`` with -0.0 mapped to +0.0."""
@@ -64,39 +72,36 @@ def _radix_passes(n_bits):
 
 
 @njit(inline="always")
-def _lsd_passes_in_range(keys, spare, payload, spare_payload, lo, hi, hist):
+def _lsd_passes_in_range(keys, spare, payload, spare_payload, lo, hi, hist, digit_bits, low):
     """LSD radix passes over ``keys[lo:hi]`` (and ``payload``, unless empty), stable.
 
-    ``hist`` holds the digit histograms of that range (one row per pass of
-    RADIX_DIGIT_BITS bits, least significant first) and is overwritten; a
-    pass whose digit is the same for every key is skipped. Passes alternate
-    between the arrays and their spares. Returns ``(sorted_keys,
-    sorted_payload, in_spare)``: the arrays now holding the sorted range, and
-    whether those are the spares.
+    The digits are ``digit_bits`` wide, taken from ``key - low`` (``low`` at
+    most every key). ``hist`` holds the digit histograms of that range (one
+    row per pass, least significant first, ``1 << digit_bits`` columns) and
+    is overwritten; a pass whose digit is the same for every key is skipped.
+    Passes alternate between the arrays and their spares. Returns
+    ``(sorted_keys, sorted_payload, in_spare)``: the arrays now holding the
+    sorted range, and whether those are the spares.
     """
     with_payload = payload.shape[0] > 0
-    digit_mask = np.uint64(RADIX_BUCKETS - 1)
+    n_digits = hist.shape[1]
+    digit_mask = np.uint64(n_digits - 1)
     src, dst = keys, spare
     psrc, pdst = payload, spare_payload
     in_spare = False
     for p in range(hist.shape[0]):
-        constant_digit = False
-        for d in range(RADIX_BUCKETS):
-            c = hist[p, d]
-            if c != 0:
-                constant_digit = c == hi - lo
-                break
-        if constant_digit:
-            continue
+        shift = np.uint64(p * digit_bits)
+        if hi - lo < 2 or hist[p, np.int64(((np.uint64(src[lo]) - low) >> shift)
+                                           & digit_mask)] == hi - lo:
+            continue  # every key has the same digit here
         total = lo
-        for d in range(RADIX_BUCKETS):
+        for d in range(n_digits):
             c = hist[p, d]
             hist[p, d] = total
             total += c
-        shift = np.uint64(p * RADIX_DIGIT_BITS)
         for j in range(lo, hi):
             k = src[j]
-            d = np.int64((np.uint64(k) >> shift) & digit_mask)
+            d = np.int64(((np.uint64(k) - low) >> shift) & digit_mask)
             t = hist[p, d]
             dst[t] = k
             if with_payload:
@@ -119,7 +124,8 @@ def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
     its spare.
     """
     sorted_keys, sorted_payload, _ = _lsd_passes_in_range(keys, spare, payload, spare_payload, 0,
-                                                          keys.shape[0], hist)
+                                                          keys.shape[0], hist, RADIX_DIGIT_BITS,
+                                                          np.uint64(0))
     return sorted_keys, sorted_payload
 
 
@@ -174,153 +180,172 @@ def radix_sort_gathered(bits, rows, n_bits, out_bits, order, as_keys=False):
 
 
 @njit(inline="always")
-def _split_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_top, pos_top):
-    """Keys of each class's scores, in row order, with histograms of their top digits."""
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    top_shift = np.uint64(n_bits - RADIX_DIGIT_BITS)
-    i_neg = 0
-    i_pos = 0
-    for i in range(bits.shape[0]):
+def _key_masks(n_bits):
+    """The sign bit and the all-ones mask of ``n_bits``-wide keys (see :func:`_sortable_key`)."""
+    return (np.uint64(1) << np.uint64(n_bits - 1),
+            np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits))
+
+
+# The sorts below split into phases that a caller may run on several threads:
+# 0. find the smallest and largest key (:func:`key_range`);
+# 1. count the keys of each range of rows by bucket: ``(key - smallest) >> shift``, the
+#    shift chosen so that the buckets span the keys' range (TOP_BUCKETS of them);
+# 2. scatter each range's keys to the slots those counts give it (by bucket);
+# 3. LSD-sort each bucket, while it is in cache (passes whose digit is the same for the whole
+#    bucket are skipped).
+# Phases 0-2 split the rows, phase 3 the buckets; one range (one thread) is the same sort.
+# Buckets over the keys' own range keep them even when the scores crowd into a few binades.
+
+
+@njit(cache=True, nogil=True)
+def key_range(bits, n_bits, start, stop):
+    """The smallest and largest sortable key of ``bits[start:stop]`` (``(1, 0)`` if empty)."""
+    sign, full = _key_masks(n_bits)
+    low = full
+    high = np.uint64(0)
+    for i in range(start, stop):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        if labels[i]:
-            pos_keys[i_pos] = k
-            i_pos += 1
-            pos_top[np.int64(k >> top_shift)] += 1
-        else:
-            neg_keys[i_neg] = k
-            i_neg += 1
-            neg_top[np.int64(k >> top_shift)] += 1
+        low = min(low, k)
+        high = max(high, k)
+    return low, high
 
 
 @njit(inline="always")
-def _insertion_sort(values, lo, hi):
+def _bucket_of(k, low, shift):
+    return np.int64((k - low) >> shift)
+
+
+@njit(cache=True, nogil=True)
+def class_top_digit_counts(bits, labels, n_bits, start, stop, low, shift):
+    """(2, TOP_BUCKETS) int64: how many keys of rows ``start:stop`` fall in each bucket
+    (``(key - low) >> shift``), for the negatives (row 0) and the positives (row 1).
+
+    ``bits`` is a float32/float64 score array viewed as uint32/uint64
+    (``n_bits`` 32 or 64) and ``labels`` the boolean labels.
+    """
+    sign, full = _key_masks(n_bits)
+    counts = np.zeros((2, TOP_BUCKETS), dtype=np.int64)
+    for i in range(start, stop):
+        k = _sortable_key(np.uint64(bits[i]), sign, full)
+        counts[1 if labels[i] else 0, _bucket_of(k, low, shift)] += 1
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def scatter_class_keys(bits, labels, n_bits, start, stop, low, shift, next_slot, neg_out,
+                       pos_out):
+    """Write the key of each row ``start:stop`` into its class's array by bucket.
+
+    ``next_slot[c, d]`` is where the next key of class ``c`` (0 negative, 1
+    positive) in bucket ``d`` goes; it is advanced in place. Rows keep their
+    order within a bucket.
+    """
+    sign, full = _key_masks(n_bits)
+    for i in range(start, stop):
+        k = _sortable_key(np.uint64(bits[i]), sign, full)
+        d = _bucket_of(k, low, shift)
+        if labels[i]:
+            t = next_slot[1, d]
+            pos_out[t] = k
+            next_slot[1, d] = t + 1
+        else:
+            t = next_slot[0, d]
+            neg_out[t] = k
+            next_slot[0, d] = t + 1
+
+
+@njit(cache=True, nogil=True)
+def member_top_digit_counts(bits, n_bits, identity_rows, row_ptr, start, stop, low, shift):
+    """TOP_BUCKETS int64: how many memberships of identity rows ``start:stop`` fall in
+    each bucket (a row counts once per subgroup it is in; see :func:`scatter_member_keys`)."""
+    sign, full = _key_masks(n_bits)
+    counts = np.zeros(TOP_BUCKETS, dtype=np.int64)
+    for r in range(start, stop):
+        k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
+        counts[_bucket_of(k, low, shift)] += row_ptr[r + 1] - row_ptr[r]
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def scatter_member_keys(bits, n_bits, identity_rows, identity_labels, row_ptr, row_groups, start,
+                        stop, low, shift, next_slot, keys_out, codes_out):
+    """Write every membership of identity rows ``start:stop`` as (score key,
+    ``2 * subgroup + label``) into ``keys_out``/``codes_out`` by bucket.
+
+    ``identity_rows``/``row_ptr``/``row_groups`` is the membership CSR (see
+    ``Memberships``) and ``identity_labels`` the labels of those rows.
+    ``next_slot[d]`` is where the next membership in bucket ``d`` goes
+    (advanced in place); memberships keep their order within a bucket.
+    """
+    sign, full = _key_masks(n_bits)
+    for r in range(start, stop):
+        k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
+        d = _bucket_of(k, low, shift)
+        label = 1 if identity_labels[r] else 0
+        t = next_slot[d]
+        for e in range(row_ptr[r], row_ptr[r + 1]):
+            keys_out[t] = k
+            codes_out[t] = 2 * row_groups[e] + label
+            t += 1
+        next_slot[d] = t
+
+
+@njit(inline="always")
+def _insertion_sort(values, payload, lo, hi):
+    """Stable insertion sort of ``values[lo:hi]``, carrying ``payload`` unless it is empty."""
+    with_payload = payload.shape[0] > 0
     for j in range(lo + 1, hi):
         k = values[j]
+        if with_payload:
+            v = payload[j]
         i = j - 1
         while i >= lo and values[i] > k:
             values[i + 1] = values[i]
+            if with_payload:
+                payload[i + 1] = payload[i]
             i -= 1
         values[i + 1] = k
-
-
-@njit(inline="always")
-def _lsd_sort_segment(values, scratch, lo, hi, n_passes, hist):
-    """Sort ``values[lo:hi]`` by its lowest ``n_passes`` digits (LSD), using ``scratch[lo:hi]``.
-
-    ``hist`` is (n_passes, RADIX_BUCKETS) scratch. The sorted segment ends in ``values``.
-    """
-    for p in range(n_passes):
-        for d in range(RADIX_BUCKETS):
-            hist[p, d] = 0
-    for j in range(lo, hi):
-        _count_digits(hist, np.uint64(values[j]), n_passes)
-    no_payload = np.empty(0, dtype=np.int64)
-    sorted_values, _, in_spare = _lsd_passes_in_range(values, scratch, no_payload, no_payload,
-                                                      lo, hi, hist)
-    if in_spare:
-        for j in range(lo, hi):
-            values[j] = sorted_values[j]
+        if with_payload:
+            payload[i + 1] = v
 
 
 @njit(cache=True, nogil=True)
-def _top_digit_then_lsd(keys, out, top, n_bits, n_low_passes):
-    """Sort ``keys`` into ``out``: one scatter by the top digit, then each bucket LSD sorted.
+def sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_start, d_stop, low,
+                 shift):
+    """Sort each bucket ``d`` in ``d_start:d_stop`` of keys (stable), in place.
 
-    ``top`` is the histogram of the top RADIX_DIGIT_BITS bits. After the
-    scatter a bucket is small enough (typically) to stay in cache for its own
-    passes, so only one pass moves the whole array through memory at random.
-    ``keys`` is overwritten (used as scratch).
+    Bucket ``d`` is ``values[bucket_start[d]:bucket_start[d + 1]]``: keys with
+    ``(key - low) >> shift == d``, so only the bits of ``key - low`` below
+    ``shift`` remain to be sorted, by LSD passes of at most RADIX_DIGIT_BITS
+    (``payload`` carried along unless it is empty; ``scratch`` and
+    ``payload_scratch``, of the same shapes, are used over the same ranges).
+    A bucket is small enough (typically) to stay in cache for its passes, so
+    only the scatter moved the whole array through memory at random.
     """
-    top_shift = np.uint64(n_bits - RADIX_DIGIT_BITS)
-    start = np.empty(RADIX_BUCKETS + 1, dtype=np.int64)
-    total = 0
-    for d in range(RADIX_BUCKETS):
-        start[d] = total
-        total += top[d]
-    start[RADIX_BUCKETS] = total
-    fill = np.empty(RADIX_BUCKETS, dtype=np.int64)
-    for d in range(RADIX_BUCKETS):
-        fill[d] = start[d]
-    for j in range(keys.shape[0]):
-        k = keys[j]
-        d = np.int64(np.uint64(k) >> top_shift)
-        t = fill[d]
-        out[t] = k
-        fill[d] = t + 1
-    hist = np.zeros((n_low_passes, RADIX_BUCKETS), dtype=np.int64)
-    for d in range(RADIX_BUCKETS):
-        lo = start[d]
-        hi = start[d + 1]
+    with_payload = payload.shape[0] > 0
+    n_passes = (np.int64(shift) + RADIX_DIGIT_BITS - 1) // RADIX_DIGIT_BITS
+    digit_bits = (np.int64(shift) + n_passes - 1) // n_passes if n_passes else 1
+    n_digits = 1 << digit_bits
+    digit_mask = np.uint64(n_digits - 1)
+    hist = np.zeros((n_passes, n_digits), dtype=np.int64)
+    for d in range(d_start, d_stop):
+        lo = bucket_start[d]
+        hi = bucket_start[d + 1]
         if hi - lo <= 32:
-            _insertion_sort(out, lo, hi)
-        else:
-            _lsd_sort_segment(out, keys, lo, hi, n_low_passes, hist)
-
-
-@njit(cache=True, nogil=True)
-def sorted_class_keys(bits, labels, n_bits, neg_keys, pos_keys, neg_out, pos_out):
-    """The sortable keys of all negatives' and of all positives' scores, each ascending.
-
-    One pass over the rows splits them by label, turns each score (``bits``:
-    float32/float64 viewed as uint32/uint64, ``n_bits`` wide) into its sortable
-    key (:func:`_sortable_key`) and counts the top radix digits; then each
-    class is scattered by its top digit and every bucket LSD sorted on the
-    remaining bits. The four arrays have the width of ``bits`` and lengths
-    (#negatives, #positives, #negatives, #positives); the sorted keys are
-    written to ``neg_out``/``pos_out`` (``neg_keys``/``pos_keys`` are
-    scratch), which are returned. Comparing keys compares the scores.
-    """
-    neg_top = np.zeros(RADIX_BUCKETS, dtype=np.int64)
-    pos_top = np.zeros(RADIX_BUCKETS, dtype=np.int64)
-    # pass counts as literals let the compiler unroll the histogram updates
-    if n_bits == 32:
-        _split_class_keys(bits, labels, 32, neg_keys, pos_keys, neg_top, pos_top)
-        _top_digit_then_lsd(neg_keys, neg_out, neg_top, 32, 2)
-        _top_digit_then_lsd(pos_keys, pos_out, pos_top, 32, 2)
-    else:
-        _split_class_keys(bits, labels, 64, neg_keys, pos_keys, neg_top, pos_top)
-        _top_digit_then_lsd(neg_keys, neg_out, neg_top, 64, 5)
-        _top_digit_then_lsd(pos_keys, pos_out, pos_top, 64, 5)
-    return neg_out, pos_out
-
-
-@njit(inline="always")
-def _member_keys(bits, n_bits, n_passes, identity_rows, identity_labels, row_ptr, row_groups, keys,
-                 codes, hist):
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    for r in range(identity_rows.shape[0]):
-        k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
-        label = 1 if identity_labels[r] else 0
-        for e in range(row_ptr[r], row_ptr[r + 1]):
-            keys[e] = k
-            codes[e] = 2 * row_groups[e] + label
-            _count_digits(hist, k, n_passes)
-
-
-@njit(cache=True, nogil=True)
-def sorted_member_keys(bits, n_bits, identity_rows, identity_labels, row_ptr, row_groups,
-                       keys, codes, keys_spare, codes_spare):
-    """Every (row, subgroup) membership as (score key, ``2 * subgroup + label``), by score.
-
-    ``identity_rows``/``row_ptr``/``row_groups`` is the membership CSR (see
-    ``Memberships``) and ``identity_labels`` the labels of those rows. The
-    output and scratch arrays have one element per membership: ``keys`` and
-    ``keys_spare`` the width of ``bits``, ``codes`` and ``codes_spare`` int32
-    or int64. Returns ``(sorted_keys, sorted_codes)`` (stable, so memberships
-    of one row stay in subgroup order), views of the given arrays.
-    """
-    n_passes = _radix_passes(n_bits)
-    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    if n_bits == 32:
-        _member_keys(bits, 32, 3, identity_rows, identity_labels, row_ptr, row_groups, keys, codes,
-                     hist)
-    else:
-        _member_keys(bits, 64, 6, identity_rows, identity_labels, row_ptr, row_groups, keys, codes,
-                     hist)
-    return lsd_radix_passes(keys, keys_spare, codes, codes_spare, hist)
-
+            _insertion_sort(values, payload, lo, hi)
+            continue
+        hist[:] = 0
+        for j in range(lo, hi):
+            x = np.uint64(values[j]) - low
+            for p in range(n_passes):
+                hist[p, np.int64((x >> np.uint64(p * digit_bits)) & digit_mask)] += 1
+        sorted_values, sorted_payload, in_spare = _lsd_passes_in_range(
+            values, scratch, payload, payload_scratch, lo, hi, hist, digit_bits, low)
+        if in_spare:
+            for j in range(lo, hi):
+                values[j] = sorted_values[j]
+                if with_payload:
+                    payload[j] = sorted_payload[j]
 
 
 @njit(cache=True, nogil=True)

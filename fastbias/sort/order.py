@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._threads import pieces_for, run_pieces
 from ..prepare.memberships import Memberships
 from . import _kernels as K
 
@@ -29,36 +30,172 @@ class SortedClasses(NamedTuple):
     pos_keys: np.ndarray
 
 
-def sort_classes(scores: np.ndarray, labels: np.ndarray) -> SortedClasses:
-    """Split finite float32/float64 ``scores`` by the boolean ``labels`` and sort each class.
+# below this many keys per extra thread a sort is not worth splitting
+PARALLEL_SORT_MIN_KEYS = 100_000
 
-    One pass over the rows plus an LSD radix sort of each class's keys; no
-    row indices are kept (the unweighted sweep needs only the sorted values).
+
+def _ranges(n: int, pieces: int) -> list:
+    """``pieces`` contiguous ``(start, stop)`` ranges of about equal length covering ``range(n)``."""
+    bounds = (np.arange(pieces + 1, dtype=np.int64) * n) // pieces
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _slots(top_counts: list) -> tuple:
+    """From each row range's top-digit counts (``[..., TOP_BUCKETS]`` arrays, ranges in row
+    order): every bucket's start (``[..., TOP_BUCKETS + 1]``) and each range's first slot in
+    each bucket (the ranges' ``next_slot`` arrays, stacked on a first axis)."""
+    stacked = np.stack(top_counts)
+    per_bucket = stacked.sum(axis=0)
+    bucket_start = np.zeros(per_bucket.shape[:-1] + (per_bucket.shape[-1] + 1,), dtype=np.int64)
+    np.cumsum(per_bucket, axis=-1, out=bucket_start[..., 1:])
+    next_slot = bucket_start[..., :-1] + np.cumsum(stacked, axis=0) - stacked
+    return bucket_start, next_slot
+
+
+def _bucket_jobs(bucket_starts: list, pieces: int) -> list:
+    """Split the buckets of one or more arrays into ``pieces`` jobs of about equal numbers of
+    keys: each job a list of ``(array index, first bucket, stop bucket)``."""
+    sizes = np.concatenate([np.diff(b) for b in bucket_starts])
+    ends = np.cumsum(sizes)
+    cuts = np.searchsorted(ends, (np.arange(1, pieces) * ends[-1]) // pieces, side="right") \
+        if ends.size and pieces > 1 else np.zeros(0, dtype=np.int64)
+    bounds = [0, *[int(c) for c in cuts], sizes.shape[0]]
+    n_each = [b.shape[0] - 1 for b in bucket_starts]
+    jobs = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        job, offset = [], 0
+        for array, n in enumerate(n_each):
+            a, b = max(lo - offset, 0), min(hi - offset, n)
+            if a < b:
+                job.append((array, a, b))
+            offset += n
+        jobs.append(job)
+    return jobs
+
+
+# above this many scores their range is found on several threads
+PARALLEL_RANGE_MIN_SCORES = 8_000_000
+
+
+def score_key_range(scores: np.ndarray, workers: int = 1) -> tuple:
+    """``(low, shift)`` of the sorts' buckets: the smallest sortable key of ``scores`` and
+    the shift that maps the keys' range onto TOP_BUCKETS buckets
+    (``bucket = (key - low) >> shift``). Buckets over the keys' own range stay
+    balanced when the scores crowd into a few binades."""
+    if scores.shape[0] == 0:
+        return np.uint64(0), np.uint64(0)
+    pieces = pieces_for(scores.shape[0], workers, PARALLEL_RANGE_MIN_SCORES)
+    parts = run_pieces(lambda r: (scores[r[0]:r[1]].min(), scores[r[0]:r[1]].max()),
+                       _ranges(scores.shape[0], pieces), workers)
+    low = sortable_key(min(p[0] for p in parts))
+    span = sortable_key(max(p[1] for p in parts)) - low
+    return np.uint64(low), np.uint64(max(span.bit_length() - K.TOP_BUCKET_BITS, 0))
+
+
+def sortable_key(value) -> int:
+    """The sortable key of one finite float32/float64 score (``_kernels._sortable_key``)."""
+    value = np.asarray(value)
+    n_bits = value.dtype.itemsize * 8
+    bits = int((value + value.dtype.type(0)).view(_UINT_OF_FLOAT[value.dtype]))  # -0.0 -> +0.0
+    sign = 1 << (n_bits - 1)
+    return (~bits) & ((1 << n_bits) - 1) if bits & sign else bits | sign
+
+
+def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
+              memberships: Memberships | None = None, workers: int = 1,
+              key_range: tuple | None = None) -> tuple:
+    """The class sort (``labels`` given) and the membership sort (``memberships`` given) of
+    finite float32/float64 ``scores``: ``(SortedClasses or None, (keys, codes) or None)``.
+
+    Both go through the same rounds, each shared out among up to ``workers``
+    threads: count each range of rows' keys by bucket, scatter them to their
+    buckets, sort every bucket while it is in cache (see ``_kernels``). No
+    row indices are kept (the unweighted sweep needs only the sorted values);
+    the memberships stay stable (a row's subgroups in order). The result does
+    not depend on ``workers``. ``key_range``: :func:`score_key_range`, if known.
     """
     uint = _UINT_OF_FLOAT[scores.dtype]
-    n_pos = int(np.count_nonzero(labels))
-    n_neg = labels.shape[0] - n_pos
-    neg_keys, pos_keys = K.sorted_class_keys(
-        scores.view(uint), labels, scores.dtype.itemsize * 8, np.empty(n_neg, dtype=uint),
-        np.empty(n_pos, dtype=uint), np.empty(n_neg, dtype=uint), np.empty(n_pos, dtype=uint))
-    return SortedClasses(neg_keys, pos_keys)
+    bits, n_bits = scores.view(uint), scores.dtype.itemsize * 8
+    low, shift = score_key_range(scores, workers) if key_range is None else key_range
+    m = memberships
+    n_members = 0 if m is None else m.row_groups.shape[0]
+    pieces = pieces_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
+                        PARALLEL_SORT_MIN_KEYS)
+    rows = _ranges(scores.shape[0], pieces)
+    members = _member_ranges(m.row_ptr, pieces) if m is not None else None
+
+    def count(j):
+        return (None if labels is None else
+                K.class_top_digit_counts(bits, labels, n_bits, *rows[j], low, shift),
+                None if m is None else
+                K.member_top_digit_counts(bits, n_bits, m.identity_rows, m.row_ptr, *members[j],
+                                          low, shift))
+
+    counts = run_pieces(count, range(pieces), workers)
+    arrays, payloads, bucket_starts = [], [], []
+    if labels is not None:
+        class_start, class_slot = _slots([c for c, _ in counts])
+        out = [np.empty(int(class_start[c, -1]), dtype=uint) for c in (0, 1)]
+        arrays += out
+        payloads += [None, None]
+        bucket_starts += [class_start[0], class_start[1]]
+    if m is not None:
+        member_start, member_slot = _slots([c for _, c in counts])
+        code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
+        keys, codes = np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code)
+        arrays.append(keys)
+        payloads.append(codes)
+        bucket_starts.append(member_start)
+
+    def scatter(j):
+        if labels is not None:
+            K.scatter_class_keys(bits, labels, n_bits, *rows[j], low, shift, class_slot[j],
+                                 out[0], out[1])
+        if m is not None:
+            K.scatter_member_keys(bits, n_bits, m.identity_rows, m.identity_labels, m.row_ptr,
+                                  m.row_groups, *members[j], low, shift, member_slot[j], keys,
+                                  codes)
+
+    run_pieces(scatter, range(pieces), workers)
+    no_payload = np.empty(0, dtype=np.int64)
+    scratch = [np.empty_like(a) for a in arrays]
+    payload_scratch = [no_payload if p is None else np.empty_like(p) for p in payloads]
+    payloads = [no_payload if p is None else p for p in payloads]
+
+    def sort_buckets(job):
+        for a, d_start, d_stop in job:
+            K.sort_buckets(arrays[a], payloads[a], scratch[a], payload_scratch[a],
+                           bucket_starts[a], d_start, d_stop, low, shift)
+
+    run_pieces(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
+    return (SortedClasses(out[0], out[1]) if labels is not None else None,
+            (keys, codes) if m is not None else None)
 
 
-def sort_memberships(scores: np.ndarray, memberships: Memberships) -> tuple:
+def sort_classes(scores: np.ndarray, labels: np.ndarray, workers: int = 1,
+                 key_range: tuple | None = None) -> SortedClasses:
+    """All negatives' and all positives' scores, each sorted, as keys (see :func:`sort_keys`)."""
+    return sort_keys(scores, labels, None, workers, key_range)[0]
+
+
+def sort_memberships(scores: np.ndarray, memberships: Memberships, workers: int = 1,
+                     key_range: tuple | None = None) -> tuple:
     """Every (row, subgroup) membership in score order: ``(keys, codes)``.
 
     ``keys`` are the rows' sortable score keys (comparable with
     :class:`SortedClasses`), ascending; ``codes`` are ``2 * subgroup + label``
-    (int32 unless there are more than 2**30 subgroups).
+    (int32 unless there are more than 2**30 subgroups). Stable: the
+    memberships of one row stay in subgroup order. See :func:`sort_keys`.
     """
-    m = memberships
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    n_members = m.row_groups.shape[0]
-    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
-    return K.sorted_member_keys(scores.view(uint), scores.dtype.itemsize * 8, m.identity_rows,
-                                m.identity_labels, m.row_ptr, m.row_groups,
-                                np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code),
-                                np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code))
+    return sort_keys(scores, None, memberships, workers, key_range)[1]
+
+
+def _member_ranges(row_ptr: np.ndarray, pieces: int) -> list:
+    """``pieces`` ranges of identity rows holding about equal numbers of memberships."""
+    targets = (np.arange(pieces + 1, dtype=np.int64) * int(row_ptr[-1])) // pieces
+    bounds = np.searchsorted(row_ptr, targets)
+    bounds[0], bounds[-1] = 0, row_ptr.shape[0] - 1
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 @dataclass(frozen=True)
@@ -95,13 +232,14 @@ def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False
     return out, (order if with_order else None)
 
 
-def order_scores(scores: np.ndarray, memberships: Memberships) -> ScoreOrder:
-    """Sort ``scores`` within each class and among the identity rows."""
+def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1) -> ScoreOrder:
+    """Sort ``scores`` within each class and among the identity rows (the three sorts side by
+    side on up to ``workers`` threads)."""
     m = memberships
     id_scores = K.gather_scores(scores, m.identity_rows)
-    _, id_order = sorted_scores(scores, m.identity_rows, with_order=True)
-    neg_sorted, neg_order = sorted_scores(scores, m.neg_rows, with_order=True)
-    pos_sorted, pos_order = sorted_scores(scores, m.pos_rows, with_order=True)
+    (_, id_order), (neg_sorted, neg_order), (pos_sorted, pos_order) = run_pieces(
+        lambda rows: sorted_scores(scores, rows, with_order=True),
+        [m.identity_rows, m.neg_rows, m.pos_rows], workers)
     return ScoreOrder(id_scores, id_order, m.neg_rows[neg_order], m.pos_rows[pos_order],
                       neg_sorted, pos_sorted)
 
@@ -161,19 +299,39 @@ class SortedScores:
         :func:`sort_memberships` (or :func:`sort_memberships_with_rows`) of
         these scores, if already computed.
     with_rows : bool, default False
+    workers : int, default 1
+        Threads the sorts (and the counts from them) may use.
     """
 
     def __init__(self, scores: np.ndarray, memberships: Memberships, classes=None, members=None,
-                 with_rows: bool = False):
+                 with_rows: bool = False, workers: int = 1):
         self.scores, self.memberships, self.with_rows = scores, memberships, with_rows
+        self.workers = workers
         self._classes, self._members, self._order = classes, members, None  # computed on demand
+        self._key_range = None
+
+    def sort(self) -> SortedScores:
+        """Make both sorts now, together (fewer rounds of threads than one after the other);
+        returns ``self``."""
+        if self._classes is not None or self._members is not None:
+            pass  # one is made already: the other follows on first use
+        elif self.with_rows:
+            # these two sorts are not split themselves: they run side by side
+            run_pieces(lambda part: getattr(self, part), ["classes", "members"],
+                       min(self.workers, 2))
+        else:
+            self._classes, self._members = sort_keys(self.scores, self.memberships.labels,
+                                                     self.memberships, self.workers,
+                                                     self.key_range)
+        return self
 
     @property
     def classes(self) -> SortedClasses:
         if self._classes is None:
             self._classes = (sort_classes_with_rows(self.scores, self.memberships)
                              if self.with_rows else sort_classes(self.scores,
-                                                                 self.memberships.labels))
+                                                                 self.memberships.labels,
+                                                                 self.workers, self.key_range))
         return self._classes[0] if self.with_rows else self._classes
 
     @property
@@ -181,9 +339,16 @@ class SortedScores:
         """``(keys, codes)`` of every membership by score (see :func:`sort_memberships`)."""
         if self._members is None:
             self._members = (sort_memberships_with_rows(self.scores, self.memberships)
-                             if self.with_rows else sort_memberships(self.scores,
-                                                                     self.memberships))
+                             if self.with_rows else sort_memberships(self.scores, self.memberships,
+                                                                     self.workers, self.key_range))
         return self._members[:2]
+
+    @property
+    def key_range(self) -> tuple:
+        """:func:`score_key_range` of the scores (the two sorts' buckets; computed once)."""
+        if self._key_range is None:
+            self._key_range = score_key_range(self.scores, self.workers)
+        return self._key_range
 
     @property
     def class_rows(self) -> tuple:
@@ -206,5 +371,5 @@ class SortedScores:
     def order(self) -> ScoreOrder:
         """The row order of each class and of the identity rows (computed once)."""
         if self._order is None:
-            self._order = order_scores(self.scores, self.memberships)
+            self._order = order_scores(self.scores, self.memberships, self.workers)
         return self._order

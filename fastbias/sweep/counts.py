@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._threads import pieces_for, run_pieces
 from ..prepare.memberships import Memberships, group_mask
 from ..sort.order import ScoreOrder, SortedClasses, SortedScores
 from ..validate.values import power_of_two_scale
@@ -190,66 +191,72 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
 _NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row weighs 1"
 
 
-# below this many memberships the counts are not worth a second thread
+# below this many memberships per extra thread the counting walk is not worth splitting
 PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
 
 
-def count_memberships(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
-                      executor=None) -> np.ndarray:
-    """Exact (int64) per-subgroup counts (n_groups, 7) from the two sorts.
+def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
+              workers: int = 1) -> tuple:
+    """Exact per-subgroup counts (n_groups, 7) int64 and twice the overall U, from the sorts.
 
-    With an ``executor`` (e.g. a ``ThreadPoolExecutor``) and enough
-    memberships, the lower half of the scores is counted on one of its
-    threads while this thread counts the upper half (split between two blocks
-    of equal scores), and the halves are joined exactly.
+    On ``workers`` threads (and enough memberships) the walk is split into
+    ranges of the scores, each cut between two blocks of equal scores, and
+    the positives into ranges for the overall U; each thread counts one range
+    of each (one round), and the ranges are joined exactly.
     """
     keys, codes = sorted_members
     neg_keys, pos_keys = sorted_classes.neg_keys, sorted_classes.pos_keys
-    if executor is None or keys.shape[0] < PARALLEL_COUNT_MIN_MEMBERSHIPS:
-        return K.member_counts(keys, codes, neg_keys, pos_keys, n_groups)
-    middle = K.block_boundary_near(keys, keys.shape[0] // 2)
-    lower = executor.submit(K.member_counts_in_range, keys, codes, 0, middle, neg_keys, pos_keys,
-                            n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
-    upper = K.member_counts_in_range(keys, codes, middle, keys.shape[0], neg_keys, pos_keys,
-                                     n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
-    return K.finish_member_counts(K.add_member_counts(lower.result(), upper))
+    pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
+                        PARALLEL_COUNT_MIN_MEMBERSHIPS)
+    bounds = [0, *(K.block_boundary_near(keys, (j * keys.shape[0]) // pieces)
+                   for j in range(1, pieces)), keys.shape[0]]
+    pos_bounds = (np.arange(pieces + 1) * pos_keys.shape[0]) // pieces
+
+    def piece(j):
+        return (K.member_counts_in_range(keys, codes, bounds[j], bounds[j + 1], neg_keys,
+                                         pos_keys, n_groups, _NO_WEIGHTS, _NO_WEIGHTS,
+                                         _NO_WEIGHTS),
+                K.twice_auc_numerator_sorted(neg_keys, pos_keys[pos_bounds[j]:pos_bounds[j + 1]],
+                                             _NO_WEIGHTS, _NO_WEIGHTS))
+
+    parts = run_pieces(piece, range(pieces), workers)
+    joined = parts[0][0]
+    for part, _ in parts[1:]:
+        joined = K.add_member_counts(joined, part)
+    return K.finish_member_counts(joined), sum(int(u) for _, u in parts)
 
 
 def count_sorted(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None,
-                 executor=None, certify: bool = True,
-                 weight_scale: float | None = None) -> SweepCounts:
+                 certify: bool = True, weight_scale: float | None = None) -> SweepCounts:
     """Every subgroup's U counts from the sorts of one score vector (see :class:`SweepCounts`).
 
-    Unweighted counts are exact int64 from the sorted keys (the fast path);
-    ``executor`` lends :func:`count_memberships` a second thread. Weighted
-    counts come from the row order (:func:`sweep_weighted`).
+    Unweighted counts are exact int64 from the sorted keys (the fast path),
+    on the sorts' ``workers`` threads. Weighted counts come from the row
+    order (:func:`sweep_weighted`).
     """
     m = sorted_scores.memberships
     if sample_weight is not None:
         return sweep_weighted(sorted_scores.order(), m, sample_weight, certify=certify,
                               weight_scale=weight_scale)
-    classes = sorted_scores.classes
-    neg_keys, pos_keys = classes
-    no_weights = np.empty(0, dtype=np.int64)
-    twice_u = K.twice_auc_numerator_sorted(neg_keys, pos_keys, no_weights, no_weights)
-    counts = count_memberships(sorted_scores.members, classes, m.n_groups, executor)
-    n_neg, n_pos = neg_keys.shape[0], pos_keys.shape[0]
-    return SweepCounts(m.names, counts, n_neg, n_pos, int(twice_u),
+    classes = sorted_scores.sort().classes
+    counts, twice_u = count_all(sorted_scores.members, classes, m.n_groups, sorted_scores.workers)
+    n_neg, n_pos = classes.neg_keys.shape[0], classes.pos_keys.shape[0]
+    return SweepCounts(m.names, counts, n_neg, n_pos, twice_u,
                        counts[:, [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS]], (n_neg, n_pos),
                        False)
 
 
 def sweep_counts(scores: np.ndarray, memberships: Memberships,
                  sample_weight: np.ndarray | None = None, sorted_classes=None,
-                 sorted_members=None, executor=None,
-                 weight_scale: float | None = None) -> SweepCounts:
+                 sorted_members=None, weight_scale: float | None = None,
+                 workers: int = 1) -> SweepCounts:
     """Sort ``scores`` once and compute every subgroup's U counts.
 
     ``scores`` must be a finite float32/float64 1-D array of length
     ``memberships.n_rows`` (validated by the caller). ``sorted_classes`` and
     ``sorted_members`` optionally pass :func:`~fastbias.sort.order.sort_classes`
     and :func:`~fastbias.sort.order.sort_memberships` computed already (e.g. on
-    two threads); see :func:`count_sorted`.
+    two threads); see :func:`count_sorted`. ``workers``: threads to sort and count on.
     """
-    return count_sorted(SortedScores(scores, memberships, sorted_classes, sorted_members),
-                        sample_weight, executor, weight_scale=weight_scale)
+    return count_sorted(SortedScores(scores, memberships, sorted_classes, sorted_members,
+                                     workers=workers), sample_weight, weight_scale=weight_scale)

@@ -1,53 +1,41 @@
-"""Threads for one model: the sorts and the counting walk on two threads (the one place)."""
+"""Threads for one model: its sorts and counting walk shared out among the process's threads."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._threads import usable_cpus
 from ..prepare.memberships import Memberships
-from ..sort.order import SortedScores, sort_classes, sort_memberships
+from ..sort.order import SortedScores
 from .counts import SweepCounts, count_sorted
 
-# below this many rows a second thread costs more than it saves
+# below this many rows a helper thread that sorts while the caller reads columns does not pay
 CONCURRENT_SWEEP_MIN_ROWS = 100_000
 
 
 def sort_and_count(scores: np.ndarray, memberships: Memberships, prepare=None,
-                   labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
-                   threads: int = 2, with_rows: bool = False) -> tuple:
+                   sample_weight: np.ndarray | None = None, workers: int = 1,
+                   with_rows: bool = False) -> tuple:
     """Sort once and count: ``(memberships, sorted scores, counts)``.
 
-    On large unweighted inputs with ``threads >= 2``, a second thread sorts
-    the classes (they need only labels and scores) while this one builds the
-    memberships (``prepare()``, when ``memberships`` is None) and sorts them;
-    the counting walk is then split between both threads. Same counts, bit for
+    ``prepare()`` builds the memberships when ``memberships`` is None. The
+    sorts and the counting walk are each shared out among up to ``workers``
+    threads (see ``fastbias._threads``); the counts are the same, bit for
     bit, on any number of threads. ``with_rows`` makes the sorts carry the
     rows (what the bootstrap needs, see :class:`SortedScores`).
     """
-    small = scores.shape[0] < CONCURRENT_SWEEP_MIN_ROWS
-    if sample_weight is not None or small or threads < 2 or with_rows:
-        memberships = prepare() if memberships is None else memberships
-        sorted_scores = SortedScores(scores, memberships, with_rows=with_rows)
-        if sample_weight is None and with_rows and not small and threads >= 2:
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                classes = pool.submit(lambda: sorted_scores.classes)
-                sorted_scores.members  # noqa: B018 (sorted here meanwhile)
-                classes.result()
-                return memberships, sorted_scores, count_sorted(sorted_scores, executor=pool)
-        return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
-    labels = memberships.labels if labels is None else labels
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        sorting = pool.submit(sort_classes, scores, labels)
-        memberships = prepare() if memberships is None else memberships
-        members = sort_memberships(scores, memberships)
-        sorted_scores = SortedScores(scores, memberships, sorting.result(), members)
-        return memberships, sorted_scores, count_sorted(sorted_scores, executor=pool)
+    memberships = prepare() if memberships is None else memberships
+    sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers)
+    return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
 
 
-def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships) -> SweepCounts:
-    """Unweighted counts on two threads (same counts, bit for bit); see :func:`sort_and_count`."""
-    return sort_and_count(scores, memberships)[2]
+def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships,
+                              workers: int | None = None) -> SweepCounts:
+    """Unweighted counts on ``workers`` threads (default: every usable CPU); the same counts,
+    bit for bit, on any number; see :func:`sort_and_count`."""
+    return sort_and_count(scores, memberships, workers=usable_cpus() if workers is None
+                          else workers)[2]
 
 
 def helper_thread(enabled: bool = True):

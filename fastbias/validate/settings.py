@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import numbers
-import os
 import warnings
 
 import numpy as np
+
+from .._threads import usable_cpus
 
 NAN_POLICIES = ("raise", "omit")
 UNDEFINED_POLICIES = ("propagate", "omit", "raise")
@@ -22,14 +23,6 @@ def check_threshold(threshold, name: str) -> float:
     return value
 
 
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity where the OS tells, else the CPU count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:
     """Threads to use for ``n_tasks`` independent tasks: the one reading of ``n_jobs``.
 
@@ -38,7 +31,7 @@ def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:
     """
     if n_jobs is None or (not isinstance(n_jobs, bool) and isinstance(n_jobs, numbers.Integral)
                           and n_jobs == -1):
-        limit = available_cpus()
+        limit = usable_cpus()
         if n_jobs is None and default_cap is not None:
             limit = min(limit, default_cap)
     elif isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
@@ -46,6 +39,12 @@ def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:
     else:
         limit = int(n_jobs)
     return max(1, min(int(n_tasks), limit))
+
+
+def resolve_workers(n_jobs) -> int:
+    """Threads one model's call may use: ``n_jobs`` read as :func:`resolve_n_jobs` does, with
+    None meaning every usable CPU (the call splits its work into that many pieces)."""
+    return resolve_n_jobs(n_jobs, n_tasks=1 << 20)
 
 
 def check_nan_policy(nan_policy) -> str:

@@ -1,0 +1,214 @@
+"""One model on many threads: every split of the work gives the same numbers, bit for bit.
+
+The size cutoffs below which a stage keeps one thread are lowered here, so that small inputs
+(fast, and run as plain Python under NUMBA_DISABLE_JIT=1 too) take the split paths: row
+ranges that end off a word or off a block of equal scores, pieces with no rows, more pieces
+than rows. The references are numpy's sorts, sklearn and the one-thread path (itself checked
+against brute force elsewhere).
+"""
+import threading
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+import fastbias
+from fastbias import _threads
+from fastbias.prepare import memberships as prep
+from fastbias.sort import order
+from fastbias.sweep import counts
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Every stage splits its work even on a few rows."""
+    monkeypatch.setattr(order, "PARALLEL_SORT_MIN_KEYS", 1)
+    monkeypatch.setattr(counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 1)
+    monkeypatch.setattr(prep, "PARALLEL_SCAN_MIN_ROWS", 1)
+
+
+def numpy_keys(values):
+    """The order-preserving unsigned keys of float scores, by numpy (the reference)."""
+    uint = {4: np.uint32, 8: np.uint64}[values.dtype.itemsize]
+    bits = (values + 0.0).view(uint)  # -0.0 -> +0.0
+    sign = uint(1) << uint(values.dtype.itemsize * 8 - 1)
+    return np.where(bits & sign, ~bits, bits | sign)
+
+
+# ------------------------------------------------------------------ the pool
+
+
+def test_run_pieces_keeps_order_and_uses_at_most_workers_threads():
+    seen, lock = {}, threading.Lock()
+
+    def piece(j):
+        with lock:
+            seen.setdefault(threading.get_ident(), []).append(j)
+        return j * j
+
+    assert _threads.run_pieces(piece, range(10), 3) == [j * j for j in range(10)]
+    assert len(seen) <= 3
+    # each thread ran a contiguous share, the calling thread the first one
+    assert seen[threading.get_ident()] == [0, 1, 2]
+    assert sorted(j for share in seen.values() for j in share) == list(range(10))
+
+
+def test_run_pieces_on_one_worker_stays_on_this_thread():
+    me = threading.get_ident()
+    assert _threads.run_pieces(lambda j: threading.get_ident(), range(4), 1) == [me] * 4
+
+
+def test_run_pieces_raises_a_piece_error_after_every_piece_ran():
+    done = []
+
+    def piece(j):
+        if j == 2:
+            raise ValueError("piece 2 failed")
+        done.append(j)
+
+    with pytest.raises(ValueError, match="piece 2 failed"):
+        _threads.run_pieces(piece, range(4), 4)
+    assert sorted(done) == [0, 1, 3]
+
+
+def test_nested_run_pieces_runs_inline_without_deadlock():
+    def outer(j):
+        return sum(_threads.run_pieces(lambda i: i + j, range(5), 8))
+
+    # more outer pieces than the pool holds threads: inner calls must not wait on the pool
+    assert _threads.run_pieces(outer, range(12), 3) == [10 + 5 * j for j in range(12)]
+
+
+@pytest.mark.parametrize("n, workers, least, expected", [
+    (0, 8, 1, 1), (10, 8, 1, 8), (10, 8, 3, 3), (10, 1, 1, 1), (99, 16, 100, 1)])
+def test_pieces_for(n, workers, least, expected):
+    assert _threads.pieces_for(n, workers, least) == expected
+
+
+# ------------------------------------------------------------------ the stages, split
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("levels", [1, 7, None])  # one value, heavy ties, continuous
+def test_sort_classes_split_equals_numpy(split_everything, workers, dtype, levels):
+    rng = np.random.default_rng(workers)
+    n = 1_003
+    values = (rng.normal(size=n) if levels is None
+              else rng.integers(0, levels, n) - levels // 2).astype(dtype)
+    values[::97] = -0.0
+    labels = rng.random(n) < 0.3
+    got = order.sort_classes(values, labels, workers)
+    np.testing.assert_array_equal(got.neg_keys, numpy_keys(np.sort(values[~labels])))
+    np.testing.assert_array_equal(got.pos_keys, numpy_keys(np.sort(values[labels])))
+
+
+@pytest.mark.parametrize("workers", [2, 3, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sort_memberships_split_equals_numpy(split_everything, workers, dtype):
+    rng = np.random.default_rng(7)
+    n, k = 900, 5
+    values = (rng.integers(0, 40, n) / 8).astype(dtype)  # ties across many rows
+    labels = rng.random(n) < 0.4
+    matrix = rng.random((n, k)) < 0.3
+    m = prep.prepare_memberships_dense(labels, matrix, [f"g{j}" for j in range(k)])
+    keys, codes = order.sort_memberships(values, m, workers)
+    rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
+    expected = np.argsort(values[rows], kind="stable")  # stable: ties keep row, then subgroup
+    np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
+    np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 1_000])
+@pytest.mark.parametrize("workers", [2, 3, 16])
+def test_dense_scan_split_equals_numpy(split_everything, n, workers):
+    rng = np.random.default_rng(n)
+    k = 3
+    matrix = rng.random((n, k)) < 0.2
+    matrix[n // 2:n // 2 + 5] = False  # a piece may hold no memberships
+    labels = rng.random(n) < 0.5
+    m = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"], workers)
+    rows, groups = np.nonzero(matrix)
+    identity_rows, first = np.unique(rows, return_index=True)
+    np.testing.assert_array_equal(m.identity_rows, identity_rows)
+    np.testing.assert_array_equal(m.row_ptr, np.append(first, rows.size))
+    np.testing.assert_array_equal(m.row_groups, groups)
+    np.testing.assert_array_equal(m.identity_labels, labels[identity_rows])
+
+
+def test_bucket_jobs_cover_every_bucket_once():
+    rng = np.random.default_rng(3)
+    starts = [np.concatenate([[0], np.cumsum(rng.integers(0, 50, 2048) * (rng.random(2048)
+                                                                          < 0.05))])
+              for _ in range(2)]
+    for pieces in (1, 2, 3, 16, 40):
+        jobs = order._bucket_jobs(starts, pieces)
+        assert len(jobs) == pieces
+        covered = [(a, d) for job in jobs for a, lo, hi in job for d in range(lo, hi)]
+        assert covered == [(a, d) for a in range(2) for d in range(2048)]
+
+
+# ------------------------------------------------------------------ the entry points
+
+
+def tied_case(rng, n=2_000, k=4):
+    y = rng.random(n) < 0.3
+    s = (rng.integers(0, 30, n) / 30).astype(np.float32)
+    groups = rng.random((n, k)) < 0.25
+    groups[:, -1] = False
+    groups[:40, -1] = True  # a small subgroup that may sit in one piece only
+    return y, s, groups
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_bias_metrics_same_bits_on_any_number_of_threads(split_everything, workers):
+    rng = np.random.default_rng(workers)
+    y, s, groups = tied_case(rng)
+    one = fastbias.bias_metrics(y, s, groups, n_jobs=1)
+    many = fastbias.bias_metrics(y, s, groups, n_jobs=workers)
+    pd_equal(one, many)
+    assert one.attrs == many.attrs
+    for j in range(groups.shape[1]):
+        member = groups[:, j]
+        assert one.iloc[j]["subgroup_auc"] == pytest.approx(
+            roc_auc_score(y[member], s[member]), abs=1e-15)
+    w = rng.random(y.size) * 3
+    pd_equal(fastbias.bias_metrics(y, s, groups, sample_weight=w, n_jobs=1),
+             fastbias.bias_metrics(y, s, groups, sample_weight=w, n_jobs=workers))
+    for ci in ("delong", "bootstrap"):
+        kwargs = {"ci": ci, "n_boot": 20, "random_state": 3}
+        pd_equal(fastbias.bias_metrics(y, s, groups, n_jobs=1, **kwargs),
+                 fastbias.bias_metrics(y, s, groups, n_jobs=workers, **kwargs))
+
+
+def test_evaluate_and_evaluator_same_bits_on_any_number_of_threads(split_everything):
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    y, s, groups = tied_case(rng, n=1_500)
+    df = pd.DataFrame(groups, columns=[f"g{j}" for j in range(groups.shape[1])])
+    df["label"], df["m1"], df["m2"] = y, s, np.round(s + rng.normal(0, 0.1, y.size), 2)
+    names = list(df.columns[:groups.shape[1]])
+    one = fastbias.evaluate(df, label="label", scores=["m1", "m2"], subgroups=names, n_jobs=1)
+    for n_jobs in (2, 5):
+        many = fastbias.evaluate(df, label="label", scores=["m1", "m2"], subgroups=names,
+                                 n_jobs=n_jobs)
+        pd_equal(one.table, many.table)
+    ev1 = fastbias.BiasEvaluator(y, df[names], n_jobs=1)
+    ev4 = fastbias.BiasEvaluator(y, df[names], n_jobs=4)
+    pd_equal(ev1.metrics(s), ev4.metrics(s))
+    pd_equal(ev1.metrics_many(np.c_[s, df["m2"]]).table, ev4.metrics_many(np.c_[s, df["m2"]]).table)
+
+
+def test_n_jobs_is_checked():
+    rng = np.random.default_rng(0)
+    y, s, groups = tied_case(rng, n=50)
+    for bad in (0, -2, 1.5, True, "4"):
+        with pytest.raises(ValueError, match="n_jobs"):
+            fastbias.bias_metrics(y, s, groups, n_jobs=bad)
+
+
+def pd_equal(a, b):
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a, b, check_exact=True)

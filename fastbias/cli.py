@@ -27,6 +27,7 @@ import csv
 import difflib
 import io
 import json
+import logging
 import lzma
 import math
 import os
@@ -784,6 +785,7 @@ def main(argv=None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    notes = _notes_on_stderr(args)
     try:
         return args.func(args)
     except CLIError as exc:
@@ -794,7 +796,25 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("fastbias: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if notes is not None:
+            logging.getLogger("fastbias").removeHandler(notes)
     return 1
+
+
+def _notes_on_stderr(args):
+    """Show the library's notes (logger ``"fastbias"``, INFO: e.g. "compiling kernels for
+    first use (about N s, cached afterwards)") on stderr, unless ``--quiet``."""
+    if getattr(args, "quiet", False):
+        return None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("fastbias: %(message)s"))
+    handler.setLevel(logging.INFO)
+    log = logging.getLogger("fastbias")
+    log.addHandler(handler)
+    if log.level == logging.NOTSET or log.level > logging.INFO:
+        log.setLevel(logging.INFO)
+    return handler
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from .metrics.aggregates import power_mean as _power_mean
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import prepare_memberships, subgroup_rows
 from .sweep.counts import sweep_counts
-from .sweep.parallel import sweep_counts_concurrently
+from .sweep.parallel import announce_first_use, sweep_counts_concurrently
 from .validate.columns import require_columns
 from .validate.values import as_scores
 
@@ -97,6 +97,7 @@ def _model_tables(dataset, subgroups, models, label_col) -> list:
     require_columns(dataset, models, "model")
     require_columns(dataset, subgroups, "subgroups")
     labels = _boolean_labels(dataset[label_col], label_col)
+    announce_first_use()
     unique = list(dict.fromkeys(subgroups))
     names, rows = _subgroup_rows(dataset, unique)
     memberships = prepare_memberships(labels, rows, names)

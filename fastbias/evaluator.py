@@ -39,7 +39,7 @@ from .prepare.folds import fold_memberships, identity_positions
 from .prepare.memberships import Memberships, prepare_subgroups
 from .sort.order import sorted_scores
 from .sweep.counts import SweepCounts, sweep_counts
-from .sweep.parallel import map_in_threads
+from .sweep.parallel import announce_first_use, map_in_threads
 from .tables.result import evaluation_result
 from .validate.columns import _to_numpy, check_aligned
 from .validate.settings import check_undefined, resolve_n_jobs, resolve_workers
@@ -168,7 +168,9 @@ class BiasEvaluator:
                                          ("sample_weight", sample_weight)])
         labels = as_labels(y_true, "y_true", threshold=label_threshold, pos_label=pos_label)
         weights = as_sample_weight(sample_weight, labels.shape[0])
-        self._full = _prepared(prepare_subgroups(labels, subgroups, subgroup_threshold), weights)
+        announce_first_use(weights is not None)
+        self._full = _prepared(prepare_subgroups(labels, subgroups, subgroup_threshold,
+                                                 workers=resolve_workers(n_jobs)), weights)
         self.label_threshold = label_threshold
         self.subgroup_threshold = subgroup_threshold
         self.power = power

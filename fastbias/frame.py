@@ -17,7 +17,12 @@ from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import group_by_missing, member_rows, prepare_memberships
 from .sort.order import SortedScores, sort_classes
 from .sweep.counts import count_sorted, sweep_counts
-from .sweep.parallel import CONCURRENT_SWEEP_MIN_ROWS, helper_thread, map_in_threads
+from .sweep.parallel import (
+    CONCURRENT_SWEEP_MIN_ROWS,
+    announce_first_use,
+    helper_thread,
+    map_in_threads,
+)
 from .tables.result import EvaluationResult, evaluation_result
 from .validate.columns import (
     check_aligned,
@@ -151,6 +156,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label}
+    announce_first_use(weights is not None)
     with helper_thread(ahead) as pool:
         early_classes = None
         if pool is not None:

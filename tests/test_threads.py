@@ -212,3 +212,55 @@ def pd_equal(a, b):
     import pandas as pd
 
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+# ------------------------------------------------------------------ first use
+
+
+class _FakeKernel:
+    """A dispatcher with nothing compiled and no cache index on disk."""
+
+    signatures = []
+
+    class _cache:  # noqa: N801 (numba's attribute names)
+        class _cache_file:  # noqa: N801
+            _index_path = "/nonexistent/fastbias-test.nbi"
+
+
+def test_first_use_is_announced_once_with_its_cost(caplog, monkeypatch):
+    from fastbias import _numba_cache
+
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    with caplog.at_level("INFO", logger="fastbias"):
+        _numba_cache.announce_compiling("test kernels", [_FakeKernel()] * 4)
+        _numba_cache.announce_compiling("test kernels", [_FakeKernel()] * 4)
+    lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
+    assert lines == ["compiling kernels for first use (test kernels: 4 kernels, about 2 s, "
+                     "cached afterwards)"]
+
+
+def test_nothing_is_announced_for_compiled_kernels(caplog, monkeypatch):
+    from fastbias import _numba_cache
+    from fastbias.sort import _kernels as K
+
+    order.sort_classes(np.arange(5, dtype=np.float32), np.ones(5, dtype=bool))  # compiled now
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    with caplog.at_level("INFO", logger="fastbias"):
+        _numba_cache.announce_compiling("sorts", [K.class_top_digit_counts, K.scatter_class_keys])
+    assert not [r for r in caplog.records if r.name == "fastbias"]
+
+
+def test_cli_shows_the_first_use_note_unless_quiet(capsys, monkeypatch, tmp_path):
+    from fastbias import _numba_cache, cli
+
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    out = tmp_path / "demo.json"
+    assert cli.main(["demo", "--rows", "3000", "--identities", "2", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "fastbias: compiling kernels for first use (counting: " in err
+    assert "cached afterwards)" in err
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    assert cli.main(["demo", "--rows", "3000", "--identities", "2", "--out",
+                     str(tmp_path / "quiet.json"), "--quiet"]) == 0
+    assert "compiling" not in capsys.readouterr().err

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._numba_cache import announce_compiling
 from ..metrics.aggregates import final_metric_values
 from ..metrics.definitions import (
     AEG_METRICS,
@@ -16,12 +17,15 @@ from ..metrics.definitions import (
 )
 from ..metrics.table import overall_auc_from_counts
 from ..prepare.memberships import Memberships, prepare_subgroups
+from ..sort import _kernels as SortK
 from ..sort.order import SortedScores
+from ..sweep import _kernels as SK
 from ..sweep.counts import count_sorted
 from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.rows import validated_rows
 from ..validate.settings import check_confidence, resolve_workers
+from . import _kernels as IK
 from .bootstrap import _percentile_interval, replicates
 from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
 from .ustatistic import ustatistic_bernstein_interval
@@ -155,6 +159,17 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                             bernstein_variance=bernstein_variance)
 
 
+def _announce_first_use(method: str) -> None:
+    """One log line when the interval kernels must compile first (see
+    :func:`fastbias.sweep.parallel.announce_first_use`)."""
+    if method == "delong":
+        announce_compiling("DeLong", [SK.member_delong_sums_in_range, SK.class_placement_sums,
+                                      SK.finish_delong_sums])
+    elif method == "bootstrap":
+        announce_compiling("bootstrap", [IK.poisson_counts, IK.class_prefix_of_replicate,
+                                         IK.counts_of_replicate, SortK.radix_sort_gathered])
+
+
 def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores,
                      sample_weight: np.ndarray | None = None, confidence: float = 0.95,
                      n_boot: int = 1000, random_state=None, progress=None,
@@ -166,6 +181,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     of their point estimate, so DeLong and the bootstrap sort nothing again.
     """
     memberships = sorted_scores.memberships
+    _announce_first_use(method)
     out = table
     overall_point = out.attrs.get("overall_auc")
     if overall_point is None:

@@ -5,13 +5,34 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._numba_cache import announce_compiling
 from .._threads import usable_cpus
+from ..prepare import _kernels as PK
 from ..prepare.memberships import Memberships
+from ..sort import _kernels as SK
 from ..sort.order import SortedScores
+from . import _kernels as K
 from .counts import SweepCounts, count_sorted
 
 # below this many rows a helper thread that sorts while the caller reads columns does not pay
 CONCURRENT_SWEEP_MIN_ROWS = 100_000
+
+
+def announce_first_use(weighted: bool = False) -> None:
+    """Log one line (logger ``"fastbias"``) when this call must compile its kernels first
+    (a fresh environment: about 0.5 s per kernel, cached afterwards); see
+    :func:`fastbias._numba_cache.announce_compiling`."""
+    prepare = [PK.csr_from_dense_rows, PK.dense_members, PK.build_row_csr]
+    if weighted:
+        announce_compiling("weighted counting", prepare + [
+            PK.split_rows_by_label, PK.cell_row_counts, SK.radix_sort_gathered,
+            SK.gather_scores, K.cumulative_weights_compensated, K.subgroup_counts_weighted])
+    else:
+        announce_compiling("counting", prepare + [
+            SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_top_digit_counts,
+            SK.scatter_member_keys, SK.sort_buckets, K.member_counts_in_range,
+            K.add_member_counts, K.finish_member_counts, K.twice_auc_numerator_sorted,
+            K.block_boundary_near])
 
 
 def sort_and_count(scores: np.ndarray, memberships: Memberships, prepare=None,
@@ -25,6 +46,7 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships, prepare=None,
     bit, on any number of threads. ``with_rows`` makes the sorts carry the
     rows (what the bootstrap needs, see :class:`SortedScores`).
     """
+    announce_first_use(sample_weight is not None)
     memberships = prepare() if memberships is None else memberships
     sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers)
     return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)

@@ -41,8 +41,10 @@ def _mark_pool_thread():
     _local.in_pool = True
 
 
-def _shared_pool(threads: int) -> ThreadPoolExecutor:
-    """The process's pool, with at least ``threads`` threads (grown, never shrunk)."""
+def _submit_to_pool(threads: int, function, items) -> list:
+    """Submit ``function(item)`` for each item to the process's pool, grown first to at least
+    ``threads`` threads (never shrunk); returns the futures. Under the lock, so that no
+    caller submits to a pool being replaced."""
     global _pool, _pool_size
     with _lock:
         if _pool is None or _pool_size < threads:
@@ -51,8 +53,8 @@ def _shared_pool(threads: int) -> ThreadPoolExecutor:
                                        initializer=_mark_pool_thread)
             _pool_size = threads
             if old is not None:
-                old.shutdown(wait=False)  # its threads finish what they run, then exit
-        return _pool
+                old.shutdown(wait=False)  # its threads finish what they were given, then exit
+        return [_pool.submit(function, item) for item in items]
 
 
 def run_pieces(function, pieces, workers: int) -> list:
@@ -75,8 +77,7 @@ def run_pieces(function, pieces, workers: int) -> list:
     def run_share(share):
         return [function(piece) for piece in share]
 
-    pool = _shared_pool(workers - 1)
-    futures = [pool.submit(run_share, share) for share in shares[1:]]
+    futures = _submit_to_pool(workers - 1, run_share, shares[1:])
     try:
         first = run_share(shares[0])
     finally:

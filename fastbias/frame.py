@@ -148,8 +148,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     else:
         weights = as_sample_weight(sample_weight, n, omit=True)
 
-    # one unweighted model on many rows: its class sort runs on a second thread while this one
-    # reads the identity columns (the counting walk is split between both threads later)
+    # one unweighted model on many rows: its class sort runs on a helper thread while this one
+    # reads the identity columns (the membership sort and the walk then use the model's threads)
     ahead = (len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS
              and ci != "bootstrap")  # the bootstrap wants its sorts with the rows
     settings = {"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,

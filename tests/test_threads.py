@@ -264,3 +264,17 @@ def test_cli_shows_the_first_use_note_unless_quiet(capsys, monkeypatch, tmp_path
     assert cli.main(["demo", "--rows", "3000", "--identities", "2", "--out",
                      str(tmp_path / "quiet.json"), "--quiet"]) == 0
     assert "compiling" not in capsys.readouterr().err
+
+
+def test_concurrent_calls_that_grow_the_pool_all_finish():
+    # callers on several threads ask for ever larger pools at once: none may submit to a pool
+    # that another is replacing, and every result comes back in order
+    from concurrent.futures import ThreadPoolExecutor
+
+    def call(workers):
+        return _threads.run_pieces(lambda j: j * workers, range(3 * workers), workers)
+
+    with ThreadPoolExecutor(max_workers=8) as callers:
+        results = list(callers.map(call, [2, 9, 3, 17, 5, 33, 4, 2] * 3))
+    for workers, got in zip([2, 9, 3, 17, 5, 33, 4, 2] * 3, results):
+        assert got == [j * workers for j in range(3 * workers)]

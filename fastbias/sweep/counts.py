@@ -255,8 +255,8 @@ def sweep_counts(scores: np.ndarray, memberships: Memberships,
     ``scores`` must be a finite float32/float64 1-D array of length
     ``memberships.n_rows`` (validated by the caller). ``sorted_classes`` and
     ``sorted_members`` optionally pass :func:`~fastbias.sort.order.sort_classes`
-    and :func:`~fastbias.sort.order.sort_memberships` computed already (e.g. on
-    two threads); see :func:`count_sorted`. ``workers``: threads to sort and count on.
+    and :func:`~fastbias.sort.order.sort_memberships` computed already; see
+    :func:`count_sorted`. ``workers``: threads to sort and count on.
     """
     return count_sorted(SortedScores(scores, memberships, sorted_classes, sorted_members,
                                      workers=workers), sample_weight, weight_scale=weight_scale)

@@ -316,31 +316,42 @@ def sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_star
 
     Bucket ``d`` is ``values[bucket_start[d]:bucket_start[d + 1]]``: keys with
     ``(key - low) >> shift == d``, so only the bits of ``key - low`` below
-    ``shift`` remain to be sorted, by LSD passes of at most RADIX_DIGIT_BITS
+    ``shift`` remain to be sorted, by LSD passes of at most RADIX_DIGIT_BITS bits
     (``payload`` carried along unless it is empty; ``scratch`` and
     ``payload_scratch``, of the same shapes, are used over the same ranges).
     A bucket is small enough (typically) to stay in cache for its passes, so
     only the scatter moved the whole array through memory at random.
     """
     with_payload = payload.shape[0] > 0
-    n_passes = (np.int64(shift) + RADIX_DIGIT_BITS - 1) // RADIX_DIGIT_BITS
-    digit_bits = (np.int64(shift) + n_passes - 1) // n_passes if n_passes else 1
-    n_digits = 1 << digit_bits
-    digit_mask = np.uint64(n_digits - 1)
-    hist = np.zeros((n_passes, n_digits), dtype=np.int64)
+    bits_left = np.int64(shift)
+    if bits_left == 0:
+        return  # a bucket holds one key value: sorted already
+    hist = np.empty(((bits_left + 3) // 4 + 1, RADIX_BUCKETS), dtype=np.int64)
     for d in range(d_start, d_stop):
         lo = bucket_start[d]
         hi = bucket_start[d + 1]
         if hi - lo <= 32:
             _insertion_sort(values, payload, lo, hi)
             continue
-        hist[:] = 0
+        # digits about as wide as log2(bucket size), at most RADIX_DIGIT_BITS: a small bucket
+        # takes more, narrower passes rather than clearing and summing 2048 counters each
+        size_bits = 0
+        m = hi - lo
+        while m:
+            size_bits += 1
+            m >>= 1
+        digit_bits = min(RADIX_DIGIT_BITS, max(4, size_bits))
+        n_passes = (bits_left + digit_bits - 1) // digit_bits
+        digit_bits = (bits_left + n_passes - 1) // n_passes
+        digit_mask = np.uint64((1 << digit_bits) - 1)
+        counts = hist[:n_passes, :1 << digit_bits]
+        counts[:] = 0
         for j in range(lo, hi):
             x = np.uint64(values[j]) - low
             for p in range(n_passes):
-                hist[p, np.int64((x >> np.uint64(p * digit_bits)) & digit_mask)] += 1
+                counts[p, np.int64((x >> np.uint64(p * digit_bits)) & digit_mask)] += 1
         sorted_values, sorted_payload, in_spare = _lsd_passes_in_range(
-            values, scratch, payload, payload_scratch, lo, hi, hist, digit_bits, low)
+            values, scratch, payload, payload_scratch, lo, hi, counts, digit_bits, low)
         if in_spare:
             for j in range(lo, hi):
                 values[j] = sorted_values[j]

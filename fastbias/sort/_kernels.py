@@ -44,11 +44,10 @@ def _sortable_key(b, sign, full):
     ``b | sign`` and negative ones to ``~b``; ``-0.0`` becomes ``+0.0``. NaN
     must not occur.
     """
-    if b == sign:  # -0.0 sorts and ties as +0.0
-        b = np.uint64(0)
-    if b & sign:
-        return (~b) & full
-    return b | sign
+    b = np.uint64(0) if b == sign else b  # -0.0 sorts and ties as +0.0
+    negative = np.uint64((b & sign) != 0)
+    # without a branch: b ^ sign (= b | sign) when non-negative, b ^ full (= ~b) when negative
+    return b ^ (((np.uint64(0) - negative) & full) | sign)
 
 
 @njit(inline="always")
@@ -217,41 +216,36 @@ def _bucket_of(k, low, shift):
 
 @njit(cache=True, nogil=True)
 def class_top_digit_counts(bits, labels, n_bits, start, stop, low, shift):
-    """(2, TOP_BUCKETS) int64: how many keys of rows ``start:stop`` fall in each bucket
-    (``(key - low) >> shift``), for the negatives (row 0) and the positives (row 1).
+    """2 * TOP_BUCKETS int64: how many keys of rows ``start:stop`` fall in each bucket
+    (``(key - low) >> shift``), the negatives' buckets first, then the positives'.
 
     ``bits`` is a float32/float64 score array viewed as uint32/uint64
     (``n_bits`` 32 or 64) and ``labels`` the boolean labels.
     """
     sign, full = _key_masks(n_bits)
-    counts = np.zeros((2, TOP_BUCKETS), dtype=np.int64)
+    counts = np.zeros(2 * TOP_BUCKETS, dtype=np.int64)
     for i in range(start, stop):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        counts[1 if labels[i] else 0, _bucket_of(k, low, shift)] += 1
+        counts[np.int64(labels[i]) * TOP_BUCKETS + _bucket_of(k, low, shift)] += 1
     return counts
 
 
 @njit(cache=True, nogil=True)
-def scatter_class_keys(bits, labels, n_bits, start, stop, low, shift, next_slot, neg_out,
-                       pos_out):
-    """Write the key of each row ``start:stop`` into its class's array by bucket.
+def scatter_class_keys(bits, labels, n_bits, start, stop, low, shift, next_slot, out):
+    """Write the key of each row ``start:stop`` into ``out`` by class and bucket.
 
-    ``next_slot[c, d]`` is where the next key of class ``c`` (0 negative, 1
-    positive) in bucket ``d`` goes; it is advanced in place. Rows keep their
-    order within a bucket.
+    ``next_slot[c * TOP_BUCKETS + d]`` is where the next key of class ``c``
+    (0 negative, 1 positive) in bucket ``d`` goes (the negatives' buckets
+    come first in ``out``); it is advanced in place. Rows keep their order
+    within a bucket. No branch on the label.
     """
     sign, full = _key_masks(n_bits)
     for i in range(start, stop):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        d = _bucket_of(k, low, shift)
-        if labels[i]:
-            t = next_slot[1, d]
-            pos_out[t] = k
-            next_slot[1, d] = t + 1
-        else:
-            t = next_slot[0, d]
-            neg_out[t] = k
-            next_slot[0, d] = t + 1
+        slot = np.int64(labels[i]) * TOP_BUCKETS + _bucket_of(k, low, shift)
+        t = next_slot[slot]
+        out[t] = k
+        next_slot[slot] = t + 1
 
 
 @njit(cache=True, nogil=True)
@@ -322,11 +316,9 @@ def sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_star
     A bucket is small enough (typically) to stay in cache for its passes, so
     only the scatter moved the whole array through memory at random.
     """
-    with_payload = payload.shape[0] > 0
     bits_left = np.int64(shift)
     if bits_left == 0:
         return  # a bucket holds one key value: sorted already
-    hist = np.empty(((bits_left + 3) // 4 + 1, RADIX_BUCKETS), dtype=np.int64)
     for d in range(d_start, d_stop):
         lo = bucket_start[d]
         hi = bucket_start[d + 1]
@@ -343,20 +335,31 @@ def sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_star
         digit_bits = min(RADIX_DIGIT_BITS, max(4, size_bits))
         n_passes = (bits_left + digit_bits - 1) // digit_bits
         digit_bits = (bits_left + n_passes - 1) // n_passes
-        digit_mask = np.uint64((1 << digit_bits) - 1)
-        counts = hist[:n_passes, :1 << digit_bits]
-        counts[:] = 0
+        if n_passes == 2:  # the usual case (float32 scores): a literal count unrolls the loops
+            _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, 2, digit_bits)
+        else:
+            _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, n_passes,
+                         digit_bits)
+
+
+@njit(inline="always")
+def _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, n_passes, digit_bits):
+    """LSD-sort ``values[lo:hi]`` (and ``payload``) on ``n_passes`` digits of ``digit_bits``
+    bits of ``value - low``; the result ends in ``values``."""
+    with_payload = payload.shape[0] > 0
+    digit_mask = np.uint64((1 << digit_bits) - 1)
+    counts = np.zeros((n_passes, 1 << digit_bits), dtype=np.int64)
+    for j in range(lo, hi):
+        x = np.uint64(values[j]) - low
+        for p in range(n_passes):
+            counts[p, np.int64((x >> np.uint64(p * digit_bits)) & digit_mask)] += 1
+    sorted_values, sorted_payload, in_spare = _lsd_passes_in_range(
+        values, scratch, payload, payload_scratch, lo, hi, counts, digit_bits, low)
+    if in_spare:
         for j in range(lo, hi):
-            x = np.uint64(values[j]) - low
-            for p in range(n_passes):
-                counts[p, np.int64((x >> np.uint64(p * digit_bits)) & digit_mask)] += 1
-        sorted_values, sorted_payload, in_spare = _lsd_passes_in_range(
-            values, scratch, payload, payload_scratch, lo, hi, counts, digit_bits, low)
-        if in_spare:
-            for j in range(lo, hi):
-                values[j] = sorted_values[j]
-                if with_payload:
-                    payload[j] = sorted_payload[j]
+            values[j] = sorted_values[j]
+            if with_payload:
+                payload[j] = sorted_payload[j]
 
 
 @njit(cache=True, nogil=True)

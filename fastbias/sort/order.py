@@ -40,15 +40,15 @@ def _ranges(n: int, pieces: int) -> list:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _slots(top_counts: list) -> tuple:
-    """From each row range's top-digit counts (``[..., TOP_BUCKETS]`` arrays, ranges in row
-    order): every bucket's start (``[..., TOP_BUCKETS + 1]``) and each range's first slot in
-    each bucket (the ranges' ``next_slot`` arrays, stacked on a first axis)."""
-    stacked = np.stack(top_counts)
+def _slots(bucket_counts: list) -> tuple:
+    """From each row range's counts per bucket (ranges in row order): every bucket's start
+    in the output (one more entry than buckets) and each range's first slot in each bucket
+    (the ranges' ``next_slot`` arrays, stacked)."""
+    stacked = np.stack(bucket_counts)
     per_bucket = stacked.sum(axis=0)
-    bucket_start = np.zeros(per_bucket.shape[:-1] + (per_bucket.shape[-1] + 1,), dtype=np.int64)
-    np.cumsum(per_bucket, axis=-1, out=bucket_start[..., 1:])
-    next_slot = bucket_start[..., :-1] + np.cumsum(stacked, axis=0) - stacked
+    bucket_start = np.zeros(per_bucket.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_bucket, out=bucket_start[1:])
+    next_slot = bucket_start[:-1] + np.cumsum(stacked, axis=0) - stacked
     return bucket_start, next_slot
 
 
@@ -134,11 +134,13 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     counts = run_pieces(count, range(pieces), workers)
     arrays, payloads, bucket_starts = [], [], []
     if labels is not None:
+        # one array: the negatives' buckets, then the positives'
         class_start, class_slot = _slots([c for c, _ in counts])
-        out = [np.empty(int(class_start[c, -1]), dtype=uint) for c in (0, 1)]
-        arrays += out
-        payloads += [None, None]
-        bucket_starts += [class_start[0], class_start[1]]
+        out = np.empty(int(class_start[-1]), dtype=uint)
+        n_neg = int(class_start[K.TOP_BUCKETS])
+        arrays.append(out)
+        payloads.append(None)
+        bucket_starts.append(class_start)
     if m is not None:
         member_start, member_slot = _slots([c for _, c in counts])
         code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
@@ -149,8 +151,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
     def scatter(j):
         if labels is not None:
-            K.scatter_class_keys(bits, labels, n_bits, *rows[j], low, shift, class_slot[j],
-                                 out[0], out[1])
+            K.scatter_class_keys(bits, labels, n_bits, *rows[j], low, shift, class_slot[j], out)
         if m is not None:
             K.scatter_member_keys(bits, n_bits, m.identity_rows, m.identity_labels, m.row_ptr,
                                   m.row_groups, *members[j], low, shift, member_slot[j], keys,
@@ -168,7 +169,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                            bucket_starts[a], d_start, d_stop, low, shift)
 
     run_pieces(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
-    return (SortedClasses(out[0], out[1]) if labels is not None else None,
+    return (SortedClasses(out[:n_neg], out[n_neg:]) if labels is not None else None,
             (keys, codes) if m is not None else None)
 
 

@@ -46,6 +46,9 @@ def _submit_to_pool(threads: int, function, items) -> list:
     ``threads`` threads (never shrunk); returns the futures. Under the lock, so that no
     caller submits to a pool being replaced."""
     global _pool, _pool_size
+    # at least one thread per usable CPU but the caller's: calls that overlap (two sorts side
+    # by side, models in threads) then find threads for all their pieces
+    threads = max(threads, usable_cpus() - 1)
     with _lock:
         if _pool is None or _pool_size < threads:
             old = _pool

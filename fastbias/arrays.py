@@ -112,8 +112,9 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
-        lambda: prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=workers),
-        weights, workers=workers, with_rows=ci == "bootstrap")
+        lambda threads: prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
+                                          workers=threads),
+        labels, weights, workers=workers, with_rows=ci == "bootstrap")
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if ci is not None:

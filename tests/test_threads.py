@@ -16,7 +16,7 @@ import fastbias
 from fastbias import _threads
 from fastbias.prepare import memberships as prep
 from fastbias.sort import order
-from fastbias.sweep import counts
+from fastbias.sweep import counts, parallel
 
 
 @pytest.fixture
@@ -25,6 +25,7 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(order, "PARALLEL_SORT_MIN_KEYS", 1)
     monkeypatch.setattr(counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 1)
     monkeypatch.setattr(prep, "PARALLEL_SCAN_MIN_ROWS", 1)
+    monkeypatch.setattr(parallel, "CONCURRENT_SWEEP_MIN_ROWS", 1)  # class sort beside the scan
 
 
 def numpy_keys(values):

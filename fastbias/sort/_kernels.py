@@ -335,8 +335,11 @@ def sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_star
         digit_bits = min(RADIX_DIGIT_BITS, max(4, size_bits))
         n_passes = (bits_left + digit_bits - 1) // digit_bits
         digit_bits = (bits_left + n_passes - 1) // n_passes
-        if n_passes == 2:  # the usual case (float32 scores): a literal count unrolls the loops
-            _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, 2, digit_bits)
+        if n_passes == 2 and digit_bits == RADIX_DIGIT_BITS:
+            # the usual case (float32 scores, buckets of 1,024 keys or more): literal sizes let
+            # the compiler unroll and specialise the passes
+            _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, 2,
+                         RADIX_DIGIT_BITS)
         else:
             _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, n_passes,
                          digit_bits)

@@ -10,7 +10,7 @@ from .._threads import usable_cpus
 from ..prepare import _kernels as PK
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
-from ..sort.order import SortedScores
+from ..sort.order import SortedScores, score_key_range, sort_classes, sort_memberships
 from . import _kernels as K
 from .counts import SweepCounts, count_sorted
 
@@ -35,21 +35,40 @@ def announce_first_use(weighted: bool = False) -> None:
             K.block_boundary_near])
 
 
-def sort_and_count(scores: np.ndarray, memberships: Memberships, prepare=None,
-                   sample_weight: np.ndarray | None = None, workers: int = 1,
-                   with_rows: bool = False) -> tuple:
+def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=None,
+                   labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
+                   workers: int = 1, with_rows: bool = False) -> tuple:
     """Sort once and count: ``(memberships, sorted scores, counts)``.
 
-    ``prepare()`` builds the memberships when ``memberships`` is None. The
-    sorts and the counting walk are each shared out among up to ``workers``
-    threads (see ``fastbias._threads``); the counts are the same, bit for
-    bit, on any number of threads. ``with_rows`` makes the sorts carry the
-    rows (what the bootstrap needs, see :class:`SortedScores`).
+    ``prepare(workers)`` builds the memberships on that many threads when
+    ``memberships`` is None. The sorts and the counting walk are each shared
+    out among up to ``workers`` threads (see ``fastbias._threads``); the
+    counts are the same, bit for bit, on any number of threads. ``with_rows``
+    makes the sorts carry the rows (what the bootstrap needs, see
+    :class:`SortedScores`).
+
+    Unweighted, with memberships still to build (``prepare`` and the
+    ``labels``) and enough rows, the class sort (it needs only the labels
+    and the scores) runs beside the membership scan and sort, half the
+    threads each: the scan is bound by memory bandwidth, the sort by
+    computation, so the two overlap better than either splits.
     """
     announce_first_use(sample_weight is not None)
-    memberships = prepare() if memberships is None else memberships
-    sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers)
-    return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
+    overlap = (memberships is None and labels is not None and sample_weight is None
+               and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
+    if not overlap:
+        memberships = prepare(workers) if memberships is None else memberships
+        sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers)
+        return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
+    key_range = score_key_range(scores, workers)
+    class_workers = workers // 2
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        classes = helper.submit(sort_classes, scores, labels, class_workers, key_range)
+        memberships = prepare(workers - class_workers)
+        members = sort_memberships(scores, memberships, workers - class_workers, key_range)
+        sorted_scores = SortedScores(scores, memberships, classes.result(), members,
+                                     workers=workers)
+    return memberships, sorted_scores, count_sorted(sorted_scores)
 
 
 def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships,

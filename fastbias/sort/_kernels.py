@@ -215,23 +215,23 @@ def _bucket_of(k, low, shift):
 
 
 @njit(cache=True, nogil=True)
-def class_top_digit_counts(bits, labels, n_bits, start, stop, low, shift):
+def class_top_digit_counts(bits, labels, start, stop, low, shift):
     """2 * TOP_BUCKETS int64: how many keys of rows ``start:stop`` fall in each bucket
     (``(key - low) >> shift``), the negatives' buckets first, then the positives'.
 
-    ``bits`` is a float32/float64 score array viewed as uint32/uint64
-    (``n_bits`` 32 or 64) and ``labels`` the boolean labels.
+    ``bits`` is a float32/float64 score array viewed as uint32/uint64 and
+    ``labels`` the 0/1 labels as uint8.
     """
-    sign, full = _key_masks(n_bits)
+    sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
     counts = np.zeros(2 * TOP_BUCKETS, dtype=np.int64)
     for i in range(start, stop):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        counts[np.int64(labels[i]) * TOP_BUCKETS + _bucket_of(k, low, shift)] += 1
+        counts[(np.int64(labels[i]) << TOP_BUCKET_BITS) | _bucket_of(k, low, shift)] += 1
     return counts
 
 
 @njit(cache=True, nogil=True)
-def scatter_class_keys(bits, labels, n_bits, start, stop, low, shift, next_slot, out):
+def scatter_class_keys(bits, labels, start, stop, low, shift, next_slot, out):
     """Write the key of each row ``start:stop`` into ``out`` by class and bucket.
 
     ``next_slot[c * TOP_BUCKETS + d]`` is where the next key of class ``c``
@@ -239,20 +239,20 @@ def scatter_class_keys(bits, labels, n_bits, start, stop, low, shift, next_slot,
     come first in ``out``); it is advanced in place. Rows keep their order
     within a bucket. No branch on the label.
     """
-    sign, full = _key_masks(n_bits)
+    sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
     for i in range(start, stop):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        slot = np.int64(labels[i]) * TOP_BUCKETS + _bucket_of(k, low, shift)
+        slot = (np.int64(labels[i]) << TOP_BUCKET_BITS) | _bucket_of(k, low, shift)
         t = next_slot[slot]
         out[t] = k
         next_slot[slot] = t + 1
 
 
 @njit(cache=True, nogil=True)
-def member_top_digit_counts(bits, n_bits, identity_rows, row_ptr, start, stop, low, shift):
+def member_top_digit_counts(bits, identity_rows, row_ptr, start, stop, low, shift):
     """TOP_BUCKETS int64: how many memberships of identity rows ``start:stop`` fall in
     each bucket (a row counts once per subgroup it is in; see :func:`scatter_member_keys`)."""
-    sign, full = _key_masks(n_bits)
+    sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
     counts = np.zeros(TOP_BUCKETS, dtype=np.int64)
     for r in range(start, stop):
         k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
@@ -261,7 +261,7 @@ def member_top_digit_counts(bits, n_bits, identity_rows, row_ptr, start, stop, l
 
 
 @njit(cache=True, nogil=True)
-def scatter_member_keys(bits, n_bits, identity_rows, identity_labels, row_ptr, row_groups, start,
+def scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups, start,
                         stop, low, shift, next_slot, keys_out, codes_out):
     """Write every membership of identity rows ``start:stop`` as (score key,
     ``2 * subgroup + label``) into ``keys_out``/``codes_out`` by bucket.
@@ -271,7 +271,7 @@ def scatter_member_keys(bits, n_bits, identity_rows, identity_labels, row_ptr, r
     ``next_slot[d]`` is where the next membership in bucket ``d`` goes
     (advanced in place); memberships keep their order within a bucket.
     """
-    sign, full = _key_masks(n_bits)
+    sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
     for r in range(start, stop):
         k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
         d = _bucket_of(k, low, shift)

@@ -115,8 +115,10 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     not depend on ``workers``. ``key_range``: :func:`score_key_range`, if known.
     """
     uint = _UINT_OF_FLOAT[scores.dtype]
-    bits, n_bits = scores.view(uint), scores.dtype.itemsize * 8
+    bits = scores.view(uint)
     low, shift = score_key_range(scores, workers) if key_range is None else key_range
+    if labels is not None:
+        labels = labels.view(np.uint8)  # read as 0/1 bytes: no branch on the label
     m = memberships
     n_members = 0 if m is None else m.row_groups.shape[0]
     pieces = pieces_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
@@ -126,9 +128,9 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
     def count(j):
         return (None if labels is None else
-                K.class_top_digit_counts(bits, labels, n_bits, *rows[j], low, shift),
+                K.class_top_digit_counts(bits, labels, *rows[j], low, shift),
                 None if m is None else
-                K.member_top_digit_counts(bits, n_bits, m.identity_rows, m.row_ptr, *members[j],
+                K.member_top_digit_counts(bits, m.identity_rows, m.row_ptr, *members[j],
                                           low, shift))
 
     counts = run_pieces(count, range(pieces), workers)
@@ -151,9 +153,9 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
     def scatter(j):
         if labels is not None:
-            K.scatter_class_keys(bits, labels, n_bits, *rows[j], low, shift, class_slot[j], out)
+            K.scatter_class_keys(bits, labels, *rows[j], low, shift, class_slot[j], out)
         if m is not None:
-            K.scatter_member_keys(bits, n_bits, m.identity_rows, m.identity_labels, m.row_ptr,
+            K.scatter_member_keys(bits, m.identity_rows, m.identity_labels, m.row_ptr,
                                   m.row_groups, *members[j], low, shift, member_slot[j], keys,
                                   codes)
 

@@ -47,7 +47,7 @@ def _sortable_key(b, sign, full):
     b = np.uint64(0) if b == sign else b  # -0.0 sorts and ties as +0.0
     negative = np.uint64((b & sign) != 0)
     # without a branch: b ^ sign (= b | sign) when non-negative, b ^ full (= ~b) when negative
-    return b ^ (((np.uint64(0) - negative) & full) | sign)
+    return b ^ ((full * negative) | sign)
 
 
 @njit(inline="always")

@@ -62,7 +62,7 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
         return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
     key_range = score_key_range(scores, workers)
     class_workers = workers // 2
-    with ThreadPoolExecutor(max_workers=1) as helper:
+    with helper_thread() as helper:
         classes = helper.submit(sort_classes, scores, labels, class_workers, key_range)
         memberships = prepare(workers - class_workers)
         members = sort_memberships(scores, memberships, workers - class_workers, key_range)

@@ -183,18 +183,20 @@ def _needs_compiling(dispatcher) -> bool:
     return not (index and os.path.exists(index))
 
 
-def announce_compiling(name: str, dispatchers) -> None:
+def announce_compiling(name: str, dispatchers, note: str = "") -> int:
     """Log one line (``logging``, logger ``"fastbias"``, INFO) before a call that must
     compile kernels: which, about how long, and that they are cached afterwards.
 
     ``name`` names the set (e.g. ``"counting"``); once a set is found ready it is not
-    checked again, so this costs nothing on later calls.
+    checked again, so this costs nothing on later calls. Returns how many of the
+    kernels must compile (0 when all are ready); ``note`` ends the line.
     """
     if name in _ready:
-        return
+        return 0
     missing = [d for d in dispatchers if _needs_compiling(d)]
     if missing:
         seconds = max(1, round(SECONDS_PER_KERNEL * len(missing)))
         logger.info("compiling kernels for first use (%s: %d kernels, about %d s, cached "
-                    "afterwards)", name, len(missing), seconds)
+                    "afterwards)%s", name, len(missing), seconds, note)
     _ready.add(name)
+    return len(missing)

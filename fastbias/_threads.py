@@ -80,7 +80,10 @@ def run_pieces(function, pieces, workers: int) -> list:
     def run_share(share):
         return [function(piece) for piece in share]
 
-    futures = _submit_to_pool(workers - 1, run_share, shares[1:])
+    try:
+        futures = _submit_to_pool(workers - 1, run_share, shares[1:])
+    except RuntimeError:  # the interpreter is shutting down (no new threads): all here
+        return [function(piece) for piece in pieces]
     try:
         first = run_share(shares[0])
     finally:

@@ -112,9 +112,10 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
-        lambda threads: prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
-                                          workers=threads),
-        labels, weights, workers=workers, with_rows=ci == "bootstrap")
+        lambda threads, compiled=True: prepare_subgroups(labels, subgroups, subgroup_threshold,
+                                                         kept, workers=threads,
+                                                         compiled=compiled),
+        labels, weights, workers=workers, with_rows=ci == "bootstrap", numpy_if_cold=ci is None)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if ci is not None:

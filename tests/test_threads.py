@@ -279,3 +279,13 @@ def test_concurrent_calls_that_grow_the_pool_all_finish():
         results = list(callers.map(call, [2, 9, 3, 17, 5, 33, 4, 2] * 3))
     for workers, got in zip([2, 9, 3, 17, 5, 33, 4, 2] * 3, results):
         assert got == [j * workers for j in range(3 * workers)]
+
+
+def test_run_pieces_runs_inline_when_no_thread_can_start(monkeypatch):
+    # at interpreter shutdown (a compile finishing on a background thread) executors refuse
+    # new work: the pieces then all run on the calling thread
+    def refuse(*args):
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(_threads, "_submit_to_pool", refuse)
+    assert _threads.run_pieces(lambda j: j + 1, range(5), 4) == [1, 2, 3, 4, 5]

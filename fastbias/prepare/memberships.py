@@ -141,13 +141,17 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     return memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups)
 
 
-def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.ndarray:
+def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray,
+                compiled: bool = True) -> np.ndarray:
     """Rows where ``values >= threshold`` (NaN is never a member), via a jitted pass.
 
     A boolean or uint8 mask with a threshold in (0, 1] is read eight rows at
     a time (members are then exactly the non-zero bytes); anything else is
-    compared row by row.
+    compared row by row. ``compiled=False`` does the same in numpy (for a
+    first call while the kernels compile).
     """
+    if not compiled:
+        return np.flatnonzero(values >= threshold).astype(np.int64)
     if values.dtype in (np.bool_, np.uint8) and 0.0 < threshold <= 1.0 and values.ndim == 1:
         flat = np.ascontiguousarray(values).view(np.uint8)
         if flat.ctypes.data % 8:
@@ -160,23 +164,24 @@ def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray) -> np.
 
 
 
-def member_rows(values: IdentityValues, buffer: np.ndarray | None = None) -> np.ndarray:
+def member_rows(values: IdentityValues, buffer: np.ndarray | None = None,
+                compiled: bool = True) -> np.ndarray:
     """Increasing int64 row indices of the members of one identity column."""
-    if buffer is None:
+    if buffer is None and compiled:
         buffer = np.empty(values.values.shape[0], dtype=np.int64)
-    return column_rows(values.values, values.threshold, buffer)
+    return column_rows(values.values, values.threshold, buffer, compiled)
 
 
-def subgroup_rows(subgroups, n: int, threshold: float | None = None):
+def subgroup_rows(subgroups, n: int, threshold: float | None = None, compiled: bool = True):
     """Validate subgroups and return (names, list of increasing row-index arrays)."""
     if threshold is not None:
         threshold = check_threshold(threshold, "subgroup_threshold")
     names, columns = subgroup_columns(subgroups, n)
     if not names:
         raise ValueError("subgroups is empty: give at least one subgroup")
-    buffer = np.empty(n, dtype=np.int64)
+    buffer = np.empty(n, dtype=np.int64) if compiled else None
     hint = " or use fastbias.evaluate (missing_subgroup=...)"
-    rows = [member_rows(identity_values(col, name, threshold, hint), buffer)
+    rows = [member_rows(identity_values(col, name, threshold, hint), buffer, compiled)
             for name, col in zip(names, columns)]
     return names, rows
 
@@ -190,13 +195,15 @@ def restrict_rows(rows: list, kept: np.ndarray) -> list:
 
 
 def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
-                      kept: np.ndarray | None = None, workers: int = 1) -> Memberships:
+                      kept: np.ndarray | None = None, workers: int = 1,
+                      compiled: bool = True) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
 
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
     dicts take one jitted pass per column. ``kept`` (a boolean mask over the
     input rows, from ``nan_policy="omit"``) restricts the subgroups to those rows.
-    ``workers``: threads the dense scan may use.
+    ``workers``: threads the dense scan may use. ``compiled=False`` builds the
+    same memberships with numpy alone (a first call while the kernels compile).
     """
     n = labels.shape[0] if kept is None else kept.shape[0]
     if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
@@ -207,11 +214,28 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
             raise ValueError(f"subgroups has {subgroups.shape[0]} rows but y_true has {n}{hint}")
         names = [f"subgroup_{j}" for j in range(subgroups.shape[1])]
         matrix = subgroups if kept is None else subgroups[kept]
+        if not compiled:
+            rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
+            return _memberships_in_numpy(labels, names, rows, groups)
         return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names, workers)
-    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
+    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold, compiled=compiled)
     if kept is not None:
         rows = restrict_rows(rows, kept)
+    if not compiled:
+        groups = np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows])
+        rows = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+        order = np.lexsort((groups, rows))
+        return _memberships_in_numpy(labels, names, rows[order], groups[order])
     return prepare_memberships(labels, rows, names)
+
+
+def _memberships_in_numpy(labels, names, rows: np.ndarray, groups: np.ndarray) -> Memberships:
+    """:class:`Memberships` from (row, subgroup) pairs sorted by row, then subgroup."""
+    labels = np.ascontiguousarray(labels, dtype=np.bool_)
+    identity_rows, first = np.unique(rows, return_index=True)
+    row_ptr = np.append(first, rows.shape[0]).astype(np.int64)
+    return memberships_from_csr(labels, names, identity_rows.astype(np.int64), row_ptr,
+                                groups.astype(np.int64))
 
 
 

@@ -8,40 +8,53 @@ import numpy as np
 from .._numba_cache import announce_compiling
 from .._threads import usable_cpus
 from ..prepare import _kernels as PK
-from ..prepare.memberships import Memberships
+from ..prepare.memberships import Memberships, memberships_from_csr
 from ..sort import _kernels as SK
 from ..sort.order import SortedScores, score_key_range, sort_classes, sort_memberships
 from . import _kernels as K
 from .counts import SweepCounts, count_sorted
+from .first_call import (
+    FIRST_CALL_MAX_ROWS,
+    compile_in_background,
+    counts_in_numpy,
+    still_compiling,
+)
 
 # below this many rows a helper thread that sorts while the caller reads columns does not pay
 CONCURRENT_SWEEP_MIN_ROWS = 100_000
 
 
-def announce_first_use(weighted: bool = False) -> None:
+def announce_first_use(weighted: bool = False, note: str = "") -> int:
     """Log one line (logger ``"fastbias"``) when this call must compile its kernels first
     (a fresh environment: about 0.5 s per kernel, cached afterwards); see
-    :func:`fastbias._numba_cache.announce_compiling`."""
-    prepare = [PK.csr_from_dense_rows, PK.dense_members, PK.build_row_csr]
+    :func:`fastbias._numba_cache.announce_compiling`. Returns how many must compile."""
+    # the kernels every such call needs (which membership readers compile depends on the
+    # kind of input: a set that is never compiled would make every call look cold)
     if weighted:
-        announce_compiling("weighted counting", prepare + [
+        return announce_compiling("weighted counting", [
             PK.split_rows_by_label, PK.cell_row_counts, SK.radix_sort_gathered,
             SK.gather_scores, K.cumulative_weights_compensated, K.subgroup_counts_weighted])
-    else:
-        announce_compiling("counting", prepare + [
-            SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_top_digit_counts,
-            SK.scatter_member_keys, SK.sort_buckets, K.member_counts_in_range,
-            K.add_member_counts, K.finish_member_counts, K.twice_auc_numerator_sorted,
-            K.block_boundary_near])
+    return announce_compiling("counting", COUNTING_KERNELS, note)
+
+
+#: the kernels of an unweighted count after the memberships (see :func:`warm_up_counting`)
+COUNTING_KERNELS = [SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_top_digit_counts,
+                    SK.scatter_member_keys, SK.sort_buckets, K.member_counts_in_range,
+                    K.add_member_counts, K.finish_member_counts, K.twice_auc_numerator_sorted,
+                    K.block_boundary_near]
 
 
 def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=None,
                    labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
-                   workers: int = 1, with_rows: bool = False) -> tuple:
+                   workers: int = 1, with_rows: bool = False,
+                   numpy_if_cold: bool = False) -> tuple:
     """Sort once and count: ``(memberships, sorted scores, counts)``.
 
-    ``prepare(workers)`` builds the memberships on that many threads when
-    ``memberships`` is None. The sorts and the counting walk are each shared
+    ``prepare(workers, compiled=True)`` builds the memberships on that many
+    threads when ``memberships`` is None. With ``numpy_if_cold`` (the caller
+    needs no sorts afterwards), an unweighted call whose kernels must still
+    compile counts in numpy while they compile on a background thread (see
+    :mod:`fastbias.sweep.first_call`); its sorted scores are then None. The sorts and the counting walk are each shared
     out among up to ``workers`` threads (see ``fastbias._threads``); the
     counts are the same, bit for bit, on any number of threads. ``with_rows``
     makes the sorts carry the rows (what the bootstrap needs, see
@@ -53,7 +66,16 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     threads each: the scan is bound by memory bandwidth, the sort by
     computation, so the two overlap better than either splits.
     """
-    announce_first_use(sample_weight is not None)
+    numpy_first = (numpy_if_cold and memberships is None and sample_weight is None
+                   and not with_rows and scores.shape[0] <= FIRST_CALL_MAX_ROWS)
+    note = "; this call counts in numpy meanwhile" if numpy_first else ""
+    warm_up = f"counting-{scores.dtype}"
+    cold = announce_first_use(sample_weight is not None, note) > 0
+    if numpy_first and (cold or still_compiling(warm_up)):
+        # a fresh environment: the same exact counts in numpy while the kernels compile
+        memberships = prepare(1, False)
+        compile_in_background(warm_up, lambda: warm_up_counting(scores, memberships, prepare))
+        return memberships, None, counts_in_numpy(scores, memberships)
     overlap = (memberships is None and labels is not None and sample_weight is None
                and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
     if not overlap:
@@ -69,6 +91,23 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
         sorted_scores = SortedScores(scores, memberships, classes.result(), members,
                                      workers=workers)
     return memberships, sorted_scores, count_sorted(sorted_scores)
+
+
+def warm_up_counting(scores: np.ndarray, memberships: Memberships, prepare) -> None:
+    """Compile (and cache) the kernels an unweighted count of these inputs needs: the sorts
+    and the walk (one and several pieces) on the first memberships, the membership reading
+    on the real inputs (two pieces where they are large enough)."""
+    m = memberships
+    n = min(m.n_rows, 256)
+    rows = int(np.searchsorted(m.identity_rows, n))
+    small = memberships_from_csr(m.labels[:n], m.names, m.identity_rows[:rows],
+                                 m.row_ptr[:rows + 1], m.row_groups[:m.row_ptr[rows]])
+    sorted_scores = SortedScores(np.ascontiguousarray(scores[:n]), small, workers=1)
+    counts = count_sorted(sorted_scores).counts
+    keys = sorted_scores.members[0]
+    K.block_boundary_near(keys, keys.shape[0] // 2)  # what a walk in several pieces adds
+    K.add_member_counts(counts, counts)
+    prepare(2, True)  # the membership kernels of this kind of input, at full size (a scan)
 
 
 def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships,

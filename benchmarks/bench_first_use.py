@@ -1,0 +1,82 @@
+"""First use: import + the first call of each kind in a fresh process, cold and warm cache.
+
+For each variant (float32 scores, float64 scores, sample weights, ``ci="delong"``,
+``ci="bootstrap"`` with 20 replicates) it starts a new Python process with an empty
+private ``NUMBA_CACHE_DIR`` and measures, on the Jigsaw-sized synthetic arrays
+(1.8M x 24 unless ``--rows``): the import, the first call (time to the answer),
+and the whole process (which, on a cold cache, also waits for kernels still
+compiling in the background so that they are cached); then the same in a second
+process on the now warm cache. Prints a Markdown table.
+
+Usage::
+
+    python benchmarks/bench_first_use.py
+    python benchmarks/bench_first_use.py --rows 200000 --variants float32 delong
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np, fastbias
+t1 = time.perf_counter()
+from fastbias.synthetic import make_jigsaw_like, to_arrays
+rows, variant = int(sys.argv[1]), sys.argv[2]
+y, s, g = to_arrays(make_jigsaw_like(n_rows=rows))
+kwargs = {}
+if variant == "float64":
+    s = s.astype(np.float64)
+elif variant == "weighted":
+    kwargs["sample_weight"] = np.random.default_rng(0).random(rows)
+elif variant == "delong":
+    kwargs["ci"] = "delong"
+elif variant == "bootstrap":
+    kwargs.update(ci="bootstrap", n_boot=20, random_state=0)
+t2 = time.perf_counter()
+fastbias.bias_metrics(y, s, g, **kwargs)
+t3 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "first_call": t3 - t2}), flush=True)
+"""
+
+VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap"]
+
+
+def run_child(rows: int, variant: str, cache: str) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", CHILD, str(rows), variant], env=env,
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["process"] = time.perf_counter() - start
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_804_875)
+    parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
+    args = parser.parse_args(argv)
+    print(f"# {args.rows:,} rows x 24 subgroups, load average {os.getloadavg()[0]:.2f}\n")
+    print("| first call | cold: import + first call | cold: whole process | "
+          "warm: import + first call |")
+    print("|---|---:|---:|---:|")
+    for variant in args.variants:
+        with tempfile.TemporaryDirectory() as cache:
+            os.chmod(cache, 0o700)
+            cold = run_child(args.rows, variant, cache)
+            warm = run_child(args.rows, variant, cache)
+        print(f"| {variant} | {cold['import'] + cold['first_call']:.2f} s | "
+              f"{cold['process']:.1f} s | {warm['import'] + warm['first_call']:.2f} s |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -51,14 +51,16 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     """Sort once and count: ``(memberships, sorted scores, counts)``.
 
     ``prepare(workers, compiled=True)`` builds the memberships on that many
-    threads when ``memberships`` is None. With ``numpy_if_cold`` (the caller
-    needs no sorts afterwards), an unweighted call whose kernels must still
-    compile counts in numpy while they compile on a background thread (see
-    :mod:`fastbias.sweep.first_call`); its sorted scores are then None. The sorts and the counting walk are each shared
-    out among up to ``workers`` threads (see ``fastbias._threads``); the
-    counts are the same, bit for bit, on any number of threads. ``with_rows``
-    makes the sorts carry the rows (what the bootstrap needs, see
-    :class:`SortedScores`).
+    threads when ``memberships`` is None. The sorts and the counting walk
+    are each shared out among up to ``workers`` threads (see
+    ``fastbias._threads``); the counts are the same, bit for bit, on any
+    number of threads. ``with_rows`` makes the sorts carry the rows (what
+    the bootstrap needs, see :class:`SortedScores`).
+
+    With ``numpy_if_cold`` (the caller needs no sorts afterwards), an
+    unweighted call whose kernels must still compile counts in numpy while
+    they compile on a background thread (see :mod:`fastbias.sweep.first_call`);
+    its sorted scores are then None.
 
     Unweighted, with memberships still to build (``prepare`` and the
     ``labels``) and enough rows, the class sort (it needs only the labels

@@ -17,11 +17,17 @@ from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import group_by_missing, member_rows, prepare_memberships
 from .sort.order import SortedScores, sort_classes
 from .sweep.counts import count_sorted, sweep_counts
+from .sweep.first_call import (
+    FIRST_CALL_MAX_ROWS,
+    compile_in_background,
+    counts_in_numpy,
+)
 from .sweep.parallel import (
     CONCURRENT_SWEEP_MIN_ROWS,
-    announce_first_use,
+    count_in_numpy_now,
     helper_thread,
     map_in_threads,
+    warm_up_counting,
 )
 from .tables.result import EvaluationResult, evaluation_result
 from .validate.columns import (
@@ -156,29 +162,36 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label}
-    announce_first_use(weights is not None)
-    with helper_thread(ahead) as pool:
+    first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)
+    # a fresh environment: the same exact counts in numpy while the kernels compile
+    in_numpy = count_in_numpy_now(first_scores.dtype, weights is not None,
+                                  ci is None and n <= FIRST_CALL_MAX_ROWS)
+    with helper_thread(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
-            first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)
             early_classes = pool.submit(sort_classes, first_scores, labels)
         return _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n,
                                   subgroup_threshold, missing_subgroup, n_jobs, ci, confidence,
-                                  n_boot, random_state, settings, early_classes)
+                                  n_boot, random_state, settings, early_classes,
+                                  first_scores if in_numpy else None)
 
 
 
 def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, subgroup_threshold,
                        missing_subgroup, n_jobs, ci, confidence, n_boot, random_state, settings,
-                       early_classes) -> EvaluationResult:
+                       early_classes, warm_up_scores=None) -> EvaluationResult:
     """The body of :func:`evaluate` once the arguments are validated.
 
     ``early_classes`` (from a helper thread) is a future of the class
-    sort of the single model over all rows.
+    sort of the single model over all rows. With ``warm_up_scores`` (the
+    first model's scores) the kernels still have to compile: everything is
+    counted in numpy while a background thread compiles them (see
+    :mod:`fastbias.sweep.first_call`).
     """
+    compiled = warm_up_scores is None
     columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
-    buffer = np.empty(n, dtype=np.int64)
-    rows_of = [member_rows(column, buffer) for column in columns]
+    buffer = np.empty(n, dtype=np.int64) if compiled else None
+    rows_of = [member_rows(column, buffer, compiled) for column in columns]
     groups = group_by_missing([column.missing if missing_subgroup == "exclude" else None
                                for column in columns])
     universes = []
@@ -186,9 +199,17 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         rows = [rows_of[j] if kept is None else np.searchsorted(kept, rows_of[j]) for j in index]
         sub_labels = labels if kept is None else labels[kept]
         universes.append((kept, prepare_memberships(sub_labels, rows,
-                                                    [subgroup_names[j] for j in index])))
-    overall_memberships = (prepare_memberships(labels, [], [])
+                                                    [subgroup_names[j] for j in index],
+                                                    compiled)))
+    overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
+    if not compiled:
+        kept, memberships = universes[0]
+        scores = warm_up_scores if kept is None else warm_up_scores[kept]
+        # (the membership kernels warm up on all rows and every column)
+        compile_in_background(f"counting-{scores.dtype}", lambda: warm_up_counting(
+            scores, memberships, lambda threads, compiled=True: prepare_memberships(
+                labels, [member_rows(column) for column in columns], subgroup_names)))
 
     def run_model(model: str):
         values = as_scores(df[model], f"score column {model!r}", n, omit=True)
@@ -196,7 +217,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         for kept, memberships in universes:
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
-            if early_classes is not None and kept is None:
+            if not compiled:
+                sc = counts_in_numpy(s, memberships)
+            elif early_classes is not None and kept is None:
                 sorted_scores = SortedScores(s, memberships, early_classes.result(),
                                              workers=model_workers)
                 sc = count_sorted(sorted_scores)
@@ -205,7 +228,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                              workers=model_workers)
                 sc = count_sorted(sorted_scores, w)
             table = table_from_counts(sc, warn=False)
-            if ci is not None:
+            if ci is not None:  # (never in numpy: the intervals need the sorts)
                 table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
                                          random_state=random_state)
@@ -213,8 +236,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             if kept is None:
                 overall = overall_auc_from_counts(sc)
         if overall is None:
-            overall = overall_auc_from_counts(sweep_counts(values, overall_memberships, weights,
-                                                           workers=model_workers))
+            overall = overall_auc_from_counts(
+                counts_in_numpy(values, overall_memberships) if not compiled else
+                sweep_counts(values, overall_memberships, weights, workers=model_workers))
         return pd.concat(tables).reindex(subgroup_names), overall
 
     # the models share the threads: each one's sorts and walks get its share of them

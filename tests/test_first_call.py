@@ -119,3 +119,21 @@ def test_intervals_and_weights_never_take_the_numpy_path(cold):
     fastbias.bias_metrics(y, s, groups, ci="delong")
     fastbias.bias_metrics(y, s, groups, sample_weight=rng.random(n))
     assert first_call._started == set()
+
+
+@pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
+def test_a_cold_evaluate_counts_in_numpy_and_equals_the_kernels(cold, missing_subgroup):
+    from fastbias.synthetic import make_jigsaw_like
+
+    df = make_jigsaw_like(n_rows=6_000, n_identities=5, random_state=3)
+    names = [c for c in df.columns if c not in ("toxicity", "model_fair", "model_biased")]
+    kwargs = dict(label="toxicity", scores=["model_fair", "model_biased"], subgroups=names,
+                  missing_subgroup=missing_subgroup)
+    got = fastbias.evaluate(df, **kwargs)
+    assert first_call._started == {"counting-float32"}
+    for thread in warm_up_threads():
+        thread.join(timeout=120)
+    assert first_call._finished == {"counting-float32"}
+    expected = fastbias.evaluate(df, **kwargs)  # the kernels (warm now)
+    pd.testing.assert_frame_equal(got.table, expected.table, check_exact=True)
+    pd.testing.assert_series_equal(got.overall_auc, expected.overall_auc, check_exact=True)

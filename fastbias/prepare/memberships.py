@@ -88,8 +88,17 @@ def memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> M
                        labels[identity_rows])
 
 
-def prepare_memberships(labels: np.ndarray, group_rows: list, names: list) -> Memberships:
-    """Build :class:`Memberships` from one increasing row-index array per subgroup."""
+def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
+                        compiled: bool = True) -> Memberships:
+    """Build :class:`Memberships` from one increasing row-index array per subgroup
+    (``compiled=False``: with numpy alone, for a first call while the kernels compile)."""
+    if not compiled:
+        groups = np.repeat(np.arange(len(group_rows), dtype=np.int64),
+                           [len(r) for r in group_rows])
+        rows = (np.concatenate(group_rows).astype(np.int64) if group_rows
+                else np.empty(0, dtype=np.int64))
+        order = np.lexsort((groups, rows))
+        return _memberships_in_numpy(labels, names, rows[order], groups[order])
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     sizes = np.array([len(r) for r in group_rows], dtype=np.int64)
     group_ptr = np.zeros(len(group_rows) + 1, dtype=np.int64)
@@ -221,12 +230,7 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
     names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold, compiled=compiled)
     if kept is not None:
         rows = restrict_rows(rows, kept)
-    if not compiled:
-        groups = np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows])
-        rows = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
-        order = np.lexsort((groups, rows))
-        return _memberships_in_numpy(labels, names, rows[order], groups[order])
-    return prepare_memberships(labels, rows, names)
+    return prepare_memberships(labels, rows, names, compiled)
 
 
 def _memberships_in_numpy(labels, names, rows: np.ndarray, groups: np.ndarray) -> Memberships:

@@ -68,15 +68,13 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     threads each: the scan is bound by memory bandwidth, the sort by
     computation, so the two overlap better than either splits.
     """
-    numpy_first = (numpy_if_cold and memberships is None and sample_weight is None
-                   and not with_rows and scores.shape[0] <= FIRST_CALL_MAX_ROWS)
-    note = "; this call counts in numpy meanwhile" if numpy_first else ""
-    warm_up = f"counting-{scores.dtype}"
-    cold = announce_first_use(sample_weight is not None, note) > 0
-    if numpy_first and (cold or still_compiling(warm_up)):
+    if count_in_numpy_now(scores.dtype, sample_weight is not None,
+                          numpy_if_cold and memberships is None and not with_rows
+                          and scores.shape[0] <= FIRST_CALL_MAX_ROWS):
         # a fresh environment: the same exact counts in numpy while the kernels compile
         memberships = prepare(1, False)
-        compile_in_background(warm_up, lambda: warm_up_counting(scores, memberships, prepare))
+        compile_in_background(f"counting-{scores.dtype}",
+                              lambda: warm_up_counting(scores, memberships, prepare))
         return memberships, None, counts_in_numpy(scores, memberships)
     overlap = (memberships is None and labels is not None and sample_weight is None
                and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
@@ -93,6 +91,17 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
         sorted_scores = SortedScores(scores, memberships, classes.result(), members,
                                      workers=workers)
     return memberships, sorted_scores, count_sorted(sorted_scores)
+
+
+def count_in_numpy_now(dtype, weighted: bool, eligible: bool) -> bool:
+    """Announce a first use (:func:`announce_first_use`) and say whether this call should
+    count in numpy (see :mod:`fastbias.sweep.first_call`): it is ``eligible`` (unweighted,
+    no sorts needed afterwards) and the counting kernels for scores of ``dtype`` must still
+    compile, or are compiling on a background thread."""
+    eligible = eligible and not weighted
+    note = "; this call counts in numpy meanwhile" if eligible else ""
+    cold = announce_first_use(weighted, note) > 0
+    return eligible and (cold or still_compiling(f"counting-{dtype}"))
 
 
 def warm_up_counting(scores: np.ndarray, memberships: Memberships, prepare) -> None:

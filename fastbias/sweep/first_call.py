@@ -75,6 +75,7 @@ def _twice_below(sorted_values: np.ndarray, queries: np.ndarray) -> int:
 _compiling = threading.Lock()
 _started: set = set()
 _finished: set = set()
+_threads: list = []
 
 
 def compile_in_background(name: str, warm_up) -> None:
@@ -98,7 +99,15 @@ def compile_in_background(name: str, warm_up) -> None:
         finally:
             _finished.add(name)
 
-    threading.Thread(target=run, name=f"fastbias-compile-{name}", daemon=False).start()
+    thread = threading.Thread(target=run, name=f"fastbias-compile-{name}", daemon=False)
+    _threads.append(thread)
+    thread.start()
+
+
+def wait_until_compiled() -> None:
+    """Wait for the kernels compiling on background threads (e.g. before timing the kernels)."""
+    for thread in list(_threads):
+        thread.join()
 
 
 def still_compiling(name: str) -> bool:

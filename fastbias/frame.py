@@ -27,7 +27,6 @@ from .sweep.parallel import (
     count_in_numpy_now,
     helper_thread,
     map_in_threads,
-    warm_up_counting,
 )
 from .tables.result import EvaluationResult, evaluation_result
 from .validate.columns import (
@@ -162,33 +161,31 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label}
-    first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)
     # a fresh environment: the same exact counts in numpy while the kernels compile
-    in_numpy = count_in_numpy_now(first_scores.dtype, weights is not None,
-                                  ci is None and n <= FIRST_CALL_MAX_ROWS)
+    in_numpy = count_in_numpy_now(weights is not None, ci is None and n <= FIRST_CALL_MAX_ROWS)
     with helper_thread(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
+            first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)
             early_classes = pool.submit(sort_classes, first_scores, labels)
         return _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n,
                                   subgroup_threshold, missing_subgroup, n_jobs, ci, confidence,
                                   n_boot, random_state, settings, early_classes,
-                                  first_scores if in_numpy else None)
+                                  in_numpy)
 
 
 
 def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, subgroup_threshold,
                        missing_subgroup, n_jobs, ci, confidence, n_boot, random_state, settings,
-                       early_classes, warm_up_scores=None) -> EvaluationResult:
+                       early_classes, in_numpy: bool = False) -> EvaluationResult:
     """The body of :func:`evaluate` once the arguments are validated.
 
     ``early_classes`` (from a helper thread) is a future of the class
-    sort of the single model over all rows. With ``warm_up_scores`` (the
-    first model's scores) the kernels still have to compile: everything is
-    counted in numpy while a background thread compiles them (see
-    :mod:`fastbias.sweep.first_call`).
+    sort of the single model over all rows. ``in_numpy``: the kernels still
+    have to compile, so everything is counted in numpy while a background
+    process compiles them (see :mod:`fastbias.sweep.first_call`).
     """
-    compiled = warm_up_scores is None
+    compiled = not in_numpy
     columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
     buffer = np.empty(n, dtype=np.int64) if compiled else None
     rows_of = [member_rows(column, buffer, compiled) for column in columns]
@@ -204,12 +201,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
     if not compiled:
-        kept, memberships = universes[0]
-        scores = warm_up_scores if kept is None else warm_up_scores[kept]
-        # (the membership kernels warm up on all rows and every column)
-        compile_in_background(f"counting-{scores.dtype}", lambda: warm_up_counting(
-            scores, memberships, lambda threads, compiled=True: prepare_memberships(
-                labels, [member_rows(column) for column in columns], subgroup_names)))
+        compile_in_background()
 
     def run_model(model: str):
         values = as_scores(df[model], f"score column {model!r}", n, omit=True)

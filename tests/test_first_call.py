@@ -3,8 +3,6 @@
 References: the kernels' counts (themselves checked against brute force and sklearn elsewhere)
 and sklearn's roc_auc_score; heavy ties, signed zeros, empty, one-class and whole-data subgroups.
 """
-import threading
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -78,15 +76,12 @@ def test_numpy_memberships_equal_the_kernels_for_columns(dtype, threshold):
 
 @pytest.fixture
 def cold(monkeypatch):
-    """A process whose counting kernels look uncompiled, with no warm-up run yet."""
+    """A process whose counting kernels look uncompiled, with no background compilation yet."""
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
     monkeypatch.setattr(_numba_cache, "_ready", set())
-    monkeypatch.setattr(first_call, "_started", set())
-    monkeypatch.setattr(first_call, "_finished", set())
-
-
-def warm_up_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("fastbias-compile-")]
+    monkeypatch.setattr(first_call, "_children", {})
+    yield
+    first_call.wait_until_compiled()
 
 
 def test_a_cold_call_counts_in_numpy_and_compiles_in_the_background(cold, caplog):
@@ -98,12 +93,16 @@ def test_a_cold_call_counts_in_numpy_and_compiles_in_the_background(cold, caplog
     with caplog.at_level("INFO", logger="fastbias"):
         got = fastbias.bias_metrics(y, s, groups)
     assert any("this call counts in numpy meanwhile" in r.getMessage() for r in caplog.records)
-    assert first_call._started == {"counting-float32"}
-    for thread in warm_up_threads():
-        thread.join(timeout=120)
-    assert first_call._finished == {"counting-float32"}
-    expected = fastbias.bias_metrics(y, s, groups, n_jobs=1)  # the kernels (warm now)
+    assert list(first_call._children) == ["counting"]
+    assert first_call.still_compiling()  # (the child takes seconds: it has not finished yet)
+    again = fastbias.bias_metrics(y, s, groups)  # numpy again meanwhile, no second child
+    assert list(first_call._children) == ["counting"]
+    first_call.wait_until_compiled()
+    assert first_call._children["counting"].returncode == 0
+    assert not first_call.still_compiling()
+    expected = fastbias.bias_metrics(y, s, groups, n_jobs=1)  # the kernels
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    pd.testing.assert_frame_equal(again, expected, check_exact=True)
     assert got.attrs == expected.attrs
     member = groups[:, 2]
     assert got.iloc[2]["subgroup_auc"] == pytest.approx(roc_auc_score(y[member], s[member]),
@@ -118,7 +117,7 @@ def test_intervals_and_weights_never_take_the_numpy_path(cold):
     groups = {"a": rng.random(n) < 0.3}
     fastbias.bias_metrics(y, s, groups, ci="delong")
     fastbias.bias_metrics(y, s, groups, sample_weight=rng.random(n))
-    assert first_call._started == set()
+    assert first_call._children == {}
 
 
 @pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
@@ -130,10 +129,25 @@ def test_a_cold_evaluate_counts_in_numpy_and_equals_the_kernels(cold, missing_su
     kwargs = dict(label="toxicity", scores=["model_fair", "model_biased"], subgroups=names,
                   missing_subgroup=missing_subgroup)
     got = fastbias.evaluate(df, **kwargs)
-    assert first_call._started == {"counting-float32"}
-    for thread in warm_up_threads():
-        thread.join(timeout=120)
-    assert first_call._finished == {"counting-float32"}
-    expected = fastbias.evaluate(df, **kwargs)  # the kernels (warm now)
+    assert list(first_call._children) == ["counting"]
+    first_call.wait_until_compiled()
+    expected = fastbias.evaluate(df, **kwargs)  # the kernels
     pd.testing.assert_frame_equal(got.table, expected.table, check_exact=True)
     pd.testing.assert_series_equal(got.overall_auc, expected.overall_auc, check_exact=True)
+
+
+def test_the_warm_up_child_compiles_into_a_given_cache(tmp_path):
+    # what the background process does, run here: it leaves the counting kernels cached
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = dict(first_call._child_environment(), NUMBA_CACHE_DIR=str(cache))
+    subprocess.run([sys.executable, "-m", "fastbias.sweep.warm_up"], env=env, check=True,
+                   timeout=600)
+    cached = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
+    for name in ("_kernels.member_counts_in_range", "_kernels.sort_buckets",
+                 "_kernels.csr_from_dense_rows", "_kernels.build_row_csr",
+                 "_kernels.threshold_column_rows", "_kernels.add_member_counts"):
+        assert name in cached, name

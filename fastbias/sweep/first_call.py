@@ -2,7 +2,7 @@
 
 In a fresh environment (an empty Numba cache: a new container, a CI job, a
 Colab session) the counting kernels take several seconds to compile before
-the first answer. While they compile on a background thread
+the first answer. While they compile in a background process
 (:func:`compile_in_background`), an unweighted call without intervals gets
 its counts from :func:`counts_in_numpy`: the class sorts, the ranks of every
 membership in each class by ``searchsorted``, and each subgroup's sums in
@@ -13,6 +13,10 @@ as soon as they are ready.
 """
 from __future__ import annotations
 
+import atexit
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -72,45 +76,59 @@ def _twice_below(sorted_values: np.ndarray, queries: np.ndarray) -> int:
     return int(below.sum() + not_above.sum())
 
 
-_compiling = threading.Lock()
-_started: set = set()
-_finished: set = set()
-_threads: list = []
+_lock = threading.Lock()
+_children: dict = {}
 
 
-def compile_in_background(name: str, warm_up) -> None:
-    """Run ``warm_up()`` (calls that compile and cache the kernels) once per ``name`` on a
-    background thread; errors there are ignored (the next call compiles as usual).
+def compile_in_background(name: str = "counting") -> None:
+    """Compile and cache the counting kernels in a separate Python process, once.
 
-    Not a daemon: a script that ends right after its first call still waits for the
-    kernels to be compiled and cached at exit, so that its next run starts warm (the
-    answer itself came as soon as numpy had it).
+    The child (``python -m fastbias.sweep.warm_up``) compiles the kernels an
+    unweighted count needs, for float32 and float64 scores and the usual
+    identity-column types, and writes them to the same private cache; this
+    process then loads them on its next call. A separate process rather than
+    a thread: compiling changes interpreter-wide state (numba's type inference
+    enters ``warnings.catch_warnings``, which would undo the caller's own
+    warning filters meanwhile). At exit this process waits for the child, so
+    that a script that ends right after its first call still leaves a warm cache.
     """
-    with _compiling:
-        if name in _started:
+    with _lock:
+        if name in _children:
             return
-        _started.add(name)
-
-    def run():
         try:
-            warm_up()
-        except Exception:  # noqa: BLE001 (a failed warm-up only means the next call compiles)
-            pass
-        finally:
-            _finished.add(name)
+            child = subprocess.Popen([sys.executable, "-m", "fastbias.sweep.warm_up"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, env=_child_environment())
+        except OSError:  # no process can start: the next call compiles as usual
+            return
+        if not _children:
+            atexit.register(wait_until_compiled)
+        _children[name] = child
 
-    thread = threading.Thread(target=run, name=f"fastbias-compile-{name}", daemon=False)
-    _threads.append(thread)
-    thread.start()
+
+def _child_environment() -> dict:
+    """This process's environment, with the cache directory numba uses here made explicit."""
+    env = dict(os.environ)
+    try:
+        import numba
+
+        if numba.config.CACHE_DIR:
+            env["NUMBA_CACHE_DIR"] = numba.config.CACHE_DIR
+    except ImportError:  # pragma: no cover (numba is a dependency)
+        pass
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def wait_until_compiled() -> None:
-    """Wait for the kernels compiling on background threads (e.g. before timing the kernels)."""
-    for thread in list(_threads):
-        thread.join()
+    """Wait for the background compilation (e.g. before timing the kernels)."""
+    for child in list(_children.values()):
+        child.wait()
 
 
-def still_compiling(name: str) -> bool:
-    """Whether the background compilation ``name`` has started and not finished: a call
-    that needs those kernels now would wait for it."""
-    return name in _started and name not in _finished
+def still_compiling(name: str = "counting") -> bool:
+    """Whether the background compilation ``name`` is still running: a call that needs those
+    kernels now would compile them itself."""
+    child = _children.get(name)
+    return child is not None and child.poll() is None

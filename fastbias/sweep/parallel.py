@@ -8,7 +8,7 @@ import numpy as np
 from .._numba_cache import announce_compiling
 from .._threads import usable_cpus
 from ..prepare import _kernels as PK
-from ..prepare.memberships import Memberships, memberships_from_csr
+from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
 from ..sort.order import SortedScores, score_key_range, sort_classes, sort_memberships
 from . import _kernels as K
@@ -37,7 +37,7 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     return announce_compiling("counting", COUNTING_KERNELS, note)
 
 
-#: the kernels of an unweighted count after the memberships (see :func:`warm_up_counting`)
+#: the kernels of an unweighted count after the memberships (``fastbias.sweep.warm_up``)
 COUNTING_KERNELS = [SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_top_digit_counts,
                     SK.scatter_member_keys, SK.sort_buckets, K.member_counts_in_range,
                     K.add_member_counts, K.finish_member_counts, K.twice_auc_numerator_sorted,
@@ -68,13 +68,12 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     threads each: the scan is bound by memory bandwidth, the sort by
     computation, so the two overlap better than either splits.
     """
-    if count_in_numpy_now(scores.dtype, sample_weight is not None,
+    if count_in_numpy_now(sample_weight is not None,
                           numpy_if_cold and memberships is None and not with_rows
                           and scores.shape[0] <= FIRST_CALL_MAX_ROWS):
         # a fresh environment: the same exact counts in numpy while the kernels compile
+        compile_in_background()
         memberships = prepare(1, False)
-        compile_in_background(f"counting-{scores.dtype}",
-                              lambda: warm_up_counting(scores, memberships, prepare))
         return memberships, None, counts_in_numpy(scores, memberships)
     overlap = (memberships is None and labels is not None and sample_weight is None
                and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
@@ -93,32 +92,15 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     return memberships, sorted_scores, count_sorted(sorted_scores)
 
 
-def count_in_numpy_now(dtype, weighted: bool, eligible: bool) -> bool:
+def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
     """Announce a first use (:func:`announce_first_use`) and say whether this call should
     count in numpy (see :mod:`fastbias.sweep.first_call`): it is ``eligible`` (unweighted,
-    no sorts needed afterwards) and the counting kernels for scores of ``dtype`` must still
-    compile, or are compiling on a background thread."""
+    no sorts needed afterwards) and the counting kernels must still compile, or are
+    compiling in the background."""
     eligible = eligible and not weighted
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
-    return eligible and (cold or still_compiling(f"counting-{dtype}"))
-
-
-def warm_up_counting(scores: np.ndarray, memberships: Memberships, prepare) -> None:
-    """Compile (and cache) the kernels an unweighted count of these inputs needs: the sorts
-    and the walk (one and several pieces) on the first memberships, the membership reading
-    on the real inputs (two pieces where they are large enough)."""
-    m = memberships
-    n = min(m.n_rows, 256)
-    rows = int(np.searchsorted(m.identity_rows, n))
-    small = memberships_from_csr(m.labels[:n], m.names, m.identity_rows[:rows],
-                                 m.row_ptr[:rows + 1], m.row_groups[:m.row_ptr[rows]])
-    sorted_scores = SortedScores(np.ascontiguousarray(scores[:n]), small, workers=1)
-    counts = count_sorted(sorted_scores).counts
-    keys = sorted_scores.members[0]
-    K.block_boundary_near(keys, keys.shape[0] // 2)  # what a walk in several pieces adds
-    K.add_member_counts(counts, counts)
-    prepare(2, True)  # the membership kernels of this kind of input, at full size (a scan)
+    return eligible and (cold or still_compiling())
 
 
 def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships,

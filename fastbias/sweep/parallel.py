@@ -59,7 +59,7 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
 
     With ``numpy_if_cold`` (the caller needs no sorts afterwards), an
     unweighted call whose kernels must still compile counts in numpy while
-    they compile on a background thread (see :mod:`fastbias.sweep.first_call`);
+    they compile in a background process (see :mod:`fastbias.sweep.first_call`);
     its sorted scores are then None.
 
     Unweighted, with memberships still to build (``prepare`` and the

@@ -155,3 +155,16 @@ def test_the_warm_up_child_compiles_into_a_given_cache(tmp_path):
                  "_kernels.csr_from_dense_rows", "_kernels.build_row_csr",
                  "_kernels.threshold_column_rows", "_kernels.add_member_counts"):
         assert name in cached, name
+
+
+def test_a_frozen_application_starts_no_child(cold, monkeypatch):
+    # a frozen app's sys.executable is the app itself, not Python: never start it again
+    import sys
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    rng = np.random.default_rng(8)
+    y, s = rng.random(300) < 0.5, rng.random(300)
+    groups = {"a": rng.random(300) < 0.4}
+    got = fastbias.bias_metrics(y, s, groups)  # numpy, with no child compiling meanwhile
+    assert first_call._children == {} and not first_call.still_compiling()
+    pd.testing.assert_frame_equal(got, fastbias.bias_metrics(y, s, groups), check_exact=True)

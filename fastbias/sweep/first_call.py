@@ -92,6 +92,8 @@ def compile_in_background(name: str = "counting") -> None:
     warning filters meanwhile). At exit this process waits for the child, so
     that a script that ends right after its first call still leaves a warm cache.
     """
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return  # a frozen application's executable is not Python: the next call compiles
     with _lock:
         if name in _children:
             return
@@ -107,17 +109,13 @@ def compile_in_background(name: str = "counting") -> None:
 
 
 def _child_environment() -> dict:
-    """This process's environment, with the cache directory numba uses here made explicit."""
-    env = dict(os.environ)
-    try:
-        import numba
+    """This process's environment (the child imports the same fastbias: same paths, same
+    working directory), with the private cache directory chosen here made explicit."""
+    import numba
 
-        if numba.config.CACHE_DIR:
-            env["NUMBA_CACHE_DIR"] = numba.config.CACHE_DIR
-    except ImportError:  # pragma: no cover (numba is a dependency)
-        pass
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env = dict(os.environ)
+    if numba.config.CACHE_DIR:
+        env["NUMBA_CACHE_DIR"] = numba.config.CACHE_DIR
     return env
 
 

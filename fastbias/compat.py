@@ -32,8 +32,9 @@ from .metrics.aggregates import power_mean as _power_mean
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import prepare_memberships, subgroup_rows
 from .sweep.counts import sweep_counts
-from .sweep.parallel import announce_first_use, sweep_counts_concurrently
+from .sweep.parallel import announce_first_use
 from .validate.columns import require_columns
+from .validate.settings import resolve_workers
 from .validate.values import as_scores
 
 #: The label column of the Kaggle data; the default of :func:`calculate_overall_auc`.
@@ -105,7 +106,7 @@ def _model_tables(dataset, subgroups, models, label_col) -> list:
     tables = []
     for model in models:
         scores = as_scores(dataset[model], f"model column {model!r}", len(labels))
-        sc = sweep_counts_concurrently(scores, memberships)  # every usable CPU on large inputs
+        sc = sweep_counts(scores, memberships, workers=resolve_workers(None))  # every usable CPU
         table = table_from_counts(sc, context=f"model {model!r}").iloc[position]
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
         tables.append(table)

@@ -54,8 +54,9 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     The placement sums come from one walk over the memberships in score
     order and one over the sorted classes (in ranges of the scores shared out
     among the sorts' ``workers`` threads on large inputs; the ranges depend
-    only on the data, so the result does not depend on the threads): unweighted from the sorted keys,
-    weighted from the row order that the weighted point estimate made.
+    only on the data, so the result does not depend on the threads):
+    unweighted from the sorted keys, weighted from the row order that the
+    weighted point estimate made.
     Returns ``(se, overall_se)`` as :func:`delong_standard_errors`.
     ``O(n + memberships)`` after the sorts.
     """

@@ -317,8 +317,8 @@ class SortedScores:
         """Make both sorts now, together (fewer rounds of threads than one after the other);
         returns ``self``."""
         if self._classes is not None or self._members is not None:
-            pass  # one is made already: the other follows on first use
-        elif self.with_rows:
+            return self  # one is made already: the other follows on first use
+        if self.with_rows:
             # these two sorts are not split themselves: they run side by side
             run_pieces(lambda part: getattr(self, part), ["classes", "members"],
                        min(self.workers, 2))

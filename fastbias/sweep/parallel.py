@@ -6,13 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._numba_cache import announce_compiling
-from .._threads import usable_cpus
 from ..prepare import _kernels as PK
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
 from ..sort.order import SortedScores, score_key_range, sort_classes, sort_memberships
 from . import _kernels as K
-from .counts import SweepCounts, count_sorted
+from .counts import count_sorted
 from .first_call import (
     FIRST_CALL_MAX_ROWS,
     compile_in_background,
@@ -101,14 +100,6 @@ def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
     return eligible and (cold or still_compiling())
-
-
-def sweep_counts_concurrently(scores: np.ndarray, memberships: Memberships,
-                              workers: int | None = None) -> SweepCounts:
-    """Unweighted counts on ``workers`` threads (default: every usable CPU); the same counts,
-    bit for bit, on any number; see :func:`sort_and_count`."""
-    return sort_and_count(scores, memberships, workers=usable_cpus() if workers is None
-                          else workers)[2]
 
 
 def helper_thread(enabled: bool = True):

@@ -2,34 +2,64 @@
 
 :func:`evaluate` runs the one-machine decomposition on Dask's own machinery:
 
-1. one ``map_partitions`` binarises labels and subgroups once for all models
-   (a compact frame: label, subgroup memberships packed in 64-bit words, weight, scores);
-2. per model, Dask's ``set_index`` on the score range-partitions the rows
+0. before any work, with a ``dask.distributed`` client: every worker must
+   import fastbias at the client's version (a clear error names the workers
+   otherwise); Parquet sources given as paths have every file's footer
+   checked against the others (columns, types, label statistics);
+1. a first pass reads the score (weight and label) columns, validates them
+   and samples the scores; the sample's quantiles become the score boundaries
+   (``divisions``) of the partitions, so Dask never runs its own quantile pass;
+2. one ``map_partitions`` (or, for paths, one read per piece of row groups)
+   binarises labels and subgroups once for all models (a compact frame:
+   label, subgroup memberships packed in 64-bit words, weight, scores);
+3. per model, Dask's ``set_index`` on the score range-partitions the rows
    (one shuffle; equal scores always land in the same partition);
-3. one task per partition runs the Numba sweep on its rows and returns its
+4. one task per partition runs the Numba sweep on its rows and returns its
    cell counts and its within-partition pair counts (a few numbers per subgroup);
-4. the driver combines them: the pairs between partitions are products of
+5. the driver combines them: the pairs between partitions are products of
    each partition's counts with the cumulative counts of all lower partitions
    (``O(partitions x subgroups)``).
+
+While the cluster works, the client watches it: no worker for
+``worker_timeout`` seconds, or every worker paused for memory for
+``stall_timeout`` seconds, is an error rather than a hang; a lost worker
+whose work Dask redoes is one line on the "fastbias" logger.
 
 The numbers are those of :func:`fastbias.evaluate` on the same rows: integer
 counts are equal, so unweighted metrics are identical.
 """
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import logging
+import math
+import sys
+import threading
+import time
+
 import numpy as np
 import pandas as pd
 
+from ._version import __version__
 from .prepare import _kernels as PK
 from .prepare.encoded import encode_frame
+from .sort.buckets import bucket_edges, merge_summaries, summarize_scores
 from .sweep.chunks import chunk_counts
 from .tables.result import EvaluationResult, result_from_chunks
+from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.spec import ColumnSpec, column_spec, score_dtype
 
 __all__ = ["evaluate"]
 
+logger = logging.getLogger("fastbias")
+
 _LABEL = "label"
 _WEIGHT = "weight"
+#: rows of the score sample that sets the partition boundaries (at least; 2,000 per partition)
+_SAMPLE_ROWS = 200_000
+#: seconds between two looks at the cluster while it works
+_POLL_SECONDS = 0.5
 
 
 def _word_columns(n_groups: int, exclude_missing: bool) -> list:
@@ -45,11 +75,8 @@ def _score_column(k: int) -> str:
     return f"s{k}"
 
 
-def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, partition_info=None) -> pd.DataFrame:
-    """Compact, validated columns of one input partition (runs on the workers)."""
-    where = ""
-    if partition_info is not None and partition_info.get("number") is not None:
-        where = f"in Dask partition {partition_info['number']}"
+def _encoded(frame, spec: ColumnSpec, where: str, index) -> pd.DataFrame:
+    """Compact, validated columns of one piece of the input (runs on the workers)."""
     rows = encode_frame(frame, spec, where)
     data = {_LABEL: rows.labels}
     if spec.weighted:
@@ -61,18 +88,45 @@ def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, partition_info=None
         data[name] = column
     for k, values in enumerate(rows.scores):
         data[_score_column(k)] = values
-    return pd.DataFrame(data, index=frame.index)
+    return pd.DataFrame(data, index=index)
 
 
-def _encoded_meta(spec: ColumnSpec, dtypes: pd.Series) -> pd.DataFrame:
+def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, partition_info=None) -> pd.DataFrame:
+    where = ""
+    if partition_info is not None and partition_info.get("number") is not None:
+        where = f"in Dask partition {partition_info['number']}"
+    return _encoded(frame, spec, where, frame.index)
+
+
+def _read_and_encode(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
+    frame = read_piece(parquet, piece, spec.columns)
+    return _encoded(frame, spec, f"in {piece.where()}", pd.RangeIndex(len(frame)))
+
+
+def _encoded_meta(spec: ColumnSpec, score_dtypes: list) -> pd.DataFrame:
     data = {_LABEL: np.zeros(0, np.bool_)}
     if spec.weighted:
         data[_WEIGHT] = np.zeros(0, np.float64)
     for name in _word_columns(len(spec.subgroups), spec.exclude_missing):
         data[name] = np.zeros(0, np.uint64)
-    for k, model in enumerate(spec.models):
-        data[_score_column(k)] = np.zeros(0, score_dtype(dtypes[model]))
+    for k, dtype in enumerate(score_dtypes):
+        data[_score_column(k)] = np.zeros(0, dtype)
     return pd.DataFrame(data)
+
+
+def _frame_summary(frame, spec: ColumnSpec, sample_rows: int, seed: int, where: str):
+    if len(frame) == 0:
+        return None
+    return summarize_scores(frame, spec, list(range(len(spec.models))), None,
+                            np.random.default_rng(seed), where, sample_rows, check_labels=True)
+
+
+def _piece_summary(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec,
+                   sample_rows: int, seed: int):
+    columns = list(dict.fromkeys([spec.label, *spec.models,
+                                  *([spec.sample_weight] if spec.weighted else [])]))
+    frame = read_piece(parquet, piece, columns)
+    return _frame_summary(frame, spec, sample_rows, seed, f"in {piece.where()}")
 
 
 def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool):
@@ -90,11 +144,251 @@ def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclud
                         frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights)
 
 
-def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+def _combine(spec: ColumnSpec, per_model_chunks) -> EvaluationResult:
+    return result_from_chunks(spec, per_model_chunks, "dask")
+
+
+def _divisions(lowest: float, highest: float, sample, weights, n_partitions: int) -> list:
+    """Score boundaries of ``n_partitions`` ranges of about equal rows, covering
+    [lowest, highest]."""
+    edges = bucket_edges(sample, n_partitions, weights)
+    inner = edges[(edges > lowest) & (edges < highest)]
+    return [float(lowest), *(float(e) for e in inner), float(highest)]
+
+
+# --- the cluster: who works, and watching it work ---------------------------------------------
+
+def _active_client():
+    """The connected ``dask.distributed`` client, or None (Dask's local schedulers)."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _worker_probe():
+    """Runs on every worker: can it import fastbias, and which version? (Sent by value.)"""
+    try:
+        import fastbias
+
+        return {"version": fastbias.__version__, "error": None}
+    except BaseException as error:  # noqa: BLE001 - reported to the client, named
+        return {"version": None, "error": f"{type(error).__name__}: {error}"}
+
+
+# the probe must reach workers that cannot import fastbias: pickle it by value, not by name
+_worker_probe.__module__ = "__main__"
+_worker_probe.__qualname__ = "_fastbias_worker_probe"
+
+
+def _check_workers(client, timeout: float) -> None:
+    """Refuse to start unless some worker is connected and every worker imports fastbias at
+    this version; within ``timeout`` seconds, whatever the workers do."""
+    address = getattr(client.scheduler, "address", "the scheduler")
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError) as error:
+        raise RuntimeError(f"no Dask worker connected to {address} within {timeout:g} s "
+                           f"(worker_timeout); start workers, or pass a longer "
+                           f"worker_timeout") from error
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        replies = pool.submit(client.run, _worker_probe, on_error="return").result(timeout)
+    except concurrent.futures.TimeoutError:
+        raise RuntimeError(f"the Dask workers of {address} did not answer within {timeout:g} s "
+                           f"(worker_timeout) whether they can import fastbias") from None
+    finally:
+        pool.shutdown(wait=False)
+    broken = {}
+    for worker, reply in sorted(replies.items()):
+        if isinstance(reply, BaseException):
+            broken[worker] = f"{type(reply).__name__}: {reply}"
+        elif reply["error"] is not None:
+            broken[worker] = reply["error"]
+        elif reply["version"] != __version__:
+            broken[worker] = f"fastbias {reply['version']} (this client has {__version__})"
+    if broken:
+        shown = "; ".join(f"{worker}: {why}" for worker, why in list(broken.items())[:5])
+        more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+        raise RuntimeError(
+            f"{len(broken)} of {len(replies)} Dask worker(s) cannot run fastbias {__version__}: "
+            f"{shown}{more}. Install fastbias[distributed]=={__version__} in the workers' "
+            f"environment (the client and every worker need the same version)")
+
+
+class _QuietDask(logging.Filter):
+    """Keeps Dask's notes on a healthy run out of the terminal (they stay in Dask's own logs):
+    p2p shuffle notices, failed-task reports (the client raises the error itself) and
+    the traces of a worker loss that Dask recovers from (one fastbias line says it)."""
+
+    NOTICES = ("Compute Failed", "caused the cluster to lose", "Restarting worker",
+               "Async instruction for", "Worker process", "Nanny asking worker to close",
+               "Removing worker")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("distributed.shuffle") and record.levelno < logging.ERROR:
+            return False
+        if record.levelno >= logging.CRITICAL:
+            return True
+        message = str(record.msg)
+        return not any(message.startswith(n) or n in message[:200] for n in self.NOTICES)
+
+
+_QUIET = _QuietDask()
+
+
+def _terminal_handlers() -> list:
+    handlers = []
+    for name in ("distributed", ""):
+        handlers += [h for h in logging.getLogger(name).handlers
+                     if isinstance(h, logging.StreamHandler)
+                     and not isinstance(h, logging.FileHandler)]
+    return handlers
+
+
+def _quiet_worker_logs(on: bool) -> None:
+    """On a worker process that shares this terminal (a LocalCluster): filter as above."""
+    for handler in _terminal_handlers():
+        (handler.addFilter if on else handler.removeFilter)(_QUIET)
+
+
+@contextlib.contextmanager
+def _quiet_dask():
+    """Dask's notes filtered in this process while fastbias runs."""
+    handlers = _terminal_handlers()
+    for handler in handlers:
+        handler.addFilter(_QUIET)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(_QUIET)
+
+
+@contextlib.contextmanager
+def _quiet_local_workers(client):
+    """The same on the LocalCluster workers of this process (whose stderr is this terminal);
+    workers elsewhere log as they are set up to."""
+    local = client is not None and type(client.cluster).__name__ == "LocalCluster"
+    if local:
+        with contextlib.suppress(Exception):
+            client.run(_quiet_worker_logs, True)
+    try:
+        yield
+    finally:
+        if local and client.status == "running":
+            with contextlib.suppress(Exception):
+                client.run(_quiet_worker_logs, False)
+
+
+def _show_progress(progress) -> bool:
+    if progress is None:
+        return bool(getattr(sys.stdout, "isatty", lambda: False)())
+    return bool(progress)
+
+
+def _start_progress_bar(client, futures):
+    """Dask's own text progress bar of these futures, drawn from a helper thread."""
+    from distributed.diagnostics.progressbar import TextProgressBar
+
+    def draw():
+        with contextlib.suppress(Exception):
+            TextProgressBar(futures, scheduler=client.scheduler.address, loop=client.loop,
+                            complete=True)
+
+    thread = threading.Thread(target=draw, name="fastbias-dask-progress", daemon=True)
+    thread.start()
+    return thread
+
+
+def _watch(client, futures: list, worker_timeout: float, stall_timeout: float) -> list:
+    """Wait for ``futures``; an error rather than a hang when no worker is left or every
+    worker stays paused for memory; one line per worker lost on the way."""
+    from distributed import wait
+
+    seen = set(client.scheduler_info(n_workers=-1)["workers"])
+    no_worker_since = paused_since = None
+    while True:
+        try:
+            wait(futures, timeout=_POLL_SECONDS)
+            break
+        except TimeoutError:
+            pass
+        failed = [f for f in futures if f.status == "error"]
+        if failed:
+            break  # result() below raises the task's own exception
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        for address in sorted(seen - set(workers)):
+            logger.warning("fastbias: the Dask worker %s left during the run; Dask redoes its "
+                           "work elsewhere and the result stays exact", address)
+        seen = set(workers)
+        now = time.monotonic()
+        if not workers:
+            no_worker_since = no_worker_since or now
+            if now - no_worker_since > worker_timeout:
+                client.cancel(futures)
+                raise RuntimeError(
+                    f"no Dask worker has been connected for {worker_timeout:g} s "
+                    f"(worker_timeout): every worker left or died (out of memory, killed?); "
+                    f"the run was cancelled")
+        else:
+            no_worker_since = None
+        if workers and all(w.get("status") == "paused" for w in workers.values()):
+            paused_since = paused_since or now
+            if now - paused_since > stall_timeout:
+                client.cancel(futures)
+                limits = sorted({_megabytes(w.get("memory_limit")) for w in workers.values()})
+                raise RuntimeError(
+                    f"every Dask worker has been paused for memory for {stall_timeout:g} s "
+                    f"(stall_timeout; memory limit {', '.join(limits)} per worker): the "
+                    f"partitions do not fit. Give the workers more memory, or more workers, "
+                    f"or more partitions (npartitions=); docs/distributed.md gives the memory "
+                    f"per million rows; the run was cancelled")
+        else:
+            paused_since = None
+    return client.gather(futures)
+
+
+def _megabytes(limit) -> str:
+    return "no limit" if not limit else f"{limit / 2 ** 20:,.0f} MiB"
+
+
+def _compute(client, tasks: list, progress: bool, worker_timeout: float,
+             stall_timeout: float) -> list:
+    """Compute Dask objects: watched on a distributed cluster, plainly on local schedulers."""
+    import dask
+
+    if client is None:
+        if progress:
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar():
+                return list(dask.compute(*tasks))
+        return list(dask.compute(*tasks))
+    futures = client.compute(tasks)
+    bar = _start_progress_bar(client, futures) if progress else None
+    try:
+        return _watch(client, futures, worker_timeout, stall_timeout)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        if bar is not None:
+            bar.join(timeout=2)
+
+
+def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | None = 0.5,
              subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
              sample_weight: str | None = None, npartitions: int | None = None,
-             divisions=None, persist: bool | None = None) -> EvaluationResult:
-    """Bias metrics of a Dask DataFrame, exact and tie-aware, computed on the cluster.
+             divisions=None, persist: bool | None = None, compute: bool = True,
+             progress: bool | None = None, piece_rows: int = 1_000_000,
+             worker_timeout: float = 30.0, stall_timeout: float = 120.0,
+             random_state: int = 0):
+    """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
     connected, otherwise Dask's local default. The driver receives only a few
@@ -102,28 +396,57 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
 
     Parameters
     ----------
-    ddf : dask.dataframe.DataFrame
-        One row per example (e.g. from ``dask.dataframe.read_parquet``).
+    data : dask.dataframe.DataFrame, or str, path, or list of them
+        One row per example: a Dask DataFrame (e.g. from
+        ``dask.dataframe.read_parquet``), or Parquet files read here: a file, a
+        directory (every ``*.parquet`` below it), a glob pattern or a list,
+        local or a URI pyarrow can open (``s3://bucket/scored/*.parquet``). Paths
+        are better: every footer is checked first (a truncated file, a missing
+        column, a label or score type that differs between files, labels
+        outside [0, 1] are errors naming the file), and a read error names the
+        file and row groups.
     label, scores, subgroups, label_threshold, subgroup_threshold, missing_subgroup
-        As in :func:`fastbias.evaluate`.
+        As in :func:`fastbias.evaluate`; ``label_threshold=None`` insists on
+        labels that are exactly 0/1 or boolean.
     sample_weight : str, optional
         Name of a column of non-negative row weights.
     npartitions : int, optional
-        Partitions of the score-sorted data (passed to ``set_index``; default:
-        as many as Dask chooses). More partitions mean smaller tasks; all
-        rows with one score value always share a partition.
+        Partitions of the score-sorted data (default: as many as the input
+        has). All rows with one score value always share a partition.
     divisions : sequence of float, or dict of model -> sequence, optional
-        Score boundaries for ``set_index``; given, Dask skips its quantile
-        pass over the data. They must cover every score (for scores in
-        [0, 1], e.g. ``numpy.linspace(0, 1, 65)``); if they do not, the
+        Score boundaries of those partitions; given, the first pass does not
+        sample that model's scores. They must cover every score (for scores
+        in [0, 1], e.g. ``numpy.linspace(0, 1, 65)``); if they do not, the
         partitions overlap and a RuntimeError says so.
     persist : bool, optional
         Keep the compact encoded frame in cluster memory so that several
-        models reuse it (default: only when there are several models).
+        models reuse it (default: only when there are several models and
+        ``compute=True``).
+    compute : bool, default True
+        False returns a ``dask.delayed.Delayed`` whose value is the result,
+        for ``dask.compute``, ``client.compute`` with ``distributed.progress``,
+        or the dashboard. The first pass (score boundaries, weight range)
+        still runs now unless ``divisions`` are given and there are no weights.
+    progress : bool, optional
+        Dask's progress bar on stdout while the cluster works (default: when
+        stdout is a terminal).
+    piece_rows : int, default 1,000,000
+        For Parquet paths: rows per input partition (whole row groups of one
+        file; a larger row group is one partition).
+    worker_timeout : float, default 30
+        Seconds to wait for a first worker, for the workers' answer to "can
+        you import fastbias?", and with no worker left during the run, before
+        a RuntimeError (instead of waiting forever).
+    stall_timeout : float, default 120
+        Seconds every worker may stay paused for memory before a RuntimeError
+        (instead of waiting forever).
+    random_state : int, default 0
+        Seed of the score sample that sets the partition boundaries (the
+        result does not depend on it, only the partitions' sizes do).
 
     Returns
     -------
-    EvaluationResult
+    EvaluationResult or dask.delayed.Delayed
         Laid out as from :func:`fastbias.evaluate`; ``settings["engine"]`` is ``"dask"``.
 
     Examples
@@ -140,53 +463,117 @@ def evaluate(ddf, *, label: str, scores, subgroups, label_threshold: float = 0.5
     True
     """
     try:
-        import dask
         import dask.dataframe as dd
     except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("fastbias.dask needs Dask: pip install 'fastbias[distributed]'") from error
-    if not isinstance(ddf, dd.DataFrame):
-        raise TypeError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__} "
-                        f"(use fastbias.evaluate for a pandas DataFrame)")
-    spec = column_spec(ddf.columns, label=label, scores=scores, subgroups=subgroups,
-                       label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
-                       missing_subgroup=missing_subgroup, sample_weight=sample_weight,
-                       source="the Dask DataFrame")
-    dtypes = ddf.dtypes
-    for model in spec.models:
-        dtype = dtypes[model]
-        if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
-            raise TypeError(f"score column {model!r} must be numeric scores, got dtype {dtype}")
-    if npartitions is not None and (not isinstance(npartitions, (int, np.integer))
-                                    or npartitions < 1):
-        raise ValueError(f"npartitions must be a positive integer, got {npartitions!r}")
+        raise ImportError("fastbias.dask needs Dask: pip install "
+                          "'fastbias[distributed]'") from error
+    for name, value in (("npartitions", npartitions), ("piece_rows", piece_rows)):
+        if value is not None and (isinstance(value, bool) or
+                                  not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    for name, value in (("worker_timeout", worker_timeout), ("stall_timeout", stall_timeout)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    settings = dict(label=label, scores=scores, subgroups=subgroups,
+                    label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
+                    missing_subgroup=missing_subgroup, sample_weight=sample_weight)
+    parquet = pieces = None
+    if isinstance(data, dd.DataFrame):
+        spec = column_spec(data.columns, **settings, source="the Dask DataFrame")
+        dtypes = data.dtypes
+        for model in spec.models:
+            dtype = dtypes[model]
+            if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
+                raise TypeError(f"score column {model!r} must be numeric scores, got dtype {dtype}")
+        score_dtypes = [score_dtype(dtypes[m]) for m in spec.models]
+        n_input = data.npartitions
+    elif isinstance(data, pd.DataFrame):
+        raise TypeError("data must be a dask.dataframe.DataFrame or Parquet paths, got a pandas "
+                        "DataFrame (use fastbias.evaluate for a pandas DataFrame)")
+    else:
+        try:
+            spec, parquet = open_parquet(data, **settings)
+        except TypeError as error:
+            if "source must be" not in str(error):
+                raise
+            raise TypeError(f"data must be a dask.dataframe.DataFrame or Parquet paths, got "
+                            f"{type(data).__name__}") from None
+        if parquet.n_rows == 0:
+            raise ValueError("data has no rows")
+        pieces = parquet.pieces(int(piece_rows))
+        score_dtypes = parquet.score_dtypes
+        n_input = len(pieces)
+    n_out = int(npartitions) if npartitions is not None else max(1, n_input)
+    given = [divisions.get(model) if isinstance(divisions, dict) else divisions
+             for model in spec.models]
+    show = _show_progress(progress)
+    client = _active_client()
 
-    if spec.weighted:  # one power-of-two scale for the weights of every partition
-        weights = ddf[spec.sample_weight]
-        if pd.api.types.is_numeric_dtype(dtypes[spec.sample_weight]) and \
-                not pd.api.types.is_bool_dtype(dtypes[spec.sample_weight]):
-            smallest, largest = dask.compute(weights.where(weights > 0).min(), weights.max())
-            spec = spec.with_weight_range(float(smallest), float(largest))
-    encoded = ddf[spec.columns].map_partitions(_encode_partition, spec,
-                                               meta=_encoded_meta(spec, dtypes))
+    with _quiet_dask():
+        if client is not None:
+            _check_workers(client, float(worker_timeout))
+        with _quiet_local_workers(client):
+            return _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persist,
+                        compute, show, client, float(worker_timeout), float(stall_timeout),
+                        random_state)
+
+
+def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persist, compute, show,
+         client, worker_timeout, stall_timeout, random_state):
+    """The passes of :func:`evaluate` on checked arguments."""
+    import dask
+    import dask.dataframe as dd
+
+    # 1. first pass: validate scores, weights and labels; sample the scores
+    need_sample = any(d is None for d in given)
+    if need_sample or spec.weighted:
+        sample_rows = math.ceil(max(_SAMPLE_ROWS, 2_000 * n_out) / max(n_input, 1))
+        if parquet is None:
+            columns = list(dict.fromkeys([spec.label, *spec.models,
+                                          *([spec.sample_weight] if spec.weighted else [])]))
+            tasks = [dask.delayed(_frame_summary)(part, spec, sample_rows, random_state + i,
+                                                  f"in Dask partition {i}")
+                     for i, part in enumerate(data[columns].to_delayed())]
+        else:
+            tasks = [dask.delayed(_piece_summary)(piece, parquet, spec, sample_rows,
+                                                  random_state + i)
+                     for i, piece in enumerate(pieces)]
+        summary = merge_summaries(_compute(client, tasks, show, worker_timeout,
+                                           stall_timeout))
+        spec = spec.with_weight_range(*summary.weight_range)
+        given = [d if d is not None else
+                 _divisions(summary.lowest[k], summary.highest[k], summary.samples[k],
+                            summary.sample_weights[k], n_out)
+                 for k, d in enumerate(given)]
+
+    # 2. the compact encoded frame
+    meta = _encoded_meta(spec, score_dtypes)
+    if parquet is None:
+        encoded = data[spec.columns].map_partitions(_encode_partition, spec, meta=meta)
+    else:
+        encoded = dd.from_map(_read_and_encode, pieces, parquet=parquet, spec=spec,
+                              meta=meta, label="fastbias-read", enforce_metadata=False)
     if persist is None:
-        persist = len(spec.models) > 1
+        persist = len(spec.models) > 1 and compute
     if persist:
         encoded = encoded.persist()
 
+    # 3. per model: the range partitioning, then one count task per partition
     n_groups = len(spec.subgroups)
     shared = [_LABEL, *([_WEIGHT] if spec.weighted else []),
               *_word_columns(n_groups, spec.exclude_missing)]
     per_model_tasks = []
-    for k, model in enumerate(spec.models):
-        model_divisions = divisions.get(model) if isinstance(divisions, dict) else divisions
-        options = {}
-        if npartitions is not None:
-            options["npartitions"] = int(npartitions)
-        if model_divisions is not None:
-            options["divisions"] = sorted(float(x) for x in model_divisions)
-        ranged = encoded[[*shared, _score_column(k)]].set_index(_score_column(k), **options)
-        per_model_tasks.append([dask.delayed(_partition_counts)(part, n_groups, spec.weighted,
+    for k in range(len(spec.models)):
+        bounds = sorted(float(x) for x in given[k])
+        ranged = encoded[[*shared, _score_column(k)]].set_index(_score_column(k),
+                                                               divisions=bounds)
+        per_model_tasks.append([dask.delayed(_partition_counts)(part, n_groups,
+                                                                spec.weighted,
                                                                 spec.exclude_missing)
                                 for part in ranged.to_delayed()])
-    per_model_chunks = dask.compute(*per_model_tasks)
-    return result_from_chunks(spec, per_model_chunks, "dask")
+    if not compute:
+        return dask.delayed(_combine)(spec, per_model_tasks)
+    flat = [task for tasks in per_model_tasks for task in tasks]
+    chunks = iter(_compute(client, flat, show, worker_timeout, stall_timeout))
+    per_model_chunks = [[next(chunks) for _ in tasks] for tasks in per_model_tasks]
+    return _combine(spec, per_model_chunks)

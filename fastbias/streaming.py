@@ -28,63 +28,27 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from .prepare.encoded import EncodedRows, encode_frame
 from .sort import _kernels as SK
-from .sort.buckets import bucket_edges, byte_rows, tied_buckets
+from .sort.buckets import (
+    bucket_edges,
+    byte_rows,
+    merge_summaries,
+    summarize_scores,
+    tied_buckets,
+)
 from .sweep import _kernels as K
 from .sweep.chunks import ChunkCounts, chunk_counts, tied_chunk
 from .sweep.parallel import map_in_threads
 from .tables.result import EvaluationResult, result_from_chunks
+from .validate.parquet import ParquetSource, iter_batches, open_parquet
 from .validate.settings import resolve_n_jobs
-from .validate.spec import ColumnSpec, column_spec
-from .validate.values import as_sample_weight, as_scores
+from .validate.spec import ColumnSpec
 
 __all__ = ["evaluate_parquet"]
-
-
-def _parquet_files(source) -> list:
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
-            if not files:
-                raise FileNotFoundError(f"source: no *.parquet file under the directory {path}")
-            return files
-        if not path.is_file():
-            raise FileNotFoundError(f"source: {path} does not exist")
-        return [path]
-    files = [Path(p) for p in source]
-    if not files:
-        raise ValueError("source is an empty list of files")
-    absent = [str(p) for p in files if not p.is_file()]
-    if absent:
-        raise FileNotFoundError(f"source: {len(absent)} file(s) do not exist, e.g. {absent[0]}")
-    return files
-
-
-def _iter_frames(files: list, columns: list, batch_rows: int):
-    """(DataFrame of ``columns``, description) for every batch of every file, in order."""
-    import pyarrow.parquet as pq
-
-    for path in files:
-        parquet = pq.ParquetFile(path)
-        try:
-            start = 0
-            for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
-                if batch.num_rows == 0:
-                    continue
-                stop = start + batch.num_rows
-                # column by column: far cheaper than one consolidated DataFrame
-                frame = {name: batch.column(i).to_pandas()
-                         for i, name in enumerate(batch.schema.names)}
-                yield frame, f"in rows {start}..{stop - 1} of {path}"
-                start = stop
-        finally:
-            parquet.close()
 
 
 class _ModelSpill:
@@ -228,36 +192,30 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     >>> bool((res.table["bpsn_auc"] == ref.table["bpsn_auc"]).all())
     True
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     for name, value in (("batch_rows", batch_rows), ("bucket_rows", bucket_rows)):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     resolve_n_jobs(n_jobs, 1)
-    files = _parquet_files(source)
-    schemas = [pq.read_schema(p) for p in files]
-    spec = None
-    for path, schema in zip(files, schemas):
-        spec = column_spec(schema.names, label=label, scores=scores, subgroups=subgroups,
-                           label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
-                           missing_subgroup=missing_subgroup, sample_weight=sample_weight,
-                           source=f"the Parquet file {path}")
-    n_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files)
+    if temp_dir is not None and not os.path.isdir(temp_dir):
+        raise FileNotFoundError(f"temp_dir {os.fspath(temp_dir)!r} is not an existing directory "
+                                f"(create it first, or leave temp_dir=None for the system's "
+                                f"temporary directory)")
+    spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
+                                 label_threshold=label_threshold,
+                                 subgroup_threshold=subgroup_threshold,
+                                 missing_subgroup=missing_subgroup, sample_weight=sample_weight)
+    n_rows = parquet.n_rows
     if n_rows == 0:
         raise ValueError("source has no rows")
-    # float32 scores are kept as float32 (ties decided in float32) only if every file has them
-    record_score_dtypes = []
-    for model in spec.models:
-        types = [schema.field(model).type for schema in schemas]
-        single = all(pa.types.is_float32(x) or pa.types.is_float16(x) for x in types)
-        record_score_dtypes.append(np.dtype(np.float32 if single else np.float64))
+    # float32 scores are kept as float32 (ties decided in float32); open_parquet checked
+    # that every file stores each score column with one type
+    record_score_dtypes = parquet.score_dtypes
 
     n_groups = len(spec.subgroups)
     n_buckets = max(1, math.ceil(n_rows / bucket_rows))
     edges = [np.zeros(0)] * len(spec.models)
     if n_buckets > 1 or spec.weighted:
-        edges, weight_range = _first_pass(files, spec, batch_rows, n_rows, n_buckets,
+        edges, weight_range = _first_pass(parquet, spec, batch_rows, n_rows, n_buckets,
                                           random_state)
         spec = spec.with_weight_range(*weight_range)
 
@@ -270,7 +228,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
             fields.append(("codes", np.int8, (n_groups,)))
             spills.append(_ModelSpill(k, spec.models[k], edges[k], np.dtype(fields), n_groups,
                                       spec.weighted, directory))
-        for frame, where in _iter_frames(files, spec.columns, batch_rows):
+        for frame, where in iter_batches(parquet, spec.columns, batch_rows):
             rows = encode_frame(frame, spec, where)
             del frame
             for spill in spills:
@@ -282,39 +240,21 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     return result_from_chunks(spec, per_model, "streaming")
 
 
-def _first_pass(files, spec: ColumnSpec, batch_rows: int, n_rows: int, n_buckets: int,
-                random_state) -> tuple:
+def _first_pass(parquet: ParquetSource, spec: ColumnSpec, batch_rows: int, n_rows: int,
+                n_buckets: int, random_state) -> tuple:
     """Validate the scores, sample them for bucket edges, and find the weights' range.
 
     Returns ``(edges per model, (smallest positive weight, largest weight))``;
     the weight range is (inf, 0) unweighted.
     """
     rng = np.random.default_rng(random_state)
-    target = min(n_rows, max(200_000, 2_000 * n_buckets))
-    rate = target / n_rows
-    samples = [[] for _ in spec.models]
-    smallest, largest = np.inf, 0.0
-    columns = list(spec.models) if n_buckets > 1 else []
+    rate = min(n_rows, max(200_000, 2_000 * n_buckets)) / n_rows
+    models = list(range(len(spec.models))) if n_buckets > 1 else []
+    columns = [spec.models[k] for k in models]
     if spec.weighted:
         columns = list(dict.fromkeys([*columns, spec.sample_weight]))
-    for frame, where in _iter_frames(files, columns, batch_rows):
-        n = len(frame[columns[0]])
-        keep = None if rate >= 1 else rng.random(n) < rate
-        try:
-            if spec.weighted:
-                weights = as_sample_weight(frame[spec.sample_weight], n,
-                                           f"sample_weight column {spec.sample_weight!r}")
-                if n:
-                    largest = max(largest, float(weights.max()))
-                    positive = weights[weights > 0]
-                    if positive.size:
-                        smallest = min(smallest, float(positive.min()))
-            for k, model in enumerate(spec.models if n_buckets > 1 else []):
-                values = as_scores(frame[model], f"score column {model!r}", n)
-                values = values if keep is None else values[keep]
-                samples[k].append(values.astype(np.float64) + 0.0)
-        except (ValueError, TypeError) as error:
-            raise type(error)(f"{error} ({where})") from error
+    summary = merge_summaries([summarize_scores(frame, spec, models, rate, rng, where)
+                               for frame, where in iter_batches(parquet, columns, batch_rows)])
     if n_buckets <= 1:
-        return [np.zeros(0)] * len(spec.models), (smallest, largest)
-    return [bucket_edges(np.concatenate(s), n_buckets) for s in samples], (smallest, largest)
+        return [np.zeros(0)] * len(spec.models), summary.weight_range
+    return [bucket_edges(sample, n_buckets) for sample in summary.samples], summary.weight_range

@@ -1,22 +1,120 @@
-"""Coarse sorting for out-of-core data: bucket edges by score range, single-score buckets."""
+"""Coarse sorting for out-of-core data: a score summary, bucket edges by score range,
+single-score buckets.
+
+The out-of-core paths first read the score (and weight) columns piece by
+piece: :func:`summarize_scores` validates one piece and keeps its score range
+and a random sample of its scores, :func:`merge_summaries` joins the pieces,
+and :func:`bucket_edges` turns the sample into the edges of score ranges of
+about equal rows (files streamed into buckets; Dask partitions).
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..validate.spec import ColumnSpec
+from ..validate.values import as_labels, as_sample_weight, as_scores
 
-def bucket_edges(sample: np.ndarray, n_buckets: int) -> np.ndarray:
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    """Range and a random sample of each model's scores, and the weights' range, of some rows."""
+
+    lowest: np.ndarray
+    highest: np.ndarray
+    samples: list
+    #: rows each sampled value stands for (1 / sampling rate), one array per model
+    sample_weights: list
+    smallest_weight: float = np.inf
+    largest_weight: float = 0.0
+
+    @property
+    def weight_range(self) -> tuple:
+        """(smallest positive weight, largest weight); (inf, 0) unweighted or all zero."""
+        return self.smallest_weight, self.largest_weight
+
+
+def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, rng,
+                     where: str = "", sample_rows: int = 0, check_labels: bool = False
+                     ) -> ScoreSummary:
+    """Validate the scores of ``models`` (indexes into ``spec.models``) and the weights of one
+    piece, keeping each row's scores in the sample with probability ``rate`` (or, with
+    ``rate=None``, about ``sample_rows`` of its rows); ``check_labels`` validates the
+    labels too (so that a bad label fails before any further work).
+
+    A validation error names ``where`` the piece is (file rows, Dask partition).
+    """
+    n = len(frame[spec.models[models[0]] if models else
+                  spec.sample_weight if spec.weighted else spec.label])
+    if rate is None:
+        rate = min(1.0, sample_rows / n) if n else 1.0
+    keep = None if rate >= 1 else rng.random(n) < rate
+    lowest = np.full(len(spec.models), np.inf)
+    highest = np.full(len(spec.models), -np.inf)
+    samples = [np.zeros(0)] * len(spec.models)
+    stands_for = [np.zeros(0)] * len(spec.models)
+    smallest, largest = np.inf, 0.0
+    try:
+        if check_labels and n:
+            as_labels(frame[spec.label], f"label column {spec.label!r}",
+                      threshold=spec.label_threshold)
+        if spec.weighted:
+            weights = as_sample_weight(frame[spec.sample_weight], n,
+                                       f"sample_weight column {spec.sample_weight!r}")
+            if n:
+                largest = float(weights.max())
+                positive = weights[weights > 0]
+                if positive.size:
+                    smallest = float(positive.min())
+        for k in models:
+            values = as_scores(frame[spec.models[k]], f"score column {spec.models[k]!r}", n)
+            lowest[k], highest[k] = values.min(), values.max()
+            values = values if keep is None else values[keep]
+            samples[k] = values.astype(np.float64) + 0.0  # -0.0 -> 0.0
+            stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
+    except (ValueError, TypeError) as error:
+        if where:
+            raise type(error)(f"{error} ({where})") from error
+        raise
+    return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest)
+
+
+def merge_summaries(summaries: list) -> ScoreSummary:
+    """One summary of the rows of several (a list may hold None for empty pieces)."""
+    summaries = [s for s in summaries if s is not None]
+    if not summaries:
+        raise ValueError("the data has no rows")
+    return ScoreSummary(
+        np.min([s.lowest for s in summaries], axis=0),
+        np.max([s.highest for s in summaries], axis=0),
+        [np.concatenate([s.samples[k] for s in summaries])
+         for k in range(len(summaries[0].samples))],
+        [np.concatenate([s.sample_weights[k] for s in summaries])
+         for k in range(len(summaries[0].samples))],
+        min(s.smallest_weight for s in summaries), max(s.largest_weight for s in summaries))
+
+
+def bucket_edges(sample: np.ndarray, n_buckets: int, weights=None) -> np.ndarray:
     """Increasing bucket edges from a score sample; bucket b holds [edges[b-1], edges[b]).
 
-    Edges are sample quantiles. A value that holds half a bucket's share of the
-    sample or more is isolated in a single-score bucket [v, nextafter(v)).
+    Edges are sample quantiles (``weights``: how many rows each sampled value
+    stands for, when pieces were sampled at different rates). A value that
+    holds half a bucket's share of the sample or more is isolated in a
+    single-score bucket [v, nextafter(v)).
     """
     if n_buckets <= 1 or sample.shape[0] == 0:
         return np.zeros(0)
-    sample = np.sort(sample)
-    m = sample.shape[0]
-    quantiles = sample[(np.arange(1, n_buckets) * m) // n_buckets]
-    values, counts = np.unique(sample, return_counts=True)
-    heavy = values[counts * 2 * n_buckets >= m]
+    order = np.argsort(sample, kind="stable")
+    sample = sample[order]
+    weights = np.ones(sample.shape[0]) if weights is None else np.asarray(weights)[order]
+    cumulative = np.cumsum(weights)
+    total = cumulative[-1]
+    at = np.searchsorted(cumulative, np.arange(1, n_buckets) * total / n_buckets, side="right")
+    quantiles = sample[np.minimum(at, sample.shape[0] - 1)]
+    values, first = np.unique(sample, return_index=True)
+    mass = np.add.reduceat(weights, first)
+    heavy = values[mass * 2 * n_buckets >= total]
     return np.unique(np.concatenate([quantiles, heavy, np.nextafter(heavy, np.inf)]))
 
 

@@ -91,10 +91,24 @@ def _encoded(frame, spec: ColumnSpec, where: str, index) -> pd.DataFrame:
     return pd.DataFrame(data, index=index)
 
 
-def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, partition_info=None) -> pd.DataFrame:
+def _check_score_dtypes(frame, spec: ColumnSpec, score_dtypes: list, where: str) -> None:
+    """A partition whose scores read with another dtype than the DataFrame's meta (files that
+    differ) would tie differently: refuse it, naming the partition."""
+    for model, expected in zip(spec.models, score_dtypes):
+        found = score_dtype(frame[model].dtype)
+        if found != expected:
+            raise TypeError(f"score column {model!r} reads as {found} {where} but as {expected} "
+                            f"in the Dask DataFrame's meta (its files store different types?); "
+                            f"give it one type first, e.g. ddf[{model!r}] = "
+                            f"ddf[{model!r}].astype('float64')")
+
+
+def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, score_dtypes: list,
+                      partition_info=None) -> pd.DataFrame:
     where = ""
     if partition_info is not None and partition_info.get("number") is not None:
         where = f"in Dask partition {partition_info['number']}"
+    _check_score_dtypes(frame, spec, score_dtypes, where)
     return _encoded(frame, spec, where, frame.index)
 
 
@@ -114,7 +128,10 @@ def _encoded_meta(spec: ColumnSpec, score_dtypes: list) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def _frame_summary(frame, spec: ColumnSpec, sample_rows: int, seed: int, where: str):
+def _frame_summary(frame, spec: ColumnSpec, sample_rows: int, seed: int, where: str,
+                   score_dtypes: list | None = None):
+    if score_dtypes is not None:
+        _check_score_dtypes(frame, spec, score_dtypes, where)
     if len(frame) == 0:
         return None
     return summarize_scores(frame, spec, list(range(len(spec.models))), None,
@@ -189,12 +206,15 @@ def _check_workers(client, timeout: float) -> None:
     """Refuse to start unless some worker is connected and every worker imports fastbias at
     this version; within ``timeout`` seconds, whatever the workers do."""
     address = getattr(client.scheduler, "address", "the scheduler")
-    try:
-        client.wait_for_workers(1, timeout=timeout)
-    except (TimeoutError, OSError) as error:
-        raise RuntimeError(f"no Dask worker connected to {address} within {timeout:g} s "
-                           f"(worker_timeout); start workers, or pass a longer "
-                           f"worker_timeout") from error
+    deadline = time.monotonic() + timeout
+    # any worker counts, paused ones too (client.wait_for_workers counts running ones only;
+    # a paused cluster is the stall watch's to report)
+    while not client.scheduler_info(n_workers=-1)["workers"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no Dask worker connected to {address} within {timeout:g} s "
+                               f"(worker_timeout); start workers, or pass a longer "
+                               f"worker_timeout")
+        time.sleep(_POLL_SECONDS / 5)
     pool = concurrent.futures.ThreadPoolExecutor(1)
     try:
         replies = pool.submit(client.run, _worker_probe, on_error="return").result(timeout)
@@ -532,7 +552,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
             columns = list(dict.fromkeys([spec.label, *spec.models,
                                           *([spec.sample_weight] if spec.weighted else [])]))
             tasks = [dask.delayed(_frame_summary)(part, spec, sample_rows, random_state + i,
-                                                  f"in Dask partition {i}")
+                                                  f"in Dask partition {i}", score_dtypes)
                      for i, part in enumerate(data[columns].to_delayed())]
         else:
             tasks = [dask.delayed(_piece_summary)(piece, parquet, spec, sample_rows,
@@ -549,7 +569,8 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
     # 2. the compact encoded frame
     meta = _encoded_meta(spec, score_dtypes)
     if parquet is None:
-        encoded = data[spec.columns].map_partitions(_encode_partition, spec, meta=meta)
+        encoded = data[spec.columns].map_partitions(_encode_partition, spec, score_dtypes,
+                                                   meta=meta)
     else:
         encoded = dd.from_map(_read_and_encode, pieces, parquet=parquet, spec=spec,
                               meta=meta, label="fastbias-read", enforce_metadata=False)

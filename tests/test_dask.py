@@ -8,6 +8,8 @@ bit for bit; weighted sums are added in another order, hence 1e-12.
 """
 import warnings
 
+import dask
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -147,3 +149,156 @@ def test_bad_input_is_named(client):
         fdask.evaluate(ddf, label="y", scores="text", subgroups=["g"])
     with pytest.raises(TypeError, match="must be a dask.dataframe.DataFrame"):
         fdask.evaluate(df, label="y", scores="s", subgroups=["g"])
+
+
+# ------------------------------------------------------------------ what a cluster user meets
+
+def small_frame(n=20_000, seed=0):
+    return fastbias.make_jigsaw_like(n_rows=n, n_identities=2, random_state=seed)
+
+
+SMALL = dict(label="toxicity", scores=["model_fair", "model_biased"], subgroups=["male", "female"])
+
+
+def test_compute_false_gives_a_delayed_for_dask_and_distributed(client, capsys):
+    df = small_frame()
+    reference = quiet(fastbias.evaluate, df, **SMALL)
+    lazy = quiet(fdask.evaluate, dd.from_pandas(df, npartitions=4), **SMALL, compute=False)
+    assert type(lazy).__name__ == "Delayed"
+    (computed,) = quiet(dask.compute, lazy)
+    assert_same_result(computed, reference, exact=True)
+    future = client.compute(lazy)
+    distributed.progress(future, notebook=False)
+    assert "100% Completed" in capsys.readouterr().out
+    assert_same_result(future.result(), reference, exact=True)
+
+
+def test_dask_notes_stay_out_of_the_terminal(client, capfd):
+    df = small_frame()
+    quiet(fdask.evaluate, dd.from_pandas(df, npartitions=4), **SMALL, progress=False)
+    err = capfd.readouterr().err
+    assert "distributed.shuffle" not in err and "Shuffle" not in err
+    # the filter is gone afterwards: Dask's own logging is as it was
+    handlers = fdask._terminal_handlers()
+    assert all(fdask._QUIET not in h.filters for h in handlers)
+
+
+def test_progress_bar_when_asked(client, capsys):
+    quiet(fdask.evaluate, dd.from_pandas(small_frame(), npartitions=4), **SMALL, progress=True)
+    assert "% Completed" in capsys.readouterr().out
+
+
+def test_a_worker_killed_mid_run_gives_the_exact_result(client, caplog):
+    import os
+    import signal
+    import threading
+
+    df = fastbias.make_jigsaw_like(n_rows=400_000, n_identities=2, random_state=3)
+    reference = quiet(fastbias.evaluate, df, **SMALL)
+    ddf = dd.from_pandas(df, npartitions=16)
+    victim = sorted(client.run(os.getpid).values())[0]
+    killer = threading.Timer(0.4, os.kill, (victim, signal.SIGKILL))
+    killer.start()
+    try:
+        with caplog.at_level("WARNING", logger="fastbias"):
+            result = quiet(fdask.evaluate, ddf, **SMALL, progress=False)
+    finally:
+        killer.join()
+    assert_same_result(result, reference, exact=True)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+    lost = [r.getMessage() for r in caplog.records if "left during the run" in r.getMessage()]
+    assert len(lost) <= 1  # one line, if the kill came while the run was working
+
+
+def test_score_dtypes_that_differ_between_files_are_named(client, tmp_path):
+    df = small_frame(4_000)
+    df["model_fair"] = df["model_fair"].astype(np.float32)
+    df.iloc[:2_000].to_parquet(tmp_path / "a.parquet")
+    wide = df.iloc[2_000:].copy()
+    wide["model_fair"] = wide["model_fair"].astype(np.float64) + 1e-9
+    wide.to_parquet(tmp_path / "b.parquet")
+    with pytest.raises(TypeError, match=r"score column 'model_fair' is float32 in .*a\.parquet "
+                                        r"but number in .*b\.parquet"):
+        fdask.evaluate(str(tmp_path), **SMALL)
+    ddf = dd.read_parquet([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
+    if ddf["model_fair"].dtype == np.float32:  # Dask took the first file's type as the meta
+        with pytest.raises(TypeError, match=r"score column 'model_fair' reads as float64 in "
+                                            r"Dask partition 1 but as float32"):
+            quiet(fdask.evaluate, ddf, **SMALL)
+
+
+@pytest.fixture
+def own_cluster():
+    """A cluster of its own, for tests that break its workers."""
+    made = []
+
+    def make(**kwargs):
+        cluster = distributed.LocalCluster(threads_per_worker=1, processes=True,
+                                           dashboard_address=None, host="127.0.0.1", **kwargs)
+        made.append((cluster, distributed.Client(cluster)))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for cluster, dask_client in made:
+            dask_client.close()
+            cluster.close()
+
+
+def test_a_worker_that_cannot_import_fastbias_is_named_at_once(own_cluster, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    shadow = tmp_path / "shadow" / "fastbias"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('fastbias is not installed here')\n")
+    cluster, dask_client = own_cluster(n_workers=1)
+    env = dict(os.environ, PYTHONPATH=str(shadow.parent))
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                               cluster.scheduler_address, "--nthreads", "1", "--no-nanny",
+                               "--no-dashboard"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        dask_client.wait_for_workers(2, timeout=60)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"1 of 2 Dask worker\(s\) cannot run fastbias "
+                                               r".*ImportError: fastbias is not installed here"):
+            fdask.evaluate(dd.from_pandas(small_frame(2_000), npartitions=2), **SMALL)
+        assert time.monotonic() - started < 30
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_no_worker_is_an_error_not_a_hang(own_cluster):
+    import time
+
+    own_cluster(n_workers=0)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"no Dask worker connected to .* within 2 s"):
+        fdask.evaluate(dd.from_pandas(small_frame(2_000), npartitions=2), **SMALL,
+                       worker_timeout=2)
+    assert time.monotonic() - started < 30
+
+
+def _pause(dask_worker):
+    from distributed.core import Status
+
+    dask_worker.memory_manager.memory_pause_fraction = False  # the monitor must not resume it
+    dask_worker.status = Status.paused
+
+
+def test_workers_paused_for_memory_are_an_error_not_a_hang(own_cluster):
+    import time
+
+    _, dask_client = own_cluster(n_workers=2, memory_limit="2GiB")
+    dask_client.run(_pause)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"every Dask worker has been paused for memory for "
+                                           r"2 s .*memory limit 2,048 MiB per worker"):
+        fdask.evaluate(dd.from_pandas(small_frame(2_000), npartitions=2), **SMALL,
+                       stall_timeout=2)
+    assert time.monotonic() - started < 30

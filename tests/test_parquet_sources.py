@@ -77,6 +77,19 @@ def test_directory_glob_and_list_equal_in_memory(files, tmp_path):
     assert type(pieces).__name__ == "Delayed"
 
 
+@pytest.mark.parametrize("heavy_share", [1.0, 0.9, 0.0])
+def test_partition_boundaries_from_the_sample_with_heavy_ties(heavy_share):
+    """One score for every row, one score for 90% of them, or none: still exact."""
+    rng = np.random.default_rng(4)
+    df = frame(6, 3_000)
+    df["score"] = np.where(rng.random(3_000) < heavy_share, np.float32(0.5), df["score"])
+    reference = fastbias.evaluate(df, **ARGS)
+    for npartitions in (1, 3, 16):
+        result = fdask.evaluate(dd.from_pandas(df, npartitions=3), **ARGS,
+                                npartitions=npartitions)
+        pd.testing.assert_frame_equal(result.table, reference.table, check_exact=True)
+
+
 def test_truncated_file_is_named(run, files):
     data = files[2].read_bytes()
     files[2].write_bytes(data[:-200])
@@ -120,9 +133,12 @@ def test_label_type_drift_names_both_files(run, files):
 
 
 @pytest.mark.parametrize("statistics", [True, False])
-def test_labels_outside_0_1_are_refused_with_the_file(run, files, statistics):
+@pytest.mark.parametrize("dtype,bad", [(np.float32, 2.0), (np.float16, 2.0), (np.float16, -0.5)])
+def test_labels_outside_0_1_are_refused_with_the_file(run, files, statistics, dtype, bad):
+    # float16 statistics come from pyarrow as two raw bytes: they are decoded
     df = frame(2)
-    df.loc[1_234, "toxicity"] = 2.0
+    df["toxicity"] = df["toxicity"].astype(dtype)
+    df.loc[1_234, "toxicity"] = bad
     write(df, files[2], write_statistics=statistics)
     # with statistics: from the footer, naming the row group (rows 1000..1499);
     # without: when the rows are read, naming the rows read

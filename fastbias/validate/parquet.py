@@ -16,6 +16,7 @@ One home for the out-of-core paths (:mod:`fastbias.streaming` and
 """
 from __future__ import annotations
 
+import decimal
 import fnmatch
 import inspect
 import os
@@ -179,6 +180,20 @@ def _type_kind(arrow_type) -> str:
     return str(arrow_type)
 
 
+def _statistic(value):
+    """A row-group min/max as a number, or None where it is not one.
+
+    pyarrow returns float16 statistics as their two raw little-endian bytes.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        if len(value) == 2:
+            return float(np.frombuffer(value, dtype="<f2")[0])
+        return None
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        return value
+    return None
+
+
 def _check_label_statistics(parquet, path: str, label: str) -> None:
     """Refuse numeric labels outside [0, 1] from the row groups' min/max, before reading rows."""
     index = parquet.schema_arrow.get_field_index(label)
@@ -193,7 +208,12 @@ def _check_label_statistics(parquet, path: str, label: str) -> None:
         group = parquet.metadata.row_group(g)
         stats = group.column(column).statistics
         if stats is not None and stats.has_min_max:
-            low, high = stats.min, stats.max
+            low, high = _statistic(stats.min), _statistic(stats.max)
+            if low is None or high is None:
+                # A type whose statistics pyarrow does not decode: the rows are
+                # checked when they are read.
+                first_row += group.num_rows
+                continue
             bad = low if low < 0 else high if high > 1 else None
             if bad is not None:
                 raise ValueError(

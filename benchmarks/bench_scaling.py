@@ -8,8 +8,9 @@ times, each in a fresh process so that peak memory is its own:
 
 * ``streaming``: :func:`fastbias.streaming.evaluate_parquet` (``n_jobs`` = cores);
 * ``dask``: :func:`fastbias.dask.evaluate` of ``dask.dataframe.read_parquet``
-  on a ``LocalCluster`` (``--dask-workers`` processes, one thread each), Dask
-  computing the score divisions itself (a full quantile pass);
+  on a ``LocalCluster`` (``--dask-workers`` processes, one thread each);
+* ``dask-paths``: the same given the Parquet directory (fastbias reads the
+  files itself: footers checked first, errors name the file);
 * ``memory``: ``pandas.read_parquet`` + :func:`fastbias.evaluate` (the
   reference path), for the sizes that fit in memory.
 
@@ -21,6 +22,8 @@ Usage::
     python benchmarks/bench_scaling.py --rows 20000000 --subgroups 4 24
     python benchmarks/bench_scaling.py --rows 2000000 20000000 100000000 --subgroups 24 \\
         --paths streaming dask
+    python benchmarks/bench_scaling.py --rows 1000000 5000000 20000000 --subgroups 24 \\
+        --files 32 --paths streaming dask dask-paths
 """
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ import numpy as np
 FILE_ROWS = 2_000_000
 
 
-def write_dataset(directory: Path, n_rows: int, n_subgroups: int) -> Path:
-    """Parquet files of FILE_ROWS rows each; skipped when the directory is complete."""
+def write_dataset(directory: Path, n_rows: int, n_subgroups: int,
+                  file_rows: int = FILE_ROWS) -> Path:
+    """Parquet files of ``file_rows`` rows each; skipped when the directory is complete."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -51,8 +55,8 @@ def write_dataset(directory: Path, n_rows: int, n_subgroups: int) -> Path:
     names = [f"identity_{j}" for j in range(n_subgroups)]
     schema = pa.schema([("toxicity", pa.float32()), *[(n, pa.float32()) for n in names],
                         ("score", pa.float32())])
-    for index, start in enumerate(range(0, n_rows, FILE_ROWS)):
-        n = min(FILE_ROWS, n_rows - start)
+    for index, start in enumerate(range(0, n_rows, file_rows)):
+        n = min(file_rows, n_rows - start)
         rng = np.random.default_rng(index)
         annotated = rng.random(n) < 0.25
         toxic = rng.random(n) < 0.08
@@ -92,6 +96,21 @@ RUNNERS = {
         ddf = dd.read_parquet(DATA, columns=["toxicity", "score", *SUBGROUPS])
         result = fastbias.dask.evaluate(ddf, label="toxicity", scores="score",
                                         subgroups=SUBGROUPS)
+        EXTRA["worker_peak_gib"] = max(client.run(
+            lambda: __import__("resource").getrusage(0).ru_maxrss).values()) / 2**20
+    """,
+    "dask-paths": """
+        import logging
+        from distributed import Client, LocalCluster
+        import fastbias.dask
+        logging.getLogger("distributed").setLevel(logging.ERROR)
+        cluster = LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
+                               dashboard_address=None, local_directory=TEMP)
+        client = Client(cluster)
+        client.run(lambda: __import__("fastbias.streaming"))  # worker imports are not timed
+        start = time.perf_counter()
+        result = fastbias.dask.evaluate(DATA, label="toxicity", scores="score",
+                                        subgroups=SUBGROUPS, progress=False)
         EXTRA["worker_peak_gib"] = max(client.run(
             lambda: __import__("resource").getrusage(0).ru_maxrss).values()) / 2**20
     """,
@@ -137,6 +156,8 @@ def main() -> None:
                         choices=sorted(RUNNERS))
     parser.add_argument("--memory-max-rows", type=int, default=20_000_000,
                         help="largest size run on the in-memory path")
+    parser.add_argument("--files", type=int, default=None,
+                        help="files per data set (default: files of 2M rows)")
     parser.add_argument("--dask-workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fastbias-bench-scaling"))
     parser.add_argument("--out", type=Path, default=Path("bench_scaling.jsonl"))
@@ -148,8 +169,10 @@ def main() -> None:
     print("|---:|---:|---|---:|---:|---:|")
     for n_rows in args.rows:
         for n_subgroups in args.subgroups:
-            data = write_dataset(args.workdir / f"rows{n_rows}_groups{n_subgroups}",
-                                 n_rows, n_subgroups)
+            file_rows = FILE_ROWS if args.files is None else -(-n_rows // args.files)
+            data = write_dataset(args.workdir / f"rows{n_rows}_groups{n_subgroups}"
+                                 f"_files{-(-n_rows // file_rows)}",
+                                 n_rows, n_subgroups, file_rows)
             answers = {}
             for path in args.paths:
                 if path == "memory" and n_rows > args.memory_max_rows:

@@ -302,3 +302,23 @@ def test_workers_paused_for_memory_are_an_error_not_a_hang(own_cluster):
         fdask.evaluate(dd.from_pandas(small_frame(2_000), npartitions=2), **SMALL,
                        stall_timeout=2)
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.jit_heavy
+def test_the_localcluster_example_of_the_docs_runs_as_written(tmp_path):
+    """docs/distributed.md's LocalCluster script, run verbatim as a file (spawned workers)."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "distributed.md").read_text()
+    section = text.split("### On one machine", 1)[1]
+    script = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert 'if __name__ == "__main__":' in script
+    (tmp_path / "dask_example.py").write_text(script)
+    done = subprocess.run([sys.executable, "dask_example.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "bpsn_auc" in done.stdout and "other_gender" in done.stdout
+    assert "Traceback" not in done.stderr and "distributed.shuffle" not in done.stderr

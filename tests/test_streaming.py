@@ -202,6 +202,22 @@ def test_bucket_edges_isolate_heavy_values():
     assert _bucket_edges(sample, 1).size == 0
 
 
+def test_weighted_bucket_edges_are_the_quantiles_of_the_rows_sampled():
+    """Pieces sampled at different rates: each value stands for 1/rate rows."""
+    rng = np.random.default_rng(1)
+    low, high = rng.random(1_000) * 0.5, 0.5 + rng.random(1_000) * 0.5
+    # 1,000 values of 1,000 rows of [0, 0.5) and 1,000 of 9,000 rows of [0.5, 1): 90% are high
+    sample = np.concatenate([low, high])
+    weights = np.concatenate([np.full(1_000, 1.0), np.full(1_000, 9.0)])
+    edges = _bucket_edges(sample, 10, weights)
+    assert edges.size == 9
+    assert np.sum(edges < 0.5) == 0 and edges[0] == pytest.approx(0.5, abs=0.01)
+    # with equal weights, the unweighted edges exactly
+    assert np.array_equal(_bucket_edges(sample, 10, np.full(2_000, 3.0)), _bucket_edges(sample, 10))
+    expected = np.sort(sample)[(np.arange(1, 10) * 2_000) // 10]
+    assert np.array_equal(_bucket_edges(sample, 10), expected)
+
+
 @pytest.mark.parametrize("n_groups", [1, 64, 70])
 def test_packed_codes_round_trip(n_groups):
     rng = np.random.default_rng(n_groups)

@@ -21,7 +21,13 @@ from .metrics.aggregates import (
     _pinned_population_size,
 )
 from .metrics.table import overall_auc_from_counts, table_from_counts
-from .prepare.memberships import prepare_memberships, prepare_subgroups, subgroup_rows
+from .prepare.memberships import (
+    check_intersections,
+    prepare_memberships,
+    prepare_subgroups,
+    subgroup_rows,
+    with_intersections,
+)
 from .sweep.counts import sweep_counts
 from .sweep.parallel import sort_and_count
 from .validate.columns import check_aligned
@@ -36,7 +42,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                  subgroup_threshold: float | None = None, ci: str | None = None,
                  confidence: float = 0.95, n_boot: int = 1000,
                  random_state=None, nan_policy: str = "raise", pos_label=None,
-                 n_jobs: int | None = None) -> pd.DataFrame:
+                 n_jobs: int | None = None, intersections: int | None = None,
+                 min_subgroup_size: int = 1) -> pd.DataFrame:
     """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
 
     One sort of the scores and one sweep over the subgroup rows give every
@@ -81,6 +88,14 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         (``os.sched_getaffinity``), a positive int for that many. Inputs
         too small to gain from threads use one. The numbers are the same,
         bit for bit, on any number of threads.
+    intersections : {None, 2, 3}, optional
+        Also a row for every pair of subgroups (2), or every pair and
+        triple (3), whose rows overlap: named ``"a & b"`` in the order the
+        subgroups were given, after the subgroups themselves, pairs before
+        triples. From the same sort and sweep (see ``docs/intersections.md``).
+    min_subgroup_size : int, default 1
+        An intersection is kept only with at least this many rows of each
+        class (so by default every metric of its row is defined).
 
     Returns
     -------
@@ -109,15 +124,18 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)
     check_ci(ci)
+    order, min_size = check_intersections(intersections, min_subgroup_size)
     workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
-        lambda threads, compiled=True: prepare_subgroups(labels, subgroups, subgroup_threshold,
-                                                         kept, workers=threads,
-                                                         compiled=compiled),
+        lambda threads, compiled=True: with_intersections(
+            prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=threads,
+                              compiled=compiled), order, min_size, compiled),
         labels, weights, workers=workers, with_rows=ci == "bootstrap", numpy_if_cold=ci is None)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+    if memberships.intersections:
+        table.attrs["intersections"] = list(memberships.intersections)
     if ci is not None:
         table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                  sample_weight=weights, confidence=confidence, n_boot=n_boot,

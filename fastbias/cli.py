@@ -470,6 +470,10 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     if getattr(args, "nan_policy", "raise") != "raise":
         kwargs["nan_policy"] = args.nan_policy
     what = f"evaluating {len(scores)} model(s) x {len(subgroups)} subgroups"
+    if args.intersections is not None:
+        kwargs.update(intersections=args.intersections,
+                      min_subgroup_size=args.min_subgroup_size)
+        what += " and their intersections"
     if args.ci == "bootstrap":
         what += f" with {args.n_boot} bootstrap replicates"
     elif args.ci:
@@ -676,6 +680,12 @@ def _add_common(parser) -> None:
                         help="bootstrap replicates for --ci bootstrap (default 1000)")
     parser.add_argument("--seed", type=_seed, default=0,
                         help="random seed of the bootstrap (default 0)")
+    parser.add_argument("--intersections", type=int, choices=[2, 3], default=None,
+                        help="also every pair (2), or pair and triple (3), of the subgroups "
+                             "that occurs, named 'a & b'")
+    parser.add_argument("--min-subgroup-size", type=_positive_int, default=1, metavar="N",
+                        help="keep an intersection only with at least N rows of each class "
+                             "(default 1)")
     parser.add_argument("--top", type=_positive_int, default=None, metavar="N",
                         help="print only the N worst subgroups (the files keep all)")
     parser.add_argument("--progress", choices=["auto", "always", "never"], default="auto",

@@ -36,7 +36,12 @@ from .metrics.table import (
     warn_undefined,
 )
 from .prepare.folds import fold_memberships, identity_positions
-from .prepare.memberships import Memberships, prepare_subgroups
+from .prepare.memberships import (
+    Memberships,
+    check_intersections,
+    prepare_subgroups,
+    with_intersections,
+)
 from .sort.order import sorted_scores
 from .sweep.counts import SweepCounts, sweep_counts
 from .sweep.parallel import announce_first_use, map_in_threads
@@ -125,6 +130,15 @@ class BiasEvaluator:
         How many prepared folds (distinct ``index`` arrays) to keep.
     pos_label : object, optional
         The positive class when ``y_true`` holds strings or categories.
+    intersections : {None, 2, 3}, optional
+        Also every pair (or pair and triple) of subgroups, as in
+        :func:`fastbias.bias_metrics`, chosen once on all rows with
+        ``min_subgroup_size``; folds keep the same rows of the table (a
+        fold where one is one-class gives NaN). The ``min_*`` scores then
+        cover the intersections too; the final metric stays the
+        competition's, over the subgroups alone.
+    min_subgroup_size : int, default 1
+        Rows of each class an intersection needs (on all rows) to be kept.
 
     Attributes
     ----------
@@ -154,7 +168,8 @@ class BiasEvaluator:
                  label_threshold: float | None = None, subgroup_threshold: float | None = None,
                  power: float = -5, overall_weight: float = 0.25, undefined: str = "propagate",
                  n_jobs: int | None = None, fold_cache_size: int = 16, pos_label=None,
-                 nan_policy: str | None = None):
+                 nan_policy: str | None = None, intersections: int | None = None,
+                 min_subgroup_size: int = 1):
         undefined = check_undefined(undefined, nan_policy, where="BiasEvaluator")
         # the final metric checks its own settings: fail now, not on the first score
         final_metric(pd.DataFrame({m: [1.0] for m in AUC_METRICS}), 1.0, power=power,
@@ -169,8 +184,10 @@ class BiasEvaluator:
         labels = as_labels(y_true, "y_true", threshold=label_threshold, pos_label=pos_label)
         weights = as_sample_weight(sample_weight, labels.shape[0])
         announce_first_use(weights is not None)
-        self._full = _prepared(prepare_subgroups(labels, subgroups, subgroup_threshold,
-                                                 workers=resolve_workers(n_jobs)), weights)
+        order, min_size = check_intersections(intersections, min_subgroup_size)
+        self._full = _prepared(with_intersections(
+            prepare_subgroups(labels, subgroups, subgroup_threshold,
+                              workers=resolve_workers(n_jobs)), order, min_size), weights)
         self.label_threshold = label_threshold
         self.subgroup_threshold = subgroup_threshold
         self.power = power
@@ -331,6 +348,8 @@ class BiasEvaluator:
         table = table_from_counts(sc, warn=False)
         warn_undefined(table)
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+        if self._full.memberships.intersections:
+            table.attrs["intersections"] = list(self._full.memberships.intersections)
         return table
 
     def _values(self, sc: SweepCounts, metrics) -> dict:
@@ -346,6 +365,7 @@ class BiasEvaluator:
             if metric == "final":
                 table = pd.DataFrame({m: per_group[m] for m in AUC_METRICS},
                                      index=pd.Index(sc.names, name="subgroup"))
+                table.attrs["intersections"] = list(self._full.memberships.intersections)
                 out[metric] = final_metric(table, overall_auc_from_counts(sc), power=self.power,
                                            overall_weight=self.overall_weight,
                                            undefined=self.undefined)

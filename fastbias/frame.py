@@ -14,7 +14,16 @@ import pandas as pd
 
 from .intervals.attach import attach_intervals, check_ci
 from .metrics.table import overall_auc_from_counts, table_from_counts
-from .prepare.memberships import group_by_missing, member_rows, prepare_memberships
+from .prepare.memberships import (
+    check_intersections,
+    check_unique_names,
+    group_by_missing,
+    intersection_missing,
+    intersection_name,
+    intersections_of,
+    member_rows,
+    prepare_memberships,
+)
 from .sort.order import SortedScores, sort_classes
 from .sweep.counts import count_sorted, sweep_counts
 from .sweep.first_call import (
@@ -53,7 +62,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
              subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
              sample_weight=None, n_jobs: int | None = None, ci: str | None = None,
              confidence: float = 0.95, n_boot: int = 1000, random_state=None,
-             nan_policy: str = "raise", pos_label=None) -> EvaluationResult:
+             nan_policy: str = "raise", pos_label=None, intersections: int | None = None,
+             min_subgroup_size: int = 1) -> EvaluationResult:
     """Bias metrics for one or many models from a DataFrame, as the data comes.
 
     Labels and subgroup memberships are prepared once and shared by all
@@ -103,6 +113,16 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     pos_label : scalar, optional
         The positive class of a two-valued, non-0/1 label column (strings,
         categoricals); ``label_threshold`` is then not used.
+    intersections : {None, 2, 3}, optional
+        Also a row for every pair (2), or pair and triple (3), of the
+        subgroups whose rows overlap, named ``"a & b"`` in the order the
+        subgroups were given, after the subgroups, pairs before triples. With
+        ``missing_subgroup="exclude"`` an intersection's background leaves
+        out the rows unannotated for any of its identities. Same sort and
+        sweep (see ``docs/intersections.md``).
+    min_subgroup_size : int, default 1
+        An intersection is kept only with at least this many rows of each
+        class (by default: every metric of its row is defined).
 
     Returns
     -------
@@ -134,7 +154,10 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                                   label_threshold=label_threshold,
                                   subgroup_threshold=subgroup_threshold,
                                   missing_subgroup=missing_subgroup, n_jobs=n_jobs, ci=ci,
-                                  confidence=confidence, n_boot=n_boot, random_state=random_state)
+                                  confidence=confidence, n_boot=n_boot, random_state=random_state,
+                                  intersections=intersections,
+                                  min_subgroup_size=min_subgroup_size)
+    intersections, min_subgroup_size = check_intersections(intersections, min_subgroup_size)
     subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
     if pos_label is None and label_threshold is not None:
         label_threshold = check_threshold(label_threshold, "label_threshold")
@@ -160,7 +183,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     settings = {"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
-                "pos_label": pos_label}
+                "pos_label": pos_label, "intersections": intersections,
+                "min_subgroup_size": min_subgroup_size}
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, ci is None and n <= FIRST_CALL_MAX_ROWS)
     with helper_thread(ahead and not in_numpy) as pool:
@@ -189,8 +213,20 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
     buffer = np.empty(n, dtype=np.int64) if compiled else None
     rows_of = [member_rows(column, buffer, compiled) for column in columns]
-    groups = group_by_missing([column.missing if missing_subgroup == "exclude" else None
-                               for column in columns])
+    missing = [column.missing if missing_subgroup == "exclude" else None for column in columns]
+    if settings["intersections"] is not None:
+        subgroup_names = list(subgroup_names)
+        base = prepare_memberships(labels, rows_of, subgroup_names, compiled)
+        combos, combo_rows = intersections_of(base, settings["intersections"],
+                                              settings["min_subgroup_size"])
+        settings["intersection_members"] = parts_of = {}
+        for members in combos:
+            subgroup_names.append(intersection_name(base.names, members))
+            parts_of[subgroup_names[-1]] = [base.names[j] for j in members]
+        check_unique_names(subgroup_names)
+        rows_of += combo_rows
+        missing += intersection_missing(missing, combos)
+    groups = group_by_missing(missing)
     universes = []
     for kept, index in groups:
         rows = [rows_of[j] if kept is None else np.searchsorted(kept, rows_of[j]) for j in index]
@@ -303,9 +339,13 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     by_model = {m: (r.for_model(m), float(r.overall_auc[m])) for r in results for m in r.models}
     result_settings = dict(results[0].settings)
     result_settings.update(nan_policy="omit", omitted_rows=omitted)
+    if result_settings.get("intersections") is not None:
+        result_settings["intersection_members"] = {
+            k: v for r in results for k, v in r.settings.get("intersection_members", {}).items()}
     return evaluation_result(models, [by_model[m][0] for m in models],
                              [by_model[m][1] for m in models], label=label,
-                             subgroups=results[0].subgroups, settings=result_settings, warn=False)
+                             subgroups=list(dict.fromkeys(g for r in results for g in r.subgroups)),
+                             settings=result_settings, warn=False)
 
 
 __all__ = ["evaluate", "EvaluationResult"]

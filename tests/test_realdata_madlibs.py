@@ -127,3 +127,26 @@ def test_intersections_match_sklearn_scipy(madlibs):
                 actual = table.loc[name, metric]
                 assert (np.isnan(actual) and np.isnan(value)) or abs(actual - value) <= 1e-12, \
                     (model, name, metric)
+
+
+def test_every_pair_of_terms_from_one_sweep(madlibs):
+    """``intersections=2`` on all 51 terms: exactly the pairs that occur with both classes,
+    each equal to sklearn/scipy on the AND of its two columns (e.g. "gay & black")."""
+    import itertools
+
+    subgroups = madlibs["subgroups"]
+    y = madlibs["labels"]
+    s = madlibs["scored"]["TOXICITY@6"].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.bias_metrics(y, s, subgroups, intersections=2)
+    expected = []
+    for a, b in itertools.combinations(madlibs["terms"], 2):
+        g = (subgroups[a] & subgroups[b]).to_numpy()
+        if (g & y).any() and (g & ~y).any():
+            expected.append((f"{a} & {b}", g))
+    assert list(table.index) == madlibs["terms"] + [name for name, _ in expected]
+    assert "gay & black" in table.index and len(expected) > 100  # in the order of words.csv
+    for name, g in expected:
+        for metric, value in sklearn_scipy_metrics(y, s, g).items():
+            assert abs(table.loc[name, metric] - value) <= 1e-12, (name, metric)

@@ -118,6 +118,12 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     -------
     float
 
+    Notes
+    -----
+    The competition's metric is defined over the identity subgroups: rows
+    that are intersections of them (listed in ``table.attrs["intersections"]``
+    by ``bias_metrics``/``evaluate`` with ``intersections=``) are left out.
+
     Examples
     --------
     >>> import numpy as np, fastbias
@@ -157,6 +163,12 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     undefined_policy = check_undefined(undefined, nan_policy, where="final_metric")
     if len(table) == 0:
         raise ValueError("table has no rows (no subgroups)")
+    if table.attrs.get("intersections"):
+        labels = table["subgroup"] if "subgroup" in table.columns else table.index
+        table = table[~pd.Index(labels).isin(table.attrs["intersections"])]
+        if len(table) == 0:
+            raise ValueError("table has only intersections (table.attrs['intersections']); the "
+                             "final metric is defined over the identity subgroups")
 
     names = [str(x) for x in (table["subgroup"] if "subgroup" in table.columns else table.index)]
     undefined = []

@@ -8,6 +8,7 @@ place that groups subgroups by the rows they may be compared with
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -37,6 +38,10 @@ class Memberships:
     identity_labels : ndarray of bool
         ``labels[identity_rows]``.
 
+    intersections : tuple of str
+        The names (at the end of ``names``) that are intersections of other
+        subgroups (see :func:`with_intersections`); empty otherwise.
+
     ``cell_rows``, ``class_rows``, ``neg_rows`` and ``pos_rows`` are computed
     on first use (the unweighted sweep needs none of them).
     """
@@ -47,6 +52,7 @@ class Memberships:
     row_ptr: np.ndarray
     row_groups: np.ndarray
     identity_labels: np.ndarray
+    intersections: tuple = ()
 
     @property
     def n_rows(self) -> int:
@@ -253,11 +259,12 @@ def group_by_missing(missing_masks: list) -> list:
     serves them all; ``kept rows`` is None for the group that keeps every row.
     """
     groups: dict = {}
+    keys: dict = {}  # id(mask) -> key: a mask shared by many subgroups is packed once
     for j, missing in enumerate(missing_masks):
-        if missing is not None and not missing.any():
-            missing = None
-        key = b"" if missing is None else np.packbits(missing).tobytes()
-        groups.setdefault(key, (missing, []))[1].append(j)
+        if missing is not None and id(missing) not in keys:
+            keys[id(missing)] = np.packbits(missing).tobytes() if missing.any() else b""
+        key = b"" if missing is None else keys[id(missing)]
+        groups.setdefault(key, (None if key == b"" else missing, []))[1].append(j)
     return [(None if missing is None else np.flatnonzero(~missing), members)
             for missing, members in groups.values()]
 
@@ -269,3 +276,151 @@ def group_mask(memberships: Memberships, g: int) -> np.ndarray:
     mask = np.zeros(m.n_rows, dtype=np.bool_)
     mask[m.identity_rows[owner[m.row_groups == g]]] = True
     return mask
+
+
+MAX_INTERSECTION_ORDER = 3
+
+
+def check_intersections(intersections, min_subgroup_size) -> tuple:
+    """Validate ``intersections`` (None, 2 or 3) and ``min_subgroup_size`` (an int >= 1)."""
+    if intersections is not None and (isinstance(intersections, bool) or not isinstance(
+            intersections, (int, np.integer)) or not 2 <= intersections <= MAX_INTERSECTION_ORDER):
+        raise ValueError(f"intersections must be None, 2 (every pair of subgroups) or 3 (every "
+                         f"pair and triple), got {intersections!r}")
+    if isinstance(min_subgroup_size, bool) or not isinstance(
+            min_subgroup_size, (int, np.integer)) or min_subgroup_size < 1:
+        raise ValueError(f"min_subgroup_size must be an int >= 1, got {min_subgroup_size!r}")
+    return (None if intersections is None else int(intersections)), int(min_subgroup_size)
+
+
+def intersection_name(names: list, members: tuple) -> str:
+    return " & ".join(str(names[j]) for j in members)
+
+
+def intersections_of(memberships: Memberships, order: int, min_size: int = 1) -> tuple:
+    """Every combination of 2..``order`` subgroups that occurs, from the per-row CSR.
+
+    Returns ``(members, rows)``: ``members[c]`` is a tuple of subgroup
+    indices (increasing: the order the subgroups were given; pairs first,
+    then triples, each in lexicographic order) and ``rows[c]`` the increasing
+    rows (of ``memberships``) in all of them. A combination is kept when it
+    has at least ``min_size`` rows of each class, so that every metric of the
+    row is defined. Memory and time are those of the memberships produced
+    (each row emits the combinations of its own subgroups): never a
+    rows x combinations matrix.
+    """
+    import itertools
+
+    m = memberships
+    k = m.n_groups
+    per_row = np.diff(m.row_ptr)
+    members_out, rows_out = [], []
+    for r in range(2, order + 1):
+        eligible = np.flatnonzero(per_row >= r)
+        if eligible.size == 0 or k < r:
+            continue
+        # longest rows first, so the rows with more than o subgroups are a prefix
+        eligible = eligible[np.argsort(-per_row[eligible], kind="stable")]
+        lengths = per_row[eligible]
+        starts = m.row_ptr[eligible]
+        n_longer = np.searchsorted(-lengths, -np.arange(lengths[0]), side="left")
+        keys_parts, owner_parts = [], []
+        for offsets in itertools.combinations(range(int(lengths[0])), r):
+            count = int(n_longer[offsets[-1]])  # the rows with more than offsets[-1] subgroups
+            if count == 0:
+                continue
+            key = np.zeros(count, dtype=np.int64)
+            for o in offsets:
+                key = key * k + m.row_groups[starts[:count] + o]
+            keys_parts.append(key)
+            owner_parts.append(eligible[:count])
+        if not keys_parts:
+            continue
+        keys = np.concatenate(keys_parts)
+        owners = np.concatenate(owner_parts)
+        # the combinations of range(k) in lexicographic order have increasing keys
+        combos = list(itertools.combinations(range(k), r))
+        all_keys = np.zeros(len(combos), dtype=np.int64)
+        for i in range(r):
+            all_keys = all_keys * k + np.fromiter((c[i] for c in combos), np.int64, len(combos))
+        index = np.searchsorted(all_keys, keys)
+        cells = np.bincount(2 * index + m.identity_labels[owners], minlength=2 * len(combos))
+        cells = cells.reshape(-1, 2)
+        kept = (cells[:, 0] >= min_size) & (cells[:, 1] >= min_size)
+        keep_entry = kept[index]
+        index, owners = index[keep_entry], owners[keep_entry]
+        by_combo = np.lexsort((owners, index))
+        index, rows = index[by_combo], m.identity_rows[owners[by_combo]]
+        kept_ids = np.flatnonzero(kept)
+        bounds = np.searchsorted(index, np.append(kept_ids, len(combos)))
+        for j, c in enumerate(kept_ids):
+            members_out.append(combos[c])
+            rows_out.append(rows[bounds[j]:bounds[j + 1]])
+    return members_out, rows_out
+
+
+def group_rows_of(memberships: Memberships) -> list:
+    """The increasing rows of each subgroup, from the per-row CSR."""
+    m = memberships
+    owners = np.repeat(m.identity_rows, np.diff(m.row_ptr))
+    by_group = np.argsort(m.row_groups, kind="stable")  # rows stay increasing within a group
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups, minlength=m.n_groups))])
+    rows = owners[by_group]
+    return [rows[bounds[g]:bounds[g + 1]] for g in range(m.n_groups)]
+
+
+def with_intersections(memberships: Memberships, order: int | None, min_size: int = 1,
+                       compiled: bool = True) -> Memberships:
+    """``memberships`` with the intersections of :func:`intersections_of` appended as
+    subgroups named ``"a & b"``."""
+    if order is None:
+        return memberships
+    members, rows = intersections_of(memberships, order, min_size)
+    if not members:
+        return memberships
+    added = [intersection_name(memberships.names, c) for c in members]
+    names = list(memberships.names) + added
+    check_unique_names(names)
+    return dataclasses.replace(
+        prepare_memberships(memberships.labels, group_rows_of(memberships) + rows, names,
+                            compiled), intersections=tuple(added))
+
+
+def check_unique_names(names: list) -> None:
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"subgroup name {name!r} appears twice (an identity column named "
+                             f"like an intersection?): rename the column")
+        seen.add(name)
+
+
+def intersection_missing(missing_masks: list, members: list) -> list:
+    """The rows left out of each intersection's comparisons: those missing for any member.
+
+    ``missing_masks`` as in :func:`group_by_missing` (one per subgroup, or
+    None); ``members`` lists each intersection's subgroup indices. Subgroups
+    with equal masks (the usual case: identities annotated together) give
+    their intersections that same mask object, so nothing is recomputed and
+    :func:`group_by_missing` packs it once.
+    """
+    canonical: dict = {}
+    key_of = []
+    for mask in missing_masks:
+        key = None if mask is None or not mask.any() else np.packbits(mask).tobytes()
+        if key is not None:
+            canonical.setdefault(key, mask)
+        key_of.append(key)
+    combined: dict = {}
+    out = []
+    for combo in members:
+        keys = frozenset(key_of[j] for j in combo if key_of[j] is not None)
+        if not keys:
+            out.append(None)
+        elif len(keys) == 1:
+            out.append(canonical[next(iter(keys))])
+        else:
+            if keys not in combined:
+                combined[keys] = np.logical_or.reduce([canonical[k] for k in keys])
+            out.append(combined[keys])
+    return out

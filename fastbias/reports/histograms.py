@@ -129,8 +129,10 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     exclude = settings.get("missing_subgroup", "background") == "exclude"
     threshold = settings.get("subgroup_threshold", 0.5)
     members, universes = [], []
+    parts_of = settings.get("intersection_members") or {}
     for name in result.subgroups:
-        member, annotated = _membership(df[name], threshold)
+        member, annotated = _membership(df[name], threshold) if name not in parts_of else \
+            _intersection_membership(df, parts_of[name], threshold)
         members.append(np.flatnonzero(member))
         universes.append(None if not exclude or annotated.all()
                          else np.packbits(annotated).tobytes())
@@ -138,7 +140,9 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     if exclude:
         for name, key in zip(result.subgroups, universes):
             if key is not None and key not in annotated_rows:
-                annotated_rows[key] = np.flatnonzero(_membership(df[name], threshold)[1])
+                annotated = _membership(df[name], threshold)[1] if name not in parts_of else \
+                    _intersection_membership(df, parts_of[name], threshold)[1]
+                annotated_rows[key] = np.flatnonzero(annotated)
 
     counts = np.zeros((len(result.models), len(result.subgroups), 4, bins), dtype=np.int64)
     label_offset = labels.astype(np.intp) * bins
@@ -161,3 +165,12 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     return ScoreHistograms(edges=edges, counts=counts, models=list(result.models),
                            subgroups=list(result.subgroups), n_rows=n,
                            n_negatives=n_labelled - n_pos, n_positives=n_pos)
+
+
+def _intersection_membership(df, parts: list, threshold) -> tuple:
+    """(member, annotated) of an intersection: in every one of ``parts``, annotated for all."""
+    member, annotated = _membership(df[parts[0]], threshold)
+    for name in parts[1:]:
+        m, a = _membership(df[name], threshold)
+        member, annotated = member & m, annotated & a
+    return member, annotated

@@ -552,7 +552,7 @@ class BiasReport:
             ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive)"),
             ("label", f"{html.escape(str(self.result.label))} ({self._label_rule()})"),
             ("models", ", ".join(html.escape(str(m)) for m in self.result.models)),
-            ("subgroups", f"{len(self.result.subgroups)} (member if &ge; "
+            ("subgroups", f"{self._subgroup_count()} (member if &ge; "
                           f"{s.get('subgroup_threshold')}; unannotated rows: "
                           f"{html.escape(str(s.get('missing_subgroup')))})"),
         ]
@@ -564,6 +564,19 @@ class BiasReport:
         rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('label', 'subgroups', 'models') else html.escape(str(v))}</td></tr>"
                        for k, v in items)
         return f'<table class="settings"><tbody>{rows}</tbody></table>'
+
+    def _subgroup_count(self) -> str:
+        """``"24"``, or ``"24 and 276 intersections (pairs, at least N rows of each class;
+        the final metric is over the 24)"``."""
+        s = self.result.settings
+        n_inter = len(s.get("intersection_members") or {})
+        n_base = len(self.result.subgroups) - n_inter
+        if not n_inter:
+            return str(n_base)
+        kind = "pairs" if s.get("intersections") == 2 else "pairs and triples"
+        return (f"{n_base} and {n_inter} intersections ({kind} with at least "
+                f"{s.get('min_subgroup_size', 1)} rows of each class; the final metric is over "
+                f"the {n_base})")
 
     def _html_summary(self) -> str:
         summary = self.summary()

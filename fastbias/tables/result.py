@@ -62,6 +62,8 @@ class EvaluationResult:
             raise KeyError(f"model {model!r} was not evaluated; models are {self.models}")
         out = self.table[self.table["model"] == model].drop(columns="model").set_index("subgroup")
         out.attrs["overall_auc"] = float(self.overall_auc[model])
+        if self.settings.get("intersection_members"):
+            out.attrs["intersections"] = list(self.settings["intersection_members"])
         return out
 
     def wide(self, metrics=None) -> pd.DataFrame:

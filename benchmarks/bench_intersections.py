@@ -1,0 +1,116 @@
+"""Intersections: the cost of every pair (and triple) of 24 identities against the 24 alone.
+
+Times, side by side in one process and interleaved run by run,
+``fastbias.evaluate`` on a Jigsaw-sized synthetic set (1.8M rows, 24
+identities, identity columns NaN on 75% of the rows) with
+``intersections=None``, ``2`` and ``3``, and prints medians and ratios.
+The issue's target is 276 pairs <= 3x the 24 alone. A reference for a few
+pairs (sklearn ``roc_auc_score`` + scipy ``mannwhitneyu`` on the AND of two
+columns, the loop users would write) gives the per-pair ratio.
+
+Usage::
+
+    python benchmarks/bench_intersections.py [--rows 1804875] [--repeat 5] [--reference-pairs 3]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fastbias  # noqa: E402
+from fastbias.synthetic import JIGSAW_IDENTITIES  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_804_875)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--reference-pairs", type=int, default=3)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+
+    df = fastbias.make_jigsaw_like(n_rows=args.rows, n_identities=24, random_state=0)
+    identities = list(JIGSAW_IDENTITIES)
+    kwargs = dict(label="toxicity", scores="model_biased", subgroups=identities,
+                  missing_subgroup="exclude")
+    settings = {"24 alone": None, "pairs": 2, "pairs and triples": 3}
+    results = {}
+    for name, order in settings.items():  # compile and warm up
+        results[name] = fastbias.evaluate(df, **kwargs, intersections=order).for_model()
+    times = {name: [] for name in settings}
+    for _ in range(args.repeat):
+        for name, order in settings.items():
+            start = time.perf_counter()
+            fastbias.evaluate(df, **kwargs, intersections=order)
+            times[name].append(time.perf_counter() - start)
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"python {platform.python_version()}; {args.rows:,} rows, 24 identities, "
+          f"median of {args.repeat} interleaved runs\n")
+    print("| subgroups | rows of the table | member rows | seconds (median) | x the 24 alone |")
+    print("|---|---:|---:|---:|---:|")
+    base = statistics.median(times["24 alone"])
+    for name in settings:
+        table = results[name]
+        median = statistics.median(times[name])
+        print(f"| {name} | {len(table)} | {int(table['subgroup_size'].sum()):,} | "
+              f"{median:.3f} | {median / base:.2f} |")
+
+    # the array entry point (masks already binary; unannotated rows count as background)
+    y = (df["toxicity"] >= 0.5).to_numpy()
+    s = df["model_biased"].to_numpy()
+    masks = {c: (df[c] >= 0.5).to_numpy() for c in identities}
+    array_times = {name: [] for name in settings}
+    for name, order in settings.items():
+        fastbias.bias_metrics(y, s, masks, intersections=order)
+    for _ in range(args.repeat):
+        for name, order in settings.items():
+            start = time.perf_counter()
+            fastbias.bias_metrics(y, s, masks, intersections=order)
+            array_times[name].append(time.perf_counter() - start)
+    print("\n`bias_metrics(y, s, dict of 24 masks, intersections=...)`:\n")
+    print("| subgroups | seconds (median) | x the 24 alone |")
+    print("|---|---:|---:|")
+    base_arrays = statistics.median(array_times["24 alone"])
+    for name in settings:
+        median = statistics.median(array_times[name])
+        print(f"| {name} | {median:.3f} | {median / base_arrays:.2f} |")
+
+    if args.reference_pairs:
+        from scipy.stats import mannwhitneyu
+        from sklearn.metrics import roc_auc_score
+
+        pairs = [p for p in results["pairs"].index if " & " in p][:args.reference_pairs]
+        start = time.perf_counter()
+        for pair in pairs:
+            a, b = pair.split(" & ")
+            annotated = df[a].notna().to_numpy() & df[b].notna().to_numpy()
+            g = (df[a].to_numpy() >= 0.5) & (df[b].to_numpy() >= 0.5)
+            yk, sk, gk = y[annotated], s[annotated], g[annotated]
+            roc_auc_score(yk[gk], sk[gk])
+            roc_auc_score(np.r_[np.zeros((gk & ~yk).sum()), np.ones((~gk & yk).sum())],
+                          np.r_[sk[gk & ~yk], sk[~gk & yk]])
+            roc_auc_score(np.r_[np.zeros((~gk & ~yk).sum()), np.ones((gk & yk).sum())],
+                          np.r_[sk[~gk & ~yk], sk[gk & yk]])
+            mannwhitneyu(sk[~gk & ~yk], sk[gk & ~yk])
+            mannwhitneyu(sk[~gk & yk], sk[gk & yk])
+        per_pair = (time.perf_counter() - start) / len(pairs)
+        n_pairs = sum(" & " in p for p in results["pairs"].index)
+        pairs_only = statistics.median(times["pairs"]) - base
+        print(f"\nreference loop (sklearn + scipy on the AND of two columns): {per_pair:.3f} s "
+              f"per pair, so {per_pair * n_pairs:.0f} s for the {n_pairs} pairs kept; fastbias "
+              f"adds {pairs_only:.3f} s for them: {per_pair * n_pairs / max(pairs_only, 1e-9):.0f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -40,6 +40,8 @@ import zlib
 
 import numpy as np
 
+from .reports.plain import terminal_text
+
 DEMO_OUTPUT = "fastbias-demo-report.html"
 CSV_CHUNK_ROWS = 250_000
 
@@ -416,12 +418,26 @@ def _prepare_label(df, label: str, positive):
 
 def _say(args, text: str) -> None:
     if not args.quiet:
-        print(text, file=sys.stderr)
+        print(terminal_text(text, keep_newlines=True), file=sys.stderr)
 
 
-def _check_outputs(paths, inputs=()) -> list:
+def _is_fastbias_report(path: str) -> bool:
+    """Whether ``path`` is a regular file that an earlier fastbias wrote as its HTML report."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+            handle.seek(max(0, os.path.getsize(path) - 4096))
+            tail = handle.read()
+    except OSError:
+        return False
+    return head.startswith(b"<!DOCTYPE html>") and b"<footer>fastbias " in tail
+
+
+def _check_outputs(paths, inputs=(), force: bool = False, replaceable=()) -> list:
     """Every ``--out`` checked before any work: known extension, an existing writable folder,
-    not a directory, not a symbolic link, not an input file, not named twice."""
+    not a directory, not a symbolic link, not an input file, not named twice, and not an
+    existing file unless ``force`` (or one of ``replaceable`` holding an earlier fastbias
+    HTML report: the demo's default output)."""
     outputs = []
     seen = set()
     for path in paths or []:
@@ -445,6 +461,9 @@ def _check_outputs(paths, inputs=()) -> list:
             if os.path.exists(path) and os.path.exists(data) and os.path.samefile(path, data):
                 raise CLIError(f"--out {path!r} is the input data file; writing the report there "
                                f"would destroy the data")
+        if os.path.exists(path) and not force and not (
+                path in replaceable and _is_fastbias_report(path)):
+            raise CLIError(f"--out {path!r} already exists; pass --force to replace it")
         real = os.path.realpath(path)
         if real in seen:
             raise CLIError(f"--out {path!r} is given twice")
@@ -494,9 +513,9 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     return result
 
 
-def _save(report, path: str, fmt: str) -> None:
+def _save(report, path: str, fmt: str, csv_raw: bool = False) -> None:
     try:
-        report.save(path, fmt=fmt)
+        report.save(path, fmt=fmt, csv_raw=csv_raw)
     except OSError as exc:
         raise CLIError(f"cannot write --out {path!r}: {exc.strerror or exc}") from None
 
@@ -504,7 +523,7 @@ def _save(report, path: str, fmt: str) -> None:
 def _write_outputs(report, outputs, args) -> None:
     for path, fmt in outputs:
         start = time.perf_counter()
-        _save(report, path, fmt)
+        _save(report, path, fmt, getattr(args, "csv_raw", False))
         kind = {"html": "HTML report", "csv": "CSV table", "json": "JSON"}[fmt]
         note = ""
         if fmt == "html":
@@ -519,7 +538,7 @@ def _write_outputs(report, outputs, args) -> None:
 def cmd_report(args) -> int:
     from .report import BiasReport
 
-    outputs = _check_outputs(args.out, inputs=[args.data])
+    outputs = _check_outputs(args.out, inputs=[args.data], force=args.force)
     progress = Progress(_progress_enabled(args))
     wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
     if args.weight:
@@ -561,7 +580,8 @@ def cmd_demo(args) -> int:
         raise CLIError(f"--rows must be at least 100, got {args.rows}")
     if not 1 <= args.identities <= 200:
         raise CLIError(f"--identities must be between 1 and 200, got {args.identities}")
-    outputs = _check_outputs(args.out or [DEMO_OUTPUT])
+    outputs = _check_outputs(args.out or [DEMO_OUTPUT], force=args.force,
+                             replaceable=[DEMO_OUTPUT])
     progress = Progress(_progress_enabled(args))
     timings = {}
 
@@ -690,6 +710,8 @@ def _add_common(parser) -> None:
                         help="print only the N worst subgroups (the files keep all)")
     parser.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                         help="progress display on stderr (default: only on a terminal)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace --out files that already exist (never an input file)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress, notes or warnings on stderr")
 
@@ -728,6 +750,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rows with a missing label or a NaN/infinite score: stop with an "
                              "error (default) or leave them out (per model for scores)")
     report.add_argument("--title", default=None, help="title of the HTML report")
+    report.add_argument("--csv-raw", action="store_true",
+                        help="write names into .csv outputs exactly as they are (by default a "
+                             "name that a spreadsheet would run as a formula, starting with =, +, "
+                             "-, @ or a tab, gets a ' in front)"),
     report.add_argument("--input-format", choices=["csv", "parquet", "jsonl"], default=None,
                         help="format of DATA when its extension does not say")
     report.add_argument("--sep", default=None, help="CSV field separator (default ',', TSV tab)")
@@ -801,10 +827,11 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except CLIError as exc:
-        print(f"fastbias: error: {exc}", file=sys.stderr)
+        print(terminal_text(f"fastbias: error: {exc}", keep_newlines=True), file=sys.stderr)
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"fastbias: error: {_in_cli_terms(message)}", file=sys.stderr)
+        print(terminal_text(f"fastbias: error: {_in_cli_terms(message)}", keep_newlines=True),
+              file=sys.stderr)
     except KeyboardInterrupt:
         print("fastbias: interrupted", file=sys.stderr)
         return 130

@@ -102,3 +102,42 @@ def test_report_renders_in_chromium(report_file):
     assert "undefined" in tooltip and "subgroup_positives = 0" in tooltip
     assert title == "fastbias browser test"
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+
+def test_names_with_markup_run_nothing_in_chromium(tmp_path):
+    """A subgroup, label and model named with markup: shown as text, no handler fires."""
+    name = "<img src=x onerror=\"document.title='pwned'\">"
+    rng = np.random.default_rng(0)
+    n = 400
+    import pandas as pd
+
+    df = pd.DataFrame({"<b onmouseover=alert(1)>y": rng.integers(0, 2, n),
+                       "<svg onload=\"document.title='pwned'\">": rng.random(n),
+                       name: rng.integers(0, 2, n)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fastbias.bias_report(df, label=df.columns[0], scores=df.columns[1],
+                                      subgroups=[name], title="<script>document.title='pwned'"
+                                                              "</script>")
+    path = tmp_path / "hostile.html"
+    report.to_html(path)
+    with sync_api.sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except Exception as exc:
+            pytest.skip(f"chromium does not start: {exc}")
+        try:
+            page = browser.new_page()
+            requests = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(path.as_uri(), wait_until="load")
+            title = page.title()
+            text = page.inner_text("body")
+            elements = page.evaluate("() => document.querySelectorAll('main img:not([src^=\"data:\"]),"
+                                     " main svg, main script, main b[onmouseover]').length")
+        finally:
+            browser.close()
+    assert title != "pwned" and "<script>" in title  # the title is shown as text
+    assert name in text
+    assert elements == 0
+    assert all(url == path.as_uri() or url.startswith("data:") for url in requests), requests

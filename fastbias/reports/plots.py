@@ -20,6 +20,8 @@ colours its tables the same way without matplotlib.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..metrics.definitions import AUC_METRICS
@@ -83,6 +85,21 @@ def text_color_on(background: str) -> str:
     """Black or white, whichever reads better on ``background`` (hex)."""
     r, g, b = _hex_to_rgb(background)
     return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "#ffffff"
+
+
+def _plain_text(function):
+    """Draw every text of the figure as it is: names from the data such as ``$x$`` or
+    ``$\\foo$`` are never parsed as mathtext (which would restyle them, or fail after the
+    whole evaluation)."""
+    @functools.wraps(function)
+    def plain(*args, **kwargs):
+        try:
+            import matplotlib
+        except ImportError:
+            return function(*args, **kwargs)  # which says how to install matplotlib
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+            return function(*args, **kwargs)
+    return plain
 
 
 def _matplotlib():
@@ -211,6 +228,7 @@ def _hatch_patch(x, y):
                      hatch="///", linewidth=0)
 
 
+@_plain_text
 def plot_auc_heatmap(result, *, subgroups=None, models=None, max_subgroups=None):
     """Heatmap of Subgroup, BPSN and BNSP AUC per subgroup, one panel per model.
 
@@ -248,6 +266,7 @@ def plot_auc_heatmap(result, *, subgroups=None, models=None, max_subgroups=None)
                     max_subgroups, "{:.3f}")
 
 
+@_plain_text
 def plot_aeg_heatmap(result, *, subgroups=None, models=None, max_subgroups=None):
     """Heatmap of the Negative and Positive AEG per subgroup, one panel per model.
 
@@ -311,6 +330,7 @@ def _density_panel(ax, edges, subgroup_counts, background_counts, color, title,
     ax.legend(fontsize=6.5, frameon=False, loc="upper left" if mass_right else "upper right")
 
 
+@_plain_text
 def plot_score_distributions(histograms, *, subgroups, models=None):
     """Score densities of subgroups against their background (Borkan et al. 2019, Table 7).
 
@@ -367,6 +387,7 @@ def plot_score_distributions(histograms, *, subgroups, models=None):
     return fig
 
 
+@_plain_text
 def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range=(0.0, 1.0),
                          title: str | None = None, ax=None):
     """Score densities of one subgroup and its background from arrays, in one panel.
@@ -445,6 +466,7 @@ def interval_metrics(table) -> list:
     return [m for m in METRIC_COLUMNS if f"{m}_low" in table.columns and f"{m}_high" in table.columns]
 
 
+@_plain_text
 def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_subgroups=None):
     """Point estimates with confidence intervals per subgroup, one panel per metric.
 

@@ -38,6 +38,7 @@ from ..metrics.definitions import (
 )
 from ..validate.settings import check_undefined
 from .histograms import ScoreHistograms, score_histograms
+from .plain import spreadsheet_cell, terminal_text
 from .plots import (
     AEG_COLOR_STOPS,
     AEG_METRICS,
@@ -124,6 +125,12 @@ def undefined_reason(row, metric: str) -> str:
         return f"{compares}, and one of them has zero total weight"
     which = " and ".join(f"{c} = 0" for c in empty)
     return f"{compares}, and {which}"
+
+
+#: The report runs no script at all and loads nothing: figures are inline data: images and
+#: styles are inline. Whatever a name from the data smuggles in cannot execute or call out.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+                           "base-uri 'none'; form-action 'none'")
 
 
 def _json_value(value):
@@ -312,7 +319,7 @@ class BiasReport:
         for model in self.result.models:
             order = self.worst_subgroups(max_subgroups, model=model)
             part = self.result.for_model(model).reindex(order)
-            head = f"{model}  overall AUC {summary.at[model, 'overall_auc']:.4f}"
+            head = f"{terminal_text(model)}  overall AUC {summary.at[model, 'overall_auc']:.4f}"
             if "final_metric" in summary.columns:
                 final = summary.at[model, "final_metric"]
                 head += f"  final metric {_fmt_metric(final, '')}"
@@ -325,7 +332,7 @@ class BiasReport:
                   "negative_aeg": "neg_aeg", "positive_aeg": "pos_aeg"}[m] for m in METRIC_COLUMNS]
             rows = []
             for name, row in part.iterrows():
-                cells = [str(name)] + [_fmt_count(row[c]) for c in COUNT_COLUMNS]
+                cells = [terminal_text(name)] + [_fmt_count(row[c]) for c in COUNT_COLUMNS]
                 for metric in METRIC_COLUMNS:
                     text = _fmt_metric(row[metric], metric)
                     if metric in ci_metrics and not _is_nan(row[metric]):
@@ -363,9 +370,20 @@ class BiasReport:
             table["final_metric"] = table["model"].map(finals.to_dict())
         return table
 
-    def to_csv(self, path) -> None:
-        """Write :meth:`to_frame` as CSV (undefined values are empty fields)."""
-        write_atomically(path, self.to_frame().to_csv(index=False))
+    def to_csv(self, path, *, raw: bool = False) -> None:
+        """Write :meth:`to_frame` as CSV (undefined values are empty fields).
+
+        A text cell (a model or subgroup name) that a spreadsheet would run as
+        a formula, one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+        line break, is written with a ``'`` in front so that it shows as text;
+        ``raw=True`` writes every name exactly as it is.
+        """
+        frame = self.to_frame()
+        if not raw:
+            for column in frame.columns:
+                if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column]):
+                    frame[column] = frame[column].map(spreadsheet_cell)
+        write_atomically(path, frame.to_csv(index=False))
 
     def to_dict(self) -> dict:
         """Everything in the report as plain JSON-ready Python (NaN becomes None)."""
@@ -524,6 +542,7 @@ class BiasReport:
         page = (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">"
             f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
             f"<body><main>{''.join(body)}</main></body></html>\n")
         if path is not None:
@@ -697,8 +716,10 @@ class BiasReport:
             "1/2. The AEG sign follows the paper's Definitions 3.3/3.4 and Table 2 (its integral "
             "form has the opposite sign).</p>")
 
-    def save(self, path, *, fmt: str | None = None) -> str:
+    def save(self, path, *, fmt: str | None = None, csv_raw: bool = False) -> str:
         """Write the report; the format follows the extension (.html, .csv, .json) unless ``fmt``.
+
+        ``csv_raw``: see :meth:`to_csv` (``raw``).
 
         Returns
         -------
@@ -714,7 +735,7 @@ class BiasReport:
         if fmt == "html":
             self.to_html(path)
         elif fmt == "csv":
-            self.to_csv(path)
+            self.to_csv(path, raw=csv_raw)
         elif fmt == "json":
             self.to_json(path)
         else:

@@ -535,11 +535,68 @@ def _write_outputs(report, outputs, args) -> None:
                    f"{time.perf_counter() - start:.1f} s){note}")
 
 
+def _subgroups_from_file(path: str) -> list:
+    """``--subgroups-file``: one column name per line, as written (surrounding whitespace
+    and blank lines aside)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            names = [line.strip() for line in handle]
+    except OSError as exc:
+        raise CLIError(f"--subgroups-file {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CLIError(f"--subgroups-file {path!r} is not UTF-8 text") from None
+    names = [name for name in names if name]
+    if not names:
+        raise CLIError(f"--subgroups-file {path!r} names no column (one name per line)")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise CLIError(f"--subgroups-file {path!r} names {repeated} more than once")
+    return names
+
+
+def _boolean_columns(args, progress) -> list:
+    """``--subgroups-all-boolean``: the columns holding only booleans or 0/1 (missing values
+    aside), other than the label, scores and weight, in file order."""
+    import pandas as pd
+
+    fmt, compression, ext = _split_suffix(args.data)
+    fmt = args.input_format or fmt
+    if not os.path.exists(args.data) or fmt is None:
+        return read_data(args.data, [])  # its clear error
+    sep = args.sep if args.sep is not None or fmt != "csv" else ("\t" if ext == ".tsv" else ",")
+    taken = {args.label, *args.scores, *([args.weight] if args.weight else [])}
+    candidates = [c for c in _header(args.data, fmt, compression, sep) if c not in taken]
+    if not candidates:
+        raise CLIError("--subgroups-all-boolean: the file has no column besides the label, "
+                       "scores and weight")
+    df = read_data(args.data, candidates, input_format=args.input_format, sep=args.sep,
+                   progress=progress)
+    _coerce_object_flags(df, candidates)
+    chosen = []
+    for name in candidates:
+        column = df[name]
+        if pd.api.types.is_bool_dtype(column.dtype):
+            chosen.append(name)
+        elif pd.api.types.is_numeric_dtype(column.dtype):
+            values = column.dropna()
+            if len(values) and values.isin([0, 1]).all():
+                chosen.append(name)
+    if not chosen:
+        raise CLIError(f"--subgroups-all-boolean: no column holds only booleans or 0/1 (columns: "
+                       f"{', '.join(candidates[:20])}); name the identity columns with "
+                       f"--subgroups")
+    return chosen
+
+
 def cmd_report(args) -> int:
     from .report import BiasReport
 
     outputs = _check_outputs(args.out, inputs=[args.data], force=args.force)
     progress = Progress(_progress_enabled(args))
+    if args.subgroups_file is not None:
+        args.subgroups = _subgroups_from_file(args.subgroups_file)
+    elif args.subgroups_all_boolean:
+        args.subgroups = _boolean_columns(args, progress)
     wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
     if args.weight:
         wanted["--weight"] = [args.weight]
@@ -739,8 +796,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "text (see --positive)")
     report.add_argument("--scores", required=True, nargs="+", metavar="COL",
                         help="score column(s), one per model")
-    report.add_argument("--subgroups", required=True, nargs="+", metavar="COL",
-                        help="identity columns: boolean or numeric (see --subgroup-threshold)")
+    which = report.add_mutually_exclusive_group(required=True)
+    which.add_argument("--subgroups", nargs="+", metavar="COL",
+                       help="identity columns: boolean or numeric (see --subgroup-threshold)")
+    which.add_argument("--subgroups-file", metavar="FILE",
+                       help="identity columns, one name per line (names with spaces such as "
+                            "'african american' work; blank lines are skipped)")
+    which.add_argument("--subgroups-all-boolean", action="store_true",
+                       help="every column holding only booleans or 0/1 (missing values aside), "
+                            "except the label, scores and weight")
     report.add_argument("--out", action="append", metavar="FILE",
                         help="write the report here (.html, .csv or .json); may be repeated")
     report.add_argument("--positive", metavar="VALUE", default=None,

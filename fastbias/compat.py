@@ -78,9 +78,16 @@ def _boolean_labels(column: pd.Series, label_col) -> np.ndarray:
     bad = ~((values == 0) | (values == 1))
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
+        example = column.iloc[first]
+        example = example.item() if isinstance(example, np.generic) else example
+        if isinstance(example, str):
+            hint = ("the copied code needs boolean columns; say which value is the positive "
+                    f"class, e.g. df[col] = df[col] == {example!r}")
+        else:
+            hint = _CONVERT_HINT
         raise ValueError(f"label column {label_col!r} is not boolean: {int(bad.sum())} value(s) "
-                         f"other than True/False/0/1 (e.g. {column.iloc[first]!r} at position "
-                         f"{first}); {_CONVERT_HINT}")
+                         f"other than True/False/0/1 (e.g. {example!r} at position "
+                         f"{first}); {hint}")
     return values == 1
 
 
@@ -197,6 +204,10 @@ def calculate_overall_auc(df, model_name, label_col=TOXICITY_COLUMN):
     0.75
     """
     _require_frame(df, "df")
+    if label_col == TOXICITY_COLUMN and label_col not in df.columns:
+        raise KeyError(f"label_col: the kernel's default label column {TOXICITY_COLUMN!r} (its "
+                       f"TOXICITY_COLUMN) is not in the DataFrame (columns are "
+                       f"{list(df.columns)[:20]}); pass label_col='<your label column>'")
     require_columns(df, [label_col], "label_col")
     require_columns(df, [model_name], "model_name")
     labels = _boolean_labels(df[label_col], label_col)

@@ -356,3 +356,39 @@ def test_ci_is_passed_to_evaluate(bad_files, frame, capsys, tmp_path):
     for column in ("bpsn_auc_low", "bpsn_auc_high"):
         np.testing.assert_allclose(table[column], want[column], rtol=0, atol=1e-12)
     assert re.search(r"\d\.\d{4} \[\d\.\d{3}, \d\.\d{3}\]", out)  # intervals on the terminal
+
+
+def test_subgroups_from_a_file_and_all_boolean_columns(tmp_path, capsys):
+    """Names with spaces come whole from --subgroups-file; --subgroups-all-boolean takes the
+    bool and 0/1 columns (missing values aside) and leaves fractions, text, label and scores."""
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 400
+    df = pd.DataFrame({
+        "y": rng.integers(0, 2, n), "s": rng.random(n), "s2": rng.random(n),
+        "african american": rng.integers(0, 2, n), "african": rng.random(n) < 0.5,
+        "american": np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 2, n)),
+        "fraction": rng.random(n), "text": rng.choice(["a", "b"], n), "w": rng.integers(0, 2, n)})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "names.txt").write_text("african american\n\n  american  \n")
+    common = ["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s", "s2", "-q"]
+    assert main(common + ["--subgroups-file", str(tmp_path / "names.txt"),
+                          "--out", str(tmp_path / "file.csv")]) == 0
+    assert main(common + ["--subgroups", "african american", "american",
+                          "--out", str(tmp_path / "listed.csv")]) == 0
+    by_file = pd.read_csv(tmp_path / "file.csv")
+    assert set(by_file["subgroup"]) == {"african american", "american"}
+    pd.testing.assert_frame_equal(by_file, pd.read_csv(tmp_path / "listed.csv"))
+    assert main(common + ["--weight", "w", "--subgroups-all-boolean",
+                          "--out", str(tmp_path / "all.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "all.csv")["subgroup"]) == {
+        "african american", "african", "american"}
+    capsys.readouterr()
+    (tmp_path / "empty.txt").write_text("\n\n")
+    assert main(common + ["--subgroups-file", str(tmp_path / "empty.txt")]) == 1
+    assert "names no column" in capsys.readouterr().err
+    assert main(common + ["--subgroups-file", str(tmp_path / "missing.txt")]) == 1
+    assert "missing.txt" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(common + ["--subgroups", "african", "--subgroups-all-boolean"])

@@ -236,3 +236,24 @@ def test_compat_agrees_with_bias_metrics():
     for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
         np.testing.assert_array_equal(out.loc[names, metric].to_numpy(), table[metric].to_numpy())
     assert compat.get_final_metric(out, table.attrs["overall_auc"]) == fastbias.final_metric(table)
+
+
+def test_the_two_argument_form_names_the_default_label_column():
+    df = pd.DataFrame({"toxicity": [0, 1, 0, 1], "m": [0.1, 0.9, 0.3, 0.6]})
+    with pytest.raises(KeyError, match=r"default label column 'target' .*TOXICITY_COLUMN.*"
+                                       r"pass label_col="):
+        compat.calculate_overall_auc(df, "m")
+    assert compat.calculate_overall_auc(df, "m", label_col="toxicity") == 1.0
+
+
+@pytest.mark.parametrize("values,shown,hint", [
+    (["fine", "toxic", "fine", "toxic"], "'fine'", "df[col] == 'fine'"),
+    ([0.25, 1.0, 0.0, 1.0], "0.25", "df[col] >= 0.5"),
+])
+def test_label_errors_suggest_a_conversion_that_fits(values, shown, hint):
+    df = pd.DataFrame({"lab": values, "m": [0.1, 0.9, 0.3, 0.6]})
+    with pytest.raises(ValueError) as err:
+        compat.calculate_overall_auc(df, "m", label_col="lab")
+    message = str(err.value)
+    assert f"(e.g. {shown} at position 0)" in message and hint in message
+    assert "np.float64" not in message

@@ -76,13 +76,9 @@ def write_dataset(directory: Path, n_rows: int, n_subgroups: int,
     return directory
 
 
-RUNNERS = {
-    "streaming": """
-        from fastbias.streaming import evaluate_parquet
-        result = evaluate_parquet(DATA, label="toxicity", scores="score", subgroups=SUBGROUPS,
-                                  n_jobs=os.cpu_count(), temp_dir=TEMP)
-    """,
-    "dask": """
+# a LocalCluster (its start and the worker imports not timed), then fastbias.dask.evaluate of
+# {data}: a Dask DataFrame of the Parquet files, or their directory (fastbias reads the files)
+_DASK_RUN = """
         import logging
         import dask.dataframe as dd
         from distributed import Client, LocalCluster
@@ -93,27 +89,21 @@ RUNNERS = {
         client = Client(cluster)
         client.run(lambda: __import__("fastbias.streaming"))  # worker imports are not timed
         start = time.perf_counter()
-        ddf = dd.read_parquet(DATA, columns=["toxicity", "score", *SUBGROUPS])
-        result = fastbias.dask.evaluate(ddf, label="toxicity", scores="score",
-                                        subgroups=SUBGROUPS)
-        EXTRA["worker_peak_gib"] = max(client.run(
-            lambda: __import__("resource").getrusage(0).ru_maxrss).values()) / 2**20
-    """,
-    "dask-paths": """
-        import logging
-        from distributed import Client, LocalCluster
-        import fastbias.dask
-        logging.getLogger("distributed").setLevel(logging.ERROR)
-        cluster = LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
-                               dashboard_address=None, local_directory=TEMP)
-        client = Client(cluster)
-        client.run(lambda: __import__("fastbias.streaming"))  # worker imports are not timed
-        start = time.perf_counter()
-        result = fastbias.dask.evaluate(DATA, label="toxicity", scores="score",
+        result = fastbias.dask.evaluate({data}, label="toxicity", scores="score",
                                         subgroups=SUBGROUPS, progress=False)
         EXTRA["worker_peak_gib"] = max(client.run(
             lambda: __import__("resource").getrusage(0).ru_maxrss).values()) / 2**20
+"""
+
+RUNNERS = {
+    "streaming": """
+        from fastbias.streaming import evaluate_parquet
+        result = evaluate_parquet(DATA, label="toxicity", scores="score", subgroups=SUBGROUPS,
+                                  n_jobs=os.cpu_count(), temp_dir=TEMP)
     """,
+    "dask": _DASK_RUN.format(
+        data="""dd.read_parquet(DATA, columns=["toxicity", "score", *SUBGROUPS])"""),
+    "dask-paths": _DASK_RUN.format(data="DATA"),
     "memory": """
         import pandas as pd
         import fastbias

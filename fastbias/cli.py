@@ -235,11 +235,22 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     that cannot be read (truncated or corrupt compression, not UTF-8, not
     parseable) is a :class:`CLIError` naming it, never a traceback.
     """
+    return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
+                                             progress=progress, wanted=wanted))
+
+
+def read_header(path: str, *, input_format: str | None = None, sep=None) -> list:
+    """The column names of a data file, as written; errors as :func:`read_data`."""
+    return _reading(path, lambda: _header(path, *_file_format(path, input_format, sep)))
+
+
+def _reading(path: str, read):
+    """``read()``, with any failure to read ``path`` turned into a :class:`CLIError`
+    naming it."""
     import pandas as pd
 
     try:
-        return _read_data(path, columns, input_format=input_format, sep=sep, progress=progress,
-                          wanted=wanted)
+        return read()
     except CLIError:
         raise
     except (EOFError, OSError, UnicodeDecodeError, zlib.error, lzma.LZMAError,
@@ -277,11 +288,8 @@ def _check_unique_header(path: str, names: list) -> None:
                        f"which column is meant")
 
 
-def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
-               progress: Progress | None = None, wanted: dict | None = None):
-    import pandas as pd
-
-    progress = progress or Progress(False)
+def _file_format(path: str, input_format: str | None, sep) -> tuple:
+    """``(format, compression, separator)`` of an existing data file."""
     if not os.path.exists(path):
         raise CLIError(f"data file {path!r} not found")
     if os.path.isdir(path):
@@ -294,6 +302,15 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
                        f".parquet or .jsonl, or say --input-format csv|parquet|jsonl")
     if fmt == "csv" and sep is None:
         sep = "\t" if ext == ".tsv" else ","
+    return fmt, compression, sep
+
+
+def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
+               progress: Progress | None = None, wanted: dict | None = None):
+    import pandas as pd
+
+    progress = progress or Progress(False)
+    fmt, compression, sep = _file_format(path, input_format, sep)
     header = _header(path, fmt, compression, sep)
     if wanted:
         _check_columns(header, wanted)
@@ -559,13 +576,9 @@ def _boolean_columns(args, progress) -> list:
     aside), other than the label, scores and weight, in file order."""
     import pandas as pd
 
-    fmt, compression, ext = _split_suffix(args.data)
-    fmt = args.input_format or fmt
-    if not os.path.exists(args.data) or fmt is None:
-        return read_data(args.data, [])  # its clear error
-    sep = args.sep if args.sep is not None or fmt != "csv" else ("\t" if ext == ".tsv" else ",")
     taken = {args.label, *args.scores, *([args.weight] if args.weight else [])}
-    candidates = [c for c in _header(args.data, fmt, compression, sep) if c not in taken]
+    candidates = [c for c in read_header(args.data, input_format=args.input_format, sep=args.sep)
+                  if c not in taken]
     if not candidates:
         raise CLIError("--subgroups-all-boolean: the file has no column besides the label, "
                        "scores and weight")

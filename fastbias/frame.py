@@ -16,12 +16,10 @@ from .intervals.attach import attach_intervals, check_ci
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import (
     check_intersections,
-    check_unique_names,
     group_by_missing,
     intersection_missing,
-    intersection_name,
-    intersections_of,
     member_rows,
+    named_intersections,
     prepare_memberships,
 )
 from .sort.order import SortedScores, sort_classes
@@ -215,15 +213,12 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     rows_of = [member_rows(column, buffer, compiled) for column in columns]
     missing = [column.missing if missing_subgroup == "exclude" else None for column in columns]
     if settings["intersections"] is not None:
-        subgroup_names = list(subgroup_names)
-        base = prepare_memberships(labels, rows_of, subgroup_names, compiled)
-        combos, combo_rows = intersections_of(base, settings["intersections"],
-                                              settings["min_subgroup_size"])
-        settings["intersection_members"] = parts_of = {}
-        for members in combos:
-            subgroup_names.append(intersection_name(base.names, members))
-            parts_of[subgroup_names[-1]] = [base.names[j] for j in members]
-        check_unique_names(subgroup_names)
+        base = prepare_memberships(labels, rows_of, list(subgroup_names), compiled)
+        added, combos, combo_rows = named_intersections(base, settings["intersections"],
+                                                        settings["min_subgroup_size"])
+        settings["intersection_members"] = {
+            name: [base.names[j] for j in members] for name, members in zip(added, combos)}
+        subgroup_names = list(subgroup_names) + added
         rows_of += combo_rows
         missing += intersection_missing(missing, combos)
     groups = group_by_missing(missing)

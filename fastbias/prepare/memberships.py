@@ -9,6 +9,7 @@ place that groups subgroups by the rows they may be compared with
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -293,8 +294,13 @@ def check_intersections(intersections, min_subgroup_size) -> tuple:
     return (None if intersections is None else int(intersections)), int(min_subgroup_size)
 
 
-def intersection_name(names: list, members: tuple) -> str:
-    return " & ".join(str(names[j]) for j in members)
+def named_intersections(memberships: Memberships, order: int, min_size: int = 1) -> tuple:
+    """``(names, members, rows)`` of the intersections of :func:`intersections_of`, named
+    ``"a & b"``; a name that is already a subgroup's is a ValueError."""
+    members, rows = intersections_of(memberships, order, min_size)
+    names = [" & ".join(str(memberships.names[j]) for j in combo) for combo in members]
+    check_unique_names(list(memberships.names) + names)
+    return names, members, rows
 
 
 def intersections_of(memberships: Memberships, order: int, min_size: int = 1) -> tuple:
@@ -309,8 +315,6 @@ def intersections_of(memberships: Memberships, order: int, min_size: int = 1) ->
     (each row emits the combinations of its own subgroups): never a
     rows x combinations matrix.
     """
-    import itertools
-
     m = memberships
     k = m.n_groups
     per_row = np.diff(m.row_ptr)
@@ -375,15 +379,13 @@ def with_intersections(memberships: Memberships, order: int | None, min_size: in
     subgroups named ``"a & b"``."""
     if order is None:
         return memberships
-    members, rows = intersections_of(memberships, order, min_size)
-    if not members:
+    added, _, rows = named_intersections(memberships, order, min_size)
+    if not added:
         return memberships
-    added = [intersection_name(memberships.names, c) for c in members]
-    names = list(memberships.names) + added
-    check_unique_names(names)
     return dataclasses.replace(
-        prepare_memberships(memberships.labels, group_rows_of(memberships) + rows, names,
-                            compiled), intersections=tuple(added))
+        prepare_memberships(memberships.labels, group_rows_of(memberships) + rows,
+                            list(memberships.names) + added, compiled),
+        intersections=tuple(added))
 
 
 def check_unique_names(names: list) -> None:

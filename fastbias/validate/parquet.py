@@ -180,15 +180,14 @@ def _type_kind(arrow_type) -> str:
     return str(arrow_type)
 
 
-def _statistic(value):
+def _statistic(value, float16: bool):
     """A row-group min/max as a number, or None where it is not one.
 
-    pyarrow returns float16 statistics as their two raw little-endian bytes.
+    pyarrow returns the statistics of a float16 column as their two raw
+    little-endian bytes.
     """
-    if isinstance(value, (bytes, bytearray)):
-        if len(value) == 2:
-            return float(np.frombuffer(value, dtype="<f2")[0])
-        return None
+    if float16 and isinstance(value, (bytes, bytearray)) and len(value) == 2:
+        return float(np.frombuffer(value, dtype="<f2")[0])
     if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
         return value
     return None
@@ -196,9 +195,12 @@ def _statistic(value):
 
 def _check_label_statistics(parquet, path: str, label: str) -> None:
     """Refuse numeric labels outside [0, 1] from the row groups' min/max, before reading rows."""
-    index = parquet.schema_arrow.get_field_index(label)
-    if _type_kind(parquet.schema_arrow.field(index).type) not in ("number", "float32"):
+    import pyarrow as pa
+
+    arrow_type = parquet.schema_arrow.field(parquet.schema_arrow.get_field_index(label)).type
+    if _type_kind(arrow_type) not in ("number", "float32"):
         return
+    float16 = pa.types.is_float16(arrow_type)
     leaf = [parquet.schema.column(i).path for i in range(parquet.metadata.num_columns)]
     if label not in leaf:
         return
@@ -207,13 +209,10 @@ def _check_label_statistics(parquet, path: str, label: str) -> None:
     for g in range(parquet.metadata.num_row_groups):
         group = parquet.metadata.row_group(g)
         stats = group.column(column).statistics
-        if stats is not None and stats.has_min_max:
-            low, high = _statistic(stats.min), _statistic(stats.max)
-            if low is None or high is None:
-                # A type whose statistics pyarrow does not decode: the rows are
-                # checked when they are read.
-                first_row += group.num_rows
-                continue
+        low, high = ((_statistic(stats.min, float16), _statistic(stats.max, float16))
+                     if stats is not None and stats.has_min_max else (None, None))
+        # (statistics that are absent or not numbers: the rows are checked when read)
+        if low is not None and high is not None:
             bad = low if low < 0 else high if high > 1 else None
             if bad is not None:
                 raise ValueError(

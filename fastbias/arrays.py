@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .intervals.attach import attach_intervals, check_ci
+from .intervals.significance import attach_significance, check_significance
 from .metrics.aggregates import (
     PINNED_METHODS,
     _check_population,
@@ -33,7 +34,7 @@ from .sweep.parallel import sort_and_count
 from .validate.columns import check_aligned
 from .validate.errors import UndefinedMetricWarning
 from .validate.rows import validated_rows
-from .validate.settings import resolve_workers
+from .validate.settings import check_confidence, resolve_workers
 from .validate.values import as_labels, as_scores
 
 
@@ -43,7 +44,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                  confidence: float = 0.95, n_boot: int = 1000,
                  random_state=None, nan_policy: str = "raise", pos_label=None,
                  n_jobs: int | None = None, intersections: int | None = None,
-                 min_subgroup_size: int = 1) -> pd.DataFrame:
+                 min_subgroup_size: int = 1, significance: str | None = None) -> pd.DataFrame:
     """Subgroup AUC, BPSN AUC, BNSP AUC and both AEGs for every subgroup at once.
 
     One sort of the scores and one sweep over the subgroup rows give every
@@ -96,6 +97,15 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     min_subgroup_size : int, default 1
         An intersection is kept only with at least this many rows of each
         class (so by default every metric of its row is defined).
+    significance : {None, "holm", "bh"}, optional
+        Test every subgroup's (and intersection's) gap: Subgroup/BPSN/BNSP
+        AUC against the overall AUC (DeLong covariance of the two), each AEG
+        against 0. Adds ``<metric>_pvalue``, ``<metric>_pvalue_adjusted``
+        (Holm or Benjamini-Hochberg over all subgroups x metrics) and
+        ``<metric>_significant`` (adjusted p-value <= ``1 - confidence``).
+        Metrics with a cell of fewer than 300 rows get a permutation p-value
+        (the normal approximation's tails are poor there). See
+        ``docs/significance.md``.
 
     Returns
     -------
@@ -124,6 +134,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)
     check_ci(ci)
+    check_significance(significance)
+    confidence = check_confidence(confidence)
     order, min_size = check_intersections(intersections, min_subgroup_size)
     workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
@@ -131,7 +143,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         lambda threads, compiled=True: with_intersections(
             prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=threads,
                               compiled=compiled), order, min_size, compiled),
-        labels, weights, workers=workers, with_rows=ci == "bootstrap", numpy_if_cold=ci is None)
+        labels, weights, workers=workers, with_rows=ci == "bootstrap",
+        numpy_if_cold=ci is None and significance is None)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if memberships.intersections:
@@ -140,6 +153,9 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                  sample_weight=weights, confidence=confidence, n_boot=n_boot,
                                  random_state=random_state, n_jobs=n_jobs)
+    if significance is not None:
+        table = attach_significance(table, method=significance, sorted_scores=sorted_scores,
+                                    sample_weight=weights, confidence=confidence)
     return table
 
 

@@ -506,6 +506,8 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     if getattr(args, "nan_policy", "raise") != "raise":
         kwargs["nan_policy"] = args.nan_policy
     what = f"evaluating {len(scores)} model(s) x {len(subgroups)} subgroups"
+    if getattr(args, "significance", None):
+        kwargs.update(significance=args.significance, confidence=args.confidence)
     if args.intersections is not None:
         kwargs.update(intersections=args.intersections,
                       min_subgroup_size=args.min_subgroup_size)
@@ -765,7 +767,8 @@ def _add_common(parser) -> None:
     parser.add_argument("--ci", choices=["delong", "bootstrap", "bernstein"], default=None,
                         help="add confidence intervals computed by this method")
     parser.add_argument("--confidence", type=_probability, default=0.95, metavar="P",
-                        help="confidence level of the intervals (default 0.95)")
+                        help="confidence level of the intervals, and 1 - P the level of "
+                             "--significance (default 0.95)")
     parser.add_argument("--n-boot", type=_positive_int, default=1000, metavar="N",
                         help="bootstrap replicates for --ci bootstrap (default 1000)")
     parser.add_argument("--seed", type=_seed, default=0,
@@ -776,6 +779,10 @@ def _add_common(parser) -> None:
     parser.add_argument("--min-subgroup-size", type=_positive_int, default=1, metavar="N",
                         help="keep an intersection only with at least N rows of each class "
                              "(default 1)")
+    parser.add_argument("--significance", choices=["holm", "bh"], default=None,
+                        help="test every subgroup's metrics for 'no bias' (AUCs vs the overall "
+                             "AUC, AEGs vs 0; DeLong) and flag those significant after Holm or "
+                             "Benjamini-Hochberg adjustment at level 1 - --confidence")
     parser.add_argument("--top", type=_positive_int, default=None, metavar="N",
                         help="print only the N worst subgroups (the files keep all)")
     parser.add_argument("--progress", choices=["auto", "always", "never"], default="auto",

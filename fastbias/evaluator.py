@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .intervals.significance import attach_significance, check_significance
 from .metrics.aggregates import final_metric, worst_auc
 from .metrics.definitions import AUC_METRICS
 from .metrics.table import (
@@ -42,12 +43,17 @@ from .prepare.memberships import (
     prepare_subgroups,
     with_intersections,
 )
-from .sort.order import sorted_scores
-from .sweep.counts import SweepCounts, sweep_counts
+from .sort.order import SortedScores, sorted_scores
+from .sweep.counts import SweepCounts, count_sorted, sweep_counts
 from .sweep.parallel import announce_first_use, map_in_threads
 from .tables.result import evaluation_result
 from .validate.columns import _to_numpy, check_aligned
-from .validate.settings import check_undefined, resolve_n_jobs, resolve_workers
+from .validate.settings import (
+    check_confidence,
+    check_undefined,
+    resolve_n_jobs,
+    resolve_workers,
+)
 from .validate.values import as_labels, as_sample_weight, as_scores
 
 #: Names accepted by :meth:`BiasEvaluator.score` (and the scikit-learn and
@@ -317,7 +323,8 @@ class BiasEvaluator:
 
     # ------------------------------------------------------------------ one model
 
-    def metrics(self, y_score, *, index=None) -> pd.DataFrame:
+    def metrics(self, y_score, *, index=None, significance: str | None = None,
+                confidence: float = 0.95) -> pd.DataFrame:
         """The per-subgroup table of :func:`fastbias.bias_metrics` for one model.
 
         Parameters
@@ -328,6 +335,11 @@ class BiasEvaluator:
             Row positions (or a mask over all rows) of the subset to score,
             e.g. a CV fold's test rows. Values must be unique and in
             ``[0, n_rows)``.
+        significance : {None, "holm", "bh"}, optional
+            Add p-values and flags of "no bias" tests, adjusted over all
+            subgroups x metrics, as :func:`fastbias.bias_metrics` does.
+        confidence : float, default 0.95
+            ``1 - confidence`` is the level of the adjusted tests.
 
         Returns
         -------
@@ -344,12 +356,24 @@ class BiasEvaluator:
         >>> float(t.loc["g", "subgroup_auc"]), float(t.loc["g", "bpsn_auc"])
         (0.5, 1.0)
         """
-        sc = self._counts(y_score, index)
+        check_significance(significance)
+        confidence = check_confidence(confidence)
+        if significance is None:
+            sc = self._counts(y_score, index)
+        else:  # the tests read the sorts, so keep them
+            self._check_score_rows(y_score, index, "y_score")
+            prep = self._rows(index)
+            ordered = SortedScores(self._scores(y_score, prep), prep.memberships,
+                                   workers=resolve_workers(self.n_jobs))
+            sc = count_sorted(ordered, prep.sample_weight)
         table = table_from_counts(sc, warn=False)
         warn_undefined(table)
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
         if self._full.memberships.intersections:
             table.attrs["intersections"] = list(self._full.memberships.intersections)
+        if significance is not None:
+            table = attach_significance(table, method=significance, sorted_scores=ordered,
+                                        sample_weight=prep.sample_weight, confidence=confidence)
         return table
 
     def _values(self, sc: SweepCounts, metrics) -> dict:

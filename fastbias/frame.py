@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .intervals.attach import attach_intervals, check_ci
+from .intervals.significance import add_pvalues, adjust_table, check_significance
+from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import (
     check_intersections,
@@ -46,6 +48,7 @@ from .validate.columns import (
 from .validate.errors import OmittedRowsWarning
 from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
 from .validate.settings import (
+    check_confidence,
     check_missing_policy,
     check_nan_policy,
     check_threshold,
@@ -61,7 +64,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
              sample_weight=None, n_jobs: int | None = None, ci: str | None = None,
              confidence: float = 0.95, n_boot: int = 1000, random_state=None,
              nan_policy: str = "raise", pos_label=None, intersections: int | None = None,
-             min_subgroup_size: int = 1) -> EvaluationResult:
+             min_subgroup_size: int = 1, significance: str | None = None) -> EvaluationResult:
     """Bias metrics for one or many models from a DataFrame, as the data comes.
 
     Labels and subgroup memberships are prepared once and shared by all
@@ -121,6 +124,13 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     min_subgroup_size : int, default 1
         An intersection is kept only with at least this many rows of each
         class (by default: every metric of its row is defined).
+    significance : {None, "holm", "bh"}, optional
+        Per model, test every subgroup's (and intersection's) metrics for
+        "no bias" and adjust over all of them; adds ``<metric>_pvalue``,
+        ``<metric>_pvalue_adjusted``, ``<metric>_significant`` (see
+        :func:`fastbias.bias_metrics` and ``docs/significance.md``). With
+        ``missing_subgroup="exclude"`` a subgroup's AUCs are compared with the
+        AUC of the rows annotated for it.
 
     Returns
     -------
@@ -154,13 +164,16 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                                   missing_subgroup=missing_subgroup, n_jobs=n_jobs, ci=ci,
                                   confidence=confidence, n_boot=n_boot, random_state=random_state,
                                   intersections=intersections,
-                                  min_subgroup_size=min_subgroup_size)
+                                  min_subgroup_size=min_subgroup_size,
+                                  significance=significance)
     intersections, min_subgroup_size = check_intersections(intersections, min_subgroup_size)
     subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
     if pos_label is None and label_threshold is not None:
         label_threshold = check_threshold(label_threshold, "label_threshold")
     check_missing_policy(missing_subgroup)
     check_ci(ci)
+    check_significance(significance)
+    confidence = check_confidence(confidence)
     resolve_n_jobs(n_jobs, 1)
     label, models, subgroup_names = frame_columns(df, label, scores, subgroups)
     n = df.shape[0]
@@ -182,9 +195,10 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label, "intersections": intersections,
-                "min_subgroup_size": min_subgroup_size}
+                "min_subgroup_size": min_subgroup_size, "significance": significance}
     # a fresh environment: the same exact counts in numpy while the kernels compile
-    in_numpy = count_in_numpy_now(weights is not None, ci is None and n <= FIRST_CALL_MAX_ROWS)
+    in_numpy = count_in_numpy_now(weights is not None, ci is None and significance is None
+                                  and n <= FIRST_CALL_MAX_ROWS)
     with helper_thread(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
@@ -255,6 +269,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                 table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
                                          random_state=random_state)
+            if settings["significance"] is not None:
+                table = add_pvalues(table, sorted_scores=sorted_scores, sample_weight=w,
+                                    confidence=confidence,
+                                    family_size=len(METRIC_COLUMNS) * len(subgroup_names))
             tables.append(table)
             if kept is None:
                 overall = overall_auc_from_counts(sc)
@@ -268,6 +286,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     model_threads = resolve_n_jobs(n_jobs, len(models))
     model_workers = max(1, resolve_workers(n_jobs) // model_threads)
     results = map_in_threads(run_model, models, model_threads)
+    if settings["significance"] is not None:  # each model's p-values adjusted together
+        results = [(adjust_table(table, method=settings["significance"], confidence=confidence,
+                                 context=f"model {model!r}", stacklevel=4), auc)
+                   for model, (table, auc) in zip(models, results)]
     return evaluation_result(models, [table for table, _ in results],
                              [auc for _, auc in results], label=label, subgroups=subgroup_names,
                              settings=settings)

@@ -17,7 +17,9 @@ assumes):
   count; the sort order never changes, so a replicate is one weighted sweep.
 
 :func:`add_intervals` attaches any of them to a table of
-:func:`fastbias.bias_metrics`.
+:func:`fastbias.bias_metrics`. :mod:`.significance` tests every gap ("no bias",
+DeLong or permutation) and :func:`adjust_pvalues` adjusts them (Holm, BH); see
+``significance=`` on the entry points.
 """
 from .attach import CI_METHODS, add_intervals
 from .bernstein import (
@@ -36,6 +38,7 @@ from .bootstrap import (
 )
 from .delong import delong_standard_errors
 from .paired import delong_paired_test
+from .significance import SIGNIFICANCE_METHODS, adjust_pvalues
 from .ustatistic import (
                         BERNSTEIN_VARIANCES,
                         ustatistic_bernstein_interval,
@@ -46,8 +49,10 @@ __all__ = [
     "BERNSTEIN_VARIANCES",
     "BernsteinInterval",
     "CI_METHODS",
+    "SIGNIFICANCE_METHODS",
     "BootstrapReplicates",
     "add_intervals",
+    "adjust_pvalues",
     "bernstein_halfwidth",
     "bernstein_interval",
     "bernstein_min_samples",

@@ -181,3 +181,216 @@ def counts_of_replicate(key, rows, out):
     for j in range(rows.shape[0]):
         out[j] = _poisson_one(key, rows[j])
     return out
+
+
+# --- permutation p-values of small cells (significance tests) ----------------------------
+# Under "no bias" in its sharp form (within each class, a subgroup's rows are a random subset
+# of the class, whatever their scores), holding one of the subgroup's cells fixed, the other is a
+# uniformly random subset of its class of the same number of rows. A draw of that cell gives
+# three metrics at once: with S the drawn cell of class C, F the subgroup's fixed cell of the
+# other class O, and per drawn position q its weight w, its placement against all of O
+# (``class_place``), against F (``f(q)``, found by binary search) and against the rest of its own
+# class above it (``class_above``):
+#   subgroup AUC = sum w f / (W_S W_F)
+#   cross AUC    = (sum w class_place - sum w f) / (W_S (W_O - W_F))  (BNSP if C is the positives,
+#                                                                    BPSN if the negatives)
+#   AEG          = 1/2 - (sum w class_above - (W_S^2 - sum w^2) / 2) / ((W_C - W_S) W_S)
+# so a draw costs O(|S| log |F|), independent of the number of rows.
+
+
+@njit(inline="always")
+def _fixed_weight(fixed_keys, fixed_cum, key, above):
+    """Weight of the fixed cell below ``key`` (above it when ``above``), ties 1/2."""
+    lt = np.searchsorted(fixed_keys, key, side="left")
+    le = np.searchsorted(fixed_keys, key, side="right")
+    tied = fixed_cum[le] - fixed_cum[lt]
+    if above:
+        return (fixed_cum[fixed_cum.shape[0] - 1] - fixed_cum[le]) + 0.5 * tied
+    return fixed_cum[lt] + 0.5 * tied
+
+
+@njit(inline="always")
+def _hoeffding_bound(size, distance, center_offset, value_range):
+    """Hoeffding's (1963, Theorem 4) bound on P(|mean of ``size`` draws without replacement -
+    population mean| >= distance - center_offset) for values in a range of ``value_range``."""
+    excess = distance - center_offset
+    if excess <= 0.0 or value_range <= 0.0:
+        return 1.0
+    return min(1.0, 2.0 * np.exp(-2.0 * size * excess * excess / (value_range * value_range)))
+
+
+@njit(cache=True, nogil=True)
+def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed_is_above, size,
+                            other_total, observed, active, theta, hits, max_draws, seed,
+                            class_total, place_total, weighted):
+    """Sequential Monte Carlo p-values (Besag & Clifford 1991) of three metrics of one subgroup.
+
+    Draws ``size`` distinct positions of the class (``class_keys`` sorted;
+    ``class_rows`` (n, 3) holds each position's weight, placement against the
+    other class and against its own class above it, side by side so that a
+    drawn position costs one cache line) as the subgroup's cell, the other cell fixed
+    (``fixed_keys`` sorted, ``fixed_cum`` its prefix weights; ``fixed_is_above``:
+    the fixed cell is the positives, so a drawn negative is placed by the
+    fixed weight above it). ``other_total`` is the other class's weight,
+    ``class_total`` this class's, ``place_total`` the sum over it of
+    ``weight x class_place``.
+    For each metric j in (subgroup AUC, cross AUC, AEG) with ``active[j]``,
+    counts the draws whose distance from the null (``|AUC - theta|``,
+    ``|AEG|``) reaches ``observed[j]`` (a draw where the metric is undefined
+    counts, conservatively), until ``hits`` of them or ``max_draws`` draws.
+    Unweighted, each metric is the mean of per-row values over the drawn cell,
+    so Hoeffding's inequality for sampling without replacement bounds the
+    exact permutation p-value from above; a metric whose bound is already
+    below ``1 / (max_draws + 1)`` is not drawn for.
+    Returns (3, 3) float64: the count, the number of draws it took, the bound
+    (1 where none applies). The draws come from ``seed`` alone: the same
+    result on any thread. A small cell of a large class is drawn by rejecting
+    repeats; otherwise by a partial Fisher-Yates shuffle.
+    """
+    out = np.zeros((3, 3), dtype=np.float64)
+    n = class_keys.shape[0]
+    fixed_total = fixed_cum[fixed_cum.shape[0] - 1]
+    done = np.zeros(3, dtype=np.bool_)
+    for j in range(3):
+        done[j] = not active[j]
+        out[j, 2] = 1.0
+    if not weighted and size > 0 and size < n:
+        # population means of the per-row values: the fixed cell's placement summed over the
+        # class (each fixed row counts the class rows on the other side of it), ...
+        f_sum = 0.0
+        for t in range(fixed_keys.shape[0]):
+            key = fixed_keys[t]
+            lt = np.searchsorted(class_keys, key, side="left")
+            le = np.searchsorted(class_keys, key, side="right")
+            f_sum += (lt + 0.5 * (le - lt)) if fixed_is_above else (n - le + 0.5 * (le - lt))
+        mean_sub = f_sum / (n * fixed_total)
+        mean_cross = (place_total - f_sum) / (n * (other_total - fixed_total)) \
+            if other_total > fixed_total else 0.5
+        # ... and (the AEG, centred at 0 exactly) values above / (n - size) in [0, (n-1)/(n-size)]
+        bounds = (_hoeffding_bound(size, observed[0], abs(mean_sub - theta), 1.0),
+                  _hoeffding_bound(size, observed[1], abs(mean_cross - theta), 1.0),
+                  _hoeffding_bound(size, observed[2], 0.0, (n - 1.0) / (n - size)))
+        for j in range(3):
+            if active[j]:
+                out[j, 2] = bounds[j]
+                if bounds[j] * (max_draws + 1.0) <= 1.0:
+                    done[j] = True
+    np.random.seed(seed)
+    by_rejection = 4 * size <= n
+    chosen = np.empty(size, dtype=np.int64)
+    index = np.empty(0, dtype=np.int64) if by_rejection else np.arange(n)
+    tolerance = 1e-12
+    draws = 0
+    while draws < max_draws:
+        if done[0] and done[1] and done[2]:
+            break
+        draws += 1
+        w_s = 0.0
+        w_sq = 0.0
+        sub = 0.0
+        place = 0.0
+        above = 0.0
+        for t in range(size):
+            if by_rejection:
+                while True:
+                    q = np.random.randint(0, n)
+                    repeated = False
+                    for u in range(t):
+                        if chosen[u] == q:
+                            repeated = True
+                            break
+                    if not repeated:
+                        break
+            else:  # a partial Fisher-Yates shuffle (the array stays a permutation)
+                r = np.random.randint(t, n)
+                q = index[r]
+                index[r] = index[t]
+                index[t] = q
+            chosen[t] = q
+            w = class_rows[q, 0]
+            w_s += w
+            w_sq += w * w
+            sub += w * _fixed_weight(fixed_keys, fixed_cum, class_keys[q], fixed_is_above)
+            place += w * class_rows[q, 1]
+            above += w * class_rows[q, 2]
+        values = (abs(sub / (w_s * fixed_total) - theta),
+                  abs((place - sub) / (w_s * (other_total - fixed_total)) - theta),
+                  abs(0.5 - (above - 0.5 * (w_s * w_s - w_sq)) / ((class_total - w_s) * w_s)))
+        for j in range(3):
+            if done[j]:
+                continue
+            v = values[j]
+            if not (v < observed[j] - tolerance * max(1.0, observed[j])):
+                out[j, 0] += 1.0
+                if out[j, 0] >= hits:
+                    out[j, 1] = draws
+                    done[j] = True
+    for j in range(3):
+        if active[j] and out[j, 0] < hits:
+            out[j, 1] = draws
+    return out
+
+
+@njit(cache=True, nogil=True)
+def permutation_moments(class_keys, class_place, fixed_keys, fixed_is_above, size, other_total,
+                        above_sum, above_sq_sum):
+    """Exact mean and variance, under the permutation null, of the three metrics of one
+    subgroup whose cell of ``size`` rows is redrawn from the class (unweighted rows; see
+    :func:`permutation_exceedances` for the arguments and the metrics).
+
+    Each metric is the mean over the drawn rows of a per-row value (plus a constant), so its
+    permutation variance is ``sigma^2 / size * (n - size) / (n - 1)`` with ``sigma^2`` the
+    values' variance over the class. ``above_sum``/``above_sq_sum``: the sums over the class
+    of ``class_above`` and its square. Returns (3, 2): mean and variance of the subgroup
+    AUC, the cross AUC and ``1/2 - AEG``. One merge of the fixed cell into the class:
+    ``O(n + |fixed|)``.
+    """
+    n = class_keys.shape[0]
+    n_fixed = fixed_keys.shape[0]
+    f_sum = 0.0
+    f_sq = 0.0
+    pf_sum = 0.0
+    p_sum = 0.0
+    p_sq = 0.0
+    lt = 0
+    le = 0
+    q = 0
+    while q < n:
+        key = class_keys[q]
+        stop = q
+        while stop < n and class_keys[stop] == key:
+            stop += 1
+        while lt < n_fixed and fixed_keys[lt] < key:
+            lt += 1
+        if le < lt:
+            le = lt
+        while le < n_fixed and fixed_keys[le] == key:
+            le += 1
+        f = (n_fixed - le + 0.5 * (le - lt)) if fixed_is_above else (lt + 0.5 * (le - lt))
+        for r in range(q, stop):
+            p = class_place[r]
+            f_sum += f
+            f_sq += f * f
+            pf_sum += p * f
+            p_sum += p
+            p_sq += p * p
+        q = stop
+    out = np.empty((3, 2), dtype=np.float64)
+    shrink = (n - size) / ((n - 1.0) * size) if n > 1 else 0.0
+    # subgroup AUC: values f / n_fixed
+    mean = f_sum / n
+    out[0, 0] = mean / n_fixed
+    out[0, 1] = max(f_sq / n - mean * mean, 0.0) / (n_fixed * n_fixed) * shrink
+    # cross AUC: values (place - f) / (other_total - n_fixed)
+    rest = other_total - n_fixed
+    mean = (p_sum - f_sum) / n
+    second = (p_sq - 2.0 * pf_sum + f_sq) / n
+    out[1, 0] = mean / rest if rest > 0 else np.nan
+    out[1, 1] = max(second - mean * mean, 0.0) / (rest * rest) * shrink if rest > 0 else np.nan
+    # AEG: 1/2 - AEG = mean of above / (n - size) minus (size - 1) / (2 (n - size))
+    scale = n - size
+    mean = above_sum / n
+    out[2, 0] = mean / scale - (size - 1.0) / (2.0 * scale) if scale > 0 else np.nan
+    out[2, 1] = max(above_sq_sum / n - mean * mean, 0.0) / (scale * scale) * shrink \
+        if scale > 0 else np.nan
+    return out

@@ -190,15 +190,21 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
                           1.5 + 0.3 * n_rows), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False, sharey=True)[0]
     image = None
+    marked = significance_note(result)
     for k, (ax, model) in enumerate(zip(axes, models)):
         part = result.table[result.table["model"] == model].set_index("subgroup")
         values = part.reindex(subgroups)[metrics].to_numpy(dtype=np.float64)
+        flags = significant_flags(part.reindex(subgroups), metrics)
         image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto",
                           interpolation="nearest")
         for (i, j), v in np.ndenumerate(values):
             if np.isfinite(v):
-                ax.text(j, i, value_format.format(v), ha="center", va="center", fontsize=8,
-                        color=text_color_on(color_for(v, stops)))
+                flagged = bool(flags[i, j])
+                ax.text(j, i, value_format.format(v) + ("*" if flagged else ""), ha="center",
+                        va="center", fontsize=8, color=text_color_on(color_for(v, stops)),
+                        fontweight="bold" if flagged else "normal")
+                if flagged:
+                    ax.add_patch(_outline_patch(j, i))
             else:
                 ax.add_patch(_hatch_patch(j, i))
                 ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="#444444")
@@ -218,7 +224,37 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     bar.set_label(colorbar_label, fontsize=8)
     bar.ax.tick_params(labelsize=7)
     fig.suptitle(title, fontsize=11)
+    if marked:
+        fig.supxlabel(marked, fontsize=7.5, color="#444444")
     return fig
+
+
+def significant_flags(table, metrics) -> np.ndarray:
+    """(rows, metrics) bool: which values a significance test flagged (all False without one)."""
+    columns = [f"{m}_significant" for m in metrics]
+    if not all(c in table.columns for c in columns):
+        return np.zeros((len(table), len(metrics)), dtype=bool)
+    return table[columns].fillna(False).to_numpy(dtype=bool)
+
+
+SIGNIFICANCE_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+def significance_note(result) -> str | None:
+    """What a ``*`` means in tables and figures of ``result``, or None without tests."""
+    method = (getattr(result, "settings", None) or {}).get("significance")
+    if method is None:
+        return None
+    level = 1.0 - float(result.settings.get("confidence", 0.95))
+    return (f"* significant gap (AUC vs overall AUC, AEG vs 0): DeLong test, adjusted p <= "
+            f"{level:g} ({SIGNIFICANCE_NAMES[method]} over each model's subgroups x metrics)")
+
+
+def _outline_patch(x, y):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.46, y - 0.44), 0.92, 0.88, facecolor="none", edgecolor="#111111",
+                     linewidth=1.4)
 
 
 def _hatch_patch(x, y):

@@ -44,11 +44,17 @@ from .plots import (
     AEG_METRICS,
     AUC_COLOR_STOPS,
     METRIC_LABELS,
+    SIGNIFICANCE_NAMES,
     color_for,
     interval_metrics,
+    significance_note,
+    significant_flags,
     text_color_on,
     worst_first,
 )
+
+_SHORT_NAMES = {"subgroup_auc": "subgroup_auc", "bpsn_auc": "bpsn_auc", "bnsp_auc": "bnsp_auc",
+                "negative_aeg": "neg_aeg", "positive_aeg": "pos_aeg"}
 
 _CELL_WORDS = {
     "subgroup_negatives": "subgroup negatives",
@@ -315,6 +321,8 @@ class BiasReport:
         """
         summary = self.summary()
         ci_metrics = interval_metrics(self.result.table)
+        note = significance_note(self.result)
+        tested = note is not None
         blocks = []
         for model in self.result.models:
             order = self.worst_subgroups(max_subgroups, model=model)
@@ -328,18 +336,21 @@ class BiasReport:
                     if not _is_nan(omitted):
                         head += f" ({omitted:.4f} without the n/a AUCs)"
             columns = ["subgroup", "size", "sub-", "sub+", "bg-", "bg+"] + \
-                [{"subgroup_auc": "subgroup_auc", "bpsn_auc": "bpsn_auc", "bnsp_auc": "bnsp_auc",
-                  "negative_aeg": "neg_aeg", "positive_aeg": "pos_aeg"}[m] for m in METRIC_COLUMNS]
+                [_SHORT_NAMES[m] for m in METRIC_COLUMNS] + (["significant"] if tested else [])
+            flags = significant_flags(part, METRIC_COLUMNS)
             rows = []
-            for name, row in part.iterrows():
+            for (name, row), row_flags in zip(part.iterrows(), flags):
                 cells = [terminal_text(name)] + [_fmt_count(row[c]) for c in COUNT_COLUMNS]
-                for metric in METRIC_COLUMNS:
-                    text = _fmt_metric(row[metric], metric)
+                for metric, flagged in zip(METRIC_COLUMNS, row_flags):
+                    text = _fmt_metric(row[metric], metric) + ("*" if flagged else "")
                     if metric in ci_metrics and not _is_nan(row[metric]):
                         low, high = row[f"{metric}_low"], row[f"{metric}_high"]
                         if not (_is_nan(low) or _is_nan(high)):
                             text += f" [{low:.3f}, {high:.3f}]"
                     cells.append(text)
+                if tested:
+                    cells.append(",".join(_SHORT_NAMES[m] for m, f in zip(METRIC_COLUMNS,
+                                                                          row_flags) if f) or "-")
                 rows.append(cells)
             widths = [max(len(columns[j]), *(len(r[j]) for r in rows)) if rows else len(columns[j])
                       for j in range(len(columns))]
@@ -359,6 +370,8 @@ class BiasReport:
         if n_undefined:
             text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
                      f"and one of them is empty (see the report for each reason)")
+        if tested:
+            text += "\n\n" + note
         return text
 
     def to_frame(self) -> pd.DataFrame:
@@ -530,6 +543,7 @@ class BiasReport:
             *figures_html,
             "<h2>Metrics per subgroup</h2>",
             self._html_tables(),
+            self._html_intersections(max_subgroups),
             self._html_undefined(),
             self._html_glossary(),
         ]
@@ -577,6 +591,10 @@ class BiasReport:
         ]
         if s.get("ci"):
             items.append(("intervals", f"{s.get('ci')}, {float(s.get('confidence', 0.95)):.0%}"))
+        if s.get("significance"):
+            items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
+                                          f"DeLong tests at level "
+                                          f"{1 - float(s.get('confidence', 0.95)):g}"))
         if s.get("weighted"):
             items.append(("weights", "sample weights used for the metrics; histograms count "
                                      "rows"))
@@ -646,13 +664,14 @@ class BiasReport:
                     "<th>background<br>positives</th>"
                     + "".join(f"<th>{METRIC_LABELS[m].replace(' ', '<br>', 1)}</th>"
                               for m in METRIC_COLUMNS) + "</tr>")
+            flags = significant_flags(part, METRIC_COLUMNS)
             rows = []
-            for name, row in part.iterrows():
+            for (name, row), row_flags in zip(part.iterrows(), flags):
                 cells = [f"<td>{html.escape(str(name))}</td>"]
                 for c in COUNT_COLUMNS:
                     empty = " empty" if not _is_nan(row[c]) and int(row[c]) == 0 else ""
                     cells.append(f'<td class="num{empty}">{_fmt_count(row[c])}</td>')
-                for metric in METRIC_COLUMNS:
+                for metric, flagged in zip(METRIC_COLUMNS, row_flags):
                     value = row[metric]
                     if _is_nan(value):
                         k, reason = undefined_index[(model, name, metric)]
@@ -667,9 +686,16 @@ class BiasReport:
                         low, high = row[f"{metric}_low"], row[f"{metric}_high"]
                         if not (_is_nan(low) or _is_nan(high)):
                             interval = f'<span class="ci">[{low:.3f}, {high:.3f}]</span>'
-                    cells.append(f'<td class="num metric" style="background:{bg};color:'
-                                 f'{text_color_on(bg)}">{_fmt_metric(value, metric)}{interval}'
-                                 f"</td>")
+                    mark, kind = "", "num metric"
+                    if flagged:
+                        kind += " significant"
+                        tip = (f"significant: adjusted p = "
+                               f"{row[f'{metric}_pvalue_adjusted']:.2g} (raw "
+                               f"{row[f'{metric}_pvalue']:.2g})")
+                        mark = f'<span class="sig" title="{html.escape(tip)}">*</span>'
+                    cells.append(f'<td class="{kind}" style="background:{bg};color:'
+                                 f'{text_color_on(bg)}">{_fmt_metric(value, metric)}{mark}'
+                                 f"{interval}</td>")
                 rows.append("<tr>" + "".join(cells) + "</tr>")
             auc = float(self.result.overall_auc[model])
             out.append(f'<h3>{html.escape(str(model))} <span class="muted">overall AUC '
@@ -677,6 +703,43 @@ class BiasReport:
                        f'<div class="scroll"><table class="metrics" data-model="'
                        f'{html.escape(str(model))}"><thead>{head}</thead><tbody>{"".join(rows)}'
                        f"</tbody></table></div>")
+        note = significance_note(self.result)
+        if note is not None:
+            out.append(f'<p class="note" id="significance-note">{html.escape(note)}; '
+                       f"untested (a cell under 10 rows) and n/a values are never marked. "
+                       f"See docs/significance.md for what is assumed.</p>")
+        return "".join(out)
+
+    def _html_intersections(self, limit: int) -> str:
+        """Each model's intersections alone, worst first (their lowest AUC), at most ``limit``."""
+        members = self.result.settings.get("intersection_members") or {}
+        if not members:
+            return ""
+        out = [f'<h2 id="intersections">Intersections, worst first</h2><p class="note">'
+               f"{len(members)} intersections, ranked by each model's lowest Subgroup, BPSN or "
+               f"BNSP AUC{'' if len(members) <= limit else f'; the {limit} worst shown'}."
+               f"</p>"]
+        for model in self.result.models:
+            order = [g for g in self.worst_subgroups(model=model) if g in members][:limit]
+            part = self.result.for_model(model).reindex(order)
+            flags = significant_flags(part, METRIC_COLUMNS)
+            head = ("<tr><th>intersection</th><th>size</th><th>lowest AUC</th>"
+                    + "".join(f"<th>{METRIC_LABELS[m]}</th>" for m in METRIC_COLUMNS)
+                    + "</tr>")
+            rows = []
+            for (name, row), row_flags in zip(part.iterrows(), flags):
+                aucs = row[AUC_METRICS].astype(float)
+                lowest = (f"{aucs.min():.4f} ({METRIC_LABELS[aucs.idxmin()]})"
+                          if aucs.notna().any() else "n/a")
+                cells = [f"<td>{html.escape(str(name))}</td>",
+                         f"<td class=num>{_fmt_count(row['subgroup_size'])}</td>",
+                         f"<td class=num>{html.escape(lowest)}</td>"]
+                cells += [f"<td class=num>{_fmt_metric(row[m], m)}{'*' if f else ''}</td>"
+                          for m, f in zip(METRIC_COLUMNS, row_flags)]
+                rows.append("<tr>" + "".join(cells) + "</tr>")
+            out.append(f"<h3>{html.escape(str(model))}</h3><div class=\"scroll\"><table "
+                       f'class="intersections" data-model="{html.escape(str(model))}"><thead>'
+                       f"{head}</thead><tbody>{''.join(rows)}</tbody></table></div>")
         return "".join(out)
 
     def _html_undefined(self) -> str:
@@ -774,6 +837,8 @@ td.num { text-align: right; white-space: nowrap; }
 table.settings th { background: none; font-weight: 600; color: var(--muted); padding-right: 18px; }
 table.metrics tbody tr:hover td { outline: 1px solid #8c959f; }
 td.metric { min-width: 76px; }
+td.significant { font-weight: 700; box-shadow: inset 0 0 0 2px #111; }
+span.sig { margin-left: 1px; cursor: help; }
 td.empty { color: #b35900; font-weight: 600; }
 td.undefined { background: repeating-linear-gradient(45deg, #eeeeee, #eeeeee 4px, #dcdcdc 4px, #dcdcdc 8px);
   color: #444; font-style: italic; cursor: help; }

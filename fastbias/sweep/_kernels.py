@@ -1077,3 +1077,127 @@ def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum):
     u, sq_pos = _placement_moments(pos_sorted, pos_cum, neg_sorted, neg_cum, False)
     _, sq_neg = _placement_moments(neg_sorted, neg_cum, pos_sorted, pos_cum, True)
     return u, sq_pos, sq_neg
+
+
+# --- covariance of each AUC metric with the overall AUC (significance tests) ------------------
+# The test "metric = overall AUC" needs, besides both DeLong variances, the covariance of the two
+# estimates, which share rows. Written with each row's placements, it needs, per subgroup, the sums
+# below (c_O(x): all negatives below a positive x, d_O(y): all positives above a negative y, c_g /
+# d_g the same within the subgroup's cells; ties 1/2; w the row weight):
+#
+# ====  =====================================  =====  ==========================================
+# col   sum                                    over   how
+# ====  =====================================  =====  ==========================================
+# 0     w c_g c_O                              Dg+    the walk
+# 1     w c_O                                  Dg+    the walk
+# 2     w (c_O - c_g) c_O                      Dg+    the walk
+# 3     w d_g d_O                              D-     sum over Dg+ rows x of w_x R(x), R(x) the
+#                                                     weight of D- below x (ties 1/2) weighted by d_O
+# 4     w d_g d_O                              Dg-    the walk
+# 5     w d_O                                  Dg-    the walk
+# 6     w (d_O - d_g) d_O                      Dg-    the walk
+# 7     w c_g c_O  (c_g: Dg- below)            D+     sum over Dg- rows y of w_y Q(y), Q(y) the
+#                                                     weight of D+ above y weighted by c_O
+# ====  =====================================  =====  ==========================================
+N_OVERALL_CROSS_COLUMNS = 8
+
+
+@njit(inline="always")
+def _placements_along(values, cumulative, others, others_cumulative, above, place, same_above):
+    """For each position of the sorted class ``values``: the weight of ``others`` below it (above
+    it when ``above``), ties 1/2, into ``place``; the weight of its own class above it, ties 1/2,
+    leaving itself out, into ``same_above``."""
+    total_others = _class_total(others, others_cumulative)
+    total_same = _class_total(values, cumulative)
+    lt = 0
+    le = 0
+    j = 0
+    while j < values.shape[0]:
+        s = values[j]
+        stop = j
+        while stop < values.shape[0] and values[stop] == s:
+            stop += 1
+        lt = _count_below(others, lt, s, False)
+        le = _count_below(others, max(le, lt), s, True)
+        below, tied = _class_weight_to(others_cumulative, lt, le)
+        value = below + 0.5 * tied
+        if above:
+            value = total_others - value
+        same_lt, same_tied = _class_weight_to(cumulative, j, stop)
+        for q in range(j, stop):
+            w = cumulative[q + 1] - cumulative[q] if cumulative.shape[0] > 0 else 1.0
+            place[q] = value
+            same_above[q] = (total_same - same_lt - same_tied) + 0.5 * (same_tied - w)
+        j = stop
+
+
+@njit(cache=True, nogil=True)
+def class_placements(neg_sorted, pos_sorted, neg_cum, pos_cum):
+    """Each row's overall placements, along each sorted class.
+
+    Returns ``(c_pos, d_neg, pos_above, neg_above)``: for each positive the
+    weight of negatives below it (``c_O``), for each negative the weight of
+    positives above it (``d_O``), and for each row the weight of its own
+    class above it (itself left out); ties count 1/2. Weights from the prefix
+    sums ``neg_cum``/``pos_cum`` (empty: every row weighs 1).
+    """
+    c_pos = np.empty(pos_sorted.shape[0], dtype=np.float64)
+    pos_above = np.empty(pos_sorted.shape[0], dtype=np.float64)
+    d_neg = np.empty(neg_sorted.shape[0], dtype=np.float64)
+    neg_above = np.empty(neg_sorted.shape[0], dtype=np.float64)
+    _placements_along(pos_sorted, pos_cum, neg_sorted, neg_cum, False, c_pos, pos_above)
+    _placements_along(neg_sorted, neg_cum, pos_sorted, pos_cum, True, d_neg, neg_above)
+    return c_pos, d_neg, pos_above, neg_above
+
+
+@njit(cache=True, nogil=True)
+def member_overall_cross_sums(member_keys, member_codes, member_weights, neg_sorted, pos_sorted,
+                              neg_cum, pos_cum, q_pos, r_neg, cells):
+    """The (n_groups, N_OVERALL_CROSS_COLUMNS) sums of the table above, in one walk.
+
+    Walks the memberships in score order by blocks of equal scores as
+    :func:`member_delong_sums_in_range` does (same arguments; ``q_pos``/``r_neg``
+    the prefix sums of ``w * c_O`` along the positives and ``w * d_O``
+    along the negatives, from :func:`class_placements`). ``O(memberships + n)``.
+    """
+    n_groups = cells.shape[0]
+    sums = np.zeros((n_groups, N_OVERALL_CROSS_COLUMNS), dtype=np.float64)
+    neg_in_block = np.zeros(n_groups, dtype=np.float64)
+    pos_in_block = np.zeros(n_groups, dtype=np.float64)
+    neg_below = np.zeros(n_groups, dtype=np.float64)
+    pos_below = np.zeros(n_groups, dtype=np.float64)
+    touched, is_touched, ranks = _walk_scratch(n_groups)
+    total_pos = _class_total(pos_sorted, pos_cum)
+    q_total = q_pos[q_pos.shape[0] - 1]
+    t = 0
+    stop = member_keys.shape[0]
+    while t < stop:
+        t, n_touched = _next_block(member_keys, member_codes, member_weights, t, stop,
+                                   neg_sorted, pos_sorted, ranks, neg_in_block, pos_in_block,
+                                   is_touched, touched)
+        big_n_lt, big_n_eq = _class_weight_to(neg_cum, ranks[0], ranks[1])
+        big_p_lt, big_p_eq = _class_weight_to(pos_cum, ranks[2], ranks[3])
+        c_o = big_n_lt + 0.5 * big_n_eq
+        d_o = (total_pos - big_p_lt - big_p_eq) + 0.5 * big_p_eq
+        r_here = r_neg[ranks[0]] + 0.5 * (r_neg[ranks[1]] - r_neg[ranks[0]])
+        q_here = (q_total - q_pos[ranks[3]]) + 0.5 * (q_pos[ranks[3]] - q_pos[ranks[2]])
+        for j in range(n_touched):
+            g = touched[j]
+            n_eq = neg_in_block[g]
+            p_eq = pos_in_block[g]
+            c_g = neg_below[g] + 0.5 * n_eq
+            d_g = (cells[g, 1] - pos_below[g] - p_eq) + 0.5 * p_eq
+            sums[g, 0] += p_eq * c_g * c_o
+            sums[g, 1] += p_eq * c_o
+            sums[g, 2] += p_eq * (c_o - c_g) * c_o
+            sums[g, 3] += p_eq * r_here
+            sums[g, 4] += n_eq * d_g * d_o
+            sums[g, 5] += n_eq * d_o
+            sums[g, 6] += n_eq * (d_o - d_g) * d_o
+            sums[g, 7] += n_eq * q_here
+            neg_below[g] += n_eq
+            pos_below[g] += p_eq
+            neg_in_block[g] = 0.0
+            pos_in_block[g] = 0.0
+            is_touched[g] = False
+    return sums

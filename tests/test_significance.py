@@ -1,0 +1,593 @@
+"""Tests of significance="holm"|"bh": per-metric DeLong z-tests of "no bias", adjusted.
+
+The reference is independent of the code under test: every row's placements
+from O(n^2) pair matrices (integer weights by replicating rows), the DeLong
+components of the metric and of the overall AUC normalised per row, the
+variance of the difference as the sum over rows of their squared difference
+(equivalently var_M + var_O - 2 cov, checked both ways), normal tails from
+scipy, Holm from its step-down definition and Benjamini-Hochberg from
+scipy.stats.false_discovery_control.
+"""
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import fastbias
+from fastbias.intervals.significance import PERMUTATION_BELOW, adjust_pvalues
+from fastbias.metrics import METRIC_COLUMNS
+from fastbias.validate.errors import UndefinedMetricWarning
+
+
+def kernel_matrix(above, below):
+    a = np.asarray(above, dtype=np.float64)[:, None]
+    b = np.asarray(below, dtype=np.float64)[None, :]
+    return (a > b) + 0.5 * (a == b)
+
+
+def psi(s, above_mask, below_mask):
+    """Per-row normalised DeLong components of AUC(above vs below): 0 off the two samples."""
+    out = np.zeros(s.shape[0])
+    k = kernel_matrix(s[above_mask], s[below_mask])
+    m, n = k.shape
+    theta = k.mean()
+    out[above_mask] = (k.mean(axis=1) - theta) / np.sqrt(m * (m - 1))
+    out[below_mask] = (k.mean(axis=0) - theta) / np.sqrt(n * (n - 1))
+    return out, theta
+
+
+def reference_tests(y, s, member, w=None):
+    """{metric: (gap, se, p)} for one subgroup by replicated rows and pair matrices (the
+    DeLong z-test; NaN where a variance is undefined)."""
+    rep = np.ones(len(y), int) if w is None else np.asarray(w).astype(int)
+    y, s, member = (np.repeat(np.asarray(a), rep) for a in (y, s, member))
+    y = y.astype(bool)
+    member = member.astype(bool)
+    cell = {("subgroup", 0): member & ~y, ("subgroup", 1): member & y,
+            ("background", 0): ~member & ~y, ("background", 1): ~member & y}
+    samples = {"subgroup_auc": (("subgroup", 1), ("subgroup", 0)),
+               "bpsn_auc": (("background", 1), ("subgroup", 0)),
+               "bnsp_auc": (("subgroup", 1), ("background", 0)),
+               "negative_aeg": (("background", 0), ("subgroup", 0)),
+               "positive_aeg": (("background", 1), ("subgroup", 1))}
+    psi_o, theta_o = psi(s, y, ~y)
+    if min(cell[c].sum() for c in cell) < 2:
+        return {metric: (np.nan, np.nan, np.nan) for metric in samples}
+    out = {}
+    for metric, (x, yc) in samples.items():
+        psi_m, theta_m = psi(s, cell[x], cell[yc])
+        if metric.endswith("aeg"):
+            gap, var = 0.5 - theta_m, np.sum(psi_m ** 2)
+        else:
+            gap = theta_m - theta_o
+            var = np.sum((psi_m - psi_o) ** 2)
+            # the same variance as var_M + var_O - 2 cov, written out
+            np.testing.assert_allclose(
+                var, np.sum(psi_m ** 2) + np.sum(psi_o ** 2) - 2 * np.sum(psi_m * psi_o),
+                rtol=1e-9, atol=1e-15)
+        se = np.sqrt(var)
+        if not np.isfinite(se):
+            p = np.nan
+        else:
+            p = 2 * stats.norm.sf(abs(gap) / se) if se > 0 else (1.0 if gap == 0 else 0.0)
+        out[metric] = (gap, se, p)
+    return out
+
+
+def holm_reference(p):
+    """Holm's step-down adjusted p-values straight from the definition."""
+    p = np.asarray(p, dtype=float)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adj = np.empty(m)
+    running = 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[j]))
+        adj[j] = running
+    return adj
+
+
+def random_data(rng, n, weighted, levels):
+    y = rng.random(n) < 0.4
+    s = rng.integers(0, levels, n).astype(np.float64)  # heavy ties
+    w = rng.integers(1, 4, n).astype(np.float64) if weighted else None
+    groups = {f"g{j}": rng.random(n) < p for j, p in enumerate((0.25, 0.4, 0.6))}
+    return y, s, w, groups
+
+
+@pytest.fixture
+def delong_everywhere(monkeypatch):
+    """Every test a DeLong z-test (no permutation p-values), to check those against the
+    reference on small data."""
+    from fastbias.intervals import significance
+    monkeypatch.setattr(significance, "PERMUTATION_BELOW", 0)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("method", ["holm", "bh"])
+def test_pvalues_match_pair_matrix_reference(weighted, method, delong_everywhere):
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        n = int(rng.integers(80, 200))
+        y, s, w, groups = random_data(rng, n, weighted, int(rng.integers(3, 12)))
+        # a biased subgroup: its negatives scored higher
+        s = s + 2.0 * (groups["g1"] & ~y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            table = fastbias.bias_metrics(y, s, groups, sample_weight=w, significance=method)
+        raw = []
+        for name, member in groups.items():
+            ref = reference_tests(y, s, member, w)
+            for metric in METRIC_COLUMNS:
+                gap, se, p = ref[metric]
+                got = table.loc[name, f"{metric}_pvalue"]
+                np.testing.assert_allclose(got, p, rtol=1e-7, atol=1e-12,
+                                           err_msg=f"{name} {metric}")
+                raw.append(p)
+        raw = np.array(raw)
+        tested = np.isfinite(raw)
+        assert tested.sum() >= 10  # most tests are made
+        adjusted = np.full(raw.shape, np.nan)
+        adjusted[tested] = holm_reference(raw[tested]) if method == "holm" else \
+            stats.false_discovery_control(raw[tested], method="bh")
+        got = table[[f"{m}_pvalue_adjusted" for m in METRIC_COLUMNS]].to_numpy().reshape(-1)
+        np.testing.assert_allclose(got, adjusted, rtol=1e-9)
+        sig = table[[f"{m}_significant" for m in METRIC_COLUMNS]].to_numpy().reshape(-1)
+        np.testing.assert_array_equal(sig, np.nan_to_num(adjusted, nan=1.0) <= 0.05)
+        assert table.attrs["n_tests"] == tested.sum()
+        assert table.attrs["significance"] == method
+
+
+def test_planted_bias_is_found_and_fair_groups_are_not():
+    rng = np.random.default_rng(3)
+    n = 20_000
+    y = rng.random(n) < 0.3
+    groups = {f"g{j}": rng.random(n) < 0.1 for j in range(6)}
+    s = y + rng.normal(0, 1, n)
+    s = s + 0.8 * (groups["g0"] & ~y)  # g0's negatives scored like positives
+    table = fastbias.bias_metrics(y, s, groups, significance="holm")
+    assert table.loc["g0", "bpsn_auc_significant"]
+    assert table.loc["g0", "negative_aeg_significant"]
+    others = table.drop(index="g0")[[f"{m}_significant" for m in METRIC_COLUMNS]]
+    assert not others.to_numpy().any()
+
+
+def test_intersections_are_tested_in_the_same_family(delong_everywhere):
+    rng = np.random.default_rng(4)
+    n = 5000
+    y = rng.random(n) < 0.4
+    groups = {"a": rng.random(n) < 0.4, "b": rng.random(n) < 0.4, "c": rng.random(n) < 0.3}
+    s = y + rng.normal(0, 1, n)
+    table = fastbias.bias_metrics(y, s, groups, intersections=2, significance="bh")
+    assert len(table) == 6
+    assert table.attrs["n_tests"] == 30
+    ref = reference_tests(y, s, groups["a"] & groups["b"])
+    for metric in METRIC_COLUMNS:
+        np.testing.assert_allclose(table.loc["a & b", f"{metric}_pvalue"], ref[metric][2],
+                                   rtol=1e-7, atol=1e-12)
+
+
+def exact_permutation_p(y, s, member, w, metrics, redraw_label):
+    """Exact permutation p-values: every subset of the class ``redraw_label`` of the
+    subgroup's size as its cell, the other cell fixed; brute-force metrics of each."""
+    from itertools import combinations
+
+    from tests.reference import brute_force_metrics, pair_probability
+    y = np.asarray(y, bool)
+    member = np.asarray(member, bool)
+    theta_o = pair_probability(s[y], s[~y], None if w is None else w[y],
+                               None if w is None else w[~y])
+    observed = brute_force_metrics(y, s, member, w)
+    pool = np.flatnonzero(y == bool(redraw_label))
+    fixed = member & (y != bool(redraw_label))
+    size = int((member & (y == bool(redraw_label))).sum())
+
+    def distance(metric, value):
+        return abs(value) if metric.endswith("aeg") else abs(value - theta_o)
+
+    hits = dict.fromkeys(metrics, 0)
+    total = 0
+    for subset in combinations(pool, size):
+        mask = fixed.copy()
+        mask[list(subset)] = True
+        values = brute_force_metrics(y, s, mask, w)
+        total += 1
+        for metric in metrics:
+            d = distance(metric, values[metric])
+            if not d < distance(metric, observed[metric]) - 1e-12:
+                hits[metric] += 1
+    return {metric: hits[metric] / total for metric in metrics}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_permutation_pvalues_match_exact_enumeration(weighted, monkeypatch):
+    from fastbias.intervals import significance
+    # run every test to the full budget (no sequential stop): a plain Monte Carlo estimate
+    monkeypatch.setattr(significance, "PERMUTATION_HITS", 10 ** 9)
+    rng = np.random.default_rng(21)
+    n = 24
+    y = np.zeros(n, bool)
+    y[:11] = True  # 11 positives, 13 negatives
+    s = np.round(rng.normal(size=n) + y, 1)
+    w = rng.integers(1, 4, n).astype(float) if weighted else None
+    member = np.zeros(n, bool)
+    member[[0, 1, 2, 3]] = True  # 4 positives
+    member[[11, 12, 13]] = True  # 3 negatives
+    s[[11, 12, 13]] = [5.0, 5.1, 5.2]  # the subgroup's negatives scored above all other rows
+    table = fastbias.bias_metrics(y, s, {"g": member}, sample_weight=w, significance="holm")
+    assert table.attrs["permutation_tests"] == 5
+    draws = significance.permutation_draws(5, 0.05)
+    # negatives redrawn (the smaller cell): subgroup AUC, BPSN AUC, negative AEG
+    exact = exact_permutation_p(y, s, member, w, ["subgroup_auc", "bpsn_auc", "negative_aeg"], 0)
+    exact.update(exact_permutation_p(y, s, member, w, ["bnsp_auc", "positive_aeg"], 1))
+    for metric, p in exact.items():
+        got = table.loc["g", f"{metric}_pvalue"]
+        tolerance = 4 * np.sqrt(max(p, 1 / draws) * (1 - p) / draws) + 1 / draws
+        assert abs(got - p) <= tolerance, (metric, got, p)
+    assert table.loc["g", "negative_aeg_pvalue"] < 0.05  # the planted gap shows
+
+
+def test_permutation_pvalues_stop_early_and_are_reproducible():
+    rng = np.random.default_rng(6)
+    n = 3000
+    y = rng.random(n) < 0.4
+    s = y + rng.normal(0, 1, n)
+    groups = {"small": rng.random(n) < 0.02, "big": rng.random(n) < 0.5}
+    first = fastbias.bias_metrics(y, s, groups, significance="holm")
+    again = fastbias.bias_metrics(y, s, groups, significance="holm", n_jobs=1)
+    columns = [f"{m}_pvalue" for m in METRIC_COLUMNS]
+    pd.testing.assert_frame_equal(first[columns], again[columns])
+    # the small subgroup (cells under PERMUTATION_BELOW rows) is tested by permutation, the
+    # big one (every cell larger) by DeLong
+    assert first.loc["small", "subgroup_negatives"] < PERMUTATION_BELOW
+    assert first.loc["big", ["subgroup_negatives", "subgroup_positives", "background_negatives",
+                             "background_positives"]].min() >= PERMUTATION_BELOW
+    assert first.attrs["permutation_tests"] == 5
+    assert first.loc["small", columns].notna().all()
+
+
+def test_weights_too_small_for_a_variance_are_not_tested_and_warned():
+    rng = np.random.default_rng(9)
+    n = 4000
+    y = rng.random(n) < 0.5
+    s = y + rng.normal(0, 1, n)
+    w = np.full(n, 1e-4)  # every cell of 'big' weighs under 1: DeLong's variance is undefined
+    with pytest.warns(UndefinedMetricWarning, match="not tested for significance") as rec:
+        table = fastbias.bias_metrics(y, s, {"big": rng.random(n) < 0.5}, sample_weight=w,
+                                      significance="bh")
+    assert sum("significance" in str(r.message) for r in rec) == 1
+    assert "big: subgroup_auc" in str(rec[0].message)
+    assert table[[f"{m}_pvalue" for m in METRIC_COLUMNS]].isna().all(axis=None)
+    assert not table[[f"{m}_significant" for m in METRIC_COLUMNS]].any(axis=None)
+    assert table.attrs["n_tests"] == 0
+
+
+def test_significance_argument_is_checked():
+    y = np.array([0, 1, 0, 1])
+    s = np.array([0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ValueError, match="significance must be None, 'holm' or 'bh', got 'bonf'"):
+        fastbias.bias_metrics(y, s, {"g": y == 1}, significance="bonf")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30),
+       st.sampled_from(["holm", "bh"]))
+def test_adjustment_properties(p, method):
+    p = np.array(p)
+    adj = adjust_pvalues(p, method)
+    assert np.all(adj >= p - 1e-15) and np.all(adj <= 1.0)
+    ref = holm_reference(p) if method == "holm" else stats.false_discovery_control(p)
+    np.testing.assert_allclose(adj, ref, rtol=1e-12, atol=1e-15)
+    order = np.argsort(p, kind="stable")
+    assert np.all(np.diff(adj[order]) >= -1e-15)  # monotone in p
+
+
+def test_adjustment_leaves_nan_out_of_the_family():
+    adj = adjust_pvalues([0.01, np.nan, 0.02], "holm")
+    np.testing.assert_allclose(adj, [0.02, np.nan, 0.02])
+    assert np.isnan(adjust_pvalues([np.nan], "bh")).all()
+
+
+def test_a_subgroup_of_every_row_equals_the_overall_auc(delong_everywhere):
+    rng = np.random.default_rng(8)
+    n = 300
+    y = rng.random(n) < 0.5
+    s = np.round(rng.normal(size=n) + y, 1)
+    groups = {"all": np.ones(n, bool), "half": rng.random(n) < 0.5}
+    with pytest.warns(UndefinedMetricWarning):
+        table = fastbias.bias_metrics(y, s, groups, significance="holm")
+    # the same estimate as the overall AUC: the difference is 0 with variance 0
+    assert table.loc["all", "subgroup_auc_pvalue"] == 1.0
+    assert not table.loc["all", "subgroup_auc_significant"]
+    for metric in ("bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"):
+        assert np.isnan(table.loc["all", f"{metric}_pvalue"])  # empty background: undefined
+    assert table.attrs["n_tests"] == 6
+
+
+def test_evaluate_adjusts_each_model_over_all_its_subgroups():
+    df = fastbias.make_jigsaw_like(n_rows=30_000, n_identities=4, random_state=2)
+    names = ["male", "female", "transgender", "other_gender"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+                                subgroups=names, significance="bh", intersections=2,
+                                min_subgroup_size=10)
+    for model in res.models:
+        table = res.for_model(model)
+        y = df["toxicity"].to_numpy() >= 0.5
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            direct = fastbias.bias_metrics(y, df[model].to_numpy(),
+                                           {g: df[g].to_numpy() >= 0.5 for g in names},
+                                           significance="bh", intersections=2,
+                                           min_subgroup_size=10)
+        columns = [f"{m}_{c}" for m in METRIC_COLUMNS
+                   for c in ("pvalue", "pvalue_adjusted", "significant")]
+        pd.testing.assert_frame_equal(table[columns], direct[columns], check_names=False)
+    assert res.settings["significance"] == "bh"
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def biased_frame(n=6000, seed=12):
+    """A DataFrame where 'a' negatives are scored like positives and 'b' is fair."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.35
+    a = rng.random(n) < 0.15
+    b = rng.random(n) < 0.15
+    c = np.where(rng.random(n) < 0.2, np.nan, (rng.random(n) < 0.2).astype(float))
+    score = y + rng.normal(0, 1, n) + 1.2 * (a & ~y)
+    return pd.DataFrame({"label": y.astype(float), "score": score, "a": a, "b": b, "c": c})
+
+
+def test_evaluate_exclude_compares_with_the_annotated_rows_auc(delong_everywhere):
+    df = biased_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="label", scores="score", subgroups=["a", "b", "c"],
+                                missing_subgroup="exclude", significance="holm")
+    table = res.for_model()
+    annotated = df["c"].notna().to_numpy()
+    sub = df[annotated]
+    ref = reference_tests(sub["label"].to_numpy() >= 0.5, sub["score"].to_numpy(),
+                          sub["c"].to_numpy() >= 0.5)
+    for metric in METRIC_COLUMNS:
+        np.testing.assert_allclose(table.loc["c", f"{metric}_pvalue"], ref[metric][2],
+                                   rtol=1e-7, atol=1e-12, err_msg=metric)
+    # 'a' and 'b' are over all rows
+    ref = reference_tests(df["label"].to_numpy() >= 0.5, df["score"].to_numpy(),
+                          df["a"].to_numpy())
+    np.testing.assert_allclose(table.loc["a", "bpsn_auc_pvalue"], ref["bpsn_auc"][2], rtol=1e-7)
+    assert table.loc["a", "bpsn_auc_significant"] and table.loc["a", "negative_aeg_significant"]
+
+
+def test_evaluator_metrics_significance_equals_bias_metrics():
+    df = biased_frame()
+    y = df["label"].to_numpy() >= 0.5
+    groups = {"a": df["a"].to_numpy(), "b": df["b"].to_numpy()}
+    ev = fastbias.BiasEvaluator(y, groups)
+    got = ev.metrics(df["score"].to_numpy(), significance="bh", confidence=0.99)
+    want = fastbias.bias_metrics(y, df["score"].to_numpy(), groups, significance="bh",
+                                 confidence=0.99)
+    pd.testing.assert_frame_equal(got, want)
+    assert got.attrs["significance_level"] == 0.01
+    fold = np.arange(0, len(df), 2)
+    got = ev.metrics(df["score"].to_numpy()[fold], index=fold, significance="holm")
+    want = fastbias.bias_metrics(y[fold], df["score"].to_numpy()[fold],
+                                 {k: v[fold] for k, v in groups.items()}, significance="holm")
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_text_and_html_reports_mark_exactly_the_significant_cells():
+    from fastbias.report import bias_report
+    df = biased_frame()
+    report = bias_report(df, label="label", scores="score", subgroups=["a", "b"],
+                         significance="holm", intersections=2)
+    table = report.result.for_model()
+    text = report.to_text()
+    assert "Holm" in text and "significant" in text.splitlines()[1]
+    for name, row in table.iterrows():
+        line = next(li for li in text.splitlines() if re.match(rf"{re.escape(name)}\s{{2,}}\d", li))
+        flagged = [m for m in METRIC_COLUMNS if row[f"{m}_significant"]]
+        assert line.count("*") == len(flagged)
+        assert line.rstrip().endswith(",".join(
+            {"negative_aeg": "neg_aeg", "positive_aeg": "pos_aeg"}.get(m, m) for m in flagged)
+            or "-")
+    assert table.loc["a", "bpsn_auc_significant"] and not table.loc["b"].filter(
+        like="_significant").any()
+    page = report.to_html()
+    n_flags = int(table.filter(like="_significant").to_numpy().sum())
+    assert page.count('class="num metric significant"') == n_flags
+    assert page.count('<span class="sig"') == n_flags
+    assert 'id="significance-note"' in page and "Holm-adjusted DeLong tests" in page
+    assert '<h2 id="intersections">' in page and "a &amp; b" in page
+
+
+def test_reports_without_significance_have_no_marks():
+    from fastbias.report import bias_report
+    report = bias_report(biased_frame(), label="label", scores="score", subgroups=["a", "b"])
+    assert "*" not in report.to_text() and "significant" not in report.to_text()
+    page = report.to_html()
+    assert "significance-note" not in page and 'class="sig"' not in page
+
+
+def test_heatmap_marks_significant_cells():
+    pytest.importorskip("matplotlib")
+    from fastbias.plotting import plot_auc_heatmap
+    df = biased_frame()
+    res = fastbias.evaluate(df, label="label", scores="score", subgroups=["a", "b"],
+                            significance="holm")
+    fig = plot_auc_heatmap(res)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    n_flags = int(res.table[[f"{m}_significant" for m in ("subgroup_auc", "bpsn_auc",
+                                                          "bnsp_auc")]].to_numpy().sum())
+    assert n_flags >= 1 and sum(t.endswith("*") for t in texts) == n_flags
+    assert "Holm" in fig.get_supxlabel()
+
+
+def test_cli_significance(tmp_path):
+    import subprocess
+    import sys
+    df = biased_frame()
+    df.to_csv(tmp_path / "d.csv", index=False)
+    proc = subprocess.run([sys.executable, "-m", "fastbias.cli", "report", str(tmp_path / "d.csv"),
+                           "--label", "label", "--scores", "score", "--subgroups", "a", "b",
+                           "--significance", "bh", "--out", str(tmp_path / "r.csv")],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert "Benjamini-Hochberg" in proc.stdout
+    out = pd.read_csv(tmp_path / "r.csv")
+    assert "bpsn_auc_pvalue_adjusted" in out.columns
+    assert bool(out.set_index("subgroup").loc["a", "bpsn_auc_significant"])
+
+
+def test_hoeffding_bound_covers_the_exact_permutation_tail():
+    """Unweighted, the kernel may report Hoeffding's bound; it must lie above the exact
+    permutation p-value (every subset enumerated) at every observed distance."""
+    from itertools import combinations
+
+    from fastbias.intervals import _kernels as IK
+    from tests.reference import pair_probability
+    rng = np.random.default_rng(2)
+    n_neg, n_pos, size = 14, 9, 4
+    neg = np.sort(np.round(rng.normal(size=n_neg), 1))
+    pos = np.sort(np.round(rng.normal(size=n_pos) + 1, 1))
+    fixed = np.sort(pos[[0, 3, 5]])  # the subgroup's positives (held fixed)
+    theta = pair_probability(pos, neg)
+    s = np.r_[neg, pos]
+    y = np.r_[np.zeros(n_neg, bool), np.ones(n_pos, bool)]
+    c_pos, d_neg, pos_above, neg_above = __import__(
+        "fastbias.sweep._kernels", fromlist=["x"]).class_placements(
+        neg, pos, np.empty(0), np.empty(0))
+    fixed_rows = n_neg + np.array([0, 3, 5])
+    distances = {j: [] for j in range(3)}
+    for subset in combinations(range(n_neg), size):
+        member = np.zeros(n_neg + n_pos, bool)
+        member[list(subset)] = True
+        member[fixed_rows] = True
+        from tests.reference import brute_force_metrics
+        m = brute_force_metrics(y, s, member)
+        distances[0].append(abs(m["subgroup_auc"] - theta))
+        distances[1].append(abs(m["bpsn_auc"] - theta))
+        distances[2].append(abs(m["negative_aeg"]))
+    for observed_quantile in (0.5, 0.9, 0.99, 1.0):
+        observed = np.array([np.quantile(distances[j], observed_quantile) for j in range(3)])
+        out = IK.permutation_exceedances(
+            neg, np.column_stack([np.ones(n_neg), d_neg, neg_above]), fixed, np.arange(4.0),
+            True, size, float(n_pos), observed, np.ones(3, bool), theta, 20, 10, 1,
+            float(n_neg), float(d_neg.sum()), False)
+        for j in range(3):
+            exact = np.mean(np.array(distances[j]) >= observed[j] - 1e-12)
+            assert out[j, 2] >= exact, (j, observed_quantile, out[j, 2], exact)
+
+
+def test_strong_gaps_in_tiny_cells_use_the_bound_not_a_million_draws():
+    from tests.reference import pair_probability
+    rng = np.random.default_rng(4)
+    n = 4000
+    y = rng.random(n) < 0.4
+    s = y + rng.normal(0, 1, n)
+    g = np.zeros(n, bool)
+    negatives = np.flatnonzero(~y)[:25]
+    positives = np.flatnonzero(y)[:28]
+    g[negatives] = True
+    g[positives] = True
+    s[negatives] += 5.0  # scored far above the other negatives
+    table = fastbias.bias_metrics(y, s, {"g": g}, significance="holm")
+    # negative AEG: redrawn negatives, Hoeffding's bound centred at 0 with the range (N-1)/(N-a)
+    n_neg, a = int((~y).sum()), 25
+    aeg = table.loc["g", "negative_aeg"]
+    bound = 2 * np.exp(-2 * a * aeg ** 2 / ((n_neg - 1) / (n_neg - a)) ** 2)
+    assert bound < 1e-5
+    np.testing.assert_allclose(table.loc["g", "negative_aeg_pvalue"], bound, rtol=1e-9)
+    # subgroup AUC (negatives are the smaller cell): centred at P(subgroup positives > negatives)
+    theta = pair_probability(s[y], s[~y])
+    mu = pair_probability(s[positives], s[~y])
+    d = abs(table.loc["g", "subgroup_auc"] - theta) - abs(mu - theta)
+    assert 2 * np.exp(-2 * a * d ** 2) < 1e-5
+    np.testing.assert_allclose(table.loc["g", "subgroup_auc_pvalue"], 2 * np.exp(-2 * a * d ** 2),
+                               rtol=1e-9)
+    assert table.loc["g", "negative_aeg_significant"] and table.loc["g", "bpsn_auc_significant"]
+
+
+def test_mid_size_cells_use_the_exact_permutation_moments():
+    """Cells of 30-299 rows: the normal tail of the permutation distribution, whose mean and
+    variance the test computes from per-row values by pair matrices (finite population)."""
+    rng = np.random.default_rng(13)
+    n = 1500
+    y = rng.random(n) < 0.4
+    s = np.round(y + rng.normal(0, 1, n), 1)
+    g = np.zeros(n, bool)
+    neg_rows = np.flatnonzero(~y)[:60]
+    pos_rows = np.flatnonzero(y)[:90]
+    g[neg_rows] = True
+    g[pos_rows] = True
+    s[neg_rows] += 1.0
+    table = fastbias.bias_metrics(y, s, {"g": g}, significance="bh")
+    assert table.attrs["permutation_tests"] == 5
+    neg, pos = s[~y], s[y]
+    kernel = kernel_matrix
+
+    def normal_p(statistic, values, size):
+        big_n = values.shape[0]
+        var = values.var() / size * (big_n - size) / (big_n - 1)
+        return 2 * stats.norm.sf(abs(statistic - values.mean()) / np.sqrt(var))
+
+    # negatives redrawn (60 <= 90): subgroup AUC, BPSN AUC, negative AEG
+    f = kernel(s[pos_rows], neg).sum(axis=0)  # subgroup positives above each negative
+    place = kernel(pos, neg).sum(axis=0)  # positives above each negative
+    above = kernel(neg, neg).sum(axis=0) - 0.5  # negatives above, itself left out
+    a, n_neg, n_pos = 60, neg.shape[0], pos.shape[0]
+    expected = {
+        "subgroup_auc": normal_p(table.loc["g", "subgroup_auc"], f / 90, a),
+        "bpsn_auc": normal_p(table.loc["g", "bpsn_auc"], (place - f) / (n_pos - 90), a),
+        "negative_aeg": normal_p(0.5 - table.loc["g", "negative_aeg"] + (a - 1) / (2 * (n_neg - a)),
+                                 above / (n_neg - a), a),
+    }
+    # positives redrawn: BNSP AUC, positive AEG
+    f = kernel(pos, s[neg_rows]).sum(axis=1)  # subgroup negatives below each positive
+    place = kernel(pos, neg).sum(axis=1)
+    above = kernel(pos, pos).sum(axis=0) - 0.5
+    b = 90
+    expected["bnsp_auc"] = normal_p(table.loc["g", "bnsp_auc"], (place - f) / (n_neg - 60), b)
+    expected["positive_aeg"] = normal_p(
+        0.5 - table.loc["g", "positive_aeg"] + (b - 1) / (2 * (n_pos - b)), above / (n_pos - b), b)
+    for metric, p in expected.items():
+        np.testing.assert_allclose(table.loc["g", f"{metric}_pvalue"], p, rtol=1e-7, err_msg=metric)
+    assert table.loc["g", "negative_aeg_significant"]
+
+
+def test_permutation_moments_equal_enumeration():
+    from itertools import combinations
+
+    from fastbias.intervals import _kernels as IK
+    from fastbias.sweep._kernels import class_placements
+    from tests.reference import brute_force_metrics
+    rng = np.random.default_rng(3)
+    n_neg, n_pos, size = 13, 8, 4
+    neg = np.sort(np.round(rng.normal(size=n_neg), 1))
+    pos = np.sort(np.round(rng.normal(size=n_pos) + 0.7, 1))
+    s = np.r_[neg, pos]
+    y = np.r_[np.zeros(n_neg, bool), np.ones(n_pos, bool)]
+    fixed_rows = n_neg + np.array([1, 2, 6])
+    _, d_neg, _, neg_above = class_placements(neg, pos, np.empty(0), np.empty(0))
+    values = {m: [] for m in ("subgroup_auc", "bpsn_auc", "theta")}
+    for subset in combinations(range(n_neg), size):
+        member = np.zeros(n_neg + n_pos, bool)
+        member[list(subset)] = True
+        member[fixed_rows] = True
+        m = brute_force_metrics(y, s, member)
+        values["subgroup_auc"].append(m["subgroup_auc"])
+        values["bpsn_auc"].append(m["bpsn_auc"])
+        values["theta"].append(0.5 - m["negative_aeg"])
+    mv = IK.permutation_moments(neg, d_neg, np.sort(s[fixed_rows]), True, size, float(n_pos),
+                                float(neg_above.sum()), float(neg_above @ neg_above))
+    for j, name in enumerate(("subgroup_auc", "bpsn_auc", "theta")):
+        np.testing.assert_allclose(mv[j], [np.mean(values[name]), np.var(values[name])],
+                                   rtol=1e-9, atol=1e-15, err_msg=name)

@@ -246,8 +246,9 @@ def significance_note(result) -> str | None:
     if method is None:
         return None
     level = 1.0 - float(result.settings.get("confidence", 0.95))
-    return (f"* significant gap (AUC vs overall AUC, AEG vs 0): DeLong test, adjusted p <= "
-            f"{level:g} ({SIGNIFICANCE_NAMES[method]} over each model's subgroups x metrics)")
+    return (f"* significant gap (AUC vs overall AUC, AEG vs 0; DeLong test, permutation test in "
+            f"cells under 300 rows): adjusted p <= {level:g} ({SIGNIFICANCE_NAMES[method]} over "
+            f"each model's subgroups x metrics)")
 
 
 def _outline_patch(x, y):

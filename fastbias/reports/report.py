@@ -593,8 +593,9 @@ class BiasReport:
             items.append(("intervals", f"{s.get('ci')}, {float(s.get('confidence', 0.95)):.0%}"))
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
-                                          f"DeLong tests at level "
-                                          f"{1 - float(s.get('confidence', 0.95)):g}"))
+                                          f"tests of every gap at level "
+                                          f"{1 - float(s.get('confidence', 0.95)):g} (DeLong; "
+                                          f"permutation in cells under 300 rows)"))
         if s.get("weighted"):
             items.append(("weights", "sample weights used for the metrics; histograms count "
                                      "rows"))

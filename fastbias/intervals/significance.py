@@ -202,10 +202,10 @@ def difference_standard_errors(sorted_scores: SortedScores, sample_weight, table
 
 
 def permutation_draws(family_size: int, alpha: float) -> int:
-    """The most draws of one permutation test: enough that a p-value can reach the smallest
-    threshold a Holm or BH adjustment of ``family_size`` tests at ``alpha`` uses (twice over),
-    at least 10,000 and at most 100,000 (so a drawn p-value is never below 1 / 100,001)."""
-    return int(min(100_000, max(10_000, math.ceil(2.0 * max(family_size, 1) / alpha))))
+    """The most draws of one permutation test: enough that a p-value, ``1 / (draws + 1)`` at
+    the least, can pass the smallest threshold a Holm or BH adjustment of ``family_size``
+    tests at ``alpha`` uses (``alpha / family_size``); at least 10,000 and at most 100,000."""
+    return int(min(100_000, max(10_000, math.ceil(max(family_size, 1) / alpha))))
 
 
 def _permutation_pvalues(walk, classes: _Classes, memberships, values: dict, overall_auc: float,

@@ -1036,6 +1036,25 @@ def finish_delong_sums(sums):
 
 
 @njit(inline="always")
+def _placement_block(values, j, others, others_cumulative, lt, le, above, total_others):
+    """The block of equal ``values`` from ``j`` (sorted): ``(its end, the ranks lt/le of its
+    score in ``others`` moved on from the previous block's, its rows' placement)``, the
+    placement being the weight of ``others`` below the score (above it when ``above``), ties
+    1/2."""
+    s = values[j]
+    stop = j
+    while stop < values.shape[0] and values[stop] == s:
+        stop += 1
+    lt = _count_below(others, lt, s, False)
+    le = _count_below(others, max(le, lt), s, True)
+    below, tied = _class_weight_to(others_cumulative, lt, le)
+    place = below + 0.5 * tied
+    if above:
+        place = total_others - place
+    return stop, lt, le, place
+
+
+@njit(inline="always")
 def _placement_moments(values, cumulative, others, others_cumulative, above):
     """Sum and sum of squares, over the rows of ``values`` (sorted), of each row's placement:
     the weight of ``others`` (sorted) below it, ties 1/2 (above it when ``above``). Rows weigh 1
@@ -1047,16 +1066,8 @@ def _placement_moments(values, cumulative, others, others_cumulative, above):
     lt = 0
     le = 0
     while j < values.shape[0]:
-        s = values[j]
-        stop = j
-        while stop < values.shape[0] and values[stop] == s:
-            stop += 1
-        lt = _count_below(others, lt, s, False)
-        le = _count_below(others, max(le, lt), s, True)
-        below, tied = _class_weight_to(others_cumulative, lt, le)
-        place = below + 0.5 * tied
-        if above:
-            place = total_others - place
+        stop, lt, le, place = _placement_block(values, j, others, others_cumulative, lt, le,
+                                               above, total_others)
         w = cumulative[stop] - cumulative[j] if cumulative.shape[0] > 0 else float(stop - j)
         first += w * place
         second += w * place * place
@@ -1113,16 +1124,8 @@ def _placements_along(values, cumulative, others, others_cumulative, above, plac
     le = 0
     j = 0
     while j < values.shape[0]:
-        s = values[j]
-        stop = j
-        while stop < values.shape[0] and values[stop] == s:
-            stop += 1
-        lt = _count_below(others, lt, s, False)
-        le = _count_below(others, max(le, lt), s, True)
-        below, tied = _class_weight_to(others_cumulative, lt, le)
-        value = below + 0.5 * tied
-        if above:
-            value = total_others - value
+        stop, lt, le, value = _placement_block(values, j, others, others_cumulative, lt, le,
+                                               above, total_others)
         same_lt, same_tied = _class_weight_to(cumulative, j, stop)
         for q in range(j, stop):
             w = cumulative[q + 1] - cumulative[q] if cumulative.shape[0] > 0 else 1.0

@@ -196,6 +196,9 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label, "intersections": intersections,
                 "min_subgroup_size": min_subgroup_size, "significance": significance}
+    if ci == "bootstrap":  # what a reader needs to repeat the intervals
+        settings.update(n_boot=int(n_boot), random_state=random_state if isinstance(
+            random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, ci is None and significance is None
                                   and n <= FIRST_CALL_MAX_ROWS)

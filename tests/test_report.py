@@ -408,3 +408,73 @@ def test_report_with_every_auc_undefined_still_renders(tmp_path):
     assert np.isnan(summary.loc["s", "lowest_auc"])
     assert summary.loc["s", "undefined_values"] == 4  # the three AUCs and the positive AEG
     assert (tmp_path / "one_class.html").stat().st_size > 0
+
+
+def test_numbers_never_show_negative_zero_and_aeg_bounds_keep_their_sign():
+    from fastbias.reports.plots import number_text
+    from fastbias.reports.report import _fmt_interval, _fmt_metric
+    assert number_text(-0.00004, "{:+.3f}") == "+0.000"
+    assert number_text(-0.0004, "{:+.4f}") == "-0.0004"
+    assert number_text(-0.0, "{:.3f}") == "0.000"
+    assert _fmt_metric(-0.00001, "negative_aeg") == "+0.0000"
+    assert _fmt_metric(-0.25, "negative_aeg") == "-0.2500"
+    assert _fmt_interval(-0.12, 0.034, "positive_aeg") == "[-0.120, +0.034]"
+    assert _fmt_interval(-0.0001, 0.0002, "positive_aeg") == "[+0.000, +0.000]"
+    assert _fmt_interval(0.81, 0.9, "bpsn_auc") == "[0.810, 0.900]"
+
+
+def test_report_with_intervals_signs_aeg_bounds(frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        report = BiasReport.from_result(frame, evaluate_quietly(frame, ci="delong"))
+    text = report.to_text()
+    assert re.search(r"-0\.0+\b", text) is None
+    row = report.result.for_model("model_a").loc["g1"]
+    low, high = row["negative_aeg_low"], row["negative_aeg_high"]
+    assert low < 0 < high  # a signed interval around 0
+    expected = f"[{low:+.3f}, {high:+.3f}]"
+    assert expected in text
+    assert expected in report.to_html()
+
+
+def test_zero_width_intervals_are_marked_and_explained():
+    from fastbias.reports.report import ZERO_WIDTH_MARK, ZERO_WIDTH_NOTE
+    rng = np.random.default_rng(1)
+    n = 400
+    y = rng.random(n) < 0.5
+    s = rng.normal(size=n) + y
+    tiny = np.zeros(n, bool)
+    tiny[np.flatnonzero(y)[:3]] = True
+    tiny[np.flatnonzero(~y)[:3]] = True
+    s[tiny & y] = 5.0  # perfectly separated: subgroup AUC 1 with no spread in any replicate
+    s[tiny & ~y] = -5.0
+    df = pd.DataFrame({"label": y, "score": s, "tiny": tiny, "half": rng.random(n) < 0.5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fastbias.evaluate(df, label="label", scores="score", subgroups=["tiny", "half"],
+                                   ci="bootstrap", n_boot=50, random_state=0)
+        report = BiasReport.from_result(df, result)
+    row = result.for_model().loc["tiny"]
+    assert row["subgroup_auc_low"] == row["subgroup_auc_high"] == 1.0
+    text = report.to_text()
+    assert f"[1.000, 1.000]{ZERO_WIDTH_MARK}" in text and ZERO_WIDTH_NOTE in text
+    page = report.to_html()
+    assert 'class="ci zero-width"' in page and 'id="zero-width-note"' in page
+    half = result.for_model().loc["half"]
+    assert half["subgroup_auc_low"] < half["subgroup_auc_high"]
+    n_zero = sum(int(result.table[f"{m}_low"].eq(result.table[f"{m}_high"]).sum())
+                 for m in METRIC_COLUMNS)
+    assert page.count('class="ci zero-width"') == n_zero
+
+
+def test_bootstrap_settings_line_names_replicates_and_seed(frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = evaluate_quietly(frame, ci="bootstrap", n_boot=40, random_state=7)
+        report = BiasReport.from_result(frame, result)
+    assert result.settings["n_boot"] == 40 and result.settings["random_state"] == 7
+    assert "bootstrap, 95%, 40 replicates, seed 7" in report.to_html()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unseeded = BiasReport.from_result(frame, evaluate_quietly(frame, ci="bootstrap", n_boot=20))
+    assert "20 replicates, no seed (not repeatable)" in unseeded.to_html()

@@ -200,7 +200,7 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
         for (i, j), v in np.ndenumerate(values):
             if np.isfinite(v):
                 flagged = bool(flags[i, j])
-                ax.text(j, i, value_format.format(v) + ("*" if flagged else ""), ha="center",
+                ax.text(j, i, number_text(v, value_format) + ("*" if flagged else ""), ha="center",
                         va="center", fontsize=8, color=text_color_on(color_for(v, stops)),
                         fontweight="bold" if flagged else "normal")
                 if flagged:
@@ -227,6 +227,15 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     if marked:
         fig.supxlabel(marked, fontsize=7.5, color="#444444")
     return fig
+
+
+def number_text(value, fmt: str) -> str:
+    """``fmt.format(value)``, except that a value which rounds to zero never shows a minus
+    sign (``-0.000``): it is written as zero is."""
+    text = fmt.format(value)
+    if text.lstrip("+-").strip("0.") == "":
+        return fmt.format(0.0)
+    return text
 
 
 def significant_flags(table, metrics) -> np.ndarray:

@@ -47,11 +47,17 @@ from .plots import (
     SIGNIFICANCE_NAMES,
     color_for,
     interval_metrics,
+    number_text,
     significance_note,
     significant_flags,
     text_color_on,
     worst_first,
 )
+
+ZERO_WIDTH_MARK = "\u00b0"  # degree sign
+ZERO_WIDTH_NOTE = ("zero-width interval: the method found no spread here (in a tiny cell every "
+                   "resample, or every placement, can give the same value); it does not mean "
+                   "the value is certain. Read the cell counts.")
 
 _SHORT_NAMES = {"subgroup_auc": "subgroup_auc", "bpsn_auc": "bpsn_auc", "bnsp_auc": "bnsp_auc",
                 "negative_aeg": "neg_aeg", "positive_aeg": "pos_aeg"}
@@ -115,7 +121,13 @@ def _is_nan(value) -> bool:
 def _fmt_metric(value, metric: str) -> str:
     if _is_nan(value):
         return "n/a"
-    return f"{value:+.4f}" if metric in AEG_METRICS else f"{value:.4f}"
+    return number_text(value, "{:+.4f}" if metric in AEG_METRICS else "{:.4f}")
+
+
+def _fmt_interval(low, high, metric: str) -> str:
+    """``[low, high]`` to 3 decimals; AEG bounds keep their sign (and never show ``-0.000``)."""
+    fmt = "{:+.3f}" if metric in AEG_METRICS else "{:.3f}"
+    return f"[{number_text(low, fmt)}, {number_text(high, fmt)}]"
 
 
 def _fmt_count(value) -> str:
@@ -323,6 +335,7 @@ class BiasReport:
         ci_metrics = interval_metrics(self.result.table)
         note = significance_note(self.result)
         tested = note is not None
+        zero_width = 0
         blocks = []
         for model in self.result.models:
             order = self.worst_subgroups(max_subgroups, model=model)
@@ -346,7 +359,10 @@ class BiasReport:
                     if metric in ci_metrics and not _is_nan(row[metric]):
                         low, high = row[f"{metric}_low"], row[f"{metric}_high"]
                         if not (_is_nan(low) or _is_nan(high)):
-                            text += f" [{low:.3f}, {high:.3f}]"
+                            text += " " + _fmt_interval(low, high, metric)
+                            if low == high:
+                                text += ZERO_WIDTH_MARK
+                                zero_width += 1
                     cells.append(text)
                 if tested:
                     cells.append(",".join(_SHORT_NAMES[m] for m, f in zip(METRIC_COLUMNS,
@@ -370,6 +386,8 @@ class BiasReport:
         if n_undefined:
             text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
                      f"and one of them is empty (see the report for each reason)")
+        if zero_width:
+            text += f"\n\n{ZERO_WIDTH_MARK} {ZERO_WIDTH_NOTE}"
         if tested:
             text += "\n\n" + note
         return text
@@ -590,7 +608,12 @@ class BiasReport:
                           f"{html.escape(str(s.get('missing_subgroup')))})"),
         ]
         if s.get("ci"):
-            items.append(("intervals", f"{s.get('ci')}, {float(s.get('confidence', 0.95)):.0%}"))
+            interval = f"{s.get('ci')}, {float(s.get('confidence', 0.95)):.0%}"
+            if s.get("n_boot"):
+                seed = s.get("random_state")
+                interval += (f", {int(s['n_boot']):,} replicates, "
+                             + ("no seed (not repeatable)" if seed is None else f"seed {seed}"))
+            items.append(("intervals", interval))
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
                                           f"tests of every gap at level "
@@ -654,6 +677,7 @@ class BiasReport:
 
     def _html_tables(self) -> str:
         ci_metrics = interval_metrics(self.result.table)
+        zero_width = 0
         out = []
         undefined_index = {}
         for k, rec in enumerate(self.undefined_cells().to_dict("records"), start=1):
@@ -686,7 +710,15 @@ class BiasReport:
                     if metric in ci_metrics:
                         low, high = row[f"{metric}_low"], row[f"{metric}_high"]
                         if not (_is_nan(low) or _is_nan(high)):
-                            interval = f'<span class="ci">[{low:.3f}, {high:.3f}]</span>'
+                            if low == high:
+                                zero_width += 1
+                                interval = (f'<span class="ci zero-width" title="'
+                                            f'{html.escape(ZERO_WIDTH_NOTE)}">'
+                                            f"{_fmt_interval(low, high, metric)}"
+                                            f"{ZERO_WIDTH_MARK}</span>")
+                            else:
+                                interval = (f'<span class="ci">'
+                                            f"{_fmt_interval(low, high, metric)}</span>")
                     mark, kind = "", "num metric"
                     if flagged:
                         kind += " significant"
@@ -704,6 +736,9 @@ class BiasReport:
                        f'<div class="scroll"><table class="metrics" data-model="'
                        f'{html.escape(str(model))}"><thead>{head}</thead><tbody>{"".join(rows)}'
                        f"</tbody></table></div>")
+        if zero_width:
+            out.append(f'<p class="note" id="zero-width-note">{ZERO_WIDTH_MARK} '
+                       f"{html.escape(ZERO_WIDTH_NOTE)}</p>")
         note = significance_note(self.result)
         if note is not None:
             out.append(f'<p class="note" id="significance-note">{html.escape(note)}; '
@@ -818,7 +853,7 @@ def _extreme_cell(value, stops, fmt, metric, subgroup) -> str:
 def _colored(value, stops, fmt) -> str:
     bg = color_for(value, stops)
     return (f'<span class="chip" style="background:{bg};color:{text_color_on(bg)}">'
-            f"{fmt.format(value)}</span>")
+            f"{number_text(value, fmt)}</span>")
 
 
 _CSS = """

@@ -44,6 +44,8 @@ from .reports.plain import terminal_text
 
 DEMO_OUTPUT = "fastbias-demo-report.html"
 CSV_CHUNK_ROWS = 250_000
+# terminal tables wrap to this many columns unless --wide
+TABLE_WIDTH = 100
 
 _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
 _INPUT_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet",
@@ -634,7 +636,7 @@ def cmd_report(args) -> int:
                                     f"fastbias report: {os.path.basename(args.data)}",
                                     source=os.path.abspath(args.data))
     report.timings = timings
-    print(report.to_text(max_subgroups=args.top))
+    print(report.to_text(max_subgroups=args.top, width=None if args.wide else TABLE_WIDTH))
     _write_outputs(report, outputs, args)
     timings["report"] = time.perf_counter() - start
     _say(args, "time: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
@@ -705,7 +707,7 @@ def cmd_demo(args) -> int:
     print(f"model_biased scores the rows of {len(biased)} identities higher "
           f"({', '.join(biased[:4])}{', ...' if len(biased) > 4 else ''}): watch their BPSN AUC "
           f"and AEGs.\n")
-    print(report.to_text(max_subgroups=args.top))
+    print(report.to_text(max_subgroups=args.top, width=None if args.wide else TABLE_WIDTH))
     print()
 
     start = time.perf_counter()
@@ -783,6 +785,10 @@ def _add_common(parser) -> None:
                         help="test every subgroup's metrics for 'no bias' (AUCs vs the overall "
                              "AUC, AEGs vs 0; DeLong) and flag those significant after Holm or "
                              "Benjamini-Hochberg adjustment at level 1 - --confidence")
+    parser.add_argument("--wide", action="store_true",
+                        help=f"print each table in one piece however wide (default: wrapped to "
+                             f"{TABLE_WIDTH} columns, the columns that do not fit continuing "
+                             f"below)")
     parser.add_argument("--top", type=_positive_int, default=None, metavar="N",
                         help="print only the N worst subgroups (the files keep all)")
     parser.add_argument("--progress", choices=["auto", "always", "never"], default="auto",

@@ -517,8 +517,10 @@ def test_strong_gaps_in_tiny_cells_use_the_bound_not_a_million_draws():
 
 
 def test_mid_size_cells_use_the_exact_permutation_moments():
-    """Cells of 30-299 rows: the normal tail of the permutation distribution, whose mean and
-    variance the test computes from per-row values by pair matrices (finite population)."""
+    """Cells of 30-299 rows: the normal tails of the permutation distribution beyond the
+    observed distance from the null's value (the overall AUC, an AEG of 0), its mean and
+    variance computed here from per-row values by pair matrices (finite population)."""
+    from tests.reference import pair_probability
     rng = np.random.default_rng(13)
     n = 1500
     y = rng.random(n) < 0.4
@@ -534,10 +536,17 @@ def test_mid_size_cells_use_the_exact_permutation_moments():
     neg, pos = s[~y], s[y]
     kernel = kernel_matrix
 
-    def normal_p(statistic, values, size):
+    theta = pair_probability(pos, neg)
+
+    def normal_p(statistic, values, size, centre=None):
+        """P(|T - centre| >= |statistic - centre|), T normal with the exact permutation moments
+        of the mean of ``size`` of ``values`` drawn without replacement."""
+        centre = theta if centre is None else centre
         big_n = values.shape[0]
-        var = values.var() / size * (big_n - size) / (big_n - 1)
-        return 2 * stats.norm.sf(abs(statistic - values.mean()) / np.sqrt(var))
+        sd = np.sqrt(values.var() / size * (big_n - size) / (big_n - 1))
+        d = abs(statistic - centre)
+        law = stats.norm(values.mean(), sd)
+        return law.sf(centre + d) + law.cdf(centre - d)
 
     # negatives redrawn (60 <= 90): subgroup AUC, BPSN AUC, negative AEG
     f = kernel(s[pos_rows], neg).sum(axis=0)  # subgroup positives above each negative
@@ -548,7 +557,7 @@ def test_mid_size_cells_use_the_exact_permutation_moments():
         "subgroup_auc": normal_p(table.loc["g", "subgroup_auc"], f / 90, a),
         "bpsn_auc": normal_p(table.loc["g", "bpsn_auc"], (place - f) / (n_pos - 90), a),
         "negative_aeg": normal_p(0.5 - table.loc["g", "negative_aeg"] + (a - 1) / (2 * (n_neg - a)),
-                                 above / (n_neg - a), a),
+                                 above / (n_neg - a), a, 0.5 + (a - 1) / (2 * (n_neg - a))),
     }
     # positives redrawn: BNSP AUC, positive AEG
     f = kernel(pos, s[neg_rows]).sum(axis=1)  # subgroup negatives below each positive
@@ -557,7 +566,8 @@ def test_mid_size_cells_use_the_exact_permutation_moments():
     b = 90
     expected["bnsp_auc"] = normal_p(table.loc["g", "bnsp_auc"], (place - f) / (n_neg - 60), b)
     expected["positive_aeg"] = normal_p(
-        0.5 - table.loc["g", "positive_aeg"] + (b - 1) / (2 * (n_pos - b)), above / (n_pos - b), b)
+        0.5 - table.loc["g", "positive_aeg"] + (b - 1) / (2 * (n_pos - b)), above / (n_pos - b), b,
+        0.5 + (b - 1) / (2 * (n_pos - b)))
     for metric, p in expected.items():
         np.testing.assert_allclose(table.loc["g", f"{metric}_pvalue"], p, rtol=1e-7, err_msg=metric)
     assert table.loc["g", "negative_aeg_significant"]
@@ -591,3 +601,21 @@ def test_permutation_moments_equal_enumeration():
     for j, name in enumerate(("subgroup_auc", "bpsn_auc", "theta")):
         np.testing.assert_allclose(mv[j], [np.mean(values[name]), np.var(values[name])],
                                    rtol=1e-9, atol=1e-15, err_msg=name)
+
+
+def test_a_subgroup_shifted_in_both_classes_keeps_its_subgroup_auc_unflagged():
+    """Both classes of 'g' scored higher: BPSN/BNSP AUC and the AEGs move, the subgroup AUC does
+    not. A permutation test that holds one cell fixed must not flag the subgroup AUC for the
+    other cell's shift (its statistic is the distance from the overall AUC)."""
+    rng = np.random.default_rng(17)
+    n = 60_000
+    y = rng.random(n) < 0.3
+    s = y * 1.5 + rng.normal(0, 1, n)
+    g = rng.random(n) < 0.006  # about 250 negatives and 110 positives: exact-moment tests
+    s[g] += 1.0
+    table = fastbias.bias_metrics(y, s, {"g": g, "other": rng.random(n) < 0.3},
+                                  significance="holm")
+    assert 30 <= table.loc["g", "subgroup_positives"] < 300
+    assert abs(table.loc["g", "subgroup_auc"] - table.attrs["overall_auc"]) < 0.03
+    assert not table.loc["g", "subgroup_auc_significant"]
+    assert table.loc["g", "bnsp_auc_significant"] and table.loc["g", "negative_aeg_significant"]

@@ -129,6 +129,21 @@ def _two_sided_p(estimate, se):
     return p
 
 
+def _normal_exceedance(statistic: float, centre: float, mean: float, variance: float) -> float:
+    """``P(|T - centre| >= |statistic - centre|)`` for ``T ~ N(mean, variance)``: the p-value of
+    the permutation test's statistic (the distance from the null's value, as the drawn test
+    uses) under the normal law with the permutation distribution's exact moments."""
+    distance = abs(statistic - centre)
+    if not (np.isfinite(distance) and np.isfinite(mean) and np.isfinite(variance)):
+        return np.nan
+    if variance <= 0.0:
+        return 1.0 if abs(mean - centre) >= distance - 1e-12 * max(1.0, distance) else 0.0
+    sd = math.sqrt(variance)
+    upper = 0.5 * math.erfc((centre + distance - mean) / (sd * math.sqrt(2.0)))
+    lower = 0.5 * math.erfc(-(centre - distance - mean) / (sd * math.sqrt(2.0)))
+    return min(1.0, upper + lower)
+
+
 class _Classes:
     """Each class in score order: keys, weights, placements against the other class and
     against its own class above (see ``sweep._kernels.class_placements``)."""
@@ -287,9 +302,9 @@ def _permutation_pvalues(walk, classes: _Classes, memberships, values: dict, ove
                                             other_total, *above_sums[label])
                 statistic = (values[metrics[0]][g], values[metrics[1]][g],
                              0.5 - values[metrics[2]][g])
+                centre = (overall_auc, overall_auc, 0.5)  # the null of the test, not mv's mean
                 for j in np.flatnonzero(moments):
-                    p[j] = _two_sided_p(np.array([statistic[j] - mv[j, 0]]),
-                                        np.array([math.sqrt(mv[j, 1])]))[0]
+                    p[j] = _normal_exceedance(statistic[j], centre[j], mv[j, 0], mv[j, 1])
             results.append((g, metrics, p))
         return results
 

@@ -134,6 +134,22 @@ def _fmt_count(value) -> str:
     return "n/a" if _is_nan(value) else f"{int(value):,}"
 
 
+def _column_groups(widths: list, width: int | None) -> list:
+    """Columns (indices) of each wrapped part of a table: column 0 (the names) in every part,
+    the others in order, as many as fit ``width`` with two spaces between columns."""
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        return [list(range(len(widths)))]
+    groups, current, used = [], [0], widths[0]
+    for j in range(1, len(widths)):
+        if len(current) > 1 and used + 2 + widths[j] > width:
+            groups.append(current)
+            current, used = [0], widths[0]
+        current.append(j)
+        used += 2 + widths[j]
+    groups.append(current)
+    return groups
+
+
 def undefined_reason(row, metric: str) -> str:
     """Why ``metric`` is undefined for one table row (a dict-like with the count columns)."""
     first, second = METRIC_CELLS[metric]
@@ -310,13 +326,17 @@ class BiasReport:
                                     "metric": metric, "reason": undefined_reason(row, metric)})
         return pd.DataFrame(records, columns=["model", "subgroup", "metric", "reason"])
 
-    def to_text(self, *, max_subgroups: int | None = None) -> str:
+    def to_text(self, *, max_subgroups: int | None = None, width: int | None = None) -> str:
         """An aligned plain-text table per model, worst subgroups first.
 
         Parameters
         ----------
         max_subgroups : int, optional
             Show only this many of the worst subgroups.
+        width : int, optional
+            Wrap each table to this many characters: the columns that do not
+            fit continue in a second (third, ...) table below, the subgroup
+            column repeated. None: one table however wide.
 
         Returns
         -------
@@ -371,12 +391,17 @@ class BiasReport:
             widths = [max(len(columns[j]), *(len(r[j]) for r in rows)) if rows else len(columns[j])
                       for j in range(len(columns))]
 
-            def line(cells):
-                return "  ".join(c.ljust(widths[0]) if j == 0 else c.rjust(widths[j])
-                                 for j, c in enumerate(cells)).rstrip()
+            body = [head]
+            for part_columns in _column_groups(widths, width):
+                if len(body) > 1:
+                    body.append("")
 
-            body = [head, line(columns), "  ".join("-" * w for w in widths)]
-            body += [line(r) for r in rows]
+                def line(cells, keep=part_columns):
+                    return "  ".join(cells[j].ljust(widths[j]) if j == 0
+                                     else cells[j].rjust(widths[j]) for j in keep).rstrip()
+
+                body += [line(columns), "  ".join("-" * widths[j] for j in part_columns)]
+                body += [line(r) for r in rows]
             blocks.append("\n".join(body))
         text = "\n\n".join(blocks)
         if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
@@ -386,6 +411,8 @@ class BiasReport:
         if n_undefined:
             text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
                      f"and one of them is empty (see the report for each reason)")
+        text += ("\n\nsub-/sub+: the subgroup's negatives/positives; bg-/bg+: the "
+                 "background's (rows not in the subgroup)")
         if zero_width:
             text += f"\n\n{ZERO_WIDTH_MARK} {ZERO_WIDTH_NOTE}"
         if tested:

@@ -127,6 +127,14 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(inline="always")
+def _mix64(z):
+    """SplitMix64's output function: a bijective mix of a 64-bit integer."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(inline="always")
 def _poisson_one(key, row):
     """The Poisson(1) count of ``row`` in the replicate with 64-bit ``key``.
 
@@ -135,10 +143,7 @@ def _poisson_one(key, row):
     count can be computed in any order and equals what
     :func:`poisson_counts` gives for it.
     """
-    z = key + np.uint64(row) * _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    u = (z ^ (z >> np.uint64(31))) >> np.uint64(32)
+    u = _mix64(key + np.uint64(row) * _GOLDEN) >> np.uint64(32)
     k = np.uint8(0)
     for j in range(POISSON_ONE_THRESHOLDS.shape[0]):  # branch-free: loops over rows vectorize
         k += np.uint8(u >= POISSON_ONE_THRESHOLDS[j])
@@ -199,6 +204,22 @@ def counts_of_replicate(key, rows, out):
 
 
 @njit(inline="always")
+def _stream_key(seed):
+    """The 64-bit key of the draw stream of ``seed``."""
+    return _mix64(np.uint64(seed) * _GOLDEN + np.uint64(1))
+
+
+@njit(inline="always")
+def _draw_below(key, counter, n):
+    """The ``counter``-th draw of the stream ``key``: an integer uniform on ``[0, n)`` (53-bit
+    uniform scaled, so the bias is below n / 2**53). Counter-based, like the bootstrap's counts,
+    so the draws depend on the seed alone: not on threads, nor on whether the kernels are
+    compiled."""
+    u = _mix64(key + counter * _GOLDEN) >> np.uint64(11)
+    return min(np.int64(float(u) * (1.0 / 9007199254740992.0) * n), n - 1)
+
+
+@njit(inline="always")
 def _fixed_weight(fixed_keys, fixed_cum, key, above):
     """Weight of the fixed cell below ``key`` (above it when ``above``), ties 1/2."""
     lt = np.searchsorted(fixed_keys, key, side="left")
@@ -244,7 +265,7 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
     below ``1 / (max_draws + 1)`` is not drawn for.
     Returns (3, 3) float64: the count, the number of draws it took, the bound
     (1 where none applies). The draws come from ``seed`` alone: the same
-    result on any thread. A small cell of a large class is drawn by rejecting
+    result on any thread, compiled or not. A small cell of a large class is drawn by rejecting
     repeats; otherwise by a partial Fisher-Yates shuffle.
     """
     out = np.zeros((3, 3), dtype=np.float64)
@@ -275,7 +296,8 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
                 out[j, 2] = bounds[j]
                 if bounds[j] * (max_draws + 1.0) <= 1.0:
                     done[j] = True
-    np.random.seed(seed)
+    key = _stream_key(seed)
+    counter = np.uint64(0)
     by_rejection = 4 * size <= n
     chosen = np.empty(size, dtype=np.int64)
     index = np.empty(0, dtype=np.int64) if by_rejection else np.arange(n)
@@ -293,7 +315,8 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
         for t in range(size):
             if by_rejection:
                 while True:
-                    q = np.random.randint(0, n)
+                    q = _draw_below(key, counter, n)
+                    counter += np.uint64(1)
                     repeated = False
                     for u in range(t):
                         if chosen[u] == q:
@@ -302,7 +325,8 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
                     if not repeated:
                         break
             else:  # a partial Fisher-Yates shuffle (the array stays a permutation)
-                r = np.random.randint(t, n)
+                r = t + _draw_below(key, counter, n - t)
+                counter += np.uint64(1)
                 q = index[r]
                 index[r] = index[t]
                 index[t] = q

@@ -284,11 +284,12 @@ def _permutation_pvalues(walk, classes: _Classes, memberships, values: dict, ove
                 observed = np.array([abs(values[metrics[0]][g] - overall_auc),
                                      abs(values[metrics[1]][g] - overall_auc),
                                      abs(values[metrics[2]][g])])
-                counts = IK.permutation_exceedances(
-                    class_keys, packed[label], f_keys, f_cum, label == 0, size, other_total,
-                    observed, drawn, overall_auc, PERMUTATION_HITS, max_draws,
-                    PERMUTATION_SEED + 2 * g + label, w_pos if label else w_neg, u_overall,
-                    weighted)
+                with np.errstate(over="ignore"):  # the draw stream's uint64 arithmetic wraps
+                    counts = IK.permutation_exceedances(   # on purpose (uncompiled, numpy warns)
+                        class_keys, packed[label], f_keys, f_cum, label == 0, size, other_total,
+                        observed, drawn, overall_auc, PERMUTATION_HITS, max_draws,
+                        PERMUTATION_SEED + 2 * g + label, w_pos if label else w_neg, u_overall,
+                        weighted)
                 for j in np.flatnonzero(drawn):
                     hits, draws, bound = counts[j]
                     if bound * (max_draws + 1.0) <= 1.0:  # below any Monte Carlo p-value

@@ -238,3 +238,19 @@ def test_out_of_core_weighted_equal_exact_rationals(scale, engine, tmp_path):
     table = res.for_model()
     table.attrs["overall_auc"] = res.overall_auc["s"]
     check_against_exact(table, y, s, groups, w)
+
+
+def test_a_weighted_auc_that_is_exactly_zero_is_not_negative():
+    """Hypothesis found it: the background cell's U is a difference of double-double sums,
+    and an exact 0 came out as -3e-31 (an AUC below 0). Every subgroup positive scores 0,
+    the one background negative 1, so BNSP AUC is 0 exactly."""
+    y = np.zeros(14, dtype=bool)
+    y[[2, 10]] = True
+    s = np.zeros(14)
+    s[8] = 1.0
+    w = np.array([0.0, 0.0, 5.4, 7.7, 0.0, 0.0, 53.0, 0.0, 0.096, 0.032, 8.0, 0.0, 0.0, 0.0])
+    groups = {"g0": np.arange(14) != 8}
+    table = quietly(fastbias.bias_metrics, y, s, groups, sample_weight=w)
+    assert table.loc["g0", "bnsp_auc"] == 0.0
+    assert table.loc["g0", "subgroup_auc"] == 0.5  # all subgroup rows tie at 0
+    check_against_exact(table, y, s, groups, w)

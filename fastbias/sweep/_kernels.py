@@ -619,7 +619,8 @@ def weighted_metric_values(hi, lo, background_hi, background_lo, pairs, is_gap):
     subgroup negatives/positives, 2/3 background negatives/positives;
     ``is_gap[m]`` says it is an AEG. An AUC is ``twice U / (2 W_X W_Y)`` and an
     AEG ``(W_X W_Y - twice U) / (2 W_X W_Y)``, numerator and denominator in
-    double-double, so an AEG near 0 keeps its digits; one rounding at the end.
+    double-double, so an AEG near 0 keeps its digits; one rounding at the end, then the value
+    is kept in its range ([0, 1] for an AUC, [-1/2, 1/2] for an AEG).
     """
     n_groups = hi.shape[0]
     n_metrics = pairs.shape[0]
@@ -643,7 +644,12 @@ def weighted_metric_values(hi, lo, background_hi, background_lo, pairs, is_gap):
                 num_hi, num_lo = hi[g, col], lo[g, col]
             else:
                 num_hi, num_lo = _dd_add(pairs_hi, pairs_lo, -hi[g, col], -lo[g, col])
-            out[g, m] = _dd_div(num_hi, num_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
+            value = _dd_div(num_hi, num_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
+            # a numerator that is exactly 0 or all the pairs in exact arithmetic can come out a
+            # few 1e-32 past it (the U of a background cell is a difference of sums): the
+            # exact value lies in the range, so clamping only brings the result nearer to it
+            low = -0.5 if is_gap[m] else 0.0
+            out[g, m] = min(max(value, low), low + 1.0)
     return out
 
 

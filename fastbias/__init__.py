@@ -32,6 +32,7 @@ _LAZY = {
     "equal_opportunity_cost": "fastbias.intervals",
     "BiasEvaluator": "fastbias.evaluator",
     "evaluate_parquet": "fastbias.streaming",
+    "evaluate_csv": "fastbias.streaming",
     "bias_report": "fastbias.report",
     "BiasReport": "fastbias.report",
 }

@@ -23,10 +23,7 @@ terminal (``--progress always|never`` overrides).
 from __future__ import annotations
 
 import argparse
-import csv
 import difflib
-import io
-import json
 import logging
 import lzma
 import math
@@ -41,13 +38,20 @@ import zlib
 import numpy as np
 
 from .reports.plain import terminal_text
+from .validate.textfile import (
+    DataFileError,
+    TextSource,
+    check_unique_names,
+    compression_of,
+    iter_text_batches,
+    text_header,
+)
 
 DEMO_OUTPUT = "fastbias-demo-report.html"
 CSV_CHUNK_ROWS = 250_000
 # terminal tables wrap to this many columns unless --wide
 TABLE_WIDTH = 100
 
-_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
 _INPUT_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet",
                   ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 _OUTPUT_FORMATS = {".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
@@ -130,79 +134,24 @@ def _progress_enabled(args) -> bool:
 def _split_suffix(path: str):
     """(format, compression, extension) from a file name such as ``data.tsv.gz``."""
     name = os.path.basename(path).lower()
+    compression = compression_of(name)
     root, ext = os.path.splitext(name)
-    compression = _COMPRESSION.get(ext)
     if compression is not None:
         root, ext = os.path.splitext(root)
     return _INPUT_FORMATS.get(ext), compression, ext
 
 
-def _open_text_stream(raw, compression):
-    if compression is None:
-        return io.TextIOWrapper(raw, encoding="utf-8")
-    if compression == "gzip":
-        import gzip
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
-    if compression == "bz2":
-        import bz2
-        return io.TextIOWrapper(bz2.BZ2File(raw), encoding="utf-8")
-    if compression == "xz":
-        import lzma
-        return io.TextIOWrapper(lzma.LZMAFile(raw), encoding="utf-8")
-    raise CLIError(f"JSON lines compressed as {compression} are not supported; use .gz, .bz2 or "
-                   f".xz")
-
-
 def _header(path: str, fmt: str, compression, sep) -> list:
     """The column names of the file, as written (duplicates are an error)."""
-    import pandas as pd
-
-    if fmt == "csv":
-        if compression in (None, "gzip", "bz2", "xz"):
-            with open(path, "rb") as raw:
-                first = _open_text_stream(raw, compression).readline()
-            if not first.strip():
-                raise CLIError(f"data file {path!r} is empty")
-            names = next(csv.reader([first], delimiter=sep))
-        else:  # .zip, .zst: pandas knows how to open them
-            try:
-                names = [str(c) for c in pd.read_csv(path, nrows=0, sep=sep,
-                                                     compression=compression,
-                                                     header=None).iloc[0]]
-            except (pd.errors.EmptyDataError, IndexError):
-                raise CLIError(f"data file {path!r} is empty") from None
-        _check_unique_header(path, names)
-        return names
     if fmt == "parquet":
         pq = _pyarrow_parquet()
         try:
             names = list(pq.read_schema(path).names)
         except Exception as exc:  # pyarrow raises its own error types
             raise CLIError(f"cannot read {path!r} as Parquet: {exc}") from None
-        _check_unique_header(path, names)
+        check_unique_names(path, names)
         return names
-    with open(path, "rb") as raw:
-        stream = _open_text_stream(raw, compression)
-        for line in stream:
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("["):
-                raise CLIError(f"{path!r} is a JSON array, not JSON lines (one object per "
-                               f"line); convert it, e.g. with pandas: "
-                               f"pd.read_json(path).to_json(out, orient='records', lines=True)")
-            try:
-                pairs = json.loads(line, object_pairs_hook=lambda items: items)
-            except json.JSONDecodeError as exc:
-                raise CLIError(f"{path!r} is not JSON lines: first line does not parse "
-                               f"({exc.msg})") from None
-            if not isinstance(pairs, list) or (pairs and not isinstance(pairs[0], tuple)):
-                raise CLIError(f"{path!r}: each JSON line must be an object with the columns as "
-                               f"keys, got {type(json.loads(line)).__name__}")
-            names = [str(k) for k, _ in pairs]
-            _check_unique_header(path, names)
-            return names
-    raise CLIError(f"data file {path!r} is empty")
+    return text_header(path, fmt, compression, sep)
 
 
 def _pyarrow_parquet():
@@ -228,17 +177,42 @@ def _check_columns(header: list, wanted: dict) -> None:
                            f"{shown}")
 
 
+#: a text file is streamed at once when the rows projected from its first batches would
+#: need this many times the budget (the estimate can be off; below it, reading goes on)
+PROJECTED_OVER = 1.5
+
+
+class _OverBudget(Exception):
+    """The data would not fit the memory budget: ``rows`` of ``row_bytes`` each (at least
+    ``rows`` unless ``exact``; about ``rows``, from the share of the file read, if
+    ``projected``)."""
+
+    def __init__(self, rows: int, row_bytes: int, exact: bool, projected: bool = False):
+        super().__init__(rows)
+        self.rows, self.row_bytes, self.exact = rows, row_bytes, exact
+        self.projected = projected
+
+    def rows_text(self) -> str:
+        if self.exact:
+            return f"{self.rows:,}"
+        return f"about {self.rows:,}" if self.projected else f"more than {self.rows:,}"
+
+
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
-              progress: Progress | None = None, wanted: dict | None = None):
+              progress: Progress | None = None, wanted: dict | None = None,
+              max_bytes: int | None = None, row_bytes: int = 0):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
     first, so that an unknown column fails fast with the option named. A file
     that cannot be read (truncated or corrupt compression, not UTF-8, not
-    parseable) is a :class:`CLIError` naming it, never a traceback.
+    parseable, a line over 16 MiB) is a :class:`CLIError` naming it, never a
+    traceback. With ``max_bytes``, reading stops with :class:`_OverBudget` as soon as the
+    rows (at ``row_bytes`` each) would need more than that.
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
-                                             progress=progress, wanted=wanted))
+                                             progress=progress, wanted=wanted,
+                                             max_bytes=max_bytes, row_bytes=row_bytes))
 
 
 def read_header(path: str, *, input_format: str | None = None, sep=None) -> list:
@@ -253,8 +227,10 @@ def _reading(path: str, read):
 
     try:
         return read()
-    except CLIError:
+    except (CLIError, _OverBudget):
         raise
+    except DataFileError as exc:
+        raise CLIError(str(exc)) from None
     except (EOFError, OSError, UnicodeDecodeError, zlib.error, lzma.LZMAError,
             pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CLIError(_read_error(path, exc)) from None
@@ -278,18 +254,6 @@ def _read_error(path: str, exc: BaseException) -> str:
     return f"cannot read data file {path!r}: {why}"
 
 
-def _check_unique_header(path: str, names: list) -> None:
-    seen, dup = set(), []
-    for name in names:
-        if name in seen and name not in dup:
-            dup.append(name)
-        seen.add(name)
-    if dup:
-        raise CLIError(f"data file {path!r} has several columns named "
-                       f"{', '.join(repr(d) for d in dup)}; rename them so that each name says "
-                       f"which column is meant")
-
-
 def _file_format(path: str, input_format: str | None, sep) -> tuple:
     """``(format, compression, separator)`` of an existing data file."""
     if not os.path.exists(path):
@@ -307,8 +271,35 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
     return fmt, compression, sep
 
 
+def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
+             progress: Progress, projection=None):
+    """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
+    ``projection(rows)``, when given, learns the rows the file is projected to hold before
+    each batch is yielded (text files; Parquet's footer says)."""
+    name = os.path.basename(path)
+    if fmt == "parquet":
+        pq = _pyarrow_parquet()
+        parquet_file = pq.ParquetFile(path)
+        rows, total = 0, parquet_file.metadata.num_rows
+        for batch in parquet_file.iter_batches(batch_size=batch_rows, columns=columns):
+            frame = batch.to_pandas()
+            yield frame, f"in rows {rows}..{rows + len(frame) - 1} of {path}"
+            rows += len(frame)
+            progress.update(f"reading {name}: {rows / max(total, 1):4.0%} ({rows:,} rows)")
+        return
+    source = TextSource(path, fmt, compression, sep, columns)
+
+    def show(done, rows, projected):
+        if projection is not None:
+            projection(projected)
+        progress.update(f"reading {name}: {done:4.0%} ({rows:,} rows)")
+
+    yield from iter_text_batches(source, columns, batch_rows, progress=show)
+
+
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
-               progress: Progress | None = None, wanted: dict | None = None):
+               progress: Progress | None = None, wanted: dict | None = None,
+               max_bytes: int | None = None, row_bytes: int = 0):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -317,54 +308,32 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     if wanted:
         _check_columns(header, wanted)
     columns = list(dict.fromkeys(columns))
-    size = os.path.getsize(path)
-    name = os.path.basename(path)
-    if fmt == "csv":
-        if not progress.enabled:
-            return pd.read_csv(path, usecols=columns, sep=sep, compression=compression or None)
-        parts, rows = [], 0
-        with open(path, "rb") as raw:
-            reader = pd.read_csv(raw, usecols=columns, sep=sep, chunksize=CSV_CHUNK_ROWS,
-                                 compression=compression or None)
-            for chunk in reader:
-                parts.append(chunk)
-                rows += len(chunk)
-                done = raw.tell() / size if size else 1.0
-                progress.update(f"reading {name}: {min(done, 1.0):4.0%} ({rows:,} rows)")
-        progress.clear()
-        return pd.concat(parts, ignore_index=True) if parts else \
-            pd.read_csv(path, usecols=columns, sep=sep, compression=compression or None)
-    if fmt == "parquet":
-        pq = _pyarrow_parquet()
-        import pyarrow as pa
-
-        parquet_file = pq.ParquetFile(path)
-        groups = parquet_file.num_row_groups
-        tables = []
-        for i in range(groups):
-            tables.append(parquet_file.read_row_group(i, columns=columns))
-            progress.update(f"reading {name}: row group {i + 1}/{groups}")
-        progress.clear()
-        table = pa.concat_tables(tables) if tables else parquet_file.schema_arrow.empty_table()
-        return table.select(columns).to_pandas()
-    # JSON lines
-    parts, rows = [], 0
-    with open(path, "rb") as raw:
-        stream = _open_text_stream(raw, compression)
-        reader = pd.read_json(stream, lines=True, chunksize=CSV_CHUNK_ROWS)
-        for chunk in reader:
-            missing = [c for c in columns if c not in chunk.columns]
-            if missing:
-                raise CLIError(f"JSON lines in {path!r} lack column(s) {missing} after row "
-                               f"{rows:,}")
-            parts.append(chunk[columns])
-            rows += len(chunk)
-            progress.update(f"reading {name}: {min(raw.tell() / size if size else 1, 1):4.0%} "
-                            f"({rows:,} rows)")
+    if fmt == "parquet" and max_bytes is not None:
+        rows = _pyarrow_parquet().ParquetFile(path).metadata.num_rows
+        if rows * row_bytes > max_bytes:
+            raise _OverBudget(rows, row_bytes, exact=True)
+    batch_rows = CSV_CHUNK_ROWS if max_bytes is None else \
+        max(1_000, min(CSV_CHUNK_ROWS, max_bytes // 4 // max(row_bytes, 1)))
+    parts, rows, projected = [], 0, [0.0]
+    for frame, _ in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
+                             projection=lambda n: projected.__setitem__(0, n)):
+        rows += len(frame)
+        if max_bytes is not None:
+            # the rows the whole file holds, projected from the part of it read so far: data
+            # far over the budget is streamed at once, not after reading a budget's worth
+            projected[0] = max(projected[0], rows)
+            if rows * row_bytes > max_bytes or \
+                    projected[0] * row_bytes > PROJECTED_OVER * max_bytes:
+                progress.clear()
+                raise _OverBudget(int(projected[0]), row_bytes,
+                                  exact=False, projected=rows * row_bytes <= max_bytes)
+        parts.append(frame)
     progress.clear()
     if not parts:
-        raise CLIError(f"data file {path!r} has no rows")
-    return pd.concat(parts, ignore_index=True)
+        if fmt == "jsonl":
+            raise CLIError(f"data file {path!r} has no rows")
+        return pd.DataFrame({c: pd.Series(dtype=float) for c in columns})
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
 def _coerce_object_flags(df, names) -> None:
@@ -528,9 +497,7 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
                     raise CLIError(f"--ci {args.ci}: this installation of fastbias has no "
                                    f"interval support ({exc})") from None
                 raise
-    for w in caught:
-        if issubclass(w.category, fastbias.UndefinedMetricWarning):
-            _say(args, f"fastbias: warning: {w.message}")
+    _say_undefined(args, caught)
     return result
 
 
@@ -577,7 +544,8 @@ def _subgroups_from_file(path: str) -> list:
 
 def _boolean_columns(args, progress) -> list:
     """``--subgroups-all-boolean``: the columns holding only booleans or 0/1 (missing values
-    aside), other than the label, scores and weight, in file order."""
+    aside), other than the label, scores and weight, in file order. Reads the file in
+    batches, so memory stays bounded however long it is."""
     import pandas as pd
 
     taken = {args.label, *args.scores, *([args.weight] if args.weight else [])}
@@ -586,18 +554,27 @@ def _boolean_columns(args, progress) -> list:
     if not candidates:
         raise CLIError("--subgroups-all-boolean: the file has no column besides the label, "
                        "scores and weight")
-    df = read_data(args.data, candidates, input_format=args.input_format, sep=args.sep,
-                   progress=progress)
-    _coerce_object_flags(df, candidates)
-    chosen = []
-    for name in candidates:
-        column = df[name]
-        if pd.api.types.is_bool_dtype(column.dtype):
-            chosen.append(name)
-        elif pd.api.types.is_numeric_dtype(column.dtype):
-            values = column.dropna()
-            if len(values) and values.isin([0, 1]).all():
-                chosen.append(name)
+    fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
+    still, seen = list(candidates), set()
+
+    def scan():
+        for frame, _ in _batches(args.data, candidates, fmt, compression, sep, CSV_CHUNK_ROWS,
+                                 progress):
+            _coerce_object_flags(frame, still)
+            for name in list(still):
+                column = frame[name]
+                values = column.dropna()
+                if pd.api.types.is_bool_dtype(column.dtype) or (
+                        pd.api.types.is_numeric_dtype(column.dtype)
+                        and values.isin([0, 1]).all()):
+                    if len(values):
+                        seen.add(name)
+                else:
+                    still.remove(name)
+        progress.clear()
+
+    _reading(args.data, scan)
+    chosen = [name for name in still if name in seen]
     if not chosen:
         raise CLIError(f"--subgroups-all-boolean: no column holds only booleans or 0/1 (columns: "
                        f"{', '.join(candidates[:20])}); name the identity columns with "
@@ -605,10 +582,197 @@ def _boolean_columns(args, progress) -> list:
     return chosen
 
 
+#: the default --max-memory: this share of the memory available when the run starts
+MEMORY_SHARE = 0.5
+#: histogram bins of the report's score distributions
+HISTOGRAM_BINS = 40
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available now (Linux: MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+#: memory the kernels take once loaded or compiled on first use (measured: about 65 MiB)
+KERNEL_RESERVE = 128 * 2 ** 20
+
+
+def _resident_memory() -> int:
+    """Bytes this process holds now (Linux /proc/self/statm; elsewhere its peak so far)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+    except (ImportError, OSError):
+        return 0
+
+
+def _memory_limit(args) -> int:
+    """The whole run's memory: --max-memory, or a share of what is available."""
+    if args.max_memory is not None:
+        return args.max_memory
+    available = _available_memory()
+    return int(MEMORY_SHARE * available) if available else 4 * 2 ** 30
+
+
+def _data_budget(limit: int) -> int:
+    """Bytes left for the data under ``limit``: what the program already holds and the
+    kernels' reserve taken off."""
+    return max(0, limit - _resident_memory() - KERNEL_RESERVE)
+
+
+def _row_bytes(args, n_columns: int) -> int:
+    """Bytes per row that reading and evaluating in memory hold at their peak: each column
+    as read and once more while the pieces are joined, the sort and sweep per model, the
+    membership codes (an upper estimate: 560 bytes for one model and 24 identity columns,
+    where 406 were measured; benchmarks/RESULTS.md)."""
+    models, groups = len(args.scores), len(args.subgroups)
+    cost = 16 * n_columns + 48 * models + 4 * groups
+    if args.ci or args.significance:
+        cost += 48 * models
+    if args.intersections:
+        cost += 8 * groups
+    if args.positive is not None:
+        cost += 64  # text labels are Python strings
+    return cost
+
+
+def _streaming_settings(args, budget: int, n_columns: int) -> tuple:
+    """``(batch_rows, bucket_rows)`` that keep the streaming path within ``budget`` bytes: a
+    quarter for a batch being read and encoded, half for the buckets swept at once."""
+    from .streaming import SAMPLE_LEAST
+
+    n_jobs = os.cpu_count() or 1
+    budget -= len(args.scores) * 4 * SAMPLE_LEAST * 16  # the first pass's score sample
+    batch_rows = min(CSV_CHUNK_ROWS, budget // 4 // (16 * n_columns + 64))
+    record = (8 + 1 + len(args.subgroups) + (8 if args.weight else 0))
+    bucket_rows = min(4_000_000, budget // 2 // n_jobs // (3 * record + 48))
+    if batch_rows < 1_000 or bucket_rows < 10_000:
+        least = (_least_budget(n_columns, record, n_jobs) + _resident_memory() + KERNEL_RESERVE
+                 + len(args.scores) * 4 * SAMPLE_LEAST * 16)
+        raise CLIError(f"--max-memory is too small to stream this data ({n_columns} columns, "
+                       f"{n_jobs} threads, {_bytes_text(_resident_memory())} taken by the "
+                       f"program itself); give at least {_bytes_text(least)}")
+    return int(batch_rows), int(bucket_rows)
+
+
+def _least_budget(n_columns: int, record: int, n_jobs: int) -> int:
+    return max(4 * 1_000 * (16 * n_columns + 64), 2 * n_jobs * 10_000 * (3 * record + 48))
+
+
+def _bytes_text(n: float) -> str:
+    for unit, size in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+_NEEDS_MEMORY = (("ci", "--ci"), ("significance", "--significance"),
+                 ("intersections", "--intersections"), ("positive", "--positive"))
+
+
+def _check_streamable(args, over: "_OverBudget", budget: int) -> None:
+    """A CLIError when an option asked for needs the rows in memory."""
+    asked = [option for name, option in _NEEDS_MEMORY if getattr(args, name, None) is not None]
+    if args.nan_policy != "raise":
+        asked.append("--nan-policy omit")
+    if asked:
+        raise CLIError(f"{args.data!r} holds {over.rows_text()} rows, which need about "
+                       f"{_bytes_text(over.rows * over.row_bytes)} in memory, more than "
+                       f"--max-memory ({_bytes_text(budget)}); such data is evaluated by "
+                       f"streaming (exact, in bounded memory), which does not do "
+                       f"{', '.join(asked)}. Drop {'it' if len(asked) == 1 else 'them'}, or "
+                       f"raise --max-memory if the machine has the memory")
+
+
+def _run_streaming(args, progress, limit: int):
+    """Evaluate the file by streaming within ``limit`` bytes in all;
+    ``(EvaluationResult, ScoreHistograms)``."""
+    import numpy as np
+
+    from .streaming import stream_evaluate
+    from .validate.parquet import iter_batches, open_parquet
+    from .validate.spec import column_spec
+    from .validate.textfile import open_text_source
+
+    fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
+    options = dict(label=args.label, scores=args.scores, subgroups=args.subgroups,
+                   label_threshold=args.label_threshold,
+                   subgroup_threshold=args.subgroup_threshold,
+                   missing_subgroup=args.missing_subgroup, sample_weight=args.weight)
+    n_columns = len({args.label, *args.scores, *args.subgroups, *([args.weight] if args.weight else [])})
+    batch_rows, bucket_rows = _streaming_settings(args, _data_budget(limit), n_columns)
+    name = os.path.basename(args.data)
+    passes = {"n": 0}
+
+    def show(done, rows, projected=None):
+        progress.update(f"streaming {name} (pass {passes['n']} of 2): {done:4.0%} "
+                        f"({rows:,} rows)")
+
+    if fmt == "parquet":
+        spec, parquet = open_parquet(args.data, **options)
+        n_rows, dtypes = parquet.n_rows, parquet.score_dtypes
+
+        def read(columns):
+            passes["n"] += 1
+            done = 0
+            for frame, where in iter_batches(parquet, columns, batch_rows):
+                yield frame, where
+                done += len(next(iter(frame.values())))
+                show(done / max(n_rows, 1), done)
+    else:
+        source = open_text_source(args.data, fmt=fmt, compression=compression, sep=sep)
+        spec = column_spec(source.names, **options, source=f"the data file {args.data}")
+        n_rows, dtypes = None, [np.dtype(np.float64)] * len(spec.models)
+
+        def read(columns):
+            passes["n"] += 1
+            yield from iter_text_batches(source, columns, batch_rows, progress=show)
+
+    def prepare(frame):  # a pass may read only some of the columns
+        _coerce_object_flags(frame, [c for c in (args.label, *args.subgroups) if c in frame])
+        return frame
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, histograms = stream_evaluate(
+            spec, read, dtypes, n_rows=n_rows, bucket_rows=bucket_rows, n_jobs=None,
+            temp_dir=args.temp_dir, histogram_bins=HISTOGRAM_BINS, prepare=prepare)
+    progress.clear()
+    _say_undefined(args, caught)
+    return result, histograms
+
+
+def _say_undefined(args, caught) -> None:
+    import fastbias
+
+    for w in caught:
+        if issubclass(w.category, fastbias.UndefinedMetricWarning):
+            _say(args, f"fastbias: warning: {w.message}")
+
+
 def cmd_report(args) -> int:
     from .report import BiasReport
 
     outputs = _check_outputs(args.out, inputs=[args.data], force=args.force)
+    if args.temp_dir is not None and not os.path.isdir(args.temp_dir):
+        raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")
     progress = Progress(_progress_enabled(args))
     if args.subgroups_file is not None:
         args.subgroups = _subgroups_from_file(args.subgroups_file)
@@ -617,24 +781,43 @@ def cmd_report(args) -> int:
     wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
     if args.weight:
         wanted["--weight"] = [args.weight]
-    columns = [c for names in wanted.values() for c in names]
+    columns = list(dict.fromkeys(c for names in wanted.values() for c in names))
+    limit = _memory_limit(args)
+    budget = _data_budget(limit)
     timings = {}
     start = time.perf_counter()
-    df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
-                   progress=progress, wanted=wanted)
-    timings["read data"] = time.perf_counter() - start
-    if len(df) == 0:
-        raise CLIError(f"data file {args.data!r} has no rows")
-    _coerce_object_flags(df, [args.label, *args.subgroups])
-    pos_label = _prepare_label(df, args.label, args.positive)
-    start = time.perf_counter()
-    result = _run_evaluate(df, args, progress, args.subgroups, args.scores, args.label,
-                           pos_label=pos_label)
-    timings["evaluate"] = time.perf_counter() - start
-    start = time.perf_counter()
-    report = BiasReport.from_result(df, result, title=args.title or
-                                    f"fastbias report: {os.path.basename(args.data)}",
-                                    source=os.path.abspath(args.data))
+    title = args.title or f"fastbias report: {os.path.basename(args.data)}"
+    over = None
+    try:
+        df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
+                       progress=progress, wanted=wanted, max_bytes=budget,
+                       row_bytes=_row_bytes(args, len(columns)))
+    except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
+        over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
+    if over is not None:
+        _check_streamable(args, over, limit)
+        _say(args, f"{args.data} needs more than --max-memory ({_bytes_text(limit)}) in "
+                   f"memory: streaming it (two passes over the file, spill files under "
+                   f"{args.temp_dir or 'the temporary directory'})")
+        result, histograms = _reading(args.data, lambda: _run_streaming(args, progress, limit))
+        timings["read and evaluate (streaming)"] = time.perf_counter() - start
+        start = time.perf_counter()
+        report = BiasReport(result=result, histograms=histograms, title=title,
+                            source=os.path.abspath(args.data))
+    else:
+        timings["read data"] = time.perf_counter() - start
+        if len(df) == 0:
+            raise CLIError(f"data file {args.data!r} has no rows")
+        _coerce_object_flags(df, [args.label, *args.subgroups])
+        pos_label = _prepare_label(df, args.label, args.positive)
+        start = time.perf_counter()
+        result = _run_evaluate(df, args, progress, args.subgroups, args.scores, args.label,
+                               pos_label=pos_label)
+        timings["evaluate"] = time.perf_counter() - start
+        start = time.perf_counter()
+        report = BiasReport.from_result(df, result, title=title,
+                                        source=os.path.abspath(args.data))
+        del df
     report.timings = timings
     print(report.to_text(max_subgroups=args.top, width=None if args.wide else TABLE_WIDTH))
     _write_outputs(report, outputs, args)
@@ -756,6 +939,22 @@ _positive_int = _argument(lambda text: int(text.replace("_", "")), "an integer",
 _seed = _argument(int, "an integer", lambda v: v >= 0, "must be 0 or more, got {value}")
 
 
+_SIZE_UNITS = {"": 1, "B": 1, "K": 2 ** 10, "KB": 10 ** 3, "KIB": 2 ** 10, "M": 2 ** 20,
+               "MB": 10 ** 6, "MIB": 2 ** 20, "G": 2 ** 30, "GB": 10 ** 9, "GIB": 2 ** 30,
+               "T": 2 ** 40, "TB": 10 ** 12, "TIB": 2 ** 40}
+
+
+def _parse_size(text: str) -> int:
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", text)
+    if not match or match.group(2).upper() not in _SIZE_UNITS:
+        raise ValueError(text)
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()])
+
+
+_memory_size = _argument(_parse_size, "a size such as 8G, 500M or 2.5GiB",
+                         lambda v: v >= 2 ** 20, "must be at least 1M, got {text}")
+
+
 def _add_common(parser) -> None:
     parser.add_argument("--label-threshold", type=_threshold, default=0.5, metavar="T",
                         help="label >= T is positive (default 0.5)")
@@ -847,6 +1046,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--input-format", choices=["csv", "parquet", "jsonl"], default=None,
                         help="format of DATA when its extension does not say")
     report.add_argument("--sep", default=None, help="CSV field separator (default ',', TSV tab)")
+    report.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
+                        help="memory the run may use, e.g. 8G or 500M (default: half of the "
+                             "memory available at the start). Data that would need more is "
+                             "evaluated by streaming: exact, two passes over the file, spill "
+                             "files on disk, no --ci/--significance/--intersections")
+    report.add_argument("--temp-dir", default=None, metavar="DIR",
+                        help="where streaming writes its spill files (default: the system's "
+                             "temporary directory)")
     _add_common(report)
     report.set_defaults(func=cmd_report)
 

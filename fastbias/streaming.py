@@ -7,7 +7,8 @@ and the per-chunk counts are combined exactly (see
 ``fastbias.sweep.chunks``): the pairs between two chunks are products of
 the higher chunk's cell counts with the cumulative counts of all lower chunks.
 
-:func:`evaluate_parquet` is the out-of-core path for Parquet files:
+:func:`evaluate_parquet` (Parquet files) and :func:`evaluate_csv` (CSV files) are the
+out-of-core paths; both compose :func:`stream_evaluate`:
 
 1. read the score columns in batches and keep a random sample of them, whose
    quantiles become bucket edges (a score that fills half a bucket or more
@@ -32,8 +33,10 @@ import tempfile
 import numpy as np
 
 from .prepare.encoded import EncodedRows, encode_frame
+from .reports.histograms import HistogramCounter, histogram_edges
 from .sort import _kernels as SK
 from .sort.buckets import (
+    ScoreSummary,
     bucket_edges,
     byte_rows,
     merge_summaries,
@@ -44,11 +47,12 @@ from .sweep import _kernels as K
 from .sweep.chunks import ChunkCounts, chunk_counts, tied_chunk
 from .sweep.parallel import map_in_threads
 from .tables.result import EvaluationResult, result_from_chunks
-from .validate.parquet import ParquetSource, iter_batches, open_parquet
+from .validate.parquet import iter_batches, open_parquet
 from .validate.settings import resolve_n_jobs
-from .validate.spec import ColumnSpec
+from .validate.spec import ColumnSpec, column_spec
+from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
 
-__all__ = ["evaluate_parquet"]
+__all__ = ["evaluate_csv", "evaluate_parquet"]
 
 
 class _ModelSpill:
@@ -192,69 +196,229 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     >>> bool((res.table["bpsn_auc"] == ref.table["bpsn_auc"]).all())
     True
     """
+    _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
+    spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
+                                 label_threshold=label_threshold,
+                                 subgroup_threshold=subgroup_threshold,
+                                 missing_subgroup=missing_subgroup, sample_weight=sample_weight)
+    if parquet.n_rows == 0:
+        raise ValueError("source has no rows")
+    # float32 scores are kept as float32 (ties decided in float32); open_parquet checked
+    # that every file stores each score column with one type
+    result, _ = stream_evaluate(spec, lambda columns: iter_batches(parquet, columns, batch_rows),
+                                parquet.score_dtypes, n_rows=parquet.n_rows,
+                                bucket_rows=bucket_rows, n_jobs=n_jobs, temp_dir=temp_dir,
+                                random_state=random_state)
+    return result
+
+
+def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+                 subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
+                 sample_weight: str | None = None, sep: str | None = None,
+                 compression="infer", line_limit: int = LINE_LIMIT, batch_rows: int = 250_000,
+                 bucket_rows: int = 4_000_000, n_jobs: int | None = None, temp_dir=None,
+                 random_state=0) -> EvaluationResult:
+    """Exact bias metrics of a CSV file larger than memory, with bounded memory.
+
+    As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
+    bz2, xz, zip, zstd): the file is read twice, ``batch_rows`` rows at a time and only
+    the needed columns (the first pass validates the scores and counts the rows), so
+    memory holds one batch plus ``n_jobs`` buckets of compact rows whatever the file
+    inflates to. A line longer than ``line_limit`` bytes is an error naming the line,
+    raised before the line is held in memory.
+
+    Parameters
+    ----------
+    path : str or path
+        The CSV file; compression from the extension unless ``compression`` says.
+    label, scores, subgroups, label_threshold, subgroup_threshold, missing_subgroup
+        As in :func:`fastbias.evaluate`.
+    sample_weight : str, optional
+        Name of a column of non-negative row weights.
+    sep : str, optional
+        Field separator (default: a tab for ``.tsv``, else a comma).
+    compression : {"infer", None, "gzip", "bz2", "xz", "zip", "zstd"}, default "infer"
+    line_limit : int, default 16 MiB
+        The longest line (bytes, decompressed) read.
+    batch_rows, bucket_rows, n_jobs, temp_dir, random_state
+        As in :func:`evaluate_parquet`.
+
+    Returns
+    -------
+    EvaluationResult
+        As from :func:`fastbias.evaluate`; ``settings["engine"]`` is ``"streaming"``.
+
+    Examples
+    --------
+    >>> import tempfile, os, fastbias
+    >>> from fastbias.streaming import evaluate_csv
+    >>> df = fastbias.make_jigsaw_like(n_rows=30_000, n_identities=3, random_state=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "scored.csv.gz")
+    >>> df.to_csv(path, index=False)
+    >>> res = evaluate_csv(path, label="toxicity", scores="model_biased",
+    ...                    subgroups=["male", "female", "transgender"], bucket_rows=10_000)
+    >>> ref = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+    ...                         subgroups=["male", "female", "transgender"])
+    >>> bool((res.table["bpsn_auc"] == ref.table["bpsn_auc"]).all())
+    True
+    """
+    _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
+    source = open_text_source(path, fmt="csv", compression=compression, sep=sep,
+                              line_limit=line_limit)
+    spec = column_spec(source.names, label=label, scores=scores, subgroups=subgroups,
+                       label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
+                       missing_subgroup=missing_subgroup, sample_weight=sample_weight,
+                       source=f"the CSV file {source.path}")
+    result, _ = stream_evaluate(
+        spec, lambda columns: iter_text_batches(source, columns, batch_rows),
+        [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
+        temp_dir=temp_dir, random_state=random_state)
+    return result
+
+
+def _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir) -> None:
     for name, value in (("batch_rows", batch_rows), ("bucket_rows", bucket_rows)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     resolve_n_jobs(n_jobs, 1)
     if temp_dir is not None and not os.path.isdir(temp_dir):
         raise FileNotFoundError(f"temp_dir {os.fspath(temp_dir)!r} is not an existing directory "
                                 f"(create it first, or leave temp_dir=None for the system's "
                                 f"temporary directory)")
-    spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
-                                 label_threshold=label_threshold,
-                                 subgroup_threshold=subgroup_threshold,
-                                 missing_subgroup=missing_subgroup, sample_weight=sample_weight)
-    n_rows = parquet.n_rows
+
+
+def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int | None = None,
+                    bucket_rows: int = 4_000_000, n_jobs=None, temp_dir=None, random_state=0,
+                    histogram_bins: int | None = None, prepare=None) -> tuple:
+    """The out-of-core pipeline on any source of row batches; ``(EvaluationResult,
+    ScoreHistograms or None)``.
+
+    ``read(columns)`` iterates ``(frame, where)`` over the rows in batches (a frame is a
+    DataFrame or a dict of Series; ``where`` says where the batch is, for errors) and can be
+    called more than once. ``n_rows`` (when known beforehand) lets a source of one bucket
+    skip the first pass. ``prepare(frame)``, when given, adjusts each frame before it is
+    encoded (the CLI's reading of JSON booleans). With ``histogram_bins``, the score
+    histograms of :func:`fastbias.report.score_histograms` are counted on the way.
+    """
+    if prepare is not None:
+        read = _prepared(read, prepare)
+    records = [_record_dtype(dtype, spec) for dtype in score_dtypes]
+    if n_rows is not None:  # before any row is read
+        check_spill_space(temp_dir or tempfile.gettempdir(), n_rows,
+                          [r.itemsize for r in records])
+    weighted_or_unknown = spec.weighted or n_rows is None or histogram_bins is not None
+    n_buckets = 1 if n_rows is None else max(1, math.ceil(n_rows / bucket_rows))
+    edges = [np.zeros(0)] * len(spec.models)
+    summary = None
+    if n_buckets > 1 or weighted_or_unknown:
+        summary, n_rows = _first_pass(read, spec, n_rows, bucket_rows, random_state,
+                                      all_models=n_rows is None or histogram_bins is not None)
+        n_buckets = max(1, math.ceil(n_rows / bucket_rows))
+        if n_buckets > 1:
+            edges = [bucket_edges(sample, n_buckets, weights) for sample, weights
+                     in zip(summary.samples, summary.sample_weights)]
+        spec = spec.with_weight_range(*summary.weight_range)
     if n_rows == 0:
         raise ValueError("source has no rows")
-    # float32 scores are kept as float32 (ties decided in float32); open_parquet checked
-    # that every file stores each score column with one type
-    record_score_dtypes = parquet.score_dtypes
+    counter = None
+    if histogram_bins is not None:
+        lo = float(np.min(summary.lowest)) if np.isfinite(summary.lowest).any() else 0.0
+        hi = float(np.max(summary.highest)) if np.isfinite(summary.highest).any() else 1.0
+        counter = HistogramCounter(spec.models, spec.subgroups,
+                                   histogram_edges(lo, hi, histogram_bins))
 
     n_groups = len(spec.subgroups)
-    n_buckets = max(1, math.ceil(n_rows / bucket_rows))
-    edges = [np.zeros(0)] * len(spec.models)
-    if n_buckets > 1 or spec.weighted:
-        edges, weight_range = _first_pass(parquet, spec, batch_rows, n_rows, n_buckets,
-                                          random_state)
-        spec = spec.with_weight_range(*weight_range)
-
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
-        spills = []
-        for k in range(len(spec.models)):
-            fields = [("score", record_score_dtypes[k]), ("label", np.bool_)]
-            if spec.weighted:
-                fields.append(("weight", np.float64))
-            fields.append(("codes", np.int8, (n_groups,)))
-            spills.append(_ModelSpill(k, spec.models[k], edges[k], np.dtype(fields), n_groups,
-                                      spec.weighted, directory))
-        for frame, where in iter_batches(parquet, spec.columns, batch_rows):
+        spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
+                              directory) for k in range(len(spec.models))]
+        check_spill_space(temp_dir or tempfile.gettempdir(), n_rows,
+                          [r.itemsize for r in records])
+        for frame, where in read(spec.columns):
             rows = encode_frame(frame, spec, where)
             del frame
+            if counter is not None:
+                counter.add(rows.labels, rows.codes, rows.scores)
             for spill in spills:
                 spill.add(rows)
         tasks = [(k, task) for k, spill in enumerate(spills) for task in spill.tasks()]
         chunks = map_in_threads(lambda item: item[1](), tasks, resolve_n_jobs(n_jobs, len(tasks)))
     per_model = [[chunk for (owner, _), chunk in zip(tasks, chunks) if owner == k]
                  for k in range(len(spec.models))]
-    return result_from_chunks(spec, per_model, "streaming")
+    result = result_from_chunks(spec, per_model, "streaming")
+    return result, None if counter is None else counter.histograms()
 
 
-def _first_pass(parquet: ParquetSource, spec: ColumnSpec, batch_rows: int, n_rows: int,
-                n_buckets: int, random_state) -> tuple:
-    """Validate the scores, sample them for bucket edges, and find the weights' range.
+def _record_dtype(score_dtype, spec: ColumnSpec) -> np.dtype:
+    """One spilled row of a model: score, label, weight (when weighted), membership codes."""
+    fields = [("score", score_dtype), ("label", np.bool_)]
+    if spec.weighted:
+        fields.append(("weight", np.float64))
+    fields.append(("codes", np.int8, (len(spec.subgroups),)))
+    return np.dtype(fields)
 
-    Returns ``(edges per model, (smallest positive weight, largest weight))``;
-    the weight range is (inf, 0) unweighted.
+
+def _prepared(read, prepare):
+    def batches(columns):
+        for frame, where in read(columns):
+            yield prepare(frame), where
+    return batches
+
+
+def check_spill_space(directory: str, n_rows: int, record_bytes: list) -> None:
+    """An OSError before any row is spilled when the spill files (``n_rows`` records of each
+    size) would not fit on the disk of ``directory``, naming both sizes."""
+    need = n_rows * sum(record_bytes)
+    try:
+        stat = os.statvfs(directory)
+    except (AttributeError, OSError):  # no statvfs (Windows): the write itself will say
+        return
+    free = stat.f_bavail * stat.f_frsize
+    if need > free:
+        raise OSError(f"the spill files of {n_rows:,} rows need {need / 2**30:.1f} GiB under "
+                      f"{directory!r}, which has {free / 2**30:.1f} GiB free; "
+                      f"give a temporary directory on a larger disk (temp_dir=, --temp-dir)")
+
+
+#: sampled scores kept per bucket (the first pass's sample is thinned to stay near this)
+SAMPLE_PER_BUCKET = 2_000
+SAMPLE_LEAST = 200_000
+
+
+def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, random_state,
+                all_models: bool) -> tuple:
+    """Validate the scores and weights, count the rows, and keep a uniform sample of each
+    model's scores for the bucket edges; ``(ScoreSummary, rows)``.
+
+    The sample is Bernoulli at a rate that halves (thinning what was kept) whenever it
+    grows past twice its target, ``max(200,000, 2,000 per bucket of the rows so far)``: a
+    uniform sample of bounded size whatever the number of rows, known beforehand or not.
     """
     rng = np.random.default_rng(random_state)
-    rate = min(n_rows, max(200_000, 2_000 * n_buckets)) / n_rows
-    models = list(range(len(spec.models))) if n_buckets > 1 else []
+
+    def target(rows):
+        return max(SAMPLE_LEAST, SAMPLE_PER_BUCKET * math.ceil(rows / bucket_rows))
+
+    rate = 1.0 if n_rows is None else min(1.0, target(n_rows) / max(n_rows, 1))
+    many = n_rows is None or n_rows > bucket_rows
+    models = list(range(len(spec.models))) if all_models or many else []
     columns = [spec.models[k] for k in models]
     if spec.weighted:
-        columns = list(dict.fromkeys([*columns, spec.sample_weight]))
-    summary = merge_summaries([summarize_scores(frame, spec, models, rate, rng, where)
-                               for frame, where in iter_batches(parquet, columns, batch_rows)])
-    if n_buckets <= 1:
-        return [np.zeros(0)] * len(spec.models), summary.weight_range
-    return [bucket_edges(sample, n_buckets) for sample in summary.samples], summary.weight_range
+        columns.append(spec.sample_weight)
+    if not columns:
+        columns = [spec.label]
+    columns = list(dict.fromkeys(columns))
+    summary, rows = None, 0
+    for frame, where in read(columns):
+        part = summarize_scores(frame, spec, models, rate, rng, where)
+        rows += len(frame[columns[0]])
+        summary = part if summary is None else merge_summaries([summary, part])
+        while models and summary.samples[0].shape[0] > 2 * target(rows):
+            keep = rng.random(summary.samples[0].shape[0]) < 0.5
+            summary = ScoreSummary(summary.lowest, summary.highest,
+                                   [x[keep] for x in summary.samples],
+                                   [2.0 * w[keep] for w in summary.sample_weights],
+                                   summary.smallest_weight, summary.largest_weight)
+            rate /= 2
+    if summary is None:
+        raise ValueError("source has no rows")
+    return summary, rows

@@ -174,7 +174,7 @@ def test_report_reads_jsonl_and_parquet(kind, progress, data_files, frame, tmp_p
     assert_matches_reference([{"model": m["name"], **row} for m in data["models"]
                               for row in m["subgroups"]], reference_table(frame, policy="exclude"))
     shown = {"jsonl": "reading data.jsonl: 100% (300 rows)",
-             "parquet": "reading data.parquet: row group 3/3"}[kind]
+             "parquet": "reading data.parquet: 100% (300 rows)"}[kind]
     assert (shown in err) == (progress == "always")
 
 

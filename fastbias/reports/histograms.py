@@ -119,13 +119,9 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     if score_range is None:
         lo = min((float(np.min(s[ok])) for s, ok in zip(scores, finite) if ok.any()), default=0.0)
         hi = max((float(np.max(s[ok])) for s, ok in zip(scores, finite) if ok.any()), default=1.0)
-        if lo >= 0.0 and hi <= 1.0:
-            lo, hi = 0.0, 1.0
+        edges = histogram_edges(lo, hi, bins)
     else:
-        lo, hi = (float(x) for x in score_range)
-    if not hi > lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, bins + 1)
+        edges = histogram_edges(*(float(x) for x in score_range), bins, widen=False)
     exclude = settings.get("missing_subgroup", "background") == "exclude"
     threshold = settings.get("subgroup_threshold", 0.5)
     members, universes = [], []
@@ -148,9 +144,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     label_offset = labels.astype(np.intp) * bins
     discard = 2 * bins
     for m, (s, ok) in enumerate(zip(scores, finite)):
-        # bins are [e_k, e_k+1) with the last one closed, as in numpy.histogram
-        position = np.searchsorted(edges, s, side="right") - 1
-        key = np.clip(position, 0, bins - 1).astype(np.intp) + label_offset
+        key = _bin_keys(s, edges, label_offset)
         key[~ok] = discard
         totals = {None: np.bincount(key, minlength=discard + 1)}
         for u, rows in annotated_rows.items():
@@ -165,6 +159,63 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     return ScoreHistograms(edges=edges, counts=counts, models=list(result.models),
                            subgroups=list(result.subgroups), n_rows=n,
                            n_negatives=n_labelled - n_pos, n_positives=n_pos)
+
+
+def histogram_edges(lo: float, hi: float, bins: int, *, widen: bool = True) -> np.ndarray:
+    """``bins + 1`` edges over the scores' range ``[lo, hi]``: [0, 1] when the scores lie there
+    (``widen``), half a unit either side of a single value."""
+    if widen and lo >= 0.0 and hi <= 1.0:
+        lo, hi = 0.0, 1.0
+    if not hi > lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    return np.linspace(lo, hi, bins + 1)
+
+
+def _bin_keys(scores: np.ndarray, edges: np.ndarray, label_offset) -> np.ndarray:
+    """Each row's bin (``[e_k, e_k+1)``, the last closed, as numpy.histogram; scores outside
+    go to the end bins) plus ``label_offset`` (bins for positives)."""
+    bins = edges.shape[0] - 1
+    position = np.searchsorted(edges, scores, side="right") - 1
+    return np.clip(position, 0, bins - 1).astype(np.intp) + label_offset
+
+
+class HistogramCounter:
+    """The histograms of :func:`score_histograms` for rows that arrive in pieces (the
+    out-of-core paths), from each piece's labels, membership codes and scores.
+
+    ``codes[:, g]`` is 1 for a member of subgroup g, 0 for background, -1 for an
+    unannotated row left out of the background (``missing_subgroup="exclude"``).
+    """
+
+    def __init__(self, models: list, subgroups: list, edges: np.ndarray):
+        self.models, self.subgroups, self.edges = list(models), list(subgroups), edges
+        self.bins = edges.shape[0] - 1
+        self.counts = np.zeros((len(self.models), len(self.subgroups), 4, self.bins), np.int64)
+        self.n_rows = self.n_positives = 0
+
+    def add(self, labels: np.ndarray, codes: np.ndarray, scores: list) -> None:
+        bins = self.bins
+        offset = labels.astype(np.intp) * bins
+        member = [np.flatnonzero(codes[:, g] == 1) for g in range(codes.shape[1])]
+        left_out = [np.flatnonzero(codes[:, g] == -1) for g in range(codes.shape[1])]
+        for m, s in enumerate(scores):
+            key = _bin_keys(s, self.edges, offset)
+            total = np.bincount(key, minlength=2 * bins)
+            for g in range(codes.shape[1]):
+                sub = np.bincount(key[member[g]], minlength=2 * bins)
+                background = total - sub
+                if left_out[g].shape[0]:
+                    background = background - np.bincount(key[left_out[g]], minlength=2 * bins)
+                self.counts[m, g] += [sub[:bins], sub[bins:], background[:bins],
+                                      background[bins:]]
+        self.n_rows += labels.shape[0]
+        self.n_positives += int(labels.sum())
+
+    def histograms(self) -> ScoreHistograms:
+        return ScoreHistograms(edges=self.edges, counts=self.counts, models=self.models,
+                               subgroups=self.subgroups, n_rows=self.n_rows,
+                               n_negatives=self.n_rows - self.n_positives,
+                               n_positives=self.n_positives)
 
 
 def _intersection_membership(df, parts: list, threshold) -> tuple:

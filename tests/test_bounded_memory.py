@@ -1,0 +1,433 @@
+"""Bounded memory whatever a file inflates to (issue 19, item 5).
+
+* the line guard of ``fastbias.validate.textfile`` against an independent reference (the
+  longest line of the bytes, by ``bytes.split``), and the decompression bombs it stops;
+* ``fastbias.streaming.evaluate_csv`` against the O(n^2) brute force (small data: heavy
+  ties, unannotated rows excluded) and against the in-memory ``fastbias.evaluate`` (itself
+  tested against the brute force, sklearn and scipy) on data of many batches and buckets;
+* the streamed score histograms against ``score_histograms`` on the frame;
+* the first pass's sample: uniform and bounded however many rows arrive;
+* the CLI: data over ``--max-memory`` is streamed to the same report, options that need the
+  rows in memory are refused by name, a budget too small is a clear error, and the spill
+  files are checked against the free disk before any is written.
+"""
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastbias
+from fastbias import UndefinedMetricWarning
+from fastbias.cli import main
+from fastbias.reports.histograms import score_histograms
+from fastbias.streaming import (
+    _first_pass,
+    check_spill_space,
+    evaluate_csv,
+    stream_evaluate,
+)
+from fastbias.validate.spec import column_spec
+from fastbias.validate.textfile import (
+    DataFileError,
+    _LineGuard,
+    iter_text_batches,
+    open_text,
+    open_text_source,
+)
+
+from .reference import brute_force_metrics
+
+METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
+
+
+def quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return function(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- line guard
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.integers(0, 40), min_size=1, max_size=30),
+       final_newline=st.booleans(), limit=st.integers(1, 45), read_size=st.integers(1, 64))
+def test_line_guard_refuses_exactly_the_lines_over_the_limit(lines, final_newline, limit,
+                                                              read_size):
+    data = b"\n".join(b"x" * n for n in lines) + (b"\n" if final_newline else b"")
+    longest = max(len(part) for part in data.split(b"\n"))
+    first_long = next((i for i, part in enumerate(data.split(b"\n")) if len(part) > limit), None)
+    guard = _LineGuard(io.BytesIO(data), limit, "f.csv")
+    out = bytearray()
+    try:
+        while True:
+            buffer = bytearray(read_size)
+            n = guard.readinto(buffer)
+            if n == 0:
+                break
+            out += buffer[:n]
+    except DataFileError as error:
+        assert longest > limit
+        assert f"line {first_long + 1:,} of data file 'f.csv'" in str(error)
+    else:
+        assert longest <= limit
+        assert bytes(out) == data
+        assert guard.lines == data.count(b"\n")
+
+
+def _bomb(path, compress, head=b"y,s,g\n", body=b"0" * (1 << 20), repeat=24):
+    with compress(path, "wb") as handle:
+        handle.write(head)
+        for _ in range(repeat):
+            handle.write(body)
+    return path
+
+
+@pytest.mark.parametrize("suffix, compress", [(".csv.gz", gzip.open), (".csv.bz2", bz2.open),
+                                              (".csv.xz", lzma.open)])
+def test_an_endless_line_is_refused_before_it_is_held(tmp_path, suffix, compress):
+    path = _bomb(tmp_path / f"bomb{suffix}", compress)  # 24 MiB of zeros on line 2
+    assert os.path.getsize(path) < 1 << 20
+    with pytest.raises(DataFileError, match=r"line 2 of data file .*bomb.* longer than 16 MiB"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["g"])
+    header_bomb = _bomb(tmp_path / f"header{suffix}", compress, head=b"")
+    with pytest.raises(DataFileError, match="line 1 of data file"):
+        open_text_source(header_bomb)
+
+
+def test_cli_names_the_file_and_line_of_a_bomb(tmp_path, capsys):
+    path = _bomb(tmp_path / "bomb.csv.gz", gzip.open)
+    status = main(["report", str(path), "--label", "y", "--scores", "s", "--subgroups", "g",
+                   "--progress", "never"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "line 2 of data file" in err and "bomb.csv.gz" in err and "Traceback" not in err
+
+
+def test_line_limit_is_an_argument(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("y,s,g\n0,0.1,1\n1,0.2," + "1" * 50 + "\n")
+    with pytest.raises(DataFileError, match="line 3 of data file"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["g"], line_limit=40)
+    with pytest.raises(ValueError, match="line_limit must be a positive number"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["g"], line_limit=0)
+
+
+# ----------------------------------------------------------------------------- evaluate_csv
+
+def _tied_frame(n, seed, n_groups=3, missing=True):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"y": (rng.random(n) < 0.35).astype(int),
+                       "s": np.round(rng.random(n), 1)})  # about ten distinct scores: heavy ties
+    for j in range(n_groups):
+        g = (rng.random(n) < 0.3).astype(float)
+        if missing:
+            g[rng.random(n) < 0.2] = np.nan
+        df[f"g{j}"] = g
+    return df
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_evaluate_csv_matches_the_brute_force(tmp_path, policy):
+    df = _tied_frame(90, seed=3)
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    result = quiet(evaluate_csv, path, label="y", scores="s", subgroups=["g0", "g1", "g2"],
+                   missing_subgroup=policy, batch_rows=7, bucket_rows=20)
+    y, s = df["y"].to_numpy() == 1, df["s"].to_numpy()
+    for j, row in result.table.iterrows():
+        g = df[row["subgroup"]].to_numpy()
+        kept = ~np.isnan(g) if policy == "exclude" else np.ones(len(g), bool)
+        expected = brute_force_metrics(y[kept], s[kept], g[kept] >= 0.5)
+        for metric in METRICS:
+            assert row[metric] == pytest.approx(expected[metric], rel=0, abs=1e-15) or (
+                np.isnan(row[metric]) and np.isnan(expected[metric])), (row["subgroup"], metric)
+
+
+@pytest.mark.parametrize("suffix, sep", [(".csv", ","), (".csv.gz", ","), (".tsv.xz", "\t")])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_evaluate_csv_equals_evaluate_over_many_batches_and_buckets(tmp_path, suffix, sep,
+                                                                     weighted):
+    df = _tied_frame(6_000, seed=11)
+    df["t"] = np.random.default_rng(5).random(len(df))  # a second, untied model
+    if weighted:
+        df["w"] = np.random.default_rng(6).integers(1, 5, len(df)) / 4.0
+    path = tmp_path / f"d{suffix}"
+    df.to_csv(path, index=False, sep=sep)
+    kwargs = dict(label="y", scores=["s", "t"], subgroups=["g0", "g1", "g2"],
+                  missing_subgroup="exclude", sample_weight="w" if weighted else None)
+    result = quiet(evaluate_csv, path, batch_rows=700, bucket_rows=900, **kwargs)
+    reference = quiet(fastbias.evaluate, df, **kwargs)
+    assert result.settings["engine"] == "streaming"
+    exact = not weighted
+    pd.testing.assert_frame_equal(result.table, reference.table, check_exact=exact,
+                                  **({} if exact else {"rtol": 1e-12, "atol": 1e-12}))
+
+
+def test_evaluate_csv_names_the_rows_of_a_bad_value(tmp_path):
+    df = _tied_frame(50, seed=1, missing=False)
+    df["s"] = df["s"].astype(object)
+    df.loc[37, "s"] = "oops"
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises((ValueError, TypeError), match=r"score column 's'.*rows 30\.\.39 of"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["g0"], batch_rows=10)
+
+
+def test_evaluate_csv_checks_its_columns_and_sizes(tmp_path):
+    path = tmp_path / "d.csv"
+    _tied_frame(20, seed=1).to_csv(path, index=False)
+    with pytest.raises(KeyError, match=r"subgroups: column\(s\) \['nope'\] not in the CSV file"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["nope"])
+    with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["g0"], batch_rows=0)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        evaluate_csv(tmp_path / "absent.csv", label="y", scores="s", subgroups=["g0"])
+
+
+# ----------------------------------------------------------------------------- histograms
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_streamed_histograms_equal_those_of_the_frame(tmp_path, policy):
+    df = _tied_frame(3_000, seed=4)
+    df["t"] = np.random.default_rng(9).normal(0, 2, len(df))  # outside [0, 1]: its own range
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    source = open_text_source(path)
+    spec = column_spec(source.names, label="y", scores=["s", "t"], subgroups=["g0", "g1"],
+                       label_threshold=0.5, subgroup_threshold=0.5, missing_subgroup=policy,
+                       sample_weight=None)
+    result, streamed = quiet(stream_evaluate, spec,
+                             lambda columns: iter_text_batches(source, columns, 400),
+                             [np.dtype(np.float64)] * 2, bucket_rows=1_000, histogram_bins=17)
+    expected = score_histograms(df, result, bins=17)
+    np.testing.assert_array_equal(streamed.edges, expected.edges)
+    np.testing.assert_array_equal(streamed.counts, expected.counts)
+    assert (streamed.n_rows, streamed.n_negatives, streamed.n_positives) == (
+        expected.n_rows, expected.n_negatives, expected.n_positives)
+
+
+# ----------------------------------------------------------------------------- first pass
+
+def test_the_first_pass_sample_is_bounded_and_uniform(monkeypatch):
+    import fastbias.streaming as streaming
+
+    monkeypatch.setattr(streaming, "SAMPLE_LEAST", 2_000)
+    monkeypatch.setattr(streaming, "SAMPLE_PER_BUCKET", 100)
+    n, batch = 200_000, 5_000
+    scores = np.arange(n) / n  # uniform on [0, 1): the sample's deciles are known
+    spec = column_spec(["y", "s", "g"], label="y", scores="s", subgroups="g", label_threshold=0.5,
+                       subgroup_threshold=0.5, missing_subgroup="background",
+                       sample_weight=None)
+
+    def read(columns):
+        for start in range(0, n, batch):
+            frame = {"s": pd.Series(scores[start:start + batch]),
+                     "y": pd.Series(np.zeros(batch))}
+            yield {c: frame[c] for c in columns}, ""
+
+    summary, rows = _first_pass(read, spec, None, 10_000, 0, all_models=True)
+    assert rows == n
+    target = max(2_000, 100 * 20)
+    size = summary.samples[0].shape[0]
+    assert target // 2 <= size <= 2 * target
+    stands_for = summary.sample_weights[0]
+    assert stands_for.sum() == pytest.approx(n, rel=0.1)  # each kept value stands for 1/rate rows
+    deciles = np.quantile(summary.samples[0], np.linspace(0.1, 0.9, 9))
+    np.testing.assert_allclose(deciles, np.linspace(0.1, 0.9, 9), atol=0.05)
+    assert (summary.lowest[0], summary.highest[0]) == (0.0, (n - 1) / n)
+
+
+def test_spill_space_is_checked_before_writing(tmp_path, monkeypatch):
+    class Tiny:
+        f_bavail, f_frsize = 10, 4096
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Tiny())
+    with pytest.raises(OSError, match=r"spill files of 1,000,000 rows need 0\.0 GiB|need"):
+        check_spill_space(str(tmp_path / "x"), 1_000_000, [33])
+    check_spill_space(str(tmp_path / "x"), 1_000, [33])  # 33 kB fit in 40 kB
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+SUBGROUPS = ["g0", "g1", "g2"]
+
+
+def _report(path, out, *extra):
+    return main(["report", str(path), "--label", "y", "--scores", "s", "t", "--subgroups",
+                 *SUBGROUPS, "--out", str(out), "--progress", "never", *extra])
+
+
+@pytest.mark.parametrize("suffix", [".csv.gz", ".jsonl", ".parquet"])
+def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, suffix,
+                                                           monkeypatch):
+    import fastbias.cli as cli
+    import fastbias.streaming
+
+    df = _tied_frame(40_000, seed=2)
+    df["t"] = np.random.default_rng(8).random(len(df))
+    path = tmp_path / f"d{suffix}"
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+        df.to_parquet(path, row_group_size=7_000)
+    elif suffix == ".jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_csv(path, index=False)
+    assert _report(path, tmp_path / "memory.json", "--missing-subgroup", "exclude") == 0
+    capsys.readouterr()
+    # a limit that leaves 4 MiB for the data, where in memory the rows would need ~8 MB:
+    # batches of about 3,000 rows, buckets of about 12,000 (four of them), a thinned sample
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 4_000)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + 2 * 4 * 1_000 * 16
+    status = _report(path, tmp_path / "streamed.json", "--missing-subgroup", "exclude",
+                     "--max-memory", str(limit))
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "streaming it" in err
+    memory = json.loads((tmp_path / "memory.json").read_text())
+    streamed = json.loads((tmp_path / "streamed.json").read_text())
+    assert streamed["settings"]["engine"] == "streaming"
+    for report in (memory, streamed):
+        report.pop("timings_s")
+        report.pop("settings")
+    assert streamed == memory
+
+
+def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monkeypatch):
+    import fastbias.cli as cli
+
+    df = _tied_frame(20_000, seed=2)
+    df["t"] = df["s"]
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 0)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    status = _report(path, tmp_path / "o.json", "--ci", "delong", "--significance", "holm",
+                     "--max-memory", "1M")
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "more than --max-memory (1.0 MiB)" in err
+    assert "does not do --ci, --significance" in err
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_cli_says_when_the_budget_cannot_even_stream(tmp_path, capsys):
+    df = _tied_frame(20_000, seed=2)
+    df["t"] = df["s"]
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    status = _report(path, tmp_path / "o.json", "--max-memory", "1M")
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "--max-memory is too small to stream this data" in err and "give at least" in err
+
+
+@pytest.mark.parametrize("text, valid", [("8G", True), ("500M", True), ("2.5GiB", True),
+                                         ("1000000000", True), ("abc", False), ("-1G", False),
+                                         ("10", False), ("5X", False)])
+def test_max_memory_sizes(text, valid, tmp_path, capsys):
+    from fastbias.cli import build_parser
+
+    parser = build_parser()
+    argv = ["report", "d.csv", "--label", "y", "--scores", "s", "--subgroups", "g",
+            "--max-memory", text]
+    if valid:
+        assert parser.parse_args(argv).max_memory > 2 ** 20
+    else:
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        assert "--max-memory" in capsys.readouterr().err
+
+
+def test_open_text_reads_what_was_written(tmp_path):
+    data = b"a,b\n" + b"1,2\n" * 1000
+    path = tmp_path / "d.csv.gz"
+    with gzip.open(path, "wb") as handle:
+        handle.write(data)
+    with open_text(str(path), "gzip") as stream:
+        assert stream.read() == data
+        assert stream.lines == 1001
+
+
+def test_a_parquet_of_too_many_rows_for_the_disk_fails_before_reading_a_row(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The 12 MB Parquet file of 1.2e9 rows, in small: its footer alone decides that it is
+    streamed, and the spill files are checked against the free disk before any row is read."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import fastbias.cli as cli
+    import fastbias.validate.parquet as parquet_module
+
+    n = 2_000_000
+    table = pa.table({"y": pa.array(np.zeros(n, np.int8)), "s": pa.array(np.zeros(n)),
+                      "t": pa.array(np.zeros(n)), **{g: pa.array(np.zeros(n)) for g in SUBGROUPS}})
+    path = tmp_path / "many.parquet"
+    pq.write_table(table, path, row_group_size=n)
+    assert os.path.getsize(path) < 1 << 20  # constant columns compress to almost nothing
+
+    class Tiny:
+        f_bavail, f_frsize = 1_000, 4096  # 4 MB free
+
+    def no_rows(*args, **kwargs):
+        raise AssertionError("a row was read")
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Tiny())
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 0)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    monkeypatch.setattr(parquet_module, "iter_batches", no_rows)
+    status = _report(path, tmp_path / "o.json", "--max-memory", "64M")
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert "spill files of 2,000,000 rows need" in err and "GiB free" in err
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_path, capsys,
+                                                                          monkeypatch, suffix):
+    """The rows a CSV holds are projected from the share of its bytes the first batch took:
+    a file needing many times the budget is not read up to the budget before streaming."""
+    import fastbias.cli as cli
+    import fastbias.streaming
+
+    df = _tied_frame(40_000, seed=2)
+    df["t"] = df["s"]
+    path = tmp_path / f"d{suffix}"
+    df.to_csv(path, index=False)
+    batches_read = []
+    real_batches = cli._batches
+
+    def counting(*args, **kwargs):
+        batches_read.append(0)
+        for item in real_batches(*args, **kwargs):
+            batches_read[-1] += 1
+            yield item
+
+    monkeypatch.setattr(cli, "_batches", counting)
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 2_000)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    # 4 MiB for the data: the file needs ~8 MB in memory, the first 2,000 rows ~0.4 MB
+    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + 2 * 4 * 1_000 * 16
+    status = _report(path, tmp_path / "o.json", "--max-memory", str(limit))
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "streaming it" in err
+    assert batches_read == [1]  # the in-memory attempt stopped after one batch
+    status = _report(path, tmp_path / "o2.json", "--max-memory", str(limit), "--ci", "delong")
+    err = capsys.readouterr().err
+    assert status == 1 and "holds about 4" in err and "does not do --ci" in err

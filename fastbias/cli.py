@@ -200,7 +200,7 @@ class _OverBudget(Exception):
 
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
               progress: Progress | None = None, wanted: dict | None = None,
-              max_bytes: int | None = None, row_bytes: int = 0):
+              max_bytes: int | None = None, row_bytes: int = 0, prepare=None):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
@@ -208,11 +208,13 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     that cannot be read (truncated or corrupt compression, not UTF-8, not
     parseable, a line over 16 MiB) is a :class:`CLIError` naming it, never a
     traceback. With ``max_bytes``, reading stops with :class:`_OverBudget` as soon as the
-    rows (at ``row_bytes`` each) would need more than that.
+    rows (at ``row_bytes`` each) would need more than that. ``prepare(frame)``, when given,
+    turns each batch into what is kept (e.g. compact memberships).
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
                                              progress=progress, wanted=wanted,
-                                             max_bytes=max_bytes, row_bytes=row_bytes))
+                                             max_bytes=max_bytes, row_bytes=row_bytes,
+                                             prepare=prepare))
 
 
 def read_header(path: str, *, input_format: str | None = None, sep=None) -> list:
@@ -299,7 +301,7 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
                progress: Progress | None = None, wanted: dict | None = None,
-               max_bytes: int | None = None, row_bytes: int = 0):
+               max_bytes: int | None = None, row_bytes: int = 0, prepare=None):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -327,7 +329,7 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
                 progress.clear()
                 raise _OverBudget(int(projected[0]), row_bytes,
                                   exact=False, projected=rows * row_bytes <= max_bytes)
-        parts.append(frame)
+        parts.append(frame if prepare is None else prepare(frame))
     progress.clear()
     if not parts:
         if fmt == "jsonl":
@@ -350,6 +352,27 @@ def _coerce_object_flags(df, names) -> None:
         elif len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                  for v in values):
             df[name] = pd.to_numeric(col)
+
+
+def _compact_memberships(frame, names, threshold: float):
+    """Numeric identity columns of a batch as nullable booleans (member, not, unannotated):
+    1 byte and a mask a row instead of 8, and exactly the membership the evaluation reads
+    (``value >= threshold``; NaN is unannotated). Boolean, text and object columns stay as
+    they are, for the evaluation to read or refuse by name."""
+    import pandas as pd
+
+    for name in names:
+        column = frame[name]
+        if pd.api.types.is_bool_dtype(column.dtype) or \
+                not pd.api.types.is_numeric_dtype(column.dtype):
+            continue
+        missing = column.isna().to_numpy()
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan) if missing.any() else \
+            column.to_numpy()
+        with np.errstate(invalid="ignore"):
+            member = values >= threshold
+        frame[name] = pd.arrays.BooleanArray(member, missing)
+    return frame
 
 
 def _positive_value(column, label: str, positive: str):
@@ -638,12 +661,12 @@ def _data_budget(limit: int) -> int:
 
 
 def _row_bytes(args, n_columns: int) -> int:
-    """Bytes per row that reading and evaluating in memory hold at their peak: each column
-    as read and once more while the pieces are joined, the sort and sweep per model, the
-    membership codes (an upper estimate: 560 bytes for one model and 24 identity columns,
-    where 406 were measured; benchmarks/RESULTS.md)."""
+    """Bytes per row that reading and evaluating in memory hold at their peak: the label,
+    score and weight columns as read and once more while the batches are joined, the
+    identity columns as compact memberships (2 bytes, twice), the sort and sweep per model,
+    the membership codes (an upper estimate; benchmarks/RESULTS.md)."""
     models, groups = len(args.scores), len(args.subgroups)
-    cost = 16 * n_columns + 48 * models + 4 * groups
+    cost = 16 * (n_columns - groups) + 4 * groups + 48 * models + 4 * groups
     if args.ci or args.significance:
         cost += 48 * models
     if args.intersections:
@@ -791,7 +814,11 @@ def cmd_report(args) -> int:
     try:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
-                       row_bytes=_row_bytes(args, len(columns)))
+                       row_bytes=_row_bytes(args, len(columns)),
+                       prepare=lambda frame: _compact_memberships(
+                           frame, [c for c in args.subgroups
+                                   if c not in (args.label, *args.scores, args.weight)],
+                           args.subgroup_threshold))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
     if over is not None:

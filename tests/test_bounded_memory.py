@@ -431,3 +431,37 @@ def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_p
     status = _report(path, tmp_path / "o2.json", "--max-memory", str(limit), "--ci", "delong")
     err = capsys.readouterr().err
     assert status == 1 and "holds about 4" in err and "does not do --ci" in err
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.integers(-3, 300), st.floats(-2, 2),
+                                 st.sampled_from([np.nan, np.inf, -np.inf, 0.5, 1.0])),
+                       min_size=1, max_size=30),
+       kind=st.sampled_from(["float64", "float32", "int64", "uint8", "Int16", "Float64",
+                             "bool", "boolean"]),
+       threshold=st.sampled_from([0.5, 0.0, 1.0, 2.0, 0.3, -1.0, 255.0]))
+def test_compact_memberships_keep_exactly_the_membership_read(values, kind, threshold):
+    """The CLI holds numeric identity columns as nullable booleans; the identity reader
+    (what every entry point evaluates) must see the same members and unannotated rows."""
+    from fastbias.cli import _compact_memberships
+    from fastbias.validate.subgroups import identity_values
+
+    if kind in ("float64", "float32", "Float64"):
+        column = pd.Series([np.nan if v is None else float(v) for v in values])
+        column = column.astype(kind)
+    elif kind in ("int64", "uint8"):
+        column = pd.Series([abs(int(v)) % 256 if isinstance(v, (int, float)) and np.isfinite(v)
+                            else 0 for v in values]).astype(kind)
+    elif kind == "Int16":
+        column = pd.Series([None if v is None or not np.isfinite(v) else int(v) for v in values],
+                           dtype="Int16")
+    else:
+        column = pd.Series([None if v is None else bool(v) for v in values])
+        column = column.astype(kind) if kind == "boolean" else column.fillna(False).astype(bool)
+    before = identity_values(column.copy(), "g", threshold)
+    frame = pd.DataFrame({"g": column})
+    after = identity_values(_compact_memberships(frame, ["g"], threshold)["g"], "g", threshold)
+    np.testing.assert_array_equal(after.member_mask(), before.member_mask())
+    missing = (np.zeros(len(column), bool) if before.missing is None else before.missing)
+    np.testing.assert_array_equal(
+        np.zeros(len(column), bool) if after.missing is None else after.missing, missing)

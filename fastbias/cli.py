@@ -64,13 +64,24 @@ class CLIError(Exception):
 # --------------------------------------------------------------------------- progress display
 
 class Progress:
-    """One status line on stderr, rewritten in place; silent when disabled."""
+    """One status line on stderr, rewritten in place; when disabled, silent, or with
+    ``steps`` one plain line as each step starts (output piped to a file or a log)."""
 
-    def __init__(self, enabled: bool, stream=None):
+    def __init__(self, enabled: bool, stream=None, steps: bool = False):
         self.enabled = enabled
+        self.steps = steps and not enabled
         self.stream = stream if stream is not None else sys.stderr
         self._width = 0
         self._lock = threading.Lock()
+
+    def step(self, text: str) -> None:
+        """A step starts: the status line, or a plain line with ``steps``."""
+        if self.enabled:
+            self.update(f"{text} ...")
+        elif self.steps:
+            with self._lock:
+                self.stream.write(terminal_text(f"fastbias: {text} ...") + "\n")
+                self.stream.flush()
 
     def update(self, text: str) -> None:
         if not self.enabled:
@@ -101,6 +112,7 @@ class _Ticker:
         self._thread = None
 
     def __enter__(self):
+        self.progress.step(self.label)
         if self.progress.enabled:
             start = time.perf_counter()
 
@@ -108,7 +120,6 @@ class _Ticker:
                 while not self._stop.wait(0.2):
                     self.progress.update(f"{self.label} ... {time.perf_counter() - start:.1f} s")
 
-            self.progress.update(f"{self.label} ...")
             self._thread = threading.Thread(target=run, daemon=True)
             self._thread.start()
         return self
@@ -127,6 +138,14 @@ def _progress_enabled(args) -> bool:
     if args.progress == "always":
         return True
     return sys.stderr.isatty()
+
+
+def _progress(args) -> Progress:
+    """The status line on a terminal; one line per step when stderr is piped (unless
+    ``--progress never`` or ``-q``)."""
+    enabled = _progress_enabled(args)
+    steps = not enabled and args.progress == "auto" and not getattr(args, "quiet", False)
+    return Progress(enabled, steps=steps)
 
 
 # --------------------------------------------------------------------------- reading data
@@ -754,6 +773,7 @@ def _run_streaming(args, progress, limit: int):
 
         def read(columns):
             passes["n"] += 1
+            progress.step(f"streaming {name} (pass {passes['n']} of 2)")
             done = 0
             for frame, where in iter_batches(parquet, columns, batch_rows):
                 yield frame, where
@@ -766,6 +786,7 @@ def _run_streaming(args, progress, limit: int):
 
         def read(columns):
             passes["n"] += 1
+            progress.step(f"streaming {name} (pass {passes['n']} of 2)")
             yield from iter_text_batches(source, columns, batch_rows, progress=show)
 
     def prepare(frame):  # a pass may read only some of the columns
@@ -796,7 +817,7 @@ def cmd_report(args) -> int:
     outputs = _check_outputs(args.out, inputs=[args.data], force=args.force)
     if args.temp_dir is not None and not os.path.isdir(args.temp_dir):
         raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")
-    progress = Progress(_progress_enabled(args))
+    progress = _progress(args)
     if args.subgroups_file is not None:
         args.subgroups = _subgroups_from_file(args.subgroups_file)
     elif args.subgroups_all_boolean:
@@ -810,6 +831,9 @@ def cmd_report(args) -> int:
     timings = {}
     start = time.perf_counter()
     title = args.title or f"fastbias report: {os.path.basename(args.data)}"
+    # a missing file or column is one error line, before any step is announced
+    _check_columns(read_header(args.data, input_format=args.input_format, sep=args.sep), wanted)
+    progress.step(f"reading {os.path.basename(args.data)}")
     over = None
     try:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
@@ -866,7 +890,7 @@ def cmd_demo(args) -> int:
         raise CLIError(f"--identities must be between 1 and 200, got {args.identities}")
     outputs = _check_outputs(args.out or [DEMO_OUTPUT], force=args.force,
                              replaceable=[DEMO_OUTPUT])
-    progress = Progress(_progress_enabled(args))
+    progress = _progress(args)
     timings = {}
 
     start = time.perf_counter()

@@ -141,7 +141,9 @@ def test_report_from_csv_writes_every_format(data_files, frame, tmp_path):
     assert f"{row['bpsn_auc']:.4f}" in line and f"{row['positive_aeg']:+.4f}" in line
     assert "model_a  overall AUC" in proc.stdout
     assert "undefined" in proc.stderr  # the UndefinedMetricWarning, as one line
-    assert "reading" not in proc.stderr  # no progress display: stderr is not a terminal
+    # stderr is not a terminal: no status line rewritten with \r, one plain line per step
+    assert "\r" not in proc.stderr
+    assert "fastbias: reading data.csv ...\nfastbias: evaluating 2 model(s)" in proc.stderr
     assert all(w.startswith("fastbias: ") or w.startswith("wrote ") or w.startswith("time: ")
                for w in proc.stderr.strip().splitlines())
 
@@ -201,6 +203,11 @@ def test_demo_prints_table_and_timings_and_writes_report(tmp_path):
     for step in ("generate data", "evaluate 2 models x 6 subgroups", "total"):
         assert re.search(re.escape(step) + r"\s+\d+\.\d\d s", out), step
     assert f"wrote {tmp_path / 'demo.html'}" in out
+    # piped: each step is announced as it starts, in order, on its own line
+    steps = [line for line in proc.stderr.splitlines() if line.endswith(" ...")]
+    assert steps == ["fastbias: generating 30,000 rows ...", "fastbias: compiling kernels ...",
+                     "fastbias: evaluating 2 model(s) x 6 subgroups ...",
+                     "fastbias: writing the report ..."]
     page = (tmp_path / "demo.html").read_text()
     assert page.count("data:image/png;base64,") >= 3
     # the numbers are those of the generated set, checked against brute force for a subgroup
@@ -285,8 +292,11 @@ def test_error_messages(args, message, bad_files, capsys, monkeypatch):
     monkeypatch.chdir(bad_files)
     status, out, err = run_main(capsys, "report", *args)
     assert status == 1
+    # stderr is piped: the steps that started are announced, then the error in one line
+    lines = err.strip().splitlines()
+    assert all(line.startswith("fastbias: ") and line.endswith(" ...") for line in lines[:-1])
+    err = lines[-1]
     assert err.startswith("fastbias: error: ") and message in err, err
-    assert len(err.strip().splitlines()) == 1
     assert "nan_policy" not in err and "pos_label" not in err  # options, not Python arguments
     assert out == ""
 

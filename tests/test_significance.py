@@ -619,3 +619,26 @@ def test_a_subgroup_shifted_in_both_classes_keeps_its_subgroup_auc_unflagged():
     assert abs(table.loc["g", "subgroup_auc"] - table.attrs["overall_auc"]) < 0.03
     assert not table.loc["g", "subgroup_auc_significant"]
     assert table.loc["g", "bnsp_auc_significant"] and table.loc["g", "negative_aeg_significant"]
+
+
+@pytest.mark.parametrize("cell", [40, 150])
+def test_a_subgroup_without_positives_is_tested_on_what_it_has(cell):
+    """Its Subgroup AUC is undefined (no fixed cell to compare with), its BPSN AUC and
+    Negative AEG are not: the exact-moment test divided by the empty cell's size and raised
+    ZeroDivisionError from the compiled kernel."""
+    rng = np.random.default_rng(4)
+    n = 3_000
+    y = rng.random(n) < 0.3
+    s = y + rng.normal(0, 1, n)
+    negatives = np.flatnonzero(~y)
+    member = np.zeros(n, dtype=bool)
+    member[rng.choice(negatives, cell, replace=False)] = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.bias_metrics(y, s, {"no_positives": member,
+                                             "other": rng.random(n) < 0.2},
+                                      significance="holm")
+    row = table.loc["no_positives"]
+    assert np.isnan(row["subgroup_auc"]) and np.isnan(row["subgroup_auc_pvalue"])
+    assert 0 < row["bpsn_auc_pvalue"] <= 1 and 0 < row["negative_aeg_pvalue"] <= 1
+    assert np.isnan(row["bnsp_auc_pvalue"]) and np.isnan(row["positive_aeg_pvalue"])

@@ -402,9 +402,12 @@ def permutation_moments(class_keys, class_place, fixed_keys, fixed_is_above, siz
     out = np.empty((3, 2), dtype=np.float64)
     shrink = (n - size) / ((n - 1.0) * size) if n > 1 else 0.0
     # subgroup AUC: values f / n_fixed
+    # (undefined without a fixed cell: a subgroup with no rows of the other class, whose cross
+    # AUC and AEG are still tested)
     mean = f_sum / n
-    out[0, 0] = mean / n_fixed
-    out[0, 1] = max(f_sq / n - mean * mean, 0.0) / (n_fixed * n_fixed) * shrink
+    out[0, 0] = mean / n_fixed if n_fixed > 0 else np.nan
+    out[0, 1] = max(f_sq / n - mean * mean, 0.0) / (n_fixed * n_fixed) * shrink \
+        if n_fixed > 0 else np.nan
     # cross AUC: values (place - f) / (other_total - n_fixed)
     rest = other_total - n_fixed
     mean = (p_sum - f_sum) / n

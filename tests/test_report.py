@@ -478,3 +478,55 @@ def test_bootstrap_settings_line_names_replicates_and_seed(frame):
         warnings.simplefilter("ignore")
         unseeded = BiasReport.from_result(frame, evaluate_quietly(frame, ci="bootstrap", n_boot=20))
     assert "20 replicates, no seed (not repeatable)" in unseeded.to_html()
+
+
+@pytest.mark.parametrize("ci", ["delong", "bootstrap"])
+def test_overall_auc_and_final_metric_intervals_reach_every_output(frame, ci, tmp_path):
+    """The intervals of the overall AUC (and, from the bootstrap, of the final metric) that
+    the evaluation computed are in the summary, the terminal header, the HTML summary, the CSV
+    and the JSON: the same numbers as the per-model call on the arrays gives."""
+    kwargs = dict(ci=ci, n_boot=60, random_state=3) if ci == "bootstrap" else dict(ci=ci)
+    groups = ["g1", "g2"]  # every AUC defined, so the final metric is too
+    result = fastbias.evaluate(frame, label="label", scores=MODELS, subgroups=groups, **kwargs)
+    report = BiasReport.from_result(frame, result)
+    summary = report.summary()
+    for model in MODELS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+            alone = fastbias.bias_metrics(frame["label"].to_numpy(), frame[model].to_numpy(),
+                                          {g: frame[g] for g in groups}, ci="delong",
+                                          subgroup_threshold=0.5)
+        low, high = summary.at[model, "overall_auc_low"], summary.at[model, "overall_auc_high"]
+        assert low <= summary.at[model, "overall_auc"] <= high
+        if ci == "delong":  # the arrays entry point, on its own, gives the same interval
+            assert (low, high) == (alone.attrs["overall_auc_low"], alone.attrs["overall_auc_high"])
+        shown = f"overall AUC {summary.at[model, 'overall_auc']:.4f} [{low:.3f}, {high:.3f}]"
+        assert shown in report.to_text()
+        assert f"[{low:.3f}, {high:.3f}]" in report.to_html()
+        if ci == "bootstrap":
+            f_low, f_high = (summary.at[model, "final_metric_low"],
+                             summary.at[model, "final_metric_high"])
+            assert f_low <= summary.at[model, "final_metric"] <= f_high
+            assert f"[{f_low:.3f}, {f_high:.3f}]" in report.to_text().splitlines()[
+                [i for i, line in enumerate(report.to_text().splitlines())
+                 if line.startswith(model)][0]]
+        else:
+            assert "final_metric_low" not in summary.columns  # DeLong has none for it
+    report.save(tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    for entry in data["models"]:
+        assert entry["overall_auc_low"] == summary.at[entry["name"], "overall_auc_low"]
+    report.save(tmp_path / "r.csv")
+    table = pd.read_csv(tmp_path / "r.csv")
+    assert np.allclose(table.groupby("model")["overall_auc_high"].first()[MODELS],
+                       summary.loc[MODELS, "overall_auc_high"], rtol=0, atol=1e-15)
+
+
+def test_evaluate_keeps_each_models_attrs(frame):
+    """What a model's own table carries (the overall AUC's interval, the number of tests)
+    survives the tidy table: for_model gives it back."""
+    result = evaluate_quietly(frame, ci="delong", significance="holm")
+    for model in MODELS:
+        attrs = result.for_model(model).attrs
+        assert attrs["ci_method"] == "delong" and attrs["n_tests"] > 0
+        assert attrs["overall_auc_low"] < attrs["overall_auc"] < attrs["overall_auc_high"]

@@ -130,6 +130,19 @@ def _fmt_interval(low, high, metric: str) -> str:
     return f"[{number_text(low, fmt)}, {number_text(high, fmt)}]"
 
 
+def _summary_interval(summary: pd.DataFrame, model, name: str) -> str:
+    """`` [low, high]`` of ``name`` in a model's summary row, or "" without one."""
+    low = f"{name}_low"
+    if low not in summary.columns or _is_nan(summary.at[model, low]):
+        return ""
+    return " " + _fmt_interval(summary.at[model, low], summary.at[model, f"{name}_high"], name)
+
+
+def _html_summary_interval(summary: pd.DataFrame, model, name: str) -> str:
+    text = _summary_interval(summary, model, name).strip()
+    return f'<span class="ci">{html.escape(text)}</span>' if text else ""
+
+
 def _fmt_count(value) -> str:
     return "n/a" if _is_nan(value) else f"{int(value):,}"
 
@@ -282,8 +295,9 @@ class BiasReport:
         Returns
         -------
         pandas.DataFrame
-            Index ``model``; columns ``overall_auc``, ``final_metric`` (when
-            :mod:`fastbias.aggregates` is there), ``lowest_auc``,
+            Index ``model``; columns ``overall_auc`` (with ``overall_auc_low`` and
+            ``overall_auc_high`` when intervals were computed), ``final_metric`` (with
+            ``final_metric_low``/``_high`` from the bootstrap), ``lowest_auc``,
             ``lowest_auc_subgroup``, ``lowest_auc_metric``, ``largest_abs_aeg``,
             ``largest_aeg_subgroup``, ``largest_aeg_metric``,
             ``undefined_values``.
@@ -293,8 +307,14 @@ class BiasReport:
         for model in self.result.models:
             part = self.result.for_model(model)
             row = {"overall_auc": float(self.result.overall_auc[model])}
+            if "overall_auc_low" in part.attrs:
+                row.update(overall_auc_low=float(part.attrs["overall_auc_low"]),
+                           overall_auc_high=float(part.attrs["overall_auc_high"]))
             if model in finals.index:
                 row["final_metric"] = float(finals[model])
+                if "final_metric_low" in part.attrs:  # the bootstrap's
+                    row.update(final_metric_low=float(part.attrs["final_metric_low"]),
+                               final_metric_high=float(part.attrs["final_metric_high"]))
             aucs = part[AUC_METRICS].stack().dropna()
             if len(aucs):
                 (subgroup, metric), value = aucs.idxmin(), aucs.min()
@@ -361,9 +381,11 @@ class BiasReport:
             order = self.worst_subgroups(max_subgroups, model=model)
             part = self.result.for_model(model).reindex(order)
             head = f"{terminal_text(model)}  overall AUC {summary.at[model, 'overall_auc']:.4f}"
+            head += _summary_interval(summary, model, "overall_auc")
             if "final_metric" in summary.columns:
                 final = summary.at[model, "final_metric"]
                 head += f"  final metric {_fmt_metric(final, '')}"
+                head += _summary_interval(summary, model, "final_metric")
                 if _is_nan(final):
                     omitted = self.final_metrics("omit").get(model, np.nan)
                     if not _is_nan(omitted):
@@ -420,12 +442,18 @@ class BiasReport:
         return text
 
     def to_frame(self) -> pd.DataFrame:
-        """The tidy table with the model's overall AUC (and final metric) on every row."""
+        """The tidy table with the model's overall AUC and final metric (and their
+        intervals, when computed) on every row."""
         table = self.result.table.copy()
         table["overall_auc"] = table["model"].map(self.result.overall_auc.to_dict())
         finals = self.final_metrics()
         if len(finals):
             table["final_metric"] = table["model"].map(finals.to_dict())
+        summary = self.summary()
+        for name in ("overall_auc_low", "overall_auc_high", "final_metric_low",
+                     "final_metric_high"):
+            if name in summary.columns:
+                table[name] = table["model"].map(summary[name].to_dict())
         return table
 
     def to_csv(self, path, *, raw: bool = False) -> None:
@@ -678,7 +706,8 @@ class BiasReport:
         rows = []
         for model, r in summary.iterrows():
             cells = [f"<td>{html.escape(str(model))}</td>",
-                     f"<td class=num>{_fmt_metric(r['overall_auc'], '')}</td>"]
+                     f"<td class=num>{_fmt_metric(r['overall_auc'], '')}"
+                     f"{_html_summary_interval(summary, model, 'overall_auc')}</td>"]
             if has_final:
                 if _is_nan(r["final_metric"]):
                     omitted = finals_omit.get(model, np.nan)
@@ -687,7 +716,9 @@ class BiasReport:
                     cells.append('<td class="num undefined" title="undefined: a per-subgroup AUC '
                                  f'is n/a">n/a{extra}</td>')
                 else:
-                    cells.append(f"<td class=num><b>{r['final_metric']:.4f}</b></td>")
+                    cells.append(f"<td class=num><b>{r['final_metric']:.4f}</b>"
+                                 f"{_html_summary_interval(summary, model, 'final_metric')}"
+                                 f"</td>")
             cells.append(_extreme_cell(r["lowest_auc"], AUC_COLOR_STOPS, "{:.4f}",
                                        r["lowest_auc_metric"], r["lowest_auc_subgroup"]))
             cells.append(_extreme_cell(r["largest_abs_aeg"], AEG_COLOR_STOPS, "{:+.4f}",

@@ -33,6 +33,12 @@ class EvaluationResult:
         The columns that were evaluated.
     settings : dict
         Thresholds and the missing-identity policy used.
+    model_attrs : dict
+        Per model, what its own table carried besides the rows (as
+        ``bias_metrics(...).attrs``): the overall AUC's interval
+        (``overall_auc_low``/``_high``/``_se``), the bootstrap's final-metric interval
+        (``final_metric_low``/``_high``/``_se``, ``n_boot``), the number of significance
+        tests. :meth:`for_model` puts them back on the model's table.
     """
 
     table: pd.DataFrame
@@ -41,6 +47,7 @@ class EvaluationResult:
     models: list
     subgroups: list
     settings: dict = field(default_factory=dict)
+    model_attrs: dict = field(default_factory=dict)
 
     def for_model(self, model: str | None = None) -> pd.DataFrame:
         """One model's rows, indexed by subgroup (the layout of :func:`bias_metrics`).
@@ -61,6 +68,7 @@ class EvaluationResult:
         if model not in self.models:
             raise KeyError(f"model {model!r} was not evaluated; models are {self.models}")
         out = self.table[self.table["model"] == model].drop(columns="model").set_index("subgroup")
+        out.attrs.update(self.model_attrs.get(model, {}))
         out.attrs["overall_auc"] = float(self.overall_auc[model])
         if self.settings.get("intersection_members"):
             out.attrs["intersections"] = list(self.settings["intersection_members"])
@@ -103,17 +111,19 @@ def evaluation_result(models: list, tables: list, overall_aucs: list, *, label, 
     returns it); with ``warn`` each model's undefined values raise one
     :class:`~fastbias.UndefinedMetricWarning` naming the model.
     """
-    parts = []
+    parts, attrs = [], {}
     for model, table in zip(models, tables):
         if warn:
             warn_undefined(table, context=f"model {model!r}")
+        attrs[model] = {k: v for k, v in table.attrs.items() if k != "overall_auc"}
         part = table.reset_index()
         part.insert(0, "model", model)
         parts.append(part)
     return EvaluationResult(
         table=pd.concat(parts, ignore_index=True),
         overall_auc=pd.Series(dict(zip(models, overall_aucs)), name="overall_auc", dtype=float),
-        label=label, models=list(models), subgroups=list(subgroups), settings=dict(settings))
+        label=label, models=list(models), subgroups=list(subgroups), settings=dict(settings),
+        model_attrs=attrs)
 
 
 def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) -> EvaluationResult:

@@ -621,7 +621,7 @@ def test_a_subgroup_shifted_in_both_classes_keeps_its_subgroup_auc_unflagged():
     assert table.loc["g", "bnsp_auc_significant"] and table.loc["g", "negative_aeg_significant"]
 
 
-@pytest.mark.parametrize("cell", [40, 150])
+@pytest.mark.parametrize("cell", [12, 40, 150])
 def test_a_subgroup_without_positives_is_tested_on_what_it_has(cell):
     """Its Subgroup AUC is undefined (no fixed cell to compare with), its BPSN AUC and
     Negative AEG are not: the exact-moment test divided by the empty cell's size and raised

@@ -284,7 +284,7 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
             lt = np.searchsorted(class_keys, key, side="left")
             le = np.searchsorted(class_keys, key, side="right")
             f_sum += (lt + 0.5 * (le - lt)) if fixed_is_above else (n - le + 0.5 * (le - lt))
-        mean_sub = f_sum / (n * fixed_total)
+        mean_sub = f_sum / (n * fixed_total) if fixed_total > 0 else 0.5
         mean_cross = (place_total - f_sum) / (n * (other_total - fixed_total)) \
             if other_total > fixed_total else 0.5
         # ... and (the AEG, centred at 0 exactly) values above / (n - size) in [0, (n-1)/(n-size)]
@@ -337,9 +337,12 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
             sub += w * _fixed_weight(fixed_keys, fixed_cum, class_keys[q], fixed_is_above)
             place += w * class_rows[q, 1]
             above += w * class_rows[q, 2]
-        values = (abs(sub / (w_s * fixed_total) - theta),
-                  abs((place - sub) / (w_s * (other_total - fixed_total)) - theta),
-                  abs(0.5 - (above - 0.5 * (w_s * w_s - w_sq)) / ((class_total - w_s) * w_s)))
+        # a metric with an empty cell is undefined and not tested (never active): 0 stands in
+        values = (abs(sub / (w_s * fixed_total) - theta) if fixed_total > 0 else 0.0,
+                  abs((place - sub) / (w_s * (other_total - fixed_total)) - theta)
+                  if other_total > fixed_total else 0.0,
+                  abs(0.5 - (above - 0.5 * (w_s * w_s - w_sq)) / ((class_total - w_s) * w_s))
+                  if class_total > w_s else 0.0)
         for j in range(3):
             if done[j]:
                 continue

@@ -386,8 +386,10 @@ def _compact_memberships(frame, names, threshold: float):
                 not pd.api.types.is_numeric_dtype(column.dtype):
             continue
         missing = column.isna().to_numpy()
-        values = column.to_numpy(dtype=np.float64, na_value=np.nan) if missing.any() else \
-            column.to_numpy()
+        # floats compared in float64, as the membership kernel does (float32 would round a
+        # threshold such as 0.7 down); integers as they are
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan) \
+            if missing.any() or pd.api.types.is_float_dtype(column.dtype) else column.to_numpy()
         with np.errstate(invalid="ignore"):
             member = values >= threshold
         frame[name] = pd.arrays.BooleanArray(member, missing)

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fastbias
@@ -435,18 +435,27 @@ def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_p
 
 @settings(max_examples=150, deadline=None)
 @given(values=st.lists(st.one_of(st.none(), st.integers(-3, 300), st.floats(-2, 2),
-                                 st.sampled_from([np.nan, np.inf, -np.inf, 0.5, 1.0])),
+                                 st.sampled_from([np.nan, np.inf, -np.inf, 0.5, 1.0, 0.7, 0.9,
+                                                  0.3])),
                        min_size=1, max_size=30),
-       kind=st.sampled_from(["float64", "float32", "int64", "uint8", "Int16", "Float64",
-                             "bool", "boolean"]),
-       threshold=st.sampled_from([0.5, 0.0, 1.0, 2.0, 0.3, -1.0, 255.0]))
+       kind=st.sampled_from(["float64", "float32", "float16", "int64", "uint8", "Int16",
+                             "Float64", "bool", "boolean"]),
+       threshold=st.sampled_from([0.5, 0.0, 1.0, 2.0, 0.3, 0.7, 0.9, -1.0, 255.0]))
+@example(values=[0.7, 0.9, 0.3, 0.69], kind="float32", threshold=0.7)
+@example(values=[0.7, 0.9, 0.3, 0.69], kind="float16", threshold=0.9)
+@example(values=[0.7, None, 0.9], kind="float32", threshold=0.9)
 def test_compact_memberships_keep_exactly_the_membership_read(values, kind, threshold):
-    """The CLI holds numeric identity columns as nullable booleans; the identity reader
-    (what every entry point evaluates) must see the same members and unannotated rows."""
+    """The CLI holds numeric identity columns as nullable booleans: the membership kernel
+    (what evaluate and encode_frame count with) and the report's histograms (member_mask)
+    must see the same members and unannotated rows as on the column itself. float32 tenths
+    with thresholds 0.7 and 0.9 catch a comparison made in float32."""
     from fastbias.cli import _compact_memberships
     from fastbias.validate.subgroups import identity_values
 
-    if kind in ("float64", "float32", "Float64"):
+    if kind == "float16":
+        values = [v if v is None or not isinstance(v, float) or abs(v) < 60_000 else None
+                  for v in values]
+    if kind in ("float64", "float32", "float16", "Float64"):
         column = pd.Series([np.nan if v is None else float(v) for v in values])
         column = column.astype(kind)
     elif kind in ("int64", "uint8"):
@@ -458,10 +467,26 @@ def test_compact_memberships_keep_exactly_the_membership_read(values, kind, thre
     else:
         column = pd.Series([None if v is None else bool(v) for v in values])
         column = column.astype(kind) if kind == "boolean" else column.fillna(False).astype(bool)
-    before = identity_values(column.copy(), "g", threshold)
+    codes_before = _codes(column.copy(), threshold)
+    compact = _compact_memberships(pd.DataFrame({"g": column.copy()}), ["g"], threshold)["g"]
+    np.testing.assert_array_equal(_codes(compact, threshold), codes_before)
+    # the histograms' reading of the column agrees with the kernel, before and after
+    for col in (column, compact):
+        read = identity_values(col.copy(), "g", threshold)
+        missing = np.zeros(len(col), bool) if read.missing is None else read.missing
+        np.testing.assert_array_equal(read.member_mask(), codes_before == 1)
+        np.testing.assert_array_equal(missing, codes_before == -1)
+
+
+def _codes(column, threshold):
+    """The membership kernel's codes of one identity column (1 member, 0 not, -1 unannotated)."""
+    from fastbias.prepare import _kernels as PK
+    from fastbias.validate.subgroups import identity_column
+
     frame = pd.DataFrame({"g": column})
-    after = identity_values(_compact_memberships(frame, ["g"], threshold)["g"], "g", threshold)
-    np.testing.assert_array_equal(after.member_mask(), before.member_mask())
-    missing = (np.zeros(len(column), bool) if before.missing is None else before.missing)
-    np.testing.assert_array_equal(
-        np.zeros(len(column), bool) if after.missing is None else after.missing, missing)
+    read = identity_column(frame, "g", threshold)
+    codes = np.zeros((len(column), 1), dtype=np.int8)
+    PK.membership_codes(read.values, read.threshold,
+                        np.zeros(0, bool) if read.missing is None else read.missing, True,
+                        codes, 0)
+    return codes[:, 0]

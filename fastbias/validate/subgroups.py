@@ -45,9 +45,13 @@ class IdentityValues:
     boolean: bool
 
     def member_mask(self) -> np.ndarray:
-        """Boolean mask of the members."""
+        """Boolean mask of the members (float32 values compared in float64, as the
+        membership kernel compares them: in float32 a threshold such as 0.7 rounds down)."""
+        values = self.values
+        if values.dtype.kind == "f" and values.dtype.itemsize < 8:
+            values = values.astype(np.float64)
         with np.errstate(invalid="ignore"):
-            member = self.values >= self.threshold
+            member = values >= self.threshold
         return member if self.missing is None else member & ~self.missing
 
 

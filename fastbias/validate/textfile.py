@@ -261,8 +261,11 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
             reader = pd.read_csv(stream, usecols=list(dict.fromkeys(columns)), sep=source.sep,
                                  chunksize=batch_rows, encoding="utf-8")
         else:
+            # precise_float: pandas' default float parser is not correctly rounded (scores one
+            # ulp apart would tie); convert_dates: columns named *_at, date, ... stay values
             reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8"), lines=True,
-                                  chunksize=batch_rows)
+                                  chunksize=batch_rows, precise_float=True,
+                                  convert_dates=False)
         start = 0
         with reader:
             while True:

@@ -33,11 +33,13 @@ import sys
 import threading
 import time
 import warnings
+import zipfile
 import zlib
 
 import numpy as np
 
 from .reports.plain import terminal_text
+from .validate.subgroups import BatchKinds
 from .validate.textfile import (
     DataFileError,
     TextSource,
@@ -253,7 +255,7 @@ def _reading(path: str, read):
     except DataFileError as exc:
         raise CLIError(str(exc)) from None
     except (EOFError, OSError, UnicodeDecodeError, zlib.error, lzma.LZMAError,
-            pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            zipfile.BadZipFile, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CLIError(_read_error(path, exc)) from None
     except Exception as exc:  # pyarrow's own error types
         if (type(exc).__module__ or "").startswith("pyarrow"):
@@ -336,8 +338,10 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     batch_rows = CSV_CHUNK_ROWS if max_bytes is None else \
         max(1_000, min(CSV_CHUNK_ROWS, max_bytes // 4 // max(row_bytes, 1)))
     parts, rows, projected = [], 0, [0.0]
-    for frame, _ in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
-                             projection=lambda n: projected.__setitem__(0, n)):
+    kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
+    for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
+                                 projection=lambda n: projected.__setitem__(0, n)):
+        kinds.check(frame, where)
         rows += len(frame)
         if max_bytes is not None:
             # the rows the whole file holds, projected from the part of it read so far: data

@@ -50,6 +50,7 @@ from .tables.result import EvaluationResult, result_from_chunks
 from .validate.parquet import iter_batches, open_parquet
 from .validate.settings import resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
+from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
 
 __all__ = ["evaluate_csv", "evaluate_parquet"]
@@ -333,7 +334,9 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
                               directory) for k in range(len(spec.models))]
         check_spill_space(temp_dir or tempfile.gettempdir(), n_rows,
                           [r.itemsize for r in records])
+        kinds = BatchKinds(spec.subgroups)
         for frame, where in read(spec.columns):
+            kinds.check(frame, where)
             rows = encode_frame(frame, spec, where)
             del frame
             if counter is not None:

@@ -526,3 +526,112 @@ def test_json_lines_scores_are_read_to_the_last_bit(tmp_path, capsys):
         for g in SUBGROUPS:
             for metric in METRICS:
                 assert rows[g][metric] == part.loc[g, metric], (model, g, metric)
+
+
+def _records_by_hand(data: bytes, quotes: bool) -> list:
+    """Lengths of the records of ``data`` (newline-ended; with ``quotes`` a newline inside
+    double quotes does not end one), by walking the bytes one at a time."""
+    lengths, run, inside = [], 0, False
+    for byte in data:
+        if quotes and byte == ord('"'):
+            inside = not inside
+        if byte == ord("\n") and not inside:
+            lengths.append(run)
+            run = 0
+        else:
+            run += 1
+    return lengths + [run]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=200).map(
+           lambda b: bytes(b'x"\n'[v % 3] for v in b)),
+       limit=st.integers(1, 40), read_size=st.integers(1, 64))
+def test_the_csv_guard_counts_records_as_the_parser_sees_them(data, limit, read_size):
+    lengths = _records_by_hand(data, quotes=True)
+    guard = _LineGuard(io.BytesIO(data), limit, "f.csv", quotes=True)
+    try:
+        while guard.readinto(bytearray(read_size)):
+            pass
+    except DataFileError:
+        assert max(lengths) > limit
+    else:
+        assert max(lengths) <= limit
+        assert guard.records == len(lengths) - 1
+        assert guard.lines == data.count(b"\n")
+
+
+def test_a_quote_that_never_closes_is_one_long_record(tmp_path):
+    path = _bomb(tmp_path / "quoted.csv.gz", gzip.open, head=b'y,s,g\n"', body=b"0\n" * (1 << 19),
+                 repeat=40)  # 40 MiB of short lines inside one quoted field
+    with pytest.raises(DataFileError, match=r"line 2 of data file .* unclosed quote"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["g"])
+
+
+def test_zip_bom_and_json_keys(tmp_path, capsys):
+    import zipfile
+
+    df = _tied_frame(300, seed=1)
+    df["t"] = df["s"]
+    # a byte-order mark (Excel writes one) does not hide the first column's name
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + df.to_csv(index=False).encode())
+    assert open_text_source(bom).names[0] == "y"
+    reference = quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=SUBGROUPS)
+    got = quiet(evaluate_csv, bom, label="y", scores="s", subgroups=SUBGROUPS)
+    pd.testing.assert_frame_equal(got.table, reference.table)
+    # a truncated or corrupt zip is one error line naming the file, never a traceback
+    good = tmp_path / "d.csv.zip"
+    with zipfile.ZipFile(good, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("d.csv", df.to_csv(index=False))
+    for name, content in (("junk.csv.zip", b"PK\x03\x04 not a zip at all"),
+                          ("cut.csv.zip", good.read_bytes()[: len(good.read_bytes()) // 2])):
+        (tmp_path / name).write_bytes(content)
+        status = _report(tmp_path / name, tmp_path / "o.json")
+        err = capsys.readouterr().err
+        assert status == 1 and "Traceback" not in err, err
+        assert err.strip().splitlines()[-1].startswith("fastbias: error: ") and name in err
+    # JSON lines: a key missing from every line of a batch is missing values, whatever the
+    # batch size (as when the whole file is read)
+    path = tmp_path / "keys.jsonl"
+    with open(path, "w") as handle:
+        for i, row in enumerate(df.to_dict("records")):
+            if 1 <= i < 200:
+                row.pop("g1")
+            handle.write(json.dumps({k: (None if isinstance(v, float) and np.isnan(v) else v)
+                                     for k, v in row.items()}) + "\n")
+    expected = df.copy()
+    expected.loc[1:199, "g1"] = np.nan
+    reference = quiet(fastbias.evaluate, expected, label="y", scores="s", subgroups=SUBGROUPS,
+                      missing_subgroup="exclude")
+    source = open_text_source(path)
+    spec = column_spec(source.names, label="y", scores="s", subgroups=SUBGROUPS,
+                       label_threshold=0.5, subgroup_threshold=0.5, missing_subgroup="exclude",
+                       sample_weight=None)
+    result, _ = quiet(stream_evaluate, spec,
+                      lambda columns: iter_text_batches(source, columns, 50),
+                      [np.dtype(np.float64)], bucket_rows=100)
+    pd.testing.assert_frame_equal(result.table, reference.table)
+
+
+def test_a_column_that_changes_kind_between_batches_is_refused(tmp_path, capsys, monkeypatch):
+    """Integers in one batch and True/False in another: read at once, the column is refused
+    (object dtype); read in batches it would mean two things (>= threshold, and True). Both
+    the streamed and the in-memory CLI reading refuse it, naming the column and the rows."""
+    import fastbias.cli as cli
+
+    df = _tied_frame(2_000, seed=1, missing=False)
+    df["t"] = df["s"]
+    g = df["g1"].astype(int).astype(object)
+    g[1_000:] = g[1_000:].astype(bool)
+    df["g1"] = g
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(TypeError, match=r"subgroup column 'g1' holds boolean values in rows "
+                                        r"1000\.\.1499 .* but numeric values in rows 0\.\.499"):
+        evaluate_csv(path, label="y", scores="s", subgroups=SUBGROUPS, batch_rows=500)
+    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 1_000)
+    status = _report(path, tmp_path / "o.json")
+    err = capsys.readouterr().err
+    assert status == 1 and "data column 'g1' holds boolean values in rows 1000..1999" in err
+    assert "numeric values in rows 0..999" in err

@@ -107,6 +107,50 @@ def identity_column(df, name: str, threshold: float) -> IdentityValues:
     return identity_values(df[name], name, threshold, label=f"subgroup column {name!r}")
 
 
+def identity_kind(column) -> str | None:
+    """``"boolean"`` or ``"numeric"``: how :func:`identity_values` reads a column of one
+    batch (None when every value is missing, so the batch says nothing; ``"other"`` for what
+    it refuses). Batches of one column must agree (:class:`BatchKinds`)."""
+    dtype = getattr(column, "dtype", None)
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "numeric" if not pd.isna(column).all() else None
+    values = pd.Series(column).dropna()
+    if len(values) == 0:
+        return None
+    if all(isinstance(v, (bool, np.bool_)) for v in values):
+        return "boolean"
+    if all(isinstance(v, numbers.Number) for v in values):
+        return "numeric"
+    return "other"
+
+
+class BatchKinds:
+    """The kind of each identity column, checked batch after batch: a column whose batches
+    differ (numbers in some, booleans in others: read at once it would be refused, read in
+    batches it would mean two things) is a TypeError naming the column and both places."""
+
+    def __init__(self, names, role: str = "subgroup"):
+        self.names = list(names)
+        self.role = role
+        self.first = {}
+
+    def check(self, frame, where: str) -> None:
+        for name in self.names:
+            if name not in frame:
+                continue
+            kind = identity_kind(frame[name])
+            if kind is None or kind == "other":
+                continue  # nothing to compare, or the reader's own error follows
+            seen = self.first.setdefault(name, (kind, where))
+            if seen[0] != kind:
+                raise TypeError(f"{self.role} column {name!r} holds {kind} values {where} but "
+                                f"{seen[0]} values {seen[1]}: a column must hold one kind "
+                                f"(booleans, or numbers compared with the threshold); "
+                                f"write it one way")
+
+
 def _looks_like_names(subgroups) -> bool:
     return (isinstance(subgroups, (list, tuple)) and len(subgroups) > 0
             and all(isinstance(x, str) for x in subgroups))

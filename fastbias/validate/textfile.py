@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import os
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,39 +34,65 @@ class DataFileError(ValueError):
 
 
 class _LineGuard(io.RawIOBase):
-    """A readable binary stream over ``stream`` that counts newlines and raises
-    :class:`DataFileError` as soon as a line grows past ``limit`` bytes."""
+    """A readable binary stream over ``stream`` that counts lines and records and raises
+    :class:`DataFileError` as soon as a record grows past ``limit`` bytes.
 
-    def __init__(self, stream, limit: int, name: str):
+    A record ends at a newline; with ``quotes`` (CSV), only at one outside double quotes,
+    so a quoted field that runs over many short lines (an unclosed quote, or a bomb of
+    them) is one long record, as the CSV parser reads it. ``lines`` counts the newlines,
+    ``records`` the record ends.
+    """
+
+    def __init__(self, stream, limit: int, name: str, quotes: bool = False):
         self._stream = stream
         self._limit = int(limit)
         self._name = name
+        self._quotes = quotes
+        self._open = 0  # 1 inside a quoted field
         self.lines = 0  # newlines read so far
-        self._run = 0  # bytes since the last newline
+        self.records = 0  # record ends read so far
+        self._record_line = 1  # the line the current record starts on
+        self._run = 0  # bytes of the current record so far
 
     def readable(self) -> bool:
         return True
 
+    def _ends(self, data: bytes) -> tuple:
+        """(every newline, the newlines that end a record), as positions in ``data``."""
+        array = np.frombuffer(data, dtype=np.uint8)
+        newlines = np.flatnonzero(array == 10)
+        if not self._quotes:
+            return newlines, newlines
+        quotes = np.flatnonzero(array == 34)
+        if quotes.shape[0] == 0:
+            return newlines, newlines[:0] if self._open else newlines
+        inside = (np.searchsorted(quotes, newlines) + self._open) % 2 == 1
+        self._open = (self._open + quotes.shape[0]) % 2
+        return newlines, newlines[~inside]
+
     def readinto(self, buffer) -> int:
-        size = min(len(buffer), self._limit)  # a line inside one read is then within the limit
+        size = min(len(buffer), self._limit)  # a record inside one read is within the limit
         data = self._stream.read(size)
         n = len(data)
         if n == 0:
             return 0
         buffer[:n] = data
-        first = data.find(b"\n")
-        if first < 0:
-            self._run += n
-        else:
-            self._run += first
+        newlines, ends = self._ends(data)
+        self._run += ends[0] if ends.shape[0] else n
         if self._run > self._limit:
+            runs_on = " (a quoted field that runs on over the lines after it: an unclosed " \
+                      "quote?)" if self.lines + 1 > self._record_line else ""
             raise DataFileError(
-                f"line {self.lines + 1:,} of data file {self._name!r} is longer than "
-                f"{_size_text(self._limit)} (a corrupt file, or a compressed file that inflates "
-                f"to one endless line?); fastbias reads lines of at most that length")
-        if first >= 0:
-            self.lines += data.count(b"\n")
-            self._run = n - 1 - data.rfind(b"\n")
+                f"line {self._record_line:,} of data file {self._name!r} is longer than "
+                f"{_size_text(self._limit)}{runs_on} (a corrupt file, or a compressed file "
+                f"that inflates to one endless line?); fastbias reads lines of at most that "
+                f"length")
+        if ends.shape[0]:
+            self.records += ends.shape[0]
+            self._run = n - 1 - int(ends[-1])
+            self._record_line = self.lines + int(
+                np.searchsorted(newlines, ends[-1], side="right")) + 1
+        self.lines += newlines.shape[0]
         return n
 
     def close(self) -> None:
@@ -101,7 +128,11 @@ def _decompressed(raw, compression, path: str):
         return lzma.LZMAFile(raw)
     if compression == "zip":
         import zipfile
-        archive = zipfile.ZipFile(raw)
+        try:
+            archive = zipfile.ZipFile(raw)
+        except zipfile.BadZipFile as error:
+            raise DataFileError(f"cannot read data file {path!r}: not a readable zip file "
+                                f"(truncated or corrupt?): {error}") from None
         members = [m for m in archive.infolist() if not m.is_dir()]
         if len(members) != 1:
             raise DataFileError(f"zip file {path!r} holds {len(members)} files; fastbias reads a "
@@ -118,13 +149,14 @@ def _decompressed(raw, compression, path: str):
                         f"zip or zstd")
 
 
-def open_text(path: str, compression: str | None = None, *,
-              line_limit: int = LINE_LIMIT) -> io.BufferedReader:
-    """``path`` decompressed, as a buffered binary stream whose lines are checked against
+def open_text(path: str, compression: str | None = None, *, line_limit: int = LINE_LIMIT,
+              quotes: bool = False) -> io.BufferedReader:
+    """``path`` decompressed, as a buffered binary stream whose records (lines; with
+    ``quotes``, CSV records whose quoted fields may hold newlines) are checked against
     ``line_limit`` bytes (see :class:`DataFileError`). Close it when done."""
     raw = open(path, "rb")
     try:
-        guard = _LineGuard(_decompressed(raw, compression, path), line_limit, path)
+        guard = _LineGuard(_decompressed(raw, compression, path), line_limit, path, quotes)
     except BaseException:
         raw.close()
         raise
@@ -142,6 +174,10 @@ class _Closing(io.BufferedReader):
     def lines(self) -> int:
         return self.raw.lines
 
+    @property
+    def records(self) -> int:
+        return self.raw.records
+
     def close(self) -> None:
         try:
             super().close()
@@ -157,7 +193,7 @@ def text_header(path: str, fmt: str, compression: str | None = None, sep: str = 
     a JSON object, or repeated names.
     """
     with open_text(path, compression, line_limit=line_limit) as stream:
-        text = io.TextIOWrapper(stream, encoding="utf-8")
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig")  # as pandas, drop a BOM
         for line in text:
             if not line.strip():
                 if fmt == "csv":
@@ -255,7 +291,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
     import pandas as pd
 
     size = os.path.getsize(source.path)
-    with open_text(source.path, source.compression, line_limit=source.line_limit) as stream:
+    with open_text(source.path, source.compression, line_limit=source.line_limit,
+                   quotes=source.fmt == "csv") as stream:
         raw = stream._raw_file
         if source.fmt == "csv":
             reader = pd.read_csv(stream, usecols=list(dict.fromkeys(columns)), sep=source.sep,
@@ -273,23 +310,21 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     frame = next(reader)
                 except StopIteration:
                     break
-                except (pd.errors.ParserError, ValueError) as error:
+                except (pd.errors.ParserError, ValueError, zipfile.BadZipFile) as error:
                     if isinstance(error, DataFileError):
                         raise
                     raise DataFileError(f"cannot read data file {source.path!r} after row "
                                         f"{start:,}: {' '.join(str(error).split())}") from None
                 stop = start + len(frame)
                 if source.fmt == "jsonl":
-                    missing = [c for c in columns if c not in frame.columns]
-                    if missing:
-                        raise DataFileError(f"JSON lines in {source.path!r} lack column(s) "
-                                            f"{missing} in rows {start:,}..{stop - 1:,}")
-                    frame = frame[list(dict.fromkeys(columns))]
+                    # a key absent from every line of a batch reads as missing values, as it
+                    # does when the whole file is read at once (whatever the batch size)
+                    frame = frame.reindex(columns=list(dict.fromkeys(columns)))
                 if progress is not None:  # before the batch is used
                     position = raw.tell()
-                    # lines seen by the guard and bytes taken from the file, both counting
+                    # records seen by the guard and bytes taken from the file, both counting
                     # what the parser read ahead: their ratio projects the file's rows
-                    projected = stream.lines * size / position if position else float(stop)
+                    projected = stream.records * size / position if position else float(stop)
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
                 if len(frame):

@@ -46,6 +46,7 @@ from .validate.textfile import (
     check_unique_names,
     compression_of,
     iter_text_batches,
+    record_bytes,
     text_header,
 )
 
@@ -337,6 +338,9 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
             raise _OverBudget(rows, row_bytes, exact=True)
     batch_rows = CSV_CHUNK_ROWS if max_bytes is None else \
         max(1_000, min(CSV_CHUNK_ROWS, max_bytes // 4 // max(row_bytes, 1)))
+    if fmt != "parquet" and max_bytes is not None:  # the parser holds whole records
+        batch_rows = max(1_000, min(batch_rows, max_bytes // 4 // max(
+            1, 3 * record_bytes(path, compression, fmt == "csv"))))
     parts, rows, projected = [], 0, [0.0]
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
@@ -604,9 +608,13 @@ def _boolean_columns(args, progress) -> list:
                        "scores and weight")
     fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
     still, seen = list(candidates), set()
+    budget = _data_budget(_memory_limit(args))
+    per_row = 16 * len(candidates) + (0 if fmt == "parquet" else 3 * _reading(
+        args.data, lambda: record_bytes(args.data, compression, fmt == "csv")))
+    batch_rows = max(1_000, min(CSV_CHUNK_ROWS, budget // 4 // per_row))
 
     def scan():
-        for frame, _ in _batches(args.data, candidates, fmt, compression, sep, CSV_CHUNK_ROWS,
+        for frame, _ in _batches(args.data, candidates, fmt, compression, sep, batch_rows,
                                  progress):
             _coerce_object_flags(frame, still)
             for name in list(still):
@@ -701,19 +709,22 @@ def _row_bytes(args, n_columns: int) -> int:
     return cost
 
 
-def _streaming_settings(args, budget: int, n_columns: int) -> tuple:
+def _streaming_settings(args, budget: int, n_columns: int, line_bytes: int = 0) -> tuple:
     """``(batch_rows, bucket_rows)`` that keep the streaming path within ``budget`` bytes: a
-    quarter for a batch being read and encoded, half for the buckets swept at once."""
-    from .streaming import SAMPLE_LEAST
+    quarter for a batch being read and encoded (by the columns kept, and by the text the
+    parser holds: ``line_bytes`` a record, the columns not read included), half for the
+    buckets swept at once."""
+    from .streaming import sample_memory
 
     n_jobs = os.cpu_count() or 1
-    budget -= len(args.scores) * 4 * SAMPLE_LEAST * 16  # the first pass's score sample
-    batch_rows = min(CSV_CHUNK_ROWS, budget // 4 // (16 * n_columns + 64))
+    budget -= sample_memory(len(args.scores))  # the first pass's score samples
+    batch_rows = min(CSV_CHUNK_ROWS, budget // 4 // (16 * n_columns + 64),
+                     budget // 4 // max(1, 3 * line_bytes))
     record = (8 + 1 + len(args.subgroups) + (8 if args.weight else 0))
     bucket_rows = min(4_000_000, budget // 2 // n_jobs // (3 * record + 48))
     if batch_rows < 1_000 or bucket_rows < 10_000:
-        least = (_least_budget(n_columns, record, n_jobs) + _resident_memory() + KERNEL_RESERVE
-                 + len(args.scores) * 4 * SAMPLE_LEAST * 16)
+        least = (max(_least_budget(n_columns, record, n_jobs), 4 * 1_000 * 3 * line_bytes)
+                 + _resident_memory() + KERNEL_RESERVE + sample_memory(len(args.scores)))
         raise CLIError(f"--max-memory is too small to stream this data ({n_columns} columns, "
                        f"{n_jobs} threads, {_bytes_text(_resident_memory())} taken by the "
                        f"program itself); give at least {_bytes_text(least)}")
@@ -735,18 +746,35 @@ _NEEDS_MEMORY = (("ci", "--ci"), ("significance", "--significance"),
                  ("intersections", "--intersections"), ("positive", "--positive"))
 
 
-def _check_streamable(args, over: "_OverBudget", budget: int) -> None:
+def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
     """A CLIError when an option asked for needs the rows in memory."""
     asked = [option for name, option in _NEEDS_MEMORY if getattr(args, name, None) is not None]
     if args.nan_policy != "raise":
         asked.append("--nan-policy omit")
     if asked:
         raise CLIError(f"{args.data!r} holds {over.rows_text()} rows, which need about "
-                       f"{_bytes_text(over.rows * over.row_bytes)} in memory, more than "
-                       f"--max-memory ({_bytes_text(budget)}); such data is evaluated by "
+                       f"{_bytes_text(over.rows * over.row_bytes)} in memory, more than the "
+                       f"{_bytes_text(budget)} that --max-memory ({_bytes_text(limit)}) leaves "
+                       f"for data beside the program itself; such data is evaluated by "
                        f"streaming (exact, in bounded memory), which does not do "
                        f"{', '.join(asked)}. Drop {'it' if len(asked) == 1 else 'them'}, or "
                        f"raise --max-memory if the machine has the memory")
+
+
+def _check_streamed_label(args, first_frame) -> None:
+    """A text label under streaming: say so before a pass over the file (--positive, which
+    maps text labels, needs the rows in memory)."""
+    import pandas as pd
+
+    _coerce_object_flags(first_frame, [args.label])
+    column = first_frame[args.label]
+    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return
+    values = sorted(map(str, pd.unique(column.dropna())))[:6]
+    raise CLIError(f"label column {args.label!r} holds text (values like "
+                   f"{', '.join(repr(v) for v in values)}); streamed data needs a numeric or "
+                   f"boolean label, as --positive needs the rows in memory: map the labels to "
+                   f"0/1 first, or raise --max-memory")
 
 
 def _run_streaming(args, progress, limit: int):
@@ -764,8 +792,11 @@ def _run_streaming(args, progress, limit: int):
                    label_threshold=args.label_threshold,
                    subgroup_threshold=args.subgroup_threshold,
                    missing_subgroup=args.missing_subgroup, sample_weight=args.weight)
-    n_columns = len({args.label, *args.scores, *args.subgroups, *([args.weight] if args.weight else [])})
-    batch_rows, bucket_rows = _streaming_settings(args, _data_budget(limit), n_columns)
+    n_columns = len({args.label, *args.scores, *args.subgroups,
+                     *([args.weight] if args.weight else [])})
+    line_bytes = 0 if fmt == "parquet" else record_bytes(args.data, compression, fmt == "csv")
+    batch_rows, bucket_rows = _streaming_settings(args, _data_budget(limit), n_columns,
+                                                  line_bytes)
     name = os.path.basename(args.data)
     passes = {"n": 0}
 
@@ -776,6 +807,7 @@ def _run_streaming(args, progress, limit: int):
     if fmt == "parquet":
         spec, parquet = open_parquet(args.data, **options)
         n_rows, dtypes = parquet.n_rows, parquet.score_dtypes
+        _check_streamed_label(args, parquet.empty_frame())
 
         def read(columns):
             passes["n"] += 1
@@ -788,6 +820,9 @@ def _run_streaming(args, progress, limit: int):
     else:
         source = open_text_source(args.data, fmt=fmt, compression=compression, sep=sep)
         spec = column_spec(source.names, **options, source=f"the data file {args.data}")
+        for frame, _ in iter_text_batches(source, [args.label], 1_000):
+            _check_streamed_label(args, frame)
+            break
         n_rows, dtypes = None, [np.dtype(np.float64)] * len(spec.models)
 
         def read(columns):
@@ -852,7 +887,7 @@ def cmd_report(args) -> int:
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
     if over is not None:
-        _check_streamable(args, over, limit)
+        _check_streamable(args, over, limit, budget)
         _say(args, f"{args.data} needs more than --max-memory ({_bytes_text(limit)}) in "
                    f"memory: streaming it (two passes over the file, spill files under "
                    f"{args.temp_dir or 'the temporary directory'})")
@@ -1107,7 +1142,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="memory the run may use, e.g. 8G or 500M (default: half of the "
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file, spill "
-                             "files on disk, no --ci/--significance/--intersections")
+                             "files on disk, no --ci/--significance/--intersections/--positive/"
+                             "--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

@@ -382,9 +382,17 @@ def check_spill_space(directory: str, n_rows: int, record_bytes: list) -> None:
                       f"give a temporary directory on a larger disk (temp_dir=, --temp-dir)")
 
 
-#: sampled scores kept per bucket (the first pass's sample is thinned to stay near this)
+#: sampled scores kept per bucket (the first pass's sample is thinned to stay near this),
+#: at least SAMPLE_LEAST and at most SAMPLE_MOST a model, whatever the number of rows
 SAMPLE_PER_BUCKET = 2_000
 SAMPLE_LEAST = 200_000
+SAMPLE_MOST = 500_000
+
+
+def sample_memory(n_models: int) -> int:
+    """The most bytes the first pass's score samples hold (values and weights, up to twice
+    the target before a thinning, once more while a batch's part is merged)."""
+    return n_models * 3 * 2 * SAMPLE_MOST * 16
 
 
 def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, random_state,
@@ -393,13 +401,16 @@ def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, ra
     model's scores for the bucket edges; ``(ScoreSummary, rows)``.
 
     The sample is Bernoulli at a rate that halves (thinning what was kept) whenever it
-    grows past twice its target, ``max(200,000, 2,000 per bucket of the rows so far)``: a
-    uniform sample of bounded size whatever the number of rows, known beforehand or not.
+    grows past twice its target, 2,000 per bucket of the rows so far, at least 200,000 and
+    at most 500,000: a uniform sample of bounded size whatever the number of rows, known
+    beforehand or not (with very many buckets, fewer than 2,000 a bucket: the buckets' sizes
+    vary more, never the result).
     """
     rng = np.random.default_rng(random_state)
 
     def target(rows):
-        return max(SAMPLE_LEAST, SAMPLE_PER_BUCKET * math.ceil(rows / bucket_rows))
+        return min(SAMPLE_MOST,
+                   max(SAMPLE_LEAST, SAMPLE_PER_BUCKET * math.ceil(rows / bucket_rows)))
 
     rate = 1.0 if n_rows is None else min(1.0, target(n_rows) / max(n_rows, 1))
     many = n_rows is None or n_rows > bucket_rows

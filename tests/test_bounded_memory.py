@@ -221,6 +221,7 @@ def test_the_first_pass_sample_is_bounded_and_uniform(monkeypatch):
     import fastbias.streaming as streaming
 
     monkeypatch.setattr(streaming, "SAMPLE_LEAST", 2_000)
+    monkeypatch.setattr(streaming, "SAMPLE_MOST", 3_000)  # reached: 200 buckets want 20,000
     monkeypatch.setattr(streaming, "SAMPLE_PER_BUCKET", 100)
     n, batch = 200_000, 5_000
     scores = np.arange(n) / n  # uniform on [0, 1): the sample's deciles are known
@@ -234,9 +235,9 @@ def test_the_first_pass_sample_is_bounded_and_uniform(monkeypatch):
                      "y": pd.Series(np.zeros(batch))}
             yield {c: frame[c] for c in columns}, ""
 
-    summary, rows = _first_pass(read, spec, None, 10_000, 0, all_models=True)
+    summary, rows = _first_pass(read, spec, None, 1_000, 0, all_models=True)
     assert rows == n
-    target = max(2_000, 100 * 20)
+    target = 3_000  # min(SAMPLE_MOST, max(SAMPLE_LEAST, 100 per bucket x 200 buckets))
     size = summary.samples[0].shape[0]
     assert target // 2 <= size <= 2 * target
     stands_for = summary.sample_weights[0]
@@ -251,7 +252,8 @@ def test_spill_space_is_checked_before_writing(tmp_path, monkeypatch):
         f_bavail, f_frsize = 10, 4096
 
     monkeypatch.setattr(os, "statvfs", lambda path: Tiny())
-    with pytest.raises(OSError, match=r"spill files of 1,000,000 rows need 0\.0 GiB|need"):
+    with pytest.raises(OSError, match=r"spill files of 1,000,000 rows need 0\.0 GiB under "
+                                      r".*, which has 0\.0 GiB free"):
         check_spill_space(str(tmp_path / "x"), 1_000_000, [33])
     check_spill_space(str(tmp_path / "x"), 1_000, [33])  # 33 kB fit in 40 kB
 
@@ -290,8 +292,9 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
     monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
     monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 4_000)
     monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + 2 * 4 * 1_000 * 16
+    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
     status = _report(path, tmp_path / "streamed.json", "--missing-subgroup", "exclude",
                      "--max-memory", str(limit))
     err = capsys.readouterr().err
@@ -319,7 +322,7 @@ def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monk
                      "--max-memory", "1M")
     err = capsys.readouterr().err
     assert status == 1
-    assert "more than --max-memory (1.0 MiB)" in err
+    assert "that --max-memory (1.0 MiB) leaves for data" in err
     assert "does not do --ci, --significance" in err
     assert not (tmp_path / "o.json").exists()
 
@@ -369,6 +372,7 @@ def test_a_parquet_of_too_many_rows_for_the_disk_fails_before_reading_a_row(tmp_
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     import fastbias.cli as cli
+    import fastbias.streaming
     import fastbias.validate.parquet as parquet_module
 
     n = 2_000_000
@@ -388,6 +392,7 @@ def test_a_parquet_of_too_many_rows_for_the_disk_fails_before_reading_a_row(tmp_
     monkeypatch.setattr(cli, "_resident_memory", lambda: 0)
     monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
     monkeypatch.setattr(parquet_module, "iter_batches", no_rows)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
     status = _report(path, tmp_path / "o.json", "--max-memory", "64M")
     err = capsys.readouterr().err
     assert status == 1, err
@@ -420,9 +425,10 @@ def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_p
     monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
     monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 2_000)
     monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     # 4 MiB for the data: the file needs ~8 MB in memory, the first 2,000 rows ~0.4 MB
-    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + 2 * 4 * 1_000 * 16
+    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
     status = _report(path, tmp_path / "o.json", "--max-memory", str(limit))
     err = capsys.readouterr().err
     assert status == 0, err
@@ -635,3 +641,45 @@ def test_a_column_that_changes_kind_between_batches_is_refused(tmp_path, capsys,
     err = capsys.readouterr().err
     assert status == 1 and "data column 'g1' holds boolean values in rows 1000..1999" in err
     assert "numeric values in rows 0..999" in err
+
+
+def test_a_text_label_is_refused_before_streaming(tmp_path, capsys, monkeypatch):
+    import fastbias.cli as cli
+    import fastbias.streaming
+
+    df = _tied_frame(60_000, seed=2)
+    df["t"] = df["s"]
+    df["y"] = np.where(df["y"] == 1, "toxic", "fine")
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
+    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
+    status = _report(path, tmp_path / "o.json", "--max-memory", str(limit))
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "label column 'y' holds text (values like 'fine', 'toxic')" in err
+    assert "pass 1" not in err  # refused before any pass over the file
+
+
+def test_batches_are_sized_by_the_text_a_record_takes(tmp_path):
+    """pandas tokenizes whole records, the columns it drops included: a batch of records of
+    10 KB each is sized by that, not by the few columns kept."""
+    from fastbias.cli import _streaming_settings, build_parser
+    from fastbias.validate.textfile import record_bytes
+
+    path = tmp_path / "wide.csv"
+    note = "x" * 9_990
+    rows = [f'{i % 2},0.{i % 7},1,"{note}\n{note}"' for i in range(400)]  # quoted newline
+    path.write_text("y,s,g,note\n" + "\n".join(rows) + "\n")
+    per_record = (path.stat().st_size) / 401
+    assert abs(record_bytes(str(path), None, quotes=True) - per_record) / per_record < 0.01
+    args = build_parser().parse_args(["report", str(path), "--label", "y", "--scores", "s",
+                                      "--subgroups", "g"])
+    budget = 2 ** 30
+    batch_rows, _ = _streaming_settings(args, budget, 3, record_bytes(str(path), None, True))
+    assert batch_rows * 3 * per_record <= budget // 4 + 3 * per_record
+    narrow, _ = _streaming_settings(args, budget, 3, 0)
+    assert narrow > 4 * batch_rows  # the columns alone would have allowed far more

@@ -185,6 +185,15 @@ class _Closing(io.BufferedReader):
             self._raw_file.close()
 
 
+def record_bytes(path: str, compression: str | None = None, quotes: bool = False, *,
+                 sample: int = 4 * 2 ** 20, line_limit: int = LINE_LIMIT) -> int:
+    """Decompressed bytes a record takes, from the first ``sample`` bytes of the file (the
+    text a parser holds per row, the columns it does not keep included)."""
+    with open_text(path, compression, line_limit=line_limit, quotes=quotes) as stream:
+        read = len(stream.read(sample))
+        return max(1, -(-read // max(1, stream.records)))
+
+
 def text_header(path: str, fmt: str, compression: str | None = None, sep: str = ",", *,
                 line_limit: int = LINE_LIMIT) -> list:
     """The column names of a CSV or JSON-lines file, as written.

@@ -214,11 +214,27 @@ def column_values(values, name: str):
 
 
 def first_non_numeric(arr: np.ndarray) -> str:
-    """'<value> at position <i>' of the first entry of an object array that is not a number."""
+    """'<value> at position <i>' of the first entry of an object array that is not a number.
+
+    Text that reads as a number (a CSV column with one stray word is all text) is passed
+    over, so the value named is the one to fix; if every entry is such text, the first is
+    named as numbers written as text.
+    """
+    first_text = None
     for i, value in enumerate(arr):
         if value is None or (isinstance(value, numbers.Number) and not isinstance(value, bool)):
             continue
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                return f"{value!r} at position {i}"
+            if first_text is None:
+                first_text = i
+            continue
         return f"{value!r} at position {i}"
+    if first_text is not None:
+        return f"{arr[first_text]!r} at position {first_text} (numbers written as text)"
     return "a non-numeric value"
 
 

@@ -685,3 +685,25 @@ def test_batches_are_sized_by_the_text_a_record_takes(tmp_path):
     assert batch_rows * 3 * per_record <= budget // 4 + 3 * per_record
     narrow, _ = _streaming_settings(args, budget, 3, 0)
     assert narrow > 4 * batch_rows  # the columns alone would have allowed far more
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_float32_identity_columns_are_compared_in_float64_on_every_path(dtype):
+    """0.9 in float32 is below 0.9: not a member at threshold 0.9, on every path (compiled
+    kernels compared in float64; uncompiled, numpy compared a float32 value with a Python
+    float in float32 and said member)."""
+    from fastbias.prepare import _kernels as PK
+
+    values = np.array([0.7, 0.9, 0.95, 0.3], dtype=dtype)
+    widened = values.astype(np.float32)  # the identity reader widens float16 (exactly)
+    out = np.empty(4, dtype=np.int64)
+    count = PK.threshold_column_rows(widened, 0.9, out)
+    assert out[:count].tolist() == [2]
+    codes = np.zeros((4, 1), dtype=np.int8)
+    PK.membership_codes(widened, 0.9, np.zeros(0, bool), False, codes, 0)
+    assert codes[:, 0].tolist() == [0, 0, 1, 0]
+    y = np.array([0, 1, 0, 1] * 50, dtype=bool)
+    s = np.linspace(0, 1, 200)
+    g = np.tile(values, 50)
+    table = quiet(fastbias.bias_metrics, y, s, {"g": pd.Series(g)}, subgroup_threshold=0.9)
+    assert table.loc["g", "subgroup_size"] == 50

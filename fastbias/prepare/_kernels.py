@@ -41,6 +41,7 @@ def threshold_column_rows(values, threshold, out):
     integer and boolean columns (booleans compare as 0/1).
     """
     count = 0
+    threshold = np.float64(threshold)  # as membership_codes: float64, compiled or not
     for i in range(values.shape[0]):
         if values[i] >= threshold:
             out[count] = i
@@ -302,6 +303,9 @@ def membership_codes(values, threshold, missing, mark_missing, codes, column):
     ``missing`` is a boolean mask, or empty when every row is annotated.
     """
     has_missing = missing.shape[0] > 0
+    # float64, compiled or not: uncompiled, numpy would compare a float32 value with a Python
+    # float in float32, where a threshold such as 0.9 rounds down
+    threshold = np.float64(threshold)
     for i in range(values.shape[0]):
         if has_missing and missing[i]:
             codes[i, column] = -1 if mark_missing else 0

@@ -270,6 +270,7 @@ def _report(path, out, *extra):
                  *SUBGROUPS, "--out", str(out), "--progress", "never", *extra])
 
 
+@pytest.mark.jit_heavy
 @pytest.mark.parametrize("suffix", [".csv.gz", ".jsonl", ".parquet"])
 def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, suffix,
                                                            monkeypatch):

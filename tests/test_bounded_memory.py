@@ -265,6 +265,22 @@ def test_spill_space_is_checked_before_writing(tmp_path, monkeypatch):
 SUBGROUPS = ["g0", "g1", "g2"]
 
 
+def _four_mib_for_data(monkeypatch, batch_rows=None) -> int:
+    """A --max-memory that leaves 4 MiB for the data: the program taken as 100 MiB, no
+    kernel reserve, a first-pass sample of 1,000 values, two threads; returns it."""
+    import fastbias.cli as cli
+    import fastbias.streaming
+
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    if batch_rows is not None:
+        monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", batch_rows)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
+    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    return 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
+
+
 def _report(path, out, *extra):
     return main(["report", str(path), "--label", "y", "--scores", "s", "t", "--subgroups",
                  *SUBGROUPS, "--out", str(out), "--progress", "never", *extra])
@@ -274,8 +290,6 @@ def _report(path, out, *extra):
 @pytest.mark.parametrize("suffix", [".csv.gz", ".jsonl", ".parquet"])
 def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, suffix,
                                                            monkeypatch):
-    import fastbias.cli as cli
-    import fastbias.streaming
 
     df = _tied_frame(40_000, seed=2)
     df["t"] = np.random.default_rng(8).random(len(df))
@@ -291,13 +305,7 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
     capsys.readouterr()
     # a limit that leaves 4 MiB for the data, where in memory the rows would need ~8 MB:
     # batches of about 3,000 rows, buckets of about 12,000 (four of them), a thinned sample
-    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
-    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 4_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
+    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
     status = _report(path, tmp_path / "streamed.json", "--missing-subgroup", "exclude",
                      "--max-memory", str(limit))
     err = capsys.readouterr().err
@@ -408,7 +416,6 @@ def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_p
     """The rows a CSV holds are projected from the share of its bytes the first batch took:
     a file needing many times the budget is not read up to the budget before streaming."""
     import fastbias.cli as cli
-    import fastbias.streaming
 
     df = _tied_frame(40_000, seed=2)
     df["t"] = df["s"]
@@ -424,14 +431,8 @@ def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_p
             yield item
 
     monkeypatch.setattr(cli, "_batches", counting)
-    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
-    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 2_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     # 4 MiB for the data: the file needs ~8 MB in memory, the first 2,000 rows ~0.4 MB
-    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
+    limit = _four_mib_for_data(monkeypatch, batch_rows=2_000)
     status = _report(path, tmp_path / "o.json", "--max-memory", str(limit))
     err = capsys.readouterr().err
     assert status == 0, err
@@ -647,19 +648,13 @@ def test_a_column_that_changes_kind_between_batches_is_refused(tmp_path, capsys,
 
 
 def test_a_text_label_is_refused_before_streaming(tmp_path, capsys, monkeypatch):
-    import fastbias.cli as cli
-    import fastbias.streaming
 
     df = _tied_frame(60_000, seed=2)
     df["t"] = df["s"]
     df["y"] = np.where(df["y"] == 1, "toxic", "fine")
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
-    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
-    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
-    limit = 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
+    limit = _four_mib_for_data(monkeypatch)
     status = _report(path, tmp_path / "o.json", "--max-memory", str(limit))
     err = capsys.readouterr().err
     assert status == 1

@@ -530,3 +530,32 @@ def test_evaluate_keeps_each_models_attrs(frame):
         attrs = result.for_model(model).attrs
         assert attrs["ci_method"] == "delong" and attrs["n_tests"] > 0
         assert attrs["overall_auc_low"] < attrs["overall_auc"] < attrs["overall_auc_high"]
+
+
+@pytest.mark.parametrize("n_subgroups", [3, 40])
+def test_colorbar_spans_the_heatmap_and_density_axes_are_labelled(n_subgroups):
+    """A reviewer reads the colour scale against the cells: the colorbar is as tall as the
+    heatmap, short or tall; the distribution panels say what their height is."""
+    rng = np.random.default_rng(1)
+    n = 6_000
+    df = pd.DataFrame({"label": (rng.random(n) < 0.3).astype(float), "model_a": rng.random(n)})
+    names = [f"group_{i}" for i in range(n_subgroups)]
+    for name in names:
+        df[name] = rng.random(n) < 0.2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        result = fastbias.evaluate(df, label="label", scores="model_a", subgroups=names)
+        report = BiasReport.from_result(df, result)
+    fig = report.plot_aucs()
+    fig.draw_without_rendering()
+    heat, bar = fig.axes[0].get_position(), fig.axes[-1].get_position()
+    assert bar.height == pytest.approx(heat.height, rel=0.02)
+    assert bar.y0 == pytest.approx(heat.y0, abs=0.01)
+    fig = report.plot_distributions(n_worst=1)
+    assert all(ax.get_ylabel() == "density" for ax in fig.axes)
+    assert all(ax.get_ylim()[0] == 0 for ax in fig.axes)
+
+
+def test_distribution_caption_counts_in_words(report):
+    assert "Score distributions of the 3 worst subgroups (line)" in report.to_html()
+    assert "Score distributions of the worst subgroup (line)" in report.to_html(n_distributions=1)

@@ -219,8 +219,9 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
         ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
-    bar = fig.colorbar(image, ax=list(axes), shrink=min(1.0, 6.0 / max(n_rows, 1)) if n_rows > 6
-                       else 1.0, aspect=25, pad=0.02)
+    # the colorbar spans the heatmap's height (its aspect grows with the rows, so a tall one
+    # stays a bar, not a slab)
+    bar = fig.colorbar(image, ax=list(axes), shrink=1.0, aspect=max(20, 2 * n_rows), pad=0.02)
     bar.set_label(colorbar_label, fontsize=8)
     bar.ax.tick_params(labelsize=7)
     fig.suptitle(title, fontsize=11)
@@ -366,10 +367,11 @@ def _density_panel(ax, edges, subgroup_counts, background_counts, color, title,
         ax.text(0.5, 0.5, f"no {subgroup_label} rows", transform=ax.transAxes, ha="center",
                 va="center", fontsize=8, color="#666666")
     ax.set_xlim(edges[0], edges[-1])
+    ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=8.5)
     ax.tick_params(labelsize=7)
-    ax.set_yticks([])
-    for side in ("top", "right", "left"):
+    ax.set_ylabel("density", fontsize=7)
+    for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     mass_right = bg is not None and np.sum(bg * np.diff(edges) * (edges[:-1] + edges[1:]) / 2) > \
         (edges[0] + edges[-1]) / 2

@@ -564,7 +564,9 @@ class BiasReport:
                         self.plot_intervals(subgroups=rows)))
         worst = self.worst_subgroups(n_distributions)
         out.append(("distributions",
-                    f"Score distributions of the {len(worst)} worst subgroup(s) (line) against "
+                    f"Score distributions of "
+                    f"{'the worst subgroup' if len(worst) == 1 else f'the {len(worst)} worst subgroups'}"
+                    f" (line) against "
                     f"their background (grey), negatives and positives separately: a subgroup "
                     f"curve right of the background means higher scores for that subgroup "
                     f"(positive AEG); negatives of a subgroup overlapping the background "

@@ -44,9 +44,9 @@ from .validate.textfile import (
     DataFileError,
     TextSource,
     check_unique_names,
-    compression_of,
     iter_text_batches,
     record_bytes,
+    split_name,
     text_header,
 )
 
@@ -155,11 +155,7 @@ def _progress(args) -> Progress:
 
 def _split_suffix(path: str):
     """(format, compression, extension) from a file name such as ``data.tsv.gz``."""
-    name = os.path.basename(path).lower()
-    compression = compression_of(name)
-    root, ext = os.path.splitext(name)
-    if compression is not None:
-        root, ext = os.path.splitext(root)
+    ext, compression = split_name(path)
     return _INPUT_FORMATS.get(ext), compression, ext
 
 
@@ -336,11 +332,10 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
         rows = _pyarrow_parquet().ParquetFile(path).metadata.num_rows
         if rows * row_bytes > max_bytes:
             raise _OverBudget(rows, row_bytes, exact=True)
-    batch_rows = CSV_CHUNK_ROWS if max_bytes is None else \
-        max(1_000, min(CSV_CHUNK_ROWS, max_bytes // 4 // max(row_bytes, 1)))
-    if fmt != "parquet" and max_bytes is not None:  # the parser holds whole records
-        batch_rows = max(1_000, min(batch_rows, max_bytes // 4 // max(
-            1, 3 * record_bytes(path, compression, fmt == "csv"))))
+    batch_rows = CSV_CHUNK_ROWS
+    if max_bytes is not None:  # the parser holds whole records, the columns dropped included
+        line_bytes = 0 if fmt == "parquet" else record_bytes(path, compression, fmt == "csv")
+        batch_rows = max(1_000, _rows_per_batch(max_bytes, row_bytes, line_bytes))
     parts, rows, projected = [], 0, [0.0]
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
@@ -388,19 +383,16 @@ def _compact_memberships(frame, names, threshold: float):
     they are, for the evaluation to read or refuse by name."""
     import pandas as pd
 
+    from .validate.subgroups import identity_values
+
     for name in names:
         column = frame[name]
         if pd.api.types.is_bool_dtype(column.dtype) or \
                 not pd.api.types.is_numeric_dtype(column.dtype):
             continue
-        missing = column.isna().to_numpy()
-        # floats compared in float64, as the membership kernel does (float32 would round a
-        # threshold such as 0.7 down); integers as they are
-        values = column.to_numpy(dtype=np.float64, na_value=np.nan) \
-            if missing.any() or pd.api.types.is_float_dtype(column.dtype) else column.to_numpy()
-        with np.errstate(invalid="ignore"):
-            member = values >= threshold
-        frame[name] = pd.arrays.BooleanArray(member, missing)
+        read = identity_values(column, name, threshold)  # the one reader of identity columns
+        missing = np.zeros(len(column), bool) if read.missing is None else read.missing
+        frame[name] = pd.arrays.BooleanArray(read.member_mask(), missing)
     return frame
 
 
@@ -608,10 +600,10 @@ def _boolean_columns(args, progress) -> list:
                        "scores and weight")
     fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
     still, seen = list(candidates), set()
-    budget = _data_budget(_memory_limit(args))
-    per_row = 16 * len(candidates) + (0 if fmt == "parquet" else 3 * _reading(
-        args.data, lambda: record_bytes(args.data, compression, fmt == "csv")))
-    batch_rows = max(1_000, min(CSV_CHUNK_ROWS, budget // 4 // per_row))
+    line_bytes = 0 if fmt == "parquet" else _reading(
+        args.data, lambda: record_bytes(args.data, compression, fmt == "csv"))
+    batch_rows = max(1_000, _rows_per_batch(_data_budget(_memory_limit(args)),
+                                            16 * len(candidates), line_bytes))
 
     def scan():
         for frame, _ in _batches(args.data, candidates, fmt, compression, sep, batch_rows,
@@ -709,6 +701,20 @@ def _row_bytes(args, n_columns: int) -> int:
     return cost
 
 
+#: pandas holds about this many times a record's text while it parses a batch
+PARSE_FACTOR = 3
+
+
+def _rows_per_batch(budget: int, column_bytes: int, line_bytes: int = 0) -> int:
+    """The rows a batch may hold within a quarter of ``budget``: ``column_bytes`` a row for
+    the columns kept, and ``PARSE_FACTOR`` times ``line_bytes`` (a text record, the columns
+    dropped included) for the parser; at most CSV_CHUNK_ROWS."""
+    rows = min(CSV_CHUNK_ROWS, budget // 4 // max(1, column_bytes))
+    if line_bytes:
+        rows = min(rows, budget // 4 // (PARSE_FACTOR * line_bytes))
+    return int(rows)
+
+
 def _streaming_settings(args, budget: int, n_columns: int, line_bytes: int = 0) -> tuple:
     """``(batch_rows, bucket_rows)`` that keep the streaming path within ``budget`` bytes: a
     quarter for a batch being read and encoded (by the columns kept, and by the text the
@@ -718,12 +724,12 @@ def _streaming_settings(args, budget: int, n_columns: int, line_bytes: int = 0) 
 
     n_jobs = os.cpu_count() or 1
     budget -= sample_memory(len(args.scores))  # the first pass's score samples
-    batch_rows = min(CSV_CHUNK_ROWS, budget // 4 // (16 * n_columns + 64),
-                     budget // 4 // max(1, 3 * line_bytes))
+    batch_rows = _rows_per_batch(budget, 16 * n_columns + 64, line_bytes)
     record = (8 + 1 + len(args.subgroups) + (8 if args.weight else 0))
     bucket_rows = min(4_000_000, budget // 2 // n_jobs // (3 * record + 48))
     if batch_rows < 1_000 or bucket_rows < 10_000:
-        least = (max(_least_budget(n_columns, record, n_jobs), 4 * 1_000 * 3 * line_bytes)
+        least = (max(_least_budget(n_columns, record, n_jobs),
+                     4 * 1_000 * PARSE_FACTOR * line_bytes)
                  + _resident_memory() + KERNEL_RESERVE + sample_memory(len(args.scores)))
         raise CLIError(f"--max-memory is too small to stream this data ({n_columns} columns, "
                        f"{n_jobs} threads, {_bytes_text(_resident_memory())} taken by the "

@@ -304,16 +304,18 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     if prepare is not None:
         read = _prepared(read, prepare)
     records = [_record_dtype(dtype, spec) for dtype in score_dtypes]
-    if n_rows is not None:  # before any row is read
-        check_spill_space(temp_dir or tempfile.gettempdir(), n_rows,
-                          [r.itemsize for r in records])
-    weighted_or_unknown = spec.weighted or n_rows is None or histogram_bins is not None
-    n_buckets = 1 if n_rows is None else max(1, math.ceil(n_rows / bucket_rows))
+    spill_dir = temp_dir or tempfile.gettempdir()
+    counted = n_rows is None  # the first pass counts the rows
+    if not counted:  # the disk is checked before any row is read
+        check_spill_space(spill_dir, n_rows, [r.itemsize for r in records])
+    n_buckets = 1 if counted else max(1, math.ceil(n_rows / bucket_rows))
     edges = [np.zeros(0)] * len(spec.models)
     summary = None
-    if n_buckets > 1 or weighted_or_unknown:
+    if n_buckets > 1 or spec.weighted or counted or histogram_bins is not None:
         summary, n_rows = _first_pass(read, spec, n_rows, bucket_rows, random_state,
-                                      all_models=n_rows is None or histogram_bins is not None)
+                                      all_models=counted or histogram_bins is not None)
+        if counted:
+            check_spill_space(spill_dir, n_rows, [r.itemsize for r in records])
         n_buckets = max(1, math.ceil(n_rows / bucket_rows))
         if n_buckets > 1:
             edges = [bucket_edges(sample, n_buckets, weights) for sample, weights
@@ -332,8 +334,6 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
         spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
                               directory) for k in range(len(spec.models))]
-        check_spill_space(temp_dir or tempfile.gettempdir(), n_rows,
-                          [r.itemsize for r in records])
         kinds = BatchKinds(spec.subgroups)
         for frame, where in read(spec.columns):
             kinds.check(frame, where)

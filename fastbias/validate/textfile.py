@@ -109,9 +109,14 @@ def _size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def compression_of(path: str) -> str | None:
-    """The compression a file name says (``data.csv.gz`` -> ``"gzip"``), or None."""
-    return COMPRESSIONS.get(os.path.splitext(os.path.basename(path).lower())[1])
+def split_name(path: str) -> tuple:
+    """``(extension, compression)`` a file name says: ``data.tsv.gz`` -> ``(".tsv", "gzip")``,
+    ``data.csv`` -> ``(".csv", None)`` (lower case)."""
+    root, ext = os.path.splitext(os.path.basename(path).lower())
+    compression = COMPRESSIONS.get(ext)
+    if compression is not None:
+        ext = os.path.splitext(root)[1]
+    return ext, compression
 
 
 def _decompressed(raw, compression, path: str):
@@ -274,11 +279,8 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
     if not isinstance(line_limit, (int, np.integer)) or isinstance(line_limit, bool) \
             or line_limit < 1:
         raise ValueError(f"line_limit must be a positive number of bytes, got {line_limit!r}")
-    compression = compression_of(path) if compression == "infer" else compression
-    name = os.path.basename(path).lower()
-    if compression is not None:
-        name = os.path.splitext(name)[0]
-    ext = os.path.splitext(name)[1]
+    ext, named = split_name(path)
+    compression = named if compression == "infer" else compression
     if fmt is None:
         fmt = "jsonl" if ext in (".jsonl", ".ndjson", ".json") else "csv"
     if fmt not in TEXT_FORMATS:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numbers
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -28,7 +29,12 @@ import numpy as np
 import pandas as pd
 
 from .intervals.significance import attach_significance, check_significance
-from .metrics.aggregates import final_metric, worst_auc
+from .metrics.aggregates import (
+    final_metric,
+    final_metric_noted,
+    identity_subgroup_rows,
+    worst_auc,
+)
 from .metrics.definitions import AUC_METRICS
 from .metrics.table import (
     metrics_from_counts,
@@ -48,6 +54,7 @@ from .sweep.counts import SweepCounts, count_sorted, sweep_counts
 from .sweep.parallel import announce_first_use, map_in_threads
 from .tables.result import evaluation_result
 from .validate.columns import _to_numpy, check_aligned
+from .validate.errors import UndefinedMetricWarning
 from .validate.settings import (
     check_confidence,
     check_undefined,
@@ -376,9 +383,12 @@ class BiasEvaluator:
                                         sample_weight=prep.sample_weight, confidence=confidence)
         return table
 
-    def _values(self, sc: SweepCounts, metrics) -> dict:
-        """The named scores from one sweep's counts."""
+    def _values(self, sc: SweepCounts, metrics, notes: list | None = None) -> dict:
+        """The named scores from one sweep's counts. Why a score is NaN (under
+        ``undefined="propagate"``) goes to ``notes`` when a list is given (a scorer shows
+        it once per search); otherwise one warning says it for all the scores asked."""
         out = {}
+        said = []
         per_group = None
         for metric in metrics:
             if metric == "overall_auc":
@@ -390,12 +400,18 @@ class BiasEvaluator:
                 table = pd.DataFrame({m: per_group[m] for m in AUC_METRICS},
                                      index=pd.Index(sc.names, name="subgroup"))
                 table.attrs["intersections"] = list(self._full.memberships.intersections)
-                out[metric] = final_metric(table, overall_auc_from_counts(sc), power=self.power,
-                                           overall_weight=self.overall_weight,
-                                           undefined=self.undefined)
+                out[metric], note = final_metric_noted(
+                    identity_subgroup_rows(table), overall_auc_from_counts(sc), self.power,
+                    self.overall_weight, self.undefined)
             else:
                 auc = metric[len("min_"):]
-                out[metric] = worst_auc(per_group[auc], sc.names, auc, self.undefined)
+                out[metric], note = worst_auc(per_group[auc], sc.names, auc, self.undefined)
+            if note:
+                said.append(note)
+        if notes is not None:
+            notes.extend(said)
+        elif said:
+            warnings.warn("; ".join(said), UndefinedMetricWarning, stacklevel=4)
         return out
 
     def final_metric(self, y_score, *, index=None) -> float:

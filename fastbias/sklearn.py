@@ -24,10 +24,13 @@ All scores are "higher is better" (see :data:`fastbias.evaluator.SCORE_NAMES`).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from .evaluator import SCORE_NAMES, BiasEvaluator, _check_score_name
+from .validate.errors import UndefinedMetricWarning
 from .validate.settings import check_undefined
 
 _RESPONSE_METHODS = ("decision_function", "predict_proba", "predict")
@@ -77,6 +80,15 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
     >>> bias_score(y, s, subgroups=groups, metric="min_subgroup_auc")
     0.6666666666666666
     """
+    return _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label,
+                       label_threshold, subgroup_threshold, power, overall_weight,
+                       check_undefined(undefined, nan_policy, where="bias_score"))
+
+
+def _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label, label_threshold,
+                subgroup_threshold, power, overall_weight, undefined, notes=None) -> float:
+    """One fold's score. Why it is NaN goes to ``notes`` when a list is given (the scorers
+    say it once per search), otherwise to one warning."""
     _check_score_name(metric)
     if pos_label is not None:
         from .validate.values import as_labels
@@ -85,11 +97,52 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
     evaluator = BiasEvaluator(y_true, subgroups, sample_weight=sample_weight,
                               label_threshold=label_threshold,
                               subgroup_threshold=subgroup_threshold, power=power,
-                              overall_weight=overall_weight,
-                              undefined=check_undefined(undefined, nan_policy,
-                                                        where="bias_score"),
+                              overall_weight=overall_weight, undefined=undefined,
                               fold_cache_size=0)
-    return evaluator.score(y_score, metric)
+    return evaluator._values(evaluator._counts(y_score, None), [metric], notes)[metric]
+
+
+class _FirstUndefinedFold:
+    """Says once per scorer (so once per search) why a fold's score is NaN.
+
+    A search scores every candidate on the same folds, and whether a subgroup's AUC is
+    defined on a fold depends only on the fold's labels and memberships, so the same
+    explanation would otherwise be printed candidates x folds times. Under
+    ``undefined="omit"`` there is nothing to say."""
+
+    def __init__(self, metric: str):
+        self.metric = metric
+        self.reported = False
+
+    def __call__(self, notes: list, n_rows: int) -> None:
+        if notes and not self.reported:
+            self.reported = True
+            warnings.warn(
+                f"make_bias_scorer({self.metric!r}) scored a fold of {n_rows:,} rows NaN: "
+                f"{'; '.join(notes)}. This scorer says so once; other NaN folds show in the "
+                f"results (cv_results_). Shuffled stratified folds "
+                f"(StratifiedKFold(shuffle=True)) keep a rare subgroup in both classes more "
+                f"often", UndefinedMetricWarning, stacklevel=3)
+
+
+class _RoutedScore:
+    """The score function of a routed scorer (``make_scorer`` calls it with the fold's
+    labels, scores, subgroups and the settings), reporting a NaN fold once."""
+
+    __name__ = "bias_score"
+
+    def __init__(self, metric: str):
+        self.first_undefined = _FirstUndefinedFold(metric)
+
+    def __call__(self, y_true, y_score, *, subgroups, metric="final", sample_weight=None,
+                 pos_label=None, label_threshold=None, subgroup_threshold=None, power=-5,
+                 overall_weight=0.25, undefined="propagate"):
+        notes = []
+        value = _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label,
+                            label_threshold, subgroup_threshold, power, overall_weight,
+                            undefined, notes)
+        self.first_undefined(notes, len(y_score))
+        return value
 
 
 def final_metric_score(y_true, y_score, *, subgroups, sample_weight=None, pos_label=None,
@@ -187,6 +240,7 @@ class _FoldScorer:
         self.subgroup_columns = subgroup_columns
         self.response_method = response_method
         self.settings = settings
+        self.first_undefined = _FirstUndefinedFold(metric)
 
     def _fold_subgroups(self, X):
         if self.subgroup_columns is not None:
@@ -217,8 +271,11 @@ class _FoldScorer:
         subgroups = self._fold_subgroups(X)
         scores = positive_class_scores(estimator, X, self.response_method,
                                        self.settings.get("pos_label"))
-        return bias_score(y_true, scores, subgroups=subgroups, metric=self.metric,
-                          sample_weight=sample_weight, **self.settings)
+        notes = []
+        value = _fold_score(y_true, scores, subgroups, self.metric, sample_weight,
+                            notes=notes, **self.settings)
+        self.first_undefined(notes, len(scores))
+        return value
 
     def __repr__(self) -> str:
         where = (f"subgroup_columns={self.subgroup_columns!r}" if self.subgroup_columns is not None
@@ -318,7 +375,7 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
             "before the scorer is made. Without routing, pass subgroups=<DataFrame indexed like "
             "X> or subgroup_columns=[columns of X].")
     kwargs = {k: v for k, v in settings.items() if v is not None}
-    scorer = make_scorer(bias_score, response_method=response_method, greater_is_better=True,
+    scorer = make_scorer(_RoutedScore(metric), response_method=response_method, greater_is_better=True,
                          metric=metric, **kwargs)
     return scorer.set_score_request(subgroups=True)
 

@@ -188,8 +188,16 @@ def test_undefined_metrics_follow_nan_policy():
     with pytest.warns(fastbias.UndefinedMetricWarning, match="negatives_only"):
         table = ev.metrics(s)
     assert np.isnan(table.loc["negatives_only", "subgroup_auc"])
+    # several scores of one call: one warning naming every reason
+    with pytest.warns(fastbias.UndefinedMetricWarning) as record:
+        both = ev.scores(s, ["final", "min_subgroup_auc", "min_bpsn_auc"])
+    assert len(record) == 1
+    assert "final metric is NaN" in str(record[0].message)
+    assert "min subgroup_auc is NaN" in str(record[0].message)
+    assert np.isnan(both["final"]) and np.isnan(both["min_subgroup_auc"])
     omit = BiasEvaluator(y, groups, undefined="omit")
-    with pytest.warns(fastbias.UndefinedMetricWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # omit was asked for: silent
         got = omit.score(s, "min_subgroup_auc")
     assert_close(got, brute_force_metrics(y, s, groups["mixed"])["subgroup_auc"])
     # bpsn is defined for both groups: no warning, the plain minimum

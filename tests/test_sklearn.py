@@ -223,3 +223,57 @@ def test_small_folds_nan_policy(data):
         with pytest.warns(DeprecationWarning, match="bias_score"):
             bias_score(y, X["x1"].to_numpy(),
                        subgroups=rare, nan_policy="omit")
+
+
+def _undefined_warnings(record):
+    return [r for r in record if issubclass(r.category, fastbias.UndefinedMetricWarning)]
+
+
+@pytest.mark.parametrize("how", ["routed", "aligned", "columns"])
+def test_a_search_says_once_why_folds_are_nan_and_nothing_under_omit(data, how, request):
+    """Unshuffled folds leave a rare subgroup one-class on some folds: a search of 3
+    candidates x 3 folds used to print the same warning on every NaN fold; now the scorer
+    says it once (naming the subgroup and the cells), and nothing under undefined='omit'."""
+    X, y, groups = data
+    rare = groups.assign(rare=False)
+    rare.iloc[:4, rare.columns.get_loc("rare")] = True  # absent from the 2nd and 3rd folds
+    Xr = X.assign(**{c: rare[c] for c in rare.columns})
+    features = make_pipeline(ColumnTransformer([("x", "passthrough", list(X.columns))]),
+                             LogisticRegression())
+    grid = {"logisticregression__C": [0.01, 0.1, 1.0]}
+
+    def search(undefined):
+        if how == "routed":
+            request.getfixturevalue("routing")
+            scorer = make_bias_scorer("final", undefined=undefined)
+            fit = {"subgroups": rare}
+        elif how == "aligned":
+            scorer, fit = make_bias_scorer("final", subgroups=rare, undefined=undefined), {}
+        else:
+            scorer = make_bias_scorer("final", subgroup_columns=list(rare.columns),
+                                      undefined=undefined)
+            fit = {}
+        gs = GridSearchCV(features, grid, scoring=scorer, cv=CV)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            gs.fit(Xr, y, **fit)
+        return gs, _undefined_warnings(record)
+
+    propagated, said = search("propagate")
+    splits = np.array([propagated.cv_results_[f"split{i}_test_score"] for i in range(3)])
+    assert np.isnan(splits[1:]).all() and np.isfinite(splits[0]).all()  # 6 NaN scores
+    assert len(said) == 1, [str(r.message) for r in said]
+    message = str(said[0].message)
+    assert "rare (subgroup_auc)" in message and "a fold of 300 rows" in message
+    assert "undefined='omit'" in message and "StratifiedKFold(shuffle=True)" in message
+
+    omitted, said = search("omit")
+    assert said == []
+    assert np.isfinite(omitted.cv_results_["mean_test_score"]).all()
+    # omit equals the final metric over the subgroups defined on each fold
+    test = next(iter(CV.split(Xr, y)))[1]
+    model = clone(features).set_params(**omitted.cv_results_["params"][0]).fit(
+        Xr.iloc[np.setdiff1d(np.arange(len(y)), test)], np.delete(y, test))
+    direct = BiasEvaluator(y, rare, undefined="omit").score(
+        model.decision_function(Xr.iloc[test]), "final", index=test)
+    assert omitted.cv_results_["split0_test_score"][0] == pytest.approx(direct, abs=1e-12)

@@ -109,8 +109,8 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         result is NaN, as in the competition code (with an
         :class:`~fastbias.UndefinedMetricWarning` naming the groups).
         ``"omit"``: each power mean runs over the subgroups where that metric
-        is defined, with a warning naming the groups left out. ``"raise"``: a
-        ``ValueError`` naming them.
+        is defined, silently (you asked for it; the table shows which values
+        are NaN). ``"raise"``: a ``ValueError`` naming them.
     nan_policy : deprecated
         The former name of ``undefined``.
 
@@ -163,13 +163,32 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     undefined_policy = check_undefined(undefined, nan_policy, where="final_metric")
     if len(table) == 0:
         raise ValueError("table has no rows (no subgroups)")
+    table = identity_subgroup_rows(table)
+    value, note = final_metric_noted(table, overall_auc, power, overall_weight,
+                                     undefined_policy)
+    if note:
+        warnings.warn(note, UndefinedMetricWarning, stacklevel=2)
+    return value
+
+
+def identity_subgroup_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the identity subgroups: intersections (``table.attrs["intersections"]``)
+    are left out of the competition's metric."""
     if table.attrs.get("intersections"):
         labels = table["subgroup"] if "subgroup" in table.columns else table.index
         table = table[~pd.Index(labels).isin(table.attrs["intersections"])]
         if len(table) == 0:
             raise ValueError("table has only intersections (table.attrs['intersections']); the "
                              "final metric is defined over the identity subgroups")
+    return table
 
+
+def final_metric_noted(table: pd.DataFrame, overall_auc: float, power: float,
+                       overall_weight: float, undefined_policy: str):
+    """``(value, note)``: the final metric of a checked table (identity subgroups only) and,
+    under ``"propagate"``, the sentence that says which AUCs made it NaN (``None`` when none
+    did or under ``"omit"``); ``"raise"`` raises. The caller decides whether and how often
+    the note is shown (a scorer shows it once per search)."""
     names = [str(x) for x in (table["subgroup"] if "subgroup" in table.columns else table.index)]
     undefined = []
     means = []
@@ -180,18 +199,15 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         if undefined_policy == "omit":
             values = values[~nan]
         means.append(float(power_means(values, float(power))) if values.size else float("nan"))
+    note = None
     if undefined:
         shown = _listed(undefined)
         if undefined_policy == "raise":
             raise ValueError(f"{len(undefined)} per-subgroup AUC(s) undefined: {shown}")
-        if undefined_policy == "omit":
-            message = (f"final metric: {len(undefined)} undefined per-subgroup AUC(s) left out "
-                       f"of the power means: {shown}")
-        else:
-            message = (f"final metric is NaN: {len(undefined)} per-subgroup AUC(s) undefined: "
-                       f"{shown}; pass undefined='omit' to leave them out")
-        warnings.warn(message, UndefinedMetricWarning, stacklevel=2)
-    return float(_combined(overall_auc, np.array(means), overall_weight))
+        if undefined_policy == "propagate":
+            note = (f"final metric is NaN: {len(undefined)} per-subgroup AUC(s) undefined: "
+                    f"{shown}; pass undefined='omit' to leave them out")
+    return float(_combined(overall_auc, np.array(means), overall_weight)), note
 
 
 def _combined(overall_auc, power_means_of_aucs, overall_weight: float):
@@ -220,23 +236,21 @@ def _listed(names: list, most: int = 12) -> str:
     return ", ".join(names[:most]) + (f", ... {more} more" if more > 0 else "")
 
 
-def worst_auc(values: np.ndarray, names: list, metric: str, undefined_policy: str) -> float:
-    """Minimum over subgroups of one AUC metric, with the final metric's ``undefined`` policy."""
+def worst_auc(values: np.ndarray, names: list, metric: str, undefined_policy: str):
+    """``(value, note)``: the minimum over subgroups of one AUC metric, with the final
+    metric's ``undefined`` policy, and under ``"propagate"`` the sentence that says which
+    subgroups made it NaN (``None`` otherwise; ``"omit"`` is silent, ``"raise"`` raises)."""
     nan = np.isnan(values)
     if not nan.any():
-        return float(values.min())
+        return float(values.min()), None
     undefined = [names[i] for i in np.flatnonzero(nan)]
     shown = _listed(undefined)
     if undefined_policy == "raise":
         raise ValueError(f"min {metric}: undefined for {len(undefined)} subgroup(s): {shown}")
     if undefined_policy == "omit":
-        warnings.warn(f"min {metric}: {len(undefined)} subgroup(s) with an undefined value left "
-                      f"out: {shown}", UndefinedMetricWarning, stacklevel=4)
-        return float(values[~nan].min()) if (~nan).any() else float("nan")
-    warnings.warn(f"min {metric} is NaN: undefined for {len(undefined)} subgroup(s): {shown}; "
-                  f"use undefined='omit' to leave them out", UndefinedMetricWarning,
-                  stacklevel=4)
-    return float("nan")
+        return (float(values[~nan].min()) if (~nan).any() else float("nan")), None
+    return float("nan"), (f"min {metric} is NaN: undefined for {len(undefined)} subgroup(s): "
+                          f"{shown}; use undefined='omit' to leave them out")
 
 
 

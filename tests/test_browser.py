@@ -7,6 +7,7 @@ saved to ``test-artifacts/report.png`` for people to look at.
 """
 import os
 import shutil
+from collections import Counter
 import warnings
 from pathlib import Path
 
@@ -141,3 +142,78 @@ def test_names_with_markup_run_nothing_in_chromium(tmp_path):
     assert name in text
     assert elements == 0
     assert all(url == path.as_uri() or url.startswith("data:") for url in requests), requests
+
+
+@pytest.fixture(scope="module")
+def long_report_file(tmp_path_factory):
+    """Two models x 51 subgroups with intervals: taller and wider than a screen or a page."""
+    df = fastbias.make_jigsaw_like(n_rows=40_000, n_identities=51, random_state=5)
+    subgroups = [c for c in df.columns if c not in ("toxicity", "model_fair", "model_biased")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fastbias.bias_report(df, label="toxicity", scores=["model_fair", "model_biased"],
+                                      subgroups=subgroups, ci="delong", title="fastbias print test")
+    path = tmp_path_factory.mktemp("report") / "long.html"
+    report.to_html(path)
+    return path, report
+
+
+def _squash(text):
+    return "".join(text.split())
+
+
+def test_printing_the_report_keeps_every_table_row_and_column(long_report_file):
+    """Print to PDF as a reader would (Ctrl+P, background graphics on): no row or column is lost.
+
+    On screen the per-model tables scroll inside boxes of 80% of the window; printed
+    without print CSS those boxes clip ~half of the rows and the AEG columns.
+    """
+    pypdf = pytest.importorskip("pypdf")
+    path, report = long_report_file
+    pdf_path = path.with_suffix(".pdf")
+    with sync_api.sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except Exception as exc:
+            pytest.skip(f"chromium does not start: {exc}")
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(path.as_uri(), wait_until="load")
+            tables = page.evaluate("""() => Array.from(document.querySelectorAll(
+                'table.metrics')).map(t => ({model: t.dataset.model,
+                  head: Array.from(t.tHead.rows[0].cells).map(c => c.innerText),
+                  rows: Array.from(t.tBodies[0].rows).map(
+                    r => Array.from(r.cells).map(c => c.innerText))}))""")
+            page.emulate_media(media="print")
+            page.pdf(path=str(pdf_path), print_background=True, prefer_css_page_size=True)
+        finally:
+            browser.close()
+    reader = pypdf.PdfReader(str(pdf_path))
+    text = _squash("\n".join(p.extract_text() for p in reader.pages))
+
+    n_subgroups = len(report.result.subgroups)
+    assert n_subgroups == 51
+    assert [t["model"] for t in tables] == list(report.result.models)
+    position = 0
+    for table in tables:
+        assert len(table["rows"]) == n_subgroups
+        assert len(table["head"]) == len(table["rows"][0])
+        header = [_squash(h) for h in table["head"]]
+        assert header[-2:] == ["NegativeAEG", "PositiveAEG"]
+        found = text.find("".join(header), position)
+        assert found >= 0, f"{table['model']}: the header is not in the PDF text"
+        position = found
+        for row in table["rows"]:   # every cell of every row, in order (the AEG ones last)
+            cells = "".join(_squash(c.split("\n")[0]) for c in row)
+            found = text.find(cells, position)
+            assert found >= 0, f"{table['model']}: row {row[0]!r} is not in the PDF text"
+            position = found + len(cells)
+    # the intervals under the values (a separate, lighter text run: pypdf reads them apart)
+    intervals = Counter(_squash(line) for table in tables for row in table["rows"]
+                        for cell in row for line in cell.split("\n")[1:])
+    assert sum(intervals.values()) == 2 * n_subgroups * len(METRIC_COLUMNS)
+    for interval, count in intervals.items():
+        assert text.count(interval) >= count, interval
+    # the four figures are printed too
+    n_images = sum(len(p.images) for p in reader.pages)
+    assert n_images >= 4

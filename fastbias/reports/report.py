@@ -954,6 +954,22 @@ dl.glossary dt { font-weight: 600; margin-top: 6px; }
 dl.glossary dd { margin: 0 0 4px 18px; max-width: 860px; }
 table.small td { padding: 2px 10px; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+@media print {
+  @page { size: A4 landscape; margin: 10mm; }
+  body { font-size: 11px; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  main { max-width: none; padding: 0; }
+  h2 { break-after: avoid; }
+  h3 { break-after: avoid; }
+  .scroll { max-height: none; overflow: visible; border: none; }
+  .scroll table { font-size: 9px; table-layout: auto; }
+  .scroll table th, .scroll table td { padding: 1px 3px; }
+  td.metric { min-width: 0; }
+  thead { display: table-header-group; }
+  thead th { position: static; font-size: 9px; }
+  tr, figure { break-inside: avoid; }
+  span.ci { font-size: 8px; }
+  figure img { max-width: 100%; max-height: 180mm; width: auto; }
+}
 """
 
 

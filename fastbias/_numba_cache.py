@@ -21,6 +21,7 @@ import logging
 import os
 import stat
 import tempfile
+import threading
 
 PRIVATE_FALLBACK = "fastbias-numba"
 
@@ -171,6 +172,7 @@ SECONDS_PER_KERNEL = 0.5
 
 logger = logging.getLogger("fastbias")
 _ready: set = set()  # the kernel sets known compiled (or cached) in this process
+_announce_lock = threading.Lock()
 
 
 def _needs_compiling(dispatcher) -> bool:
@@ -191,12 +193,14 @@ def announce_compiling(name: str, dispatchers, note: str = "") -> int:
     checked again, so this costs nothing on later calls. Returns how many of the
     kernels must compile (0 when all are ready); ``note`` ends the line.
     """
-    if name in _ready:
-        return 0
-    missing = [d for d in dispatchers if _needs_compiling(d)]
+    with _announce_lock:  # models evaluated in threads: one line, not one per model
+        if name in _ready:
+            return 0
+        missing = [d for d in dispatchers if _needs_compiling(d)]
+        _ready.add(name)
     if missing:
         seconds = max(1, round(SECONDS_PER_KERNEL * len(missing)))
-        logger.info("compiling kernels for first use (%s: %d kernels, about %d s, cached "
-                    "afterwards)%s", name, len(missing), seconds, note)
-    _ready.add(name)
+        logger.info("compiling kernels for first use (%s: %d kernel%s, about %d s, cached "
+                    "afterwards)%s", name, len(missing), "" if len(missing) == 1 else "s",
+                    seconds, note)
     return len(missing)

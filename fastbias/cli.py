@@ -35,9 +35,11 @@ import time
 import warnings
 import zipfile
 import zlib
+from contextlib import contextmanager
 
 import numpy as np
 
+from .progress import Status, live_available, shown, ticking
 from .reports.plain import terminal_text
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
@@ -67,14 +69,15 @@ class CLIError(Exception):
 # --------------------------------------------------------------------------- progress display
 
 class Progress:
-    """One status line on stderr, rewritten in place; when disabled, silent, or with
-    ``steps`` one plain line as each step starts (output piped to a file or a log)."""
+    """The CLI's progress on stderr. On a terminal (and with tqdm, the ``cli`` extra) one
+    status line drawn by :mod:`fastbias.progress`, which the bootstrap bar replaces while
+    it runs; with ``steps`` (stderr piped to a file or a log, or no tqdm) one plain line
+    as each step starts; otherwise silent."""
 
-    def __init__(self, enabled: bool, stream=None, steps: bool = False):
-        self.enabled = enabled
-        self.steps = steps and not enabled
-        self.stream = stream if stream is not None else sys.stderr
-        self._width = 0
+    def __init__(self, enabled: bool, steps: bool = False):
+        self.enabled = enabled and live_available()
+        self.steps = (steps or enabled) and not self.enabled
+        self._status = None
         self._lock = threading.Lock()
 
     def step(self, text: str) -> None:
@@ -83,56 +86,36 @@ class Progress:
             self.update(f"{text} ...")
         elif self.steps:
             with self._lock:
-                self.stream.write(terminal_text(f"fastbias: {text} ...") + "\n")
-                self.stream.flush()
+                sys.stderr.write(terminal_text(f"fastbias: {text} ...") + "\n")
+                sys.stderr.flush()
 
     def update(self, text: str) -> None:
         if not self.enabled:
             return
         with self._lock:
-            pad = max(0, self._width - len(text))
-            self.stream.write("\r" + text + " " * pad)
-            self.stream.flush()
-            self._width = len(text)
+            if self._status is None:
+                self._status = Status(terminal_text(text), setting=True)
+            else:
+                self._status.update(terminal_text(text))
 
     def clear(self) -> None:
-        if not self.enabled or not self._width:
-            return
         with self._lock:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
+            if self._status is not None:
+                self._status.close()
+                self._status = None
 
+    @contextmanager
     def ticking(self, label: str):
-        """Context manager: show ``label ... 3.2 s`` (elapsed time) until the block ends."""
-        return _Ticker(self, label)
-
-
-class _Ticker:
-    def __init__(self, progress: Progress, label: str):
-        self.progress, self.label = progress, label
-        self._stop = threading.Event()
-        self._thread = None
-
-    def __enter__(self):
-        self.progress.step(self.label)
-        if self.progress.enabled:
-            start = time.perf_counter()
-
-            def run():
-                while not self._stop.wait(0.2):
-                    self.progress.update(f"{self.label} ... {time.perf_counter() - start:.1f} s")
-
-            self._thread = threading.Thread(target=run, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.progress.clear()
-        return False
+        """``label ... 00:03`` (elapsed time) until the block ends; bars opened inside it
+        (the bootstrap's) are drawn instead of it while they run."""
+        if not self.enabled:
+            self.step(label)
+            with shown(False):
+                yield
+            return
+        self.clear()
+        with shown(True), ticking(f"{terminal_text(label)} ...", setting=True):
+            yield
 
 
 def _progress_enabled(args) -> bool:

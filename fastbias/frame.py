@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .intervals.attach import attach_intervals, check_ci
+from .intervals.bootstrap import check_n_boot
 from .intervals.significance import add_pvalues, adjust_table, check_significance
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
@@ -24,6 +25,7 @@ from .prepare.memberships import (
     named_intersections,
     prepare_memberships,
 )
+from .progress import Bar
 from .sort.order import SortedScores, sort_classes
 from .sweep.counts import count_sorted, sweep_counts
 from .sweep.first_call import (
@@ -197,7 +199,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "pos_label": pos_label, "intersections": intersections,
                 "min_subgroup_size": min_subgroup_size, "significance": significance}
     if ci == "bootstrap":  # what a reader needs to repeat the intervals
-        settings.update(n_boot=int(n_boot), random_state=random_state if isinstance(
+        n_boot = check_n_boot(n_boot)
+        settings.update(n_boot=n_boot, random_state=random_state if isinstance(
             random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, ci is None and significance is None
@@ -271,7 +274,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             if ci is not None:  # (never in numpy: the intervals need the sorts)
                 table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
-                                         random_state=random_state)
+                                         random_state=random_state, progress=bar)
             if settings["significance"] is not None:
                 table = add_pvalues(table, sorted_scores=sorted_scores, sample_weight=w,
                                     confidence=confidence,
@@ -288,7 +291,14 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     # the models share the threads: each one's sorts and walks get its share of them
     model_threads = resolve_n_jobs(n_jobs, len(models))
     model_workers = max(1, resolve_workers(n_jobs) // model_threads)
-    results = map_in_threads(run_model, models, model_threads)
+    # one bootstrap bar for every model and universe: it only counts up
+    bar = (Bar(len(models) * len(universes) * n_boot, "bootstrap", unit="replicate")
+           if ci == "bootstrap" and compiled else None)
+    try:
+        results = map_in_threads(run_model, models, model_threads)
+    finally:
+        if bar is not None:
+            bar.close()
     if settings["significance"] is not None:  # each model's p-values adjusted together
         results = [(adjust_table(table, method=settings["significance"], confidence=confidence,
                                  context=f"model {model!r}", stacklevel=4), auc)

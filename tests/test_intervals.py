@@ -31,7 +31,6 @@ from fastbias.intervals import (
     ustatistic_bernstein_interval,
     ustatistic_min_samples,
 )
-from fastbias.intervals.bootstrap import _Progress
 from fastbias.metrics import METRIC_COLUMNS
 from fastbias.metrics.definitions import METRIC_SAMPLES as _METRIC_SAMPLES
 from fastbias.prepare.memberships import prepare_memberships
@@ -671,21 +670,6 @@ def test_bootstrap_warns_on_emptied_cells():
         out = add_intervals(table, y, s, groups, method="bootstrap", n_boot=50,
                             random_state=1, progress=False)
     assert np.isfinite(out.loc["tiny", "subgroup_auc_low"])
-
-
-def test_progress_bar_draws_only_when_enabled(capsys):
-    bar = _Progress(3, enabled=True)
-    bar.start -= 10  # pretend the run has been long
-    for _ in range(3):
-        bar.update()
-    bar.close()
-    err = capsys.readouterr().err
-    assert "3/3" in err and err.endswith("\n")
-    quiet = _Progress(3, enabled=False)
-    quiet.start -= 10
-    quiet.update(3)
-    quiet.close()
-    assert capsys.readouterr().err == ""
 
 
 # ----------------------------------------------------------------------------- Bernstein table

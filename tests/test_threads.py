@@ -7,6 +7,8 @@ than rows. The references are numpy's sorts, sklearn and the one-thread path (it
 against brute force elsewhere).
 """
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -238,6 +240,35 @@ def test_first_use_is_announced_once_with_its_cost(caplog, monkeypatch):
     lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
     assert lines == ["compiling kernels for first use (test kernels: 4 kernels, about 2 s, "
                      "cached afterwards)"]
+
+
+class _SlowFakeKernel(_FakeKernel):
+    """Looking whether it is compiled takes a while (a race would show)."""
+
+    @property
+    def signatures(self):
+        time.sleep(0.02)
+        return []
+
+
+def test_models_in_threads_announce_first_use_once(caplog, monkeypatch):
+    """Two models bootstrapped in two threads printed the same notice twice."""
+    from fastbias import _numba_cache
+
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    start = threading.Barrier(6)
+
+    def announce(_):
+        start.wait()
+        return _numba_cache.announce_compiling("bootstrap", [_SlowFakeKernel()])
+
+    with caplog.at_level("INFO", logger="fastbias"):
+        with ThreadPoolExecutor(6) as pool:
+            missing = list(pool.map(announce, range(6)))
+    lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
+    assert lines == ["compiling kernels for first use (bootstrap: 1 kernel, about 1 s, "
+                     "cached afterwards)"]
+    assert sorted(missing) == [0] * 5 + [1]
 
 
 def test_nothing_is_announced_for_compiled_kernels(caplog, monkeypatch):

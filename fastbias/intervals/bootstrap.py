@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import numbers
-import sys
-import threading
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -13,6 +10,7 @@ import numpy as np
 from ..metrics.aggregates import final_metric_values
 from ..metrics.table import metrics_from_counts
 from ..prepare.memberships import Memberships
+from ..progress import bootstrap_bar
 from ..sort.order import SortedScores
 from ..sweep import _kernels as K
 from ..sweep.counts import SweepCounts, sweep_weighted
@@ -21,39 +19,11 @@ from ..validate.settings import resolve_n_jobs
 from . import _kernels as IK
 
 
-class _Progress:
-    """A minimal progress bar on stderr (no dependency), drawn only after 0.5 s."""
-
-    def __init__(self, total: int, enabled: bool, label: str = "bootstrap"):
-        self.total = total
-        self.enabled = enabled
-        self.label = label
-        self.done = 0
-        self.start = time.monotonic()
-        self.last_draw = 0.0
-        self.drawn = False
-        self.lock = threading.Lock()
-
-    def update(self, k: int = 1) -> None:
-        with self.lock:
-            self.done += k
-            if not self.enabled:
-                return
-            now = time.monotonic()
-            if now - self.start < 0.5 or (now - self.last_draw < 0.1 and self.done < self.total):
-                return
-            self.last_draw = now
-            self.drawn = True
-            frac = self.done / self.total
-            bar = "#" * int(30 * frac)
-            sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.done}/{self.total} "
-                             f"{now - self.start:5.1f}s")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+def check_n_boot(n_boot) -> int:
+    """``n_boot`` as an int, or a ValueError naming it (an integer >= 2)."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral) or n_boot < 2:
+        raise ValueError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    return int(n_boot)
 
 
 def _seed_sequence(random_state) -> np.random.SeedSequence:
@@ -177,18 +147,14 @@ def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = N
     over the sorts with their rows (``SortedScores(with_rows=True)``); with
     weights, a weighted sweep over the row order.
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral) or n_boot < 2:
-        raise ValueError(f"n_boot must be an integer >= 2, got {n_boot!r}")
-    n_boot = int(n_boot)
+    n_boot = check_n_boot(n_boot)
     m = sorted_scores.memberships
     n = m.n_rows
     seeds = _seed_sequence(random_state).spawn(n_boot)
     counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)
-    if progress is None:
-        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    bar = _Progress(n_boot, bool(progress))
+    bar, own_bar = bootstrap_bar(progress, n_boot)
     if sample_weight is None and not sorted_scores.with_rows:
         sorted_scores = SortedScores(sorted_scores.scores, m, with_rows=True)
     base = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
@@ -217,7 +183,8 @@ def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = N
     try:
         map_in_threads(run, chunks, workers)
     finally:
-        bar.close()
+        if own_bar:
+            bar.close()
     # all replicates' metrics at once: the replicates stacked as rows of one SweepCounts
     k = m.n_groups
     stacked = SweepCounts(list(m.names) * n_boot, counts.reshape(n_boot * k, -1),

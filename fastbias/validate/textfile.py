@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import os
+import warnings
 import zipfile
 from dataclasses import dataclass
 
@@ -311,9 +312,13 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
         else:
             # precise_float: pandas' default float parser is not correctly rounded (scores one
             # ulp apart would tie); convert_dates: columns named *_at, date, ... stay values
-            reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8"), lines=True,
-                                  chunksize=batch_rows, precise_float=True,
-                                  convert_dates=False)
+            # (pandas >= 3.1 deprecates convert_dates for dtype=False, which would also
+            # leave numbers written as strings unparsed: same values on every pandas)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*'convert_dates' keyword")
+                reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8"), lines=True,
+                                      chunksize=batch_rows, precise_float=True,
+                                      convert_dates=False)
         start = 0
         with reader:
             while True:

@@ -19,6 +19,7 @@ _LAZY = {
     "OmittedRowsWarning": "fastbias.validate.errors",
     "EvaluationResult": "fastbias.tables.result",
     "make_jigsaw_like": "fastbias.synthetic",
+    "make_madlibs_like": "fastbias.synthetic",
     "final_metric": "fastbias.metrics.aggregates",
     "power_mean": "fastbias.metrics.aggregates",
     "pinned_auc": "fastbias.arrays",

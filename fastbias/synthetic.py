@@ -7,6 +7,9 @@ model scores with ties (scores rounded, as production APIs return them).
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -136,3 +139,116 @@ def to_arrays(df: pd.DataFrame, *, label: str = "toxicity", score: str = "model_
     groups = np.column_stack([df[c].to_numpy() >= threshold for c in subgroups]) if subgroups \
         else np.zeros((len(df), 0), dtype=bool)
     return y, s, groups
+
+
+#: Identity terms of the generated template sentences (:func:`make_madlibs_like`).
+MADLIBS_TERMS = ["gay", "lesbian", "muslim", "jewish", "christian", "black", "white",
+                 "transgender", "straight", "american", "canadian", "sikh", "buddhist",
+                 "catholic", "asian", "latino", "european", "young", "old", "queer"]
+#: The nine identities the bias metrics of :func:`make_madlibs_like` are computed over.
+MADLIBS_METRIC_GROUPS = ["gay", "lesbian", "muslim", "jewish", "christian", "black", "white",
+                         "transgender", "straight"]
+_MOSTLY_TOXIC = ["gay", "muslim", "black"]
+_MOSTLY_CLEAN = ["christian", "white", "straight"]
+
+
+@dataclass(frozen=True)
+class MadlibsData:
+    """Skewed template sentences for model selection (see :func:`make_madlibs_like`)."""
+
+    text: pd.Series           #: the sentences
+    toxic: np.ndarray         #: bool label, one per sentence
+    subgroups: pd.DataFrame   #: bool membership of the nine metric identities
+    identity_terms: list      #: every identity term (e.g. stop words for an identity-blind model)
+
+
+def make_madlibs_like(n_rows: int | None = 30_000, *, sentences: pd.DataFrame | None = None,
+                      identity_terms=None, hidden_share: float = 0.5, skew: float = 0.9,
+                      random_state=0) -> MadlibsData:
+    """Template sentences where selecting by AUC and by the bias metrics disagree.
+
+    The sentences follow the "name_adj" template of Dixon et al. (2018)'s
+    madlibs set, ``"<name> is a <adjective> <identity>"``, labelled toxic by the
+    adjective. To make the label depend on identity words as it does in real
+    comments, the adjective is removed from ``hidden_share`` of the sentences,
+    and a share ``skew`` of the non-toxic sentences about *gay*, *muslim* or
+    *black* and of the toxic ones about *christian*, *white* or *straight* is
+    dropped. A model that learns the identity words then gains overall AUC and
+    loses worst-subgroup BPSN/BNSP AUC, so plain AUC and the Jigsaw final
+    metric pick different candidates (docs/model_selection.md).
+
+    Parameters
+    ----------
+    n_rows : int or None, default 30,000
+        Sentences returned (after the skew), shuffled; None keeps all.
+    sentences : DataFrame, optional
+        The real madlibs set (``bias_madlibs_77k.csv``: columns ``Text``,
+        ``Label`` with ``"BAD"`` for toxic, and ``Template``, of which the
+        ``"name_adj"`` rows are used). Default: 72,000 generated sentences.
+    identity_terms : list of str, optional
+        The identity terms of ``sentences`` (default :data:`MADLIBS_TERMS`).
+        A row belongs to a term when the term is a whole word of it.
+    hidden_share, skew : float in [0, 1]
+    random_state : int, default 0
+
+    Returns
+    -------
+    MadlibsData
+        ``text`` (Series), ``toxic`` (bool array), ``subgroups`` (bool
+        DataFrame of :data:`MADLIBS_METRIC_GROUPS`, aligned with ``text``,
+        index 0..n-1) and ``identity_terms``.
+
+    Examples
+    --------
+    >>> from fastbias.synthetic import make_madlibs_like
+    >>> data = make_madlibs_like(n_rows=1_000, random_state=0)
+    >>> len(data.text), data.subgroups.shape
+    (1000, (1000, 9))
+    >>> data.text.iloc[0]
+    'Maria is a white'
+    >>> bool(data.toxic[0]), bool(data.subgroups.loc[0, "white"])
+    (False, True)
+    """
+    for name, value in [("hidden_share", hidden_share), ("skew", skew)]:
+        if not 0 <= value <= 1:
+            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    if n_rows is not None and n_rows < 1:
+        raise ValueError(f"n_rows must be >= 1 or None, got {n_rows!r}")
+    rng = np.random.default_rng(random_state)
+    terms = list(MADLIBS_TERMS if identity_terms is None else identity_terms)
+    if sentences is None:
+        n = 72_000
+        names = ["Alex", "Sam", "Maria", "Wei", "Omar", "Priya", "Jonas", "Aiko", "Kofi", "Lena"]
+        bad = ["awful", "dumb", "nasty", "horrible", "stupid", "disgusting", "filthy", "terrible"]
+        nice = ["kind", "great", "caring", "nice", "lovely", "wonderful", "gracious", "happy"]
+        toxic = rng.random(n) < 0.5
+        adjective = np.where(toxic, rng.choice(bad, n), rng.choice(nice, n))
+        text = pd.Series([f"{who} is a {adj} {term}" for who, adj, term in
+                          zip(rng.choice(names, n), adjective, rng.choice(MADLIBS_TERMS, n))])
+    else:
+        missing = [c for c in ("Text", "Label") if c not in sentences.columns]
+        if missing:
+            raise ValueError(f"sentences lacks column(s) {missing} (the madlibs layout: Text, "
+                             f"Label, Template)")
+        if "Template" in sentences.columns:
+            sentences = sentences[sentences["Template"] == "name_adj"]
+        text = sentences["Text"].astype(str).reset_index(drop=True)
+        toxic = (sentences["Label"] == "BAD").to_numpy()
+    missing = [g for g in MADLIBS_METRIC_GROUPS if g not in terms]
+    if missing:
+        raise ValueError(f"identity_terms lacks the metric identities {missing}")
+    # "<name> is a <adjective> <identity...>": hide the adjective in some sentences
+    parts = text.str.split(" ", n=4)
+    hidden = (rng.random(len(text)) < hidden_share) & (parts.str.len() == 5).to_numpy()
+    shown = pd.Series(np.where(hidden, parts.str[0] + " is a " + parts.str[4], text))
+    lower = text.str.lower()
+    members = pd.DataFrame({t: lower.str.contains(r"\b" + re.escape(t) + r"\b", regex=True)
+                            for t in dict.fromkeys(_MOSTLY_TOXIC + _MOSTLY_CLEAN
+                                                   + MADLIBS_METRIC_GROUPS)})
+    drop = ((members[_MOSTLY_TOXIC].any(axis=1).to_numpy() & ~toxic)
+            | (members[_MOSTLY_CLEAN].any(axis=1).to_numpy() & toxic)) \
+        & (rng.random(len(text)) < skew)
+    rows = rng.permutation(np.flatnonzero(~drop))[:n_rows]
+    return MadlibsData(text=shown.iloc[rows].reset_index(drop=True), toxic=toxic[rows].copy(),
+                       subgroups=members[MADLIBS_METRIC_GROUPS].iloc[rows].reset_index(drop=True),
+                       identity_terms=terms)

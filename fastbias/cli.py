@@ -23,6 +23,7 @@ terminal (``--progress always|never`` overrides).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import logging
 import lzma
@@ -732,7 +733,7 @@ def _bytes_text(n: float) -> str:
 
 
 _NEEDS_MEMORY = (("ci", "--ci"), ("significance", "--significance"),
-                 ("intersections", "--intersections"), ("positive", "--positive"))
+                 ("positive", "--positive"))
 
 
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
@@ -787,11 +788,11 @@ def _run_streaming(args, progress, limit: int):
     batch_rows, bucket_rows = _streaming_settings(args, _data_budget(limit), n_columns,
                                                   line_bytes)
     name = os.path.basename(args.data)
-    passes = {"n": 0}
+    passes = {"n": 0, "of": 2 if args.intersections is None else 3}
 
     def show(done, rows, projected=None):
-        progress.update(f"streaming {name} (pass {passes['n']} of 2): {done:4.0%} "
-                        f"({rows:,} rows)")
+        progress.update(f"streaming {name} (pass {passes['n']} of {passes['of']}): "
+                        f"{done:4.0%} ({rows:,} rows)")
 
     if fmt == "parquet":
         spec, parquet = open_parquet(args.data, **options)
@@ -800,7 +801,7 @@ def _run_streaming(args, progress, limit: int):
 
         def read(columns):
             passes["n"] += 1
-            progress.step(f"streaming {name} (pass {passes['n']} of 2)")
+            progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             done = 0
             for frame, where in iter_batches(parquet, columns, batch_rows):
                 yield frame, where
@@ -816,8 +817,11 @@ def _run_streaming(args, progress, limit: int):
 
         def read(columns):
             passes["n"] += 1
-            progress.step(f"streaming {name} (pass {passes['n']} of 2)")
+            progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show)
+
+    spec = dataclasses.replace(spec, intersections=args.intersections,
+                               min_subgroup_size=args.min_subgroup_size)
 
     def prepare(frame):  # a pass may read only some of the columns
         _coerce_object_flags(frame, [c for c in (args.label, *args.subgroups) if c in frame])

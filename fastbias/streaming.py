@@ -29,10 +29,18 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from dataclasses import replace
 
 import numpy as np
 
 from .prepare.encoded import EncodedRows, encode_frame
+from .prepare.memberships import (
+    check_intersections,
+    check_unique_names,
+    chosen_cells,
+    combination_cells,
+    prepare_memberships_dense,
+)
 from .reports.histograms import HistogramCounter, histogram_edges
 from .sort import _kernels as SK
 from .sort.buckets import (
@@ -54,6 +62,10 @@ from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
 
 __all__ = ["evaluate_csv", "evaluate_parquet"]
+
+#: with intersections, the encoded rows of a batch (one byte per intersection and row, plus
+#: the spilled records) are made in pieces of about this many bytes
+COMBINATION_BATCH_BYTES = 2 ** 22
 
 
 class _ModelSpill:
@@ -144,7 +156,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
                      subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
                      sample_weight: str | None = None, batch_rows: int = 250_000,
                      bucket_rows: int = 4_000_000, n_jobs: int | None = None,
-                     temp_dir=None, random_state=0) -> EvaluationResult:
+                     temp_dir=None, random_state=0, intersections: int | None = None,
+                     min_subgroup_size: int = 1) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
 
     Gives the numbers of :func:`fastbias.evaluate` on the same rows (equal
@@ -177,6 +190,14 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     random_state : int, default 0
         Seed of the score sample that sets the bucket edges (the result does
         not depend on it, only the bucket sizes do).
+    intersections : {None, 2, 3}, default None
+        Also evaluate every pair (and triple) of the subgroups with at least
+        ``min_subgroup_size`` rows of each class, named ``"a & b"``, as
+        :func:`fastbias.evaluate` does (docs/intersections.md). The
+        intersections are chosen in one more reading pass of the label and
+        identity columns; each spilled row then carries one more byte per
+        intersection kept.
+    min_subgroup_size : int, default 1
 
     Returns
     -------
@@ -198,10 +219,12 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     True
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
+    order, min_size = check_intersections(intersections, min_subgroup_size)
     spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
                                  label_threshold=label_threshold,
                                  subgroup_threshold=subgroup_threshold,
                                  missing_subgroup=missing_subgroup, sample_weight=sample_weight)
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size)
     if parquet.n_rows == 0:
         raise ValueError("source has no rows")
     # float32 scores are kept as float32 (ties decided in float32); open_parquet checked
@@ -218,7 +241,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
                  sample_weight: str | None = None, sep: str | None = None,
                  compression="infer", line_limit: int = LINE_LIMIT, batch_rows: int = 250_000,
                  bucket_rows: int = 4_000_000, n_jobs: int | None = None, temp_dir=None,
-                 random_state=0) -> EvaluationResult:
+                 random_state=0, intersections: int | None = None,
+                 min_subgroup_size: int = 1) -> EvaluationResult:
     """Exact bias metrics of a CSV file larger than memory, with bounded memory.
 
     As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
@@ -241,7 +265,7 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
     compression : {"infer", None, "gzip", "bz2", "xz", "zip", "zstd"}, default "infer"
     line_limit : int, default 16 MiB
         The longest line (bytes, decompressed) read.
-    batch_rows, bucket_rows, n_jobs, temp_dir, random_state
+    batch_rows, bucket_rows, n_jobs, temp_dir, random_state, intersections, min_subgroup_size
         As in :func:`evaluate_parquet`.
 
     Returns
@@ -264,12 +288,14 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
     True
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
+    order, min_size = check_intersections(intersections, min_subgroup_size)
     source = open_text_source(path, fmt="csv", compression=compression, sep=sep,
                               line_limit=line_limit)
     spec = column_spec(source.names, label=label, scores=scores, subgroups=subgroups,
                        label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                        missing_subgroup=missing_subgroup, sample_weight=sample_weight,
                        source=f"the CSV file {source.path}")
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size)
     result, _ = stream_evaluate(
         spec, lambda columns: iter_text_batches(source, columns, batch_rows),
         [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
@@ -303,6 +329,16 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     """
     if prepare is not None:
         read = _prepared(read, prepare)
+    sub_batch = None
+    if spec.intersections is not None:  # chosen on all rows, as one pass would choose them
+        plain = [_record_dtype(dtype, spec).itemsize for dtype in score_dtypes]
+        spec = spec.with_combinations(chosen_combinations(read, spec))
+        if spec.combinations:  # a row carries one more byte per intersection: buckets and
+            # encoded batches hold about as many bytes as they would without intersections
+            grown = [_record_dtype(dtype, spec).itemsize for dtype in score_dtypes]
+            bucket_rows = max(1, bucket_rows * (3 * max(plain) + 48) // (3 * max(grown) + 48))
+            sub_batch = max(1_000, COMBINATION_BATCH_BYTES
+                            // (len(spec.combinations) * (1 + len(spec.models))))
     records = [_record_dtype(dtype, spec) for dtype in score_dtypes]
     spill_dir = temp_dir or tempfile.gettempdir()
     counted = n_rows is None  # the first pass counts the rows
@@ -330,19 +366,22 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
         counter = HistogramCounter(spec.models, spec.subgroups,
                                    histogram_edges(lo, hi, histogram_bins))
 
-    n_groups = len(spec.subgroups)
+    n_groups = len(spec.row_names)
+    n_base = len(spec.subgroups)
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
         spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
                               directory) for k in range(len(spec.models))]
         kinds = BatchKinds(spec.subgroups)
         for frame, where in read(spec.columns):
             kinds.check(frame, where)
-            rows = encode_frame(frame, spec, where)
+            for part, at in _pieces(frame, where, sub_batch):
+                rows = encode_frame(part, spec, at)
+                del part
+                if counter is not None:
+                    counter.add(rows.labels, rows.codes[:, :n_base], rows.scores)
+                for spill in spills:
+                    spill.add(rows)
             del frame
-            if counter is not None:
-                counter.add(rows.labels, rows.codes, rows.scores)
-            for spill in spills:
-                spill.add(rows)
         tasks = [(k, task) for k, spill in enumerate(spills) for task in spill.tasks()]
         chunks = map_in_threads(lambda item: item[1](), tasks, resolve_n_jobs(n_jobs, len(tasks)))
     per_model = [[chunk for (owner, _), chunk in zip(tasks, chunks) if owner == k]
@@ -351,13 +390,52 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     return result, None if counter is None else counter.histograms()
 
 
+def _pieces(frame, where: str, rows: int | None):
+    """``(frame, where)`` in pieces of at most ``rows`` rows (None: whole)."""
+    n = len(next(iter(frame.values())) if isinstance(frame, dict) else frame)
+    if rows is None or n <= rows:
+        yield frame, where
+        return
+    for start in range(0, n, rows):
+        if isinstance(frame, dict):
+            part = {name: column.iloc[start:start + rows] for name, column in frame.items()}
+        else:
+            part = frame.iloc[start:start + rows]
+        yield part, f"{where}, from its row {start}" if where else where
+
+
 def _record_dtype(score_dtype, spec: ColumnSpec) -> np.dtype:
     """One spilled row of a model: score, label, weight (when weighted), membership codes."""
     fields = [("score", score_dtype), ("label", np.bool_)]
     if spec.weighted:
         fields.append(("weight", np.float64))
-    fields.append(("codes", np.int8, (len(spec.subgroups),)))
+    fields.append(("codes", np.int8, (len(spec.row_names),)))
     return np.dtype(fields)
+
+
+def chosen_combinations(read, spec: ColumnSpec) -> list:
+    """The intersections of ``spec.intersections`` subgroups to evaluate: those with at least
+    ``spec.min_subgroup_size`` rows of each class over all rows (one reading pass of the
+    label and identity columns; each batch emits the combinations of its rows' own
+    subgroups, never a rows x combinations matrix), as the in-memory path chooses them."""
+    names = list(spec.subgroups)
+    counting = replace(spec, models=[], sample_weight=None)
+    totals = None
+    kinds = BatchKinds(spec.subgroups)
+    for frame, where in read(counting.columns):
+        kinds.check(frame, where)
+        rows = encode_frame(frame, counting, where)
+        del frame
+        members = prepare_memberships_dense(rows.labels, rows.codes == 1, names)
+        cells = combination_cells(members, spec.intersections)
+        totals = cells if totals is None else [
+            (combos, total + part) for (combos, total), (_, part) in zip(totals, cells)]
+    chosen = []
+    for combos, cells in totals or []:
+        kept = chosen_cells(cells, spec.min_subgroup_size)
+        chosen += [combo for combo, keep in zip(combos, kept) if keep]
+    check_unique_names(names + [" & ".join(str(names[j]) for j in c) for c in chosen])
+    return chosen
 
 
 def _prepared(read, prepare):

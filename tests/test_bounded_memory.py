@@ -13,6 +13,7 @@
 """
 import bz2
 import gzip
+import importlib.util
 import io
 import json
 import lzma
@@ -33,6 +34,7 @@ from fastbias.streaming import (
     _first_pass,
     check_spill_space,
     evaluate_csv,
+    evaluate_parquet,
     stream_evaluate,
 )
 from fastbias.validate.spec import column_spec
@@ -703,3 +705,101 @@ def test_float32_identity_columns_are_compared_in_float64_on_every_path(dtype):
     g = np.tile(values, 50)
     table = quiet(fastbias.bias_metrics, y, s, {"g": pd.Series(g)}, subgroup_threshold=0.9)
     assert table.loc["g", "subgroup_size"] == 50
+
+
+# ----------------------------------------------------------------------------- intersections
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_streamed_intersections_match_the_brute_force_of_the_and_column(tmp_path, policy):
+    """Each "a & b" row of evaluate_csv equals the brute-force pair count on the AND of the
+    two thresholded columns (with 'exclude', rows unannotated for either are left out)."""
+    df = _tied_frame(400, seed=4)
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    result = quiet(evaluate_csv, path, label="y", scores="s", subgroups=["g0", "g1", "g2"],
+                   missing_subgroup=policy, batch_rows=11, bucket_rows=25, intersections=3)
+    y, s = df["y"].to_numpy() == 1, df["s"].to_numpy()
+    table = result.for_model()
+    assert table.attrs["intersections"] == [n for n in table.index if " & " in n]
+    assert [n for n in table.index if " & " in n][:3] == ["g0 & g1", "g0 & g2", "g1 & g2"]
+    for name in table.attrs["intersections"]:
+        parts = [df[p].to_numpy() for p in name.split(" & ")]
+        member = np.logical_and.reduce([p >= 0.5 for p in parts])
+        kept = np.ones(len(df), bool)
+        if policy == "exclude":
+            kept = np.logical_and.reduce([~np.isnan(p) for p in parts])
+        assert (member[kept] & y[kept]).any() and (member[kept] & ~y[kept]).any()
+        expected = brute_force_metrics(y[kept], s[kept], member[kept])
+        for metric in METRICS:
+            assert table.loc[name, metric] == pytest.approx(expected[metric], rel=0, abs=1e-15), \
+                (name, metric)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_streamed_intersections_equal_evaluate(tmp_path, policy, weighted, monkeypatch):
+    """Parquet and CSV, many batches cut into pieces, many buckets and a score tied on 40%
+    of the rows (counted without being stored): the same rows, names, order, numbers and
+    attrs as fastbias.evaluate(intersections=3, min_subgroup_size=3)."""
+    import fastbias.streaming as streaming
+
+    monkeypatch.setattr(streaming, "COMBINATION_BATCH_BYTES", 1_000)  # pieces of 1,000 rows
+    df = _tied_frame(30_000, seed=6, n_groups=4)
+    df.loc[np.random.default_rng(7).random(len(df)) < 0.4, "s"] = 0.5
+    df["w"] = np.random.default_rng(8).integers(1, 5, len(df)) * 0.25
+    kw = dict(label="y", scores="s", subgroups=["g0", "g1", "g2", "g3"], intersections=3,
+              min_subgroup_size=3, missing_subgroup=policy,
+              sample_weight="w" if weighted else None)
+    expected = quiet(fastbias.evaluate, df, **kw)
+    assert len(expected.for_model().attrs["intersections"]) == 10
+    df.to_csv(tmp_path / "d.csv", index=False)
+    results = [quiet(evaluate_csv, tmp_path / "d.csv", batch_rows=7_000, bucket_rows=4_000,
+                     **kw)]
+    if importlib.util.find_spec("pyarrow") is not None:
+        df.to_parquet(tmp_path / "d.parquet", row_group_size=6_000)
+        results.append(quiet(evaluate_parquet, tmp_path / "d.parquet", batch_rows=7_000,
+                             bucket_rows=4_000, **kw))
+    for result in results:
+        pd.testing.assert_frame_equal(result.table, expected.table, check_exact=not weighted,
+                                      rtol=1e-14)
+        assert result.for_model().attrs == expected.for_model().attrs
+        assert result.settings["intersection_members"] == expected.settings[
+            "intersection_members"]
+        assert result.final_metric().equals(expected.final_metric())   # subgroups only
+
+
+def test_streamed_intersections_keep_only_those_large_enough(tmp_path):
+    df = _tied_frame(3_000, seed=9)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    kw = dict(label="y", scores="s", subgroups=["g0", "g1", "g2"], intersections=2)
+    for size in (1, 40, 10_000):
+        expected = quiet(fastbias.evaluate, df, min_subgroup_size=size, **kw)
+        result = quiet(evaluate_csv, tmp_path / "d.csv", min_subgroup_size=size, **kw)
+        assert list(result.for_model().index) == list(expected.for_model().index)
+    assert list(result.for_model().index) == ["g0", "g1", "g2"]          # none is that large
+    with pytest.raises(ValueError, match="intersections must be None, 2"):
+        evaluate_csv(tmp_path / "d.csv", intersections=4, **{k: v for k, v in kw.items()
+                                                              if k != "intersections"})
+
+
+def test_cli_streams_intersections_to_the_in_memory_report(tmp_path, capsys, monkeypatch):
+    df = _tied_frame(40_000, seed=2)
+    df["t"] = np.random.default_rng(8).random(len(df))
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    extra = ["--missing-subgroup", "exclude", "--intersections", "2", "--min-subgroup-size", "5"]
+    assert _report(path, tmp_path / "memory.json", *extra) == 0
+    capsys.readouterr()
+    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
+    status = _report(path, tmp_path / "streamed.json", *extra, "--max-memory", str(limit))
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "streaming it" in err
+    memory = json.loads((tmp_path / "memory.json").read_text())
+    streamed = json.loads((tmp_path / "streamed.json").read_text())
+    assert streamed["settings"]["engine"] == "streaming"
+    for report in (memory, streamed):
+        report.pop("timings_s")
+        report.pop("settings")
+    assert streamed == memory
+    assert any(" & " in row["subgroup"] for row in streamed["models"][0]["subgroups"])

@@ -41,7 +41,7 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
     n = len(frame[spec.label])
     n_groups = len(spec.subgroups)
     if n == 0:
-        return EncodedRows(np.zeros(0, np.bool_), np.zeros((0, n_groups), np.int8),
+        return EncodedRows(np.zeros(0, np.bool_), np.zeros((0, len(spec.row_names)), np.int8),
                            np.zeros(0) if spec.weighted else None,
                            [np.zeros(0, score_dtype(frame[m].dtype)) for m in spec.models])
     try:
@@ -64,4 +64,29 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
         if where:
             raise type(error)(f"{error} ({where})") from error
         raise
+    if spec.combinations:
+        codes = with_combination_codes(codes, spec.combinations)
     return EncodedRows(labels, codes, weights, scores)
+
+
+def with_combination_codes(codes: np.ndarray, combinations, block_rows: int = 65_536):
+    """``codes`` (n, k) with one more int8 column per combination of subgroups: 1 when
+    the row is a member of all of them, -1 when it is unannotated (excluded) for any of
+    them (its membership of the intersection is unknown), else 0 (the in-memory rules of
+    ``intersections=``). Built ``block_rows`` rows at a time, so the temporaries stay small."""
+    n, k = codes.shape
+    out = np.empty((n, k + len(combinations)), dtype=np.int8)
+    out[:, :k] = codes
+    by_order: dict = {}
+    for c, combo in enumerate(combinations):
+        by_order.setdefault(len(combo), []).append(c)
+    for start in range(0, n, block_rows):
+        block = codes[start:start + block_rows]
+        for order, columns in by_order.items():
+            parts = np.array([combinations[c] for c in columns])      # (m, order)
+            values = block[:, parts]                                    # (rows, m, order)
+            member = (values == 1).all(axis=2)
+            unknown = (values < 0).any(axis=2)
+            target = out[start:start + block_rows]
+            target[:, [k + c for c in columns]] = np.where(unknown, -1, member).astype(np.int8)
+    return out

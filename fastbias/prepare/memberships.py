@@ -316,41 +316,14 @@ def intersections_of(memberships: Memberships, order: int, min_size: int = 1) ->
     rows x combinations matrix.
     """
     m = memberships
-    k = m.n_groups
-    per_row = np.diff(m.row_ptr)
     members_out, rows_out = [], []
     for r in range(2, order + 1):
-        eligible = np.flatnonzero(per_row >= r)
-        if eligible.size == 0 or k < r:
+        entries = _combination_entries(m, r)
+        if entries is None:
             continue
-        # longest rows first, so the rows with more than o subgroups are a prefix
-        eligible = eligible[np.argsort(-per_row[eligible], kind="stable")]
-        lengths = per_row[eligible]
-        starts = m.row_ptr[eligible]
-        n_longer = np.searchsorted(-lengths, -np.arange(lengths[0]), side="left")
-        keys_parts, owner_parts = [], []
-        for offsets in itertools.combinations(range(int(lengths[0])), r):
-            count = int(n_longer[offsets[-1]])  # the rows with more than offsets[-1] subgroups
-            if count == 0:
-                continue
-            key = np.zeros(count, dtype=np.int64)
-            for o in offsets:
-                key = key * k + m.row_groups[starts[:count] + o]
-            keys_parts.append(key)
-            owner_parts.append(eligible[:count])
-        if not keys_parts:
-            continue
-        keys = np.concatenate(keys_parts)
-        owners = np.concatenate(owner_parts)
-        # the combinations of range(k) in lexicographic order have increasing keys
-        combos = list(itertools.combinations(range(k), r))
-        all_keys = np.zeros(len(combos), dtype=np.int64)
-        for i in range(r):
-            all_keys = all_keys * k + np.fromiter((c[i] for c in combos), np.int64, len(combos))
-        index = np.searchsorted(all_keys, keys)
+        combos, index, owners = entries
         cells = np.bincount(2 * index + m.identity_labels[owners], minlength=2 * len(combos))
-        cells = cells.reshape(-1, 2)
-        kept = (cells[:, 0] >= min_size) & (cells[:, 1] >= min_size)
+        kept = chosen_cells(cells.reshape(-1, 2), min_size)
         keep_entry = kept[index]
         index, owners = index[keep_entry], owners[keep_entry]
         by_combo = np.lexsort((owners, index))
@@ -361,6 +334,67 @@ def intersections_of(memberships: Memberships, order: int, min_size: int = 1) ->
             members_out.append(combos[c])
             rows_out.append(rows[bounds[j]:bounds[j + 1]])
     return members_out, rows_out
+
+
+def chosen_cells(cells: np.ndarray, min_size: int) -> np.ndarray:
+    """Which combinations to keep, from their (negative, positive) row counts: at least
+    ``min_size`` of each class (so that every metric of the row is defined)."""
+    return (cells[:, 0] >= min_size) & (cells[:, 1] >= min_size)
+
+
+def combination_cells(memberships: Memberships, order: int) -> list:
+    """``[(combos, cells)]`` for r = 2..``order``: every combination of r subgroups
+    (lexicographic, as :func:`intersections_of` lists them) and its (negative, positive)
+    row counts, (C(k, r), 2) int64. Sums over pieces of the data give the whole data's
+    counts, so out-of-core paths choose the same intersections as one pass would."""
+    out = []
+    for r in range(2, order + 1):
+        combos = list(itertools.combinations(range(memberships.n_groups), r))
+        entries = _combination_entries(memberships, r)
+        if entries is None:
+            out.append((combos, np.zeros((len(combos), 2), dtype=np.int64)))
+            continue
+        _, index, owners = entries
+        cells = np.bincount(2 * index + memberships.identity_labels[owners],
+                            minlength=2 * len(combos))
+        out.append((combos, cells.reshape(-1, 2).astype(np.int64)))
+    return out
+
+
+def _combination_entries(m: Memberships, r: int):
+    """``(combos, index, owners)``: for every (identity row, combination of r of its
+    subgroups), the combination's position in ``combos`` (all combinations of
+    range(k), lexicographic) and the identity row; None when no row has r subgroups."""
+    k = m.n_groups
+    per_row = np.diff(m.row_ptr)
+    eligible = np.flatnonzero(per_row >= r)
+    if eligible.size == 0 or k < r:
+        return None
+    # longest rows first, so the rows with more than o subgroups are a prefix
+    eligible = eligible[np.argsort(-per_row[eligible], kind="stable")]
+    lengths = per_row[eligible]
+    starts = m.row_ptr[eligible]
+    n_longer = np.searchsorted(-lengths, -np.arange(lengths[0]), side="left")
+    keys_parts, owner_parts = [], []
+    for offsets in itertools.combinations(range(int(lengths[0])), r):
+        count = int(n_longer[offsets[-1]])  # the rows with more than offsets[-1] subgroups
+        if count == 0:
+            continue
+        key = np.zeros(count, dtype=np.int64)
+        for o in offsets:
+            key = key * k + m.row_groups[starts[:count] + o]
+        keys_parts.append(key)
+        owner_parts.append(eligible[:count])
+    if not keys_parts:
+        return None
+    keys = np.concatenate(keys_parts)
+    owners = np.concatenate(owner_parts)
+    # the combinations of range(k) in lexicographic order have increasing keys
+    combos = list(itertools.combinations(range(k), r))
+    all_keys = np.zeros(len(combos), dtype=np.int64)
+    for i in range(r):
+        all_keys = all_keys * k + np.fromiter((c[i] for c in combos), np.int64, len(combos))
+    return combos, np.searchsorted(all_keys, keys), owners
 
 
 def group_rows_of(memberships: Memberships) -> list:

@@ -129,8 +129,9 @@ def evaluation_result(models: list, tables: list, overall_aucs: list, *, label, 
 def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) -> EvaluationResult:
     """The :class:`EvaluationResult` of each model's chunk counts (out-of-core and Dask
     evaluations), laid out exactly as :func:`fastbias.evaluate` lays it out."""
-    per_model = [table_from_chunks(chunks, spec.subgroups, spec.weighted, spec.weight_scale)
+    names = spec.row_names  # the subgroups, then the intersections chosen
+    per_model = [table_from_chunks(chunks, names, spec.weighted, spec.weight_scale)
                  for chunks in chunks_per_model]
     return evaluation_result(spec.models, [table for table, _ in per_model],
                              [auc for _, auc in per_model], label=spec.label,
-                             subgroups=spec.subgroups, settings=spec.settings(engine))
+                             subgroups=names, settings=spec.settings(engine))

@@ -24,6 +24,24 @@ class ColumnSpec:
     missing_subgroup: str
     #: power of two every weight is divided by, the same for all chunks (see with_weight_range)
     weight_scale: float = 1.0
+    #: ``intersections=`` asked for (None, 2 or 3) and its ``min_subgroup_size``
+    intersections: int | None = None
+    min_subgroup_size: int = 1
+    #: the intersections chosen on the whole data (see with_combinations): subgroup index
+    #: tuples, evaluated as more subgroups after the given ones, named "a & b"
+    combinations: tuple = ()
+
+    @property
+    def combination_names(self) -> list:
+        return [" & ".join(str(self.subgroups[j]) for j in combo) for combo in self.combinations]
+
+    @property
+    def row_names(self) -> list:
+        """The rows of the tables: the subgroups, then the chosen intersections."""
+        return list(self.subgroups) + self.combination_names
+
+    def with_combinations(self, combinations) -> "ColumnSpec":
+        return replace(self, combinations=tuple(tuple(int(j) for j in c) for c in combinations))
 
     @property
     def weighted(self) -> bool:
@@ -52,11 +70,18 @@ class ColumnSpec:
         return self
 
     def settings(self, engine: str) -> dict:
-        return {"label_threshold": self.label_threshold,
-                "subgroup_threshold": self.subgroup_threshold,
-                "missing_subgroup": self.missing_subgroup, "ci": None,
-                "weighted": self.weighted, "nan_policy": "raise", "pos_label": None,
-                "engine": engine}
+        out = {"label_threshold": self.label_threshold,
+               "subgroup_threshold": self.subgroup_threshold,
+               "missing_subgroup": self.missing_subgroup, "ci": None,
+               "weighted": self.weighted, "nan_policy": "raise", "pos_label": None,
+               "intersections": self.intersections,
+               "min_subgroup_size": self.min_subgroup_size, "significance": None,
+               "engine": engine}
+        if self.combinations:
+            out["intersection_members"] = {
+                name: [self.subgroups[j] for j in combo]
+                for name, combo in zip(self.combination_names, self.combinations)}
+        return out
 
 
 def column_spec(available, *, label, scores, subgroups, label_threshold, subgroup_threshold,

@@ -37,6 +37,7 @@ import math
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -44,6 +45,12 @@ import pandas as pd
 from ._version import __version__
 from .prepare import _kernels as PK
 from .prepare.encoded import encode_frame
+from .prepare.memberships import (
+    add_combination_cells,
+    check_intersections,
+    choose_combinations,
+    code_combination_cells,
+)
 from .sort.buckets import bucket_edges, merge_summaries, summarize_scores
 from .sweep.chunks import chunk_counts
 from .tables.result import EvaluationResult, result_from_chunks
@@ -83,7 +90,7 @@ def _encoded(frame, spec: ColumnSpec, where: str, index) -> pd.DataFrame:
         data[_WEIGHT] = rows.weights
     member, missing = PK.pack_codes(rows.codes)
     words = [member] + ([missing] if spec.exclude_missing else [])
-    names = _word_columns(len(spec.subgroups), spec.exclude_missing)
+    names = _word_columns(len(spec.row_names), spec.exclude_missing)
     for name, column in zip(names, (w[:, k] for w in words for k in range(w.shape[1]))):
         data[name] = column
     for k, values in enumerate(rows.scores):
@@ -121,7 +128,7 @@ def _encoded_meta(spec: ColumnSpec, score_dtypes: list) -> pd.DataFrame:
     data = {_LABEL: np.zeros(0, np.bool_)}
     if spec.weighted:
         data[_WEIGHT] = np.zeros(0, np.float64)
-    for name in _word_columns(len(spec.subgroups), spec.exclude_missing):
+    for name in _word_columns(len(spec.row_names), spec.exclude_missing):
         data[name] = np.zeros(0, np.uint64)
     for k, dtype in enumerate(score_dtypes):
         data[_score_column(k)] = np.zeros(0, dtype)
@@ -144,6 +151,23 @@ def _piece_summary(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec
                                   *([spec.sample_weight] if spec.weighted else [])]))
     frame = read_piece(parquet, piece, columns)
     return _frame_summary(frame, spec, sample_rows, seed, f"in {piece.where()}")
+
+
+def _counting_spec(spec: ColumnSpec) -> ColumnSpec:
+    """The columns that choose the intersections: the label and the identity columns."""
+    return replace(spec, models=[], sample_weight=None, combinations=())
+
+
+def _frame_cells(frame, spec: ColumnSpec, where: str):
+    """Class row counts of every combination the rows of one partition hold."""
+    rows = encode_frame(frame, _counting_spec(spec), where)
+    return code_combination_cells(rows.labels, rows.codes, spec.intersections)
+
+
+def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
+    counting = _counting_spec(spec)
+    frame = read_piece(parquet, piece, counting.columns)
+    return _frame_cells(frame, spec, f"in {piece.where()}")
 
 
 def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool):
@@ -407,7 +431,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
              divisions=None, persist: bool | None = None, compute: bool = True,
              progress: bool | None = None, piece_rows: int = 1_000_000,
              worker_timeout: float = 30.0, stall_timeout: float = 120.0,
-             random_state: int = 0):
+             random_state: int = 0, intersections: int | None = None,
+             min_subgroup_size: int = 1):
     """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
@@ -463,6 +488,12 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
     random_state : int, default 0
         Seed of the score sample that sets the partition boundaries (the
         result does not depend on it, only the partitions' sizes do).
+    intersections : {None, 2, 3}, default None
+        Also every pair (and triple) of the subgroups with at least
+        ``min_subgroup_size`` rows of each class, named ``"a & b"``, as in
+        :func:`fastbias.evaluate`; one more pass over the label and identity
+        columns chooses them.
+    min_subgroup_size : int, default 1
 
     Returns
     -------
@@ -494,6 +525,7 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
     for name, value in (("worker_timeout", worker_timeout), ("stall_timeout", stall_timeout)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    order, min_size = check_intersections(intersections, min_subgroup_size)
     settings = dict(label=label, scores=scores, subgroups=subgroups,
                     label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                     missing_subgroup=missing_subgroup, sample_weight=sample_weight)
@@ -523,6 +555,7 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         pieces = parquet.pieces(int(piece_rows))
         score_dtypes = parquet.score_dtypes
         n_input = len(pieces)
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size)
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
     given = [divisions.get(model) if isinstance(divisions, dict) else divisions
              for model in spec.models]
@@ -543,6 +576,20 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
     """The passes of :func:`evaluate` on checked arguments."""
     import dask
     import dask.dataframe as dd
+
+    # 0. the intersections, chosen on all rows (each piece counts its rows' combinations)
+    if spec.intersections is not None:
+        if parquet is None:
+            columns = list(dict.fromkeys([spec.label, *spec.subgroups]))
+            tasks = [dask.delayed(_frame_cells)(part, spec, f"in Dask partition {i}")
+                     for i, part in enumerate(data[columns].to_delayed())]
+        else:
+            tasks = [dask.delayed(_piece_cells)(piece, parquet, spec) for piece in pieces]
+        total = None
+        for cells in _compute(client, tasks, show, worker_timeout, stall_timeout):
+            total = add_combination_cells(total, cells)
+        spec = spec.with_combinations(choose_combinations(total, list(spec.subgroups),
+                                                          spec.min_subgroup_size))
 
     # 1. first pass: validate scores, weights and labels; sample the scores
     need_sample = any(d is None for d in given)
@@ -580,7 +627,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
         encoded = encoded.persist()
 
     # 3. per model: the range partitioning, then one count task per partition
-    n_groups = len(spec.subgroups)
+    n_groups = len(spec.row_names)  # the subgroups, then the intersections chosen
     shared = [_LABEL, *([_WEIGHT] if spec.weighted else []),
               *_word_columns(n_groups, spec.exclude_missing)]
     per_model_tasks = []

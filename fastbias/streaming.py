@@ -35,11 +35,10 @@ import numpy as np
 
 from .prepare.encoded import EncodedRows, encode_frame
 from .prepare.memberships import (
+    add_combination_cells,
     check_intersections,
-    check_unique_names,
-    chosen_cells,
-    combination_cells,
-    prepare_memberships_dense,
+    choose_combinations,
+    code_combination_cells,
 )
 from .reports.histograms import HistogramCounter, histogram_edges
 from .sort import _kernels as SK
@@ -418,24 +417,16 @@ def chosen_combinations(read, spec: ColumnSpec) -> list:
     ``spec.min_subgroup_size`` rows of each class over all rows (one reading pass of the
     label and identity columns; each batch emits the combinations of its rows' own
     subgroups, never a rows x combinations matrix), as the in-memory path chooses them."""
-    names = list(spec.subgroups)
     counting = replace(spec, models=[], sample_weight=None)
-    totals = None
+    total = None
     kinds = BatchKinds(spec.subgroups)
     for frame, where in read(counting.columns):
         kinds.check(frame, where)
         rows = encode_frame(frame, counting, where)
         del frame
-        members = prepare_memberships_dense(rows.labels, rows.codes == 1, names)
-        cells = combination_cells(members, spec.intersections)
-        totals = cells if totals is None else [
-            (combos, total + part) for (combos, total), (_, part) in zip(totals, cells)]
-    chosen = []
-    for combos, cells in totals or []:
-        kept = chosen_cells(cells, spec.min_subgroup_size)
-        chosen += [combo for combo, keep in zip(combos, kept) if keep]
-    check_unique_names(names + [" & ".join(str(names[j]) for j in c) for c in chosen])
-    return chosen
+        total = add_combination_cells(
+            total, code_combination_cells(rows.labels, rows.codes, spec.intersections))
+    return choose_combinations(total, list(spec.subgroups), spec.min_subgroup_size)
 
 
 def _prepared(read, prepare):
@@ -471,6 +462,8 @@ def sample_memory(n_models: int) -> int:
     """The most bytes the first pass's score samples hold (values and weights, up to twice
     the target before a thinning, once more while a batch's part is merged)."""
     return n_models * 3 * 2 * SAMPLE_MOST * 16
+
+
 
 
 def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, random_state,

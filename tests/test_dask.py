@@ -76,6 +76,27 @@ def test_cluster_equals_in_memory_evaluate(client, jigsaw, missing_subgroup, wei
     assert result.settings["engine"] == "dask"
 
 
+@pytest.mark.parametrize("missing_subgroup,weighted", [("background", False), ("exclude", True)])
+def test_cluster_intersections_equal_in_memory_evaluate(client, jigsaw, tmp_path,
+                                                        missing_subgroup, weighted):
+    """The pairs and triples (chosen over all partitions) and their numbers, from a Dask
+    DataFrame and from Parquet files, equal fastbias.evaluate(intersections=3)."""
+    kwargs = dict(label="toxicity", scores=["model_biased", "model_int"],
+                  subgroups=list(jigsaw.columns[1:5]), missing_subgroup=missing_subgroup,
+                  sample_weight="weight" if weighted else None, intersections=3,
+                  min_subgroup_size=2)
+    reference = quiet(fastbias.evaluate, jigsaw, **kwargs)
+    chosen = reference.for_model("model_int").attrs["intersections"]
+    assert len(chosen) >= 3 and all(" & " in name for name in chosen)
+    for k in range(3):
+        jigsaw.iloc[k::3].to_parquet(tmp_path / f"part-{k}.parquet", index=False)
+    for data in (dd.from_pandas(jigsaw, npartitions=7), str(tmp_path)):
+        result = quiet(fdask.evaluate, data, npartitions=9, **kwargs)
+        assert_same_result(result, reference, exact=not weighted)
+        assert result.for_model("model_int").attrs == reference.for_model("model_int").attrs
+        assert result.final_metric().equals(reference.final_metric())
+
+
 def test_empty_partitions_and_given_divisions(client, jigsaw):
     ddf = dd.from_pandas(jigsaw, npartitions=5)
     # scores have two decimals: (0.001, 0.009) and others hold no row at all

@@ -361,6 +361,33 @@ def combination_cells(memberships: Memberships, order: int) -> list:
     return out
 
 
+def code_combination_cells(labels: np.ndarray, codes: np.ndarray, order: int) -> list:
+    """:func:`combination_cells` of one piece of out-of-core data, from its int8 membership
+    codes (n, k) (1 member; 0 and -1 not)."""
+    names = list(range(codes.shape[1]))
+    return combination_cells(prepare_memberships_dense(labels, codes == 1, names), order)
+
+
+def add_combination_cells(total, cells):
+    """Sum two results of :func:`combination_cells` (either may be None)."""
+    if total is None or cells is None:
+        return cells if total is None else total
+    return [(combos, a + b) for (combos, a), (_, b) in zip(total, cells)]
+
+
+def choose_combinations(total, names: list, min_size: int) -> list:
+    """The combinations of :func:`combination_cells` sums to evaluate: pairs first, then
+    triples, each lexicographic, with at least ``min_size`` rows of each class (as
+    :func:`intersections_of` chooses them on all rows at once); their names ``"a & b"``
+    must not be subgroup names."""
+    chosen = []
+    for combos, cells in total or []:
+        kept = chosen_cells(cells, min_size)
+        chosen += [combo for combo, keep in zip(combos, kept) if keep]
+    check_unique_names(list(names) + [" & ".join(str(names[j]) for j in c) for c in chosen])
+    return chosen
+
+
 def _combination_entries(m: Memberships, r: int):
     """``(combos, index, owners)``: for every (identity row, combination of r of its
     subgroups), the combination's position in ``combos`` (all combinations of

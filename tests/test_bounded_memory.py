@@ -303,13 +303,19 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
         df.to_json(path, orient="records", lines=True)
     else:
         df.to_csv(path, index=False)
-    assert _report(path, tmp_path / "memory.json", "--missing-subgroup", "exclude") == 0
-    capsys.readouterr()
     # a limit that leaves 4 MiB for the data, where in memory the rows would need ~8 MB:
     # batches of about 3,000 rows, buckets of about 12,000 (four of them), a thinned sample
+    _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch,
+                                          "--missing-subgroup", "exclude")
+
+
+def _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch, *extra):
+    """The CLI's JSON report of ``path`` in memory, then streamed within 4 MiB: the same,
+    but for the timings and settings; returns the streamed report."""
+    assert _report(path, tmp_path / "memory.json", *extra) == 0
+    capsys.readouterr()
     limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
-    status = _report(path, tmp_path / "streamed.json", "--missing-subgroup", "exclude",
-                     "--max-memory", str(limit))
+    status = _report(path, tmp_path / "streamed.json", *extra, "--max-memory", str(limit))
     err = capsys.readouterr().err
     assert status == 0, err
     assert "streaming it" in err
@@ -320,6 +326,7 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
         report.pop("timings_s")
         report.pop("settings")
     assert streamed == memory
+    return streamed
 
 
 def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monkeypatch):
@@ -744,7 +751,7 @@ def test_streamed_intersections_equal_evaluate(tmp_path, policy, weighted, monke
     import fastbias.streaming as streaming
 
     monkeypatch.setattr(streaming, "COMBINATION_BATCH_BYTES", 1_000)  # pieces of 1,000 rows
-    df = _tied_frame(30_000, seed=6, n_groups=4)
+    df = _tied_frame(8_000, seed=6, n_groups=4)
     df.loc[np.random.default_rng(7).random(len(df)) < 0.4, "s"] = 0.5
     df["w"] = np.random.default_rng(8).integers(1, 5, len(df)) * 0.25
     kw = dict(label="y", scores="s", subgroups=["g0", "g1", "g2", "g3"], intersections=3,
@@ -753,12 +760,12 @@ def test_streamed_intersections_equal_evaluate(tmp_path, policy, weighted, monke
     expected = quiet(fastbias.evaluate, df, **kw)
     assert len(expected.for_model().attrs["intersections"]) == 10
     df.to_csv(tmp_path / "d.csv", index=False)
-    results = [quiet(evaluate_csv, tmp_path / "d.csv", batch_rows=7_000, bucket_rows=4_000,
+    results = [quiet(evaluate_csv, tmp_path / "d.csv", batch_rows=2_500, bucket_rows=1_500,
                      **kw)]
     if importlib.util.find_spec("pyarrow") is not None:
-        df.to_parquet(tmp_path / "d.parquet", row_group_size=6_000)
-        results.append(quiet(evaluate_parquet, tmp_path / "d.parquet", batch_rows=7_000,
-                             bucket_rows=4_000, **kw))
+        df.to_parquet(tmp_path / "d.parquet", row_group_size=2_000)
+        results.append(quiet(evaluate_parquet, tmp_path / "d.parquet", batch_rows=2_500,
+                             bucket_rows=1_500, **kw))
     for result in results:
         pd.testing.assert_frame_equal(result.table, expected.table, check_exact=not weighted,
                                       rtol=1e-14)
@@ -782,24 +789,13 @@ def test_streamed_intersections_keep_only_those_large_enough(tmp_path):
                                                               if k != "intersections"})
 
 
+@pytest.mark.jit_heavy  # the streaming kernels are covered uncompiled by the tests above
 def test_cli_streams_intersections_to_the_in_memory_report(tmp_path, capsys, monkeypatch):
     df = _tied_frame(40_000, seed=2)
     df["t"] = np.random.default_rng(8).random(len(df))
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
-    extra = ["--missing-subgroup", "exclude", "--intersections", "2", "--min-subgroup-size", "5"]
-    assert _report(path, tmp_path / "memory.json", *extra) == 0
-    capsys.readouterr()
-    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
-    status = _report(path, tmp_path / "streamed.json", *extra, "--max-memory", str(limit))
-    err = capsys.readouterr().err
-    assert status == 0, err
-    assert "streaming it" in err
-    memory = json.loads((tmp_path / "memory.json").read_text())
-    streamed = json.loads((tmp_path / "streamed.json").read_text())
-    assert streamed["settings"]["engine"] == "streaming"
-    for report in (memory, streamed):
-        report.pop("timings_s")
-        report.pop("settings")
-    assert streamed == memory
+    streamed = _assert_streamed_report_equals_memory(
+        path, tmp_path, capsys, monkeypatch, "--missing-subgroup", "exclude",
+        "--intersections", "2", "--min-subgroup-size", "5")
     assert any(" & " in row["subgroup"] for row in streamed["models"][0]["subgroups"])

@@ -5,10 +5,11 @@ Needs the Debian packages ``chromium`` (and ``chromium-driver``) and the
 download). Skips cleanly when either is missing. A full-page screenshot is
 saved to ``test-artifacts/report.png`` for people to look at.
 """
+import contextlib
 import os
 import shutil
-from collections import Counter
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,20 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"chromium not installed ({CHROMIUM} is absent)")
+
+
+@contextlib.contextmanager
+def chromium(playwright):
+    """Headless Chromium, closed at the end; a skip when it does not start (a broken browser
+    install is an environment problem, not a report bug)."""
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    except Exception as exc:
+        pytest.skip(f"chromium does not start: {exc}")
+    try:
+        yield browser
+    finally:
+        browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -55,36 +70,29 @@ def report_file(tmp_path_factory):
 def test_report_renders_in_chromium(report_file):
     path, report = report_file
     problems, requests = [], []
-    with sync_api.sync_playwright() as playwright:
-        try:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except Exception as exc:  # a broken browser install is an environment problem
-            pytest.skip(f"chromium does not start: {exc}")
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-                    if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri(), wait_until="load")
+    with sync_api.sync_playwright() as playwright, chromium(playwright) as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(path.as_uri(), wait_until="load")
 
-            images = page.evaluate("""() => Array.from(document.images).map(img => ({
-                complete: img.complete, width: img.naturalWidth, height: img.naturalHeight,
-                shown: img.getBoundingClientRect().width}))""")
-            figure_ids = page.evaluate(
-                "() => Array.from(document.querySelectorAll('figure')).map(f => f.id)")
-            table_rows = page.evaluate("""() => Array.from(document.querySelectorAll(
-                'table.metrics')).map(t => t.tBodies[0].rows.length)""")
-            undefined_cells = page.evaluate(
-                "() => document.querySelectorAll('table.metrics td.undefined[title]').length")
-            tooltip = page.evaluate(
-                "() => document.querySelector('table.metrics td.undefined[title]')?.title || ''")
-            title = page.title()
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
-        finally:
-            browser.close()
+        images = page.evaluate("""() => Array.from(document.images).map(img => ({
+            complete: img.complete, width: img.naturalWidth, height: img.naturalHeight,
+            shown: img.getBoundingClientRect().width}))""")
+        figure_ids = page.evaluate(
+            "() => Array.from(document.querySelectorAll('figure')).map(f => f.id)")
+        table_rows = page.evaluate("""() => Array.from(document.querySelectorAll(
+            'table.metrics')).map(t => t.tBodies[0].rows.length)""")
+        undefined_cells = page.evaluate(
+            "() => document.querySelectorAll('table.metrics td.undefined[title]').length")
+        tooltip = page.evaluate(
+            "() => document.querySelector('table.metrics td.undefined[title]')?.title || ''")
+        title = page.title()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
 
     assert problems == []
     # self-contained: the page itself is the only thing fetched (images are data: URLs)
@@ -122,22 +130,15 @@ def test_names_with_markup_run_nothing_in_chromium(tmp_path):
                                                               "</script>")
     path = tmp_path / "hostile.html"
     report.to_html(path)
-    with sync_api.sync_playwright() as playwright:
-        try:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except Exception as exc:
-            pytest.skip(f"chromium does not start: {exc}")
-        try:
-            page = browser.new_page()
-            requests = []
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri(), wait_until="load")
-            title = page.title()
-            text = page.inner_text("body")
-            elements = page.evaluate("() => document.querySelectorAll('main img:not([src^=\"data:\"]),"
-                                     " main svg, main script, main b[onmouseover]').length")
-        finally:
-            browser.close()
+    with sync_api.sync_playwright() as playwright, chromium(playwright) as browser:
+        page = browser.new_page()
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(path.as_uri(), wait_until="load")
+        title = page.title()
+        text = page.inner_text("body")
+        elements = page.evaluate("() => document.querySelectorAll('main img:not([src^=\"data:\"]),"
+                                 " main svg, main script, main b[onmouseover]').length")
     assert title != "pwned" and "<script>" in title  # the title is shown as text
     assert name in text
     assert elements == 0
@@ -171,23 +172,16 @@ def test_printing_the_report_keeps_every_table_row_and_column(long_report_file):
     pypdf = pytest.importorskip("pypdf")
     path, report = long_report_file
     pdf_path = path.with_suffix(".pdf")
-    with sync_api.sync_playwright() as playwright:
-        try:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except Exception as exc:
-            pytest.skip(f"chromium does not start: {exc}")
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(path.as_uri(), wait_until="load")
-            tables = page.evaluate("""() => Array.from(document.querySelectorAll(
-                'table.metrics')).map(t => ({model: t.dataset.model,
-                  head: Array.from(t.tHead.rows[0].cells).map(c => c.innerText),
-                  rows: Array.from(t.tBodies[0].rows).map(
-                    r => Array.from(r.cells).map(c => c.innerText))}))""")
-            page.emulate_media(media="print")
-            page.pdf(path=str(pdf_path), print_background=True, prefer_css_page_size=True)
-        finally:
-            browser.close()
+    with sync_api.sync_playwright() as playwright, chromium(playwright) as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(path.as_uri(), wait_until="load")
+        tables = page.evaluate("""() => Array.from(document.querySelectorAll(
+            'table.metrics')).map(t => ({model: t.dataset.model,
+              head: Array.from(t.tHead.rows[0].cells).map(c => c.innerText),
+              rows: Array.from(t.tBodies[0].rows).map(
+                r => Array.from(r.cells).map(c => c.innerText))}))""")
+        page.emulate_media(media="print")
+        page.pdf(path=str(pdf_path), print_background=True, prefer_css_page_size=True)
     reader = pypdf.PdfReader(str(pdf_path))
     text = _squash("\n".join(p.extract_text() for p in reader.pages))
 

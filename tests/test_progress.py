@@ -102,7 +102,7 @@ def test_a_bar_hidden_under_a_newer_one_counts_silently(capsys):
     assert "7/10" in capsys.readouterr().err and outer.done == 7
 
 
-def _frame(n=3000, seed=4):
+def _frame(n=1_000, seed=4):
     rng = np.random.default_rng(seed)
     y = rng.random(n) < 0.3
     g = rng.random(n) < 0.3
@@ -116,15 +116,15 @@ def test_one_bootstrap_bar_for_every_model_and_universe_counts_up(recorded):
     """Two models in two threads, and 'exclude' splits the rows into two universes: one
     bar of 2 x 2 x n_boot replicates that never counts backwards (it used to be one bar
     per run, overwriting each other: 2462/3000 -> 2789 -> 2489)."""
-    df = _frame()
+    df = _frame(1_000)
     kwargs = dict(label="y", scores=["a", "b"], subgroups=["g", "h"], ci="bootstrap",
-                  n_boot=40, random_state=3, missing_subgroup="exclude", n_jobs=2)
+                  n_boot=10, random_state=3, missing_subgroup="exclude", n_jobs=2)
     with progress.shown(True):
         shown = fastbias.evaluate(df, **kwargs)
     bars = [t for t in recorded if t.total is not None]
     assert len(bars) == 1
-    assert bars[0].total == 2 * 2 * 40
-    assert bars[0].counts == sorted(bars[0].counts) and bars[0].counts[-1] == 160
+    assert bars[0].total == 2 * 2 * 10
+    assert bars[0].counts == sorted(bars[0].counts) and bars[0].counts[-1] == 40
     assert progress._OPEN == []
     with progress.shown(False):
         quiet = fastbias.evaluate(df, **kwargs)
@@ -133,7 +133,7 @@ def test_one_bootstrap_bar_for_every_model_and_universe_counts_up(recorded):
 
 
 CLI_ARGS = ["--label", "y", "--scores", "a", "b", "--subgroups", "g", "h",
-            "--missing-subgroup", "exclude", "--ci", "bootstrap", "--n-boot", "30"]
+            "--missing-subgroup", "exclude", "--ci", "bootstrap", "--n-boot", "4"]
 
 
 def test_cli_bootstrap_bar_follows_progress_flag(recorded, tmp_path, capsys):
@@ -143,8 +143,8 @@ def test_cli_bootstrap_bar_follows_progress_flag(recorded, tmp_path, capsys):
                  "--progress", "always"]) == 0
     bars = [t for t in recorded if t.total is not None]
     statuses = [t.desc for t in recorded if t.total is None]
-    assert [b.total for b in bars] == [2 * 2 * 30]
-    assert any(d.startswith("evaluating 2 model(s) x 2 subgroups with 30 bootstrap") for d in
+    assert [b.total for b in bars] == [2 * 2 * 4]
+    assert any(d.startswith("evaluating 2 model(s) x 2 subgroups with 4 bootstrap") for d in
                statuses), statuses
     assert "\r" in capsys.readouterr().err
     recorded.clear()
@@ -164,6 +164,7 @@ def test_cli_without_tqdm_prints_each_step_on_a_line(monkeypatch, tmp_path, caps
     assert "fastbias: reading data.csv ...\nfastbias: evaluating 2 model(s)" in err
 
 
+@pytest.mark.jit_heavy  # a bootstrap of 20,000 rows in a fresh process
 def test_cli_on_a_terminal_draws_one_status_line(tmp_path):
     """A real terminal (a pty of 100 columns): the status line is drawn by tqdm, in place,
     and any bootstrap counts shown only go up, out of 2 models x 2 universes x n_boot."""

@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_804_875)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--reference-pairs", type=int, default=3)
+    parser.add_argument("--streaming-repeat", type=int, default=3,
+                        help="runs of evaluate_parquet with and without intersections (0: none)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
 
@@ -89,6 +91,9 @@ def main() -> None:
         median = statistics.median(array_times[name])
         print(f"| {name} | {median:.3f} | {median / base_arrays:.2f} |")
 
+    if args.streaming_repeat:
+        streaming(df, kwargs, args.streaming_repeat)
+
     if args.reference_pairs:
         from scipy.stats import mannwhitneyu
         from sklearn.metrics import roc_auc_score
@@ -113,6 +118,39 @@ def main() -> None:
         print(f"\nreference loop (sklearn + scipy on the AND of two columns): {per_pair:.3f} s "
               f"per pair, so {per_pair * n_pairs:.0f} s for the {n_pairs} pairs kept; fastbias "
               f"adds {pairs_only:.3f} s for them: {per_pair * n_pairs / max(pairs_only, 1e-9):.0f}x")
+
+
+
+def streaming(df, kwargs, repeat: int) -> None:
+    """The out-of-core path on the same rows as 8 Parquet files: evaluate_parquet with
+    intersections=None, 2 and 3 (one more reading pass chooses them; each spilled row
+    carries one more byte per intersection kept), interleaved, medians."""
+    import tempfile
+
+    from fastbias.streaming import evaluate_parquet
+
+    settings = {"24 alone": None, "pairs": 2, "pairs and triples": 3}
+    with tempfile.TemporaryDirectory() as directory:
+        columns = ["toxicity", "model_biased", *kwargs["subgroups"]]
+        for k in range(8):
+            df[columns].iloc[k::8].to_parquet(os.path.join(directory, f"part-{k}.parquet"),
+                                              index=False)
+        rows = {name: len(evaluate_parquet(directory, **kwargs, intersections=order).table)
+                for name, order in settings.items()}   # compile and warm up
+        times = {name: [] for name in settings}
+        for _ in range(repeat):
+            for name, order in settings.items():
+                start = time.perf_counter()
+                evaluate_parquet(directory, **kwargs, intersections=order)
+                times[name].append(time.perf_counter() - start)
+    print(f"\n`evaluate_parquet` (streaming, 8 files, default batch and bucket sizes), median "
+          f"of {repeat}:\n")
+    print("| subgroups | rows of the table | seconds (median) | x the 24 alone |")
+    print("|---|---:|---:|---:|")
+    base = statistics.median(times["24 alone"])
+    for name in settings:
+        median = statistics.median(times[name])
+        print(f"| {name} | {rows[name]} | {median:.2f} | {median / base:.2f} |")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ __all__ = ["evaluate_csv", "evaluate_parquet"]
 
 #: with intersections, the encoded rows of a batch (one byte per intersection and row, plus
 #: the spilled records) are made in pieces of about this many bytes
-COMBINATION_BATCH_BYTES = 2 ** 22
+COMBINATION_BATCH_BYTES = 2 ** 25
 
 
 class _ModelSpill:

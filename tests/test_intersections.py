@@ -319,3 +319,42 @@ def test_the_report_says_how_many_rows_are_intersections():
     html = fastbias.BiasReport.from_result(df, res).to_html()
     assert (f"3 and {n_pairs} intersections (pairs with at least 2 rows of each class; the "
             f"final metric is over the 3)") in html
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_combination_codes_follow_the_rules_row_by_row(seed):
+    """The out-of-core paths' intersection codes against a per-row reading of the rules:
+    -1 when any part is unannotated, else 1 when every part is a member, else 0; rows
+    fully annotated, unannotated and partly annotated, pairs and triples, some chosen."""
+    from itertools import combinations
+
+    from fastbias.prepare.encoded import with_combination_codes
+    from fastbias.sweep.chunks import _chunk_universes
+
+    rng = np.random.default_rng(seed)
+    n, k = 300, 5
+    codes = (rng.random((n, k)) < 0.4).astype(np.int8)
+    codes[rng.random((n, k)) < 0.15] = -1            # partly annotated rows
+    codes[rng.random(n) < 0.2] = -1                   # rows annotated for nothing
+    codes[rng.random(n) < 0.2] = 1                    # rows in every subgroup
+    every = list(combinations(range(k), 2)) + list(combinations(range(k), 3))
+    chosen = [c for c in every if rng.random() < 0.6]
+    out = with_combination_codes(codes, chosen)
+    assert out.shape == (n, k + len(chosen)) and out.dtype == np.int8
+    np.testing.assert_array_equal(out[:, :k], codes)
+    for t, combo in enumerate(chosen):
+        for i in range(n):
+            parts = [int(codes[i, j]) for j in combo]
+            expected = -1 if min(parts) < 0 else int(all(p == 1 for p in parts))
+            assert out[i, k + t] == expected, (i, combo, parts)
+    # the universes of a chunk: subgroups with the same unannotated rows share one
+    universes = _chunk_universes(out)
+    seen = sorted(j for _, members in universes for j in members)
+    assert seen == list(range(out.shape[1]))
+    for kept, members in universes:
+        for j in members:
+            expected_kept = np.flatnonzero(out[:, j] >= 0)
+            if kept is None:
+                assert expected_kept.shape[0] == n
+            else:
+                np.testing.assert_array_equal(kept, expected_kept)

@@ -316,6 +316,63 @@ def membership_codes(values, threshold, missing, mark_missing, codes, column):
 
 
 @njit(cache=True, nogil=True)
+def combination_codes(codes, lookup2, lookup3, parts, n_parts, out):
+    """Write ``codes`` (n, k) and one int8 column per chosen combination into ``out``
+    (n, k + c): 1 when the row is a member of every part, -1 when it is unannotated (-1)
+    for any part, else 0.
+
+    ``lookup2[a, b]`` / ``lookup3[a, b, c]`` (a < b < c) give a combination's column
+    among the chosen ones, or -1 (``lookup3`` is (0, 0, 0) without triples); ``parts``
+    (c, 3) and ``n_parts`` (c,) list each combination's subgroups. A row annotated for
+    every subgroup (or for none) costs a fill plus the combinations of its own subgroups;
+    only a partly annotated row reads every combination's parts.
+    """
+    n, k = codes.shape
+    c = parts.shape[0]
+    members = np.empty(k, dtype=np.int64)
+    triples = lookup3.shape[0] > 0
+    for i in range(n):
+        n_missing = 0
+        n_members = 0
+        for j in range(k):
+            v = codes[i, j]
+            out[i, j] = v
+            if v < 0:
+                n_missing += 1
+            elif v == 1:
+                members[n_members] = j
+                n_members += 1
+        if n_missing == k and k > 0:
+            for t in range(c):
+                out[i, k + t] = -1
+            continue
+        if n_missing > 0:  # partly annotated: every combination looks at its parts
+            for t in range(c):
+                code = 1
+                for q in range(n_parts[t]):
+                    v = codes[i, parts[t, q]]
+                    if v < 0:
+                        code = -1
+                        break
+                    if v == 0:
+                        code = 0
+                out[i, k + t] = code
+            continue
+        for t in range(c):
+            out[i, k + t] = 0
+        for x in range(n_members):
+            for y in range(x + 1, n_members):
+                t = lookup2[members[x], members[y]]
+                if t >= 0:
+                    out[i, k + t] = 1
+                if triples:
+                    for z in range(y + 1, n_members):
+                        t = lookup3[members[x], members[y], members[z]]
+                        if t >= 0:
+                            out[i, k + t] = 1
+
+
+@njit(cache=True, nogil=True)
 def pack_codes(codes):
     """Pack (n, n_groups) int8 codes into bit words: (member bits, unannotated bits).
 

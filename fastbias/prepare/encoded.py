@@ -7,6 +7,7 @@ piece of out-of-core data is binarised the same way.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,24 +70,32 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
     return EncodedRows(labels, codes, weights, scores)
 
 
-def with_combination_codes(codes: np.ndarray, combinations, block_rows: int = 65_536):
+def with_combination_codes(codes: np.ndarray, combinations) -> np.ndarray:
     """``codes`` (n, k) with one more int8 column per combination of subgroups: 1 when
     the row is a member of all of them, -1 when it is unannotated (excluded) for any of
     them (its membership of the intersection is unknown), else 0 (the in-memory rules of
-    ``intersections=``). Built ``block_rows`` rows at a time, so the temporaries stay small."""
+    ``intersections=``)."""
     n, k = codes.shape
+    lookup2, lookup3, parts, n_parts = _combination_tables(k, tuple(map(tuple, combinations)))
     out = np.empty((n, k + len(combinations)), dtype=np.int8)
-    out[:, :k] = codes
-    by_order: dict = {}
-    for c, combo in enumerate(combinations):
-        by_order.setdefault(len(combo), []).append(c)
-    for start in range(0, n, block_rows):
-        block = codes[start:start + block_rows]
-        for order, columns in by_order.items():
-            parts = np.array([combinations[c] for c in columns])      # (m, order)
-            values = block[:, parts]                                    # (rows, m, order)
-            member = (values == 1).all(axis=2)
-            unknown = (values < 0).any(axis=2)
-            target = out[start:start + block_rows]
-            target[:, [k + c for c in columns]] = np.where(unknown, -1, member).astype(np.int8)
+    K.combination_codes(np.ascontiguousarray(codes), lookup2, lookup3, parts, n_parts, out)
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _combination_tables(k: int, combinations: tuple) -> tuple:
+    """The look-up tables of :func:`with_combination_codes` (made once per set of
+    combinations, not once per batch)."""
+    c = len(combinations)
+    lookup2 = np.full((k, k), -1, dtype=np.int64)
+    order = max((len(combo) for combo in combinations), default=2)
+    lookup3 = np.full((k, k, k) if order >= 3 else (0, 0, 0), -1, dtype=np.int64)
+    parts = np.zeros((c, 3), dtype=np.int64)
+    n_parts = np.zeros(c, dtype=np.int64)
+    for t, combo in enumerate(combinations):
+        (lookup2 if len(combo) == 2 else lookup3)[tuple(combo)] = t
+        parts[t, :len(combo)] = combo
+        n_parts[t] = len(combo)
+    for table in (lookup2, lookup3, parts, n_parts):
+        table.flags.writeable = False  # shared by every batch
+    return lookup2, lookup3, parts, n_parts

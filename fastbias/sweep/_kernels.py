@@ -1210,3 +1210,23 @@ def member_overall_cross_sums(member_keys, member_codes, member_weights, neg_sor
             pos_in_block[g] = 0.0
             is_touched[g] = False
     return sums
+
+
+@njit(cache=True, nogil=True)
+def missing_bits(codes):
+    """Each subgroup's unannotated rows (code < 0) of int8 ``codes`` (n, k), as bits:
+    (k, ceil(n / 64)) uint64, bit i % 64 of word i // 64 set when row i is unannotated.
+    Rows are read in order (a column at a time would be strided)."""
+    n, k = codes.shape
+    n_words = (n + 63) // 64
+    bits = np.zeros((k, n_words), dtype=np.uint64)
+    for w in range(n_words):  # 64 rows at a time, each subgroup's word built in a register
+        start = w * 64
+        stop = min(n, start + 64)
+        for j in range(k):
+            word = np.uint64(0)
+            for i in range(start, stop):
+                if codes[i, j] < 0:
+                    word |= np.uint64(1) << np.uint64(i - start)
+            bits[j, w] = word
+    return bits

@@ -40,7 +40,14 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .progress import Status, live_available, shown, ticking
+from .progress import (
+    Status,
+    close_displays,
+    live_available,
+    open_displays,
+    shown,
+    ticking,
+)
 from .reports.plain import terminal_text
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
@@ -1207,8 +1214,12 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     notes = _notes_on_stderr(args)
+    displays = open_displays()
     try:
-        return args.func(args)
+        try:
+            return args.func(args)
+        finally:  # a status line an error left open is cleared before the error is printed
+            close_displays(displays)
     except CLIError as exc:
         print(terminal_text(f"fastbias: error: {exc}", keep_newlines=True), file=sys.stderr)
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:

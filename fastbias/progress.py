@@ -167,6 +167,23 @@ class Status(_Display):
         super().close()
 
 
+def open_displays() -> int:
+    """How many displays are open now (see :func:`close_displays`)."""
+    with _LOCK:
+        return len(_OPEN)
+
+
+def close_displays(keep: int = 0) -> None:
+    """Close the displays opened after the first ``keep`` (newest first): what an error
+    left open, so that its message starts on a clean line and no stale line comes back."""
+    while True:
+        with _LOCK:
+            if len(_OPEN) <= keep:
+                return
+            display = _OPEN[-1]
+        display.close()
+
+
 @contextmanager
 def ticking(text: str, setting=None):
     """``text`` and the time since it started, redrawn until the block ends."""
@@ -187,5 +204,5 @@ def bootstrap_bar(progress, total: int, desc: str = "bootstrap"):
     return Bar(total, desc, unit="replicate", setting=progress), True
 
 
-__all__ = ["Bar", "Status", "bootstrap_bar", "enabled", "live_available", "shown",
-           "stderr_is_terminal", "ticking"]
+__all__ = ["Bar", "Status", "bootstrap_bar", "close_displays", "enabled", "live_available",
+           "open_displays", "shown", "stderr_is_terminal", "ticking"]

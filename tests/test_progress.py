@@ -26,6 +26,15 @@ tqdm = pytest.importorskip("tqdm").tqdm
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def nothing_left_open():
+    """Every test leaves no display open (and a failing one does not spill into the next)."""
+    yield
+    left = list(progress._OPEN)
+    progress.close_displays(0)
+    assert left == []
+
+
 @pytest.fixture
 def recorded(monkeypatch):
     """Every tqdm the library opens, drawn at once (no delay), with the counts it showed."""
@@ -203,3 +212,28 @@ def test_cli_on_a_terminal_draws_one_status_line(tmp_path):
     assert all(n == 2 * 2 * 400 for _, n in counts)
     assert [k for k, _ in counts] == sorted(k for k, _ in counts)
     assert (tmp_path / "r.json").exists()
+
+
+def test_an_error_while_reading_leaves_no_status_line_behind(recorded, tmp_path, capsys,
+                                                            monkeypatch):
+    """A data error raised while the 'reading' line is up: the line is cleared before the
+    error is printed, and no stale display comes back on the next run in this process."""
+    import fastbias.cli as cli
+
+    path = tmp_path / "data.csv"
+    _frame().to_csv(path, index=False)
+    real = cli.iter_text_batches
+
+    def failing(*args, **kwargs):
+        for item in real(*args, **kwargs):
+            yield item
+            raise ValueError("score column 'a' is broken in rows 1-1000")
+
+    monkeypatch.setattr(cli, "iter_text_batches", failing)
+    assert main(["report", str(path), *CLI_ARGS, "--out", str(tmp_path / "a.json"),
+                 "--progress", "always"]) == 1
+    err = capsys.readouterr().err
+    assert progress._OPEN == []
+    assert recorded and all(t.disable for t in recorded)   # tqdm marks a closed bar disabled
+    last = err.rstrip("\n").split("\n")[-1]
+    assert last.split("\r")[-1].startswith("fastbias: error: score column 'a' is broken")

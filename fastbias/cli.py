@@ -889,7 +889,8 @@ def cmd_report(args) -> int:
     if over is not None:
         _check_streamable(args, over, limit, budget)
         _say(args, f"{args.data} needs more than --max-memory ({_bytes_text(limit)}) in "
-                   f"memory: streaming it (two passes over the file, spill files under "
+                   f"memory: streaming it ({'three' if args.intersections else 'two'} passes "
+                   f"over the file, spill files under "
                    f"{args.temp_dir or 'the temporary directory'})")
         result, histograms = _reading(args.data, lambda: _run_streaming(args, progress, limit))
         timings["read and evaluate (streaming)"] = time.perf_counter() - start
@@ -1141,9 +1142,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
                         help="memory the run may use, e.g. 8G or 500M (default: half of the "
                              "memory available at the start). Data that would need more is "
-                             "evaluated by streaming: exact, two passes over the file, spill "
-                             "files on disk, no --ci/--significance/--intersections/--positive/"
-                             "--nan-policy omit")
+                             "evaluated by streaming: exact, two passes over the file (three "
+                             "with --intersections), spill files on disk, no --ci/"
+                             "--significance/--positive/--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

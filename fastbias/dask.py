@@ -471,7 +471,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         False returns a ``dask.delayed.Delayed`` whose value is the result,
         for ``dask.compute``, ``client.compute`` with ``distributed.progress``,
         or the dashboard. The first pass (score boundaries, weight range)
-        still runs now unless ``divisions`` are given and there are no weights.
+        still runs now unless ``divisions`` are given and there are no weights,
+        and so does the pass that chooses ``intersections``.
     progress : bool, optional
         Dask's progress bar on stdout while the cluster works (default: when
         stdout is a terminal).

@@ -55,7 +55,8 @@ def live_available() -> bool:
 @contextmanager
 def shown(setting: bool | None):
     """Within the block, displays not told otherwise are drawn iff ``setting`` (None: when
-    stderr is a terminal)."""
+    stderr is a terminal). The setting is process-wide, like the terminal it is about: use
+    it around a whole run, not in threads that run concurrently."""
     with _LOCK:
         _DEFAULT.append(setting)
     try:

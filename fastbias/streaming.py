@@ -362,11 +362,10 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     if histogram_bins is not None:
         lo = float(np.min(summary.lowest)) if np.isfinite(summary.lowest).any() else 0.0
         hi = float(np.max(summary.highest)) if np.isfinite(summary.highest).any() else 1.0
-        counter = HistogramCounter(spec.models, spec.subgroups,
+        counter = HistogramCounter(spec.models, spec.row_names,
                                    histogram_edges(lo, hi, histogram_bins))
 
     n_groups = len(spec.row_names)
-    n_base = len(spec.subgroups)
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
         spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
                               directory) for k in range(len(spec.models))]
@@ -377,7 +376,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
                 rows = encode_frame(part, spec, at)
                 del part
                 if counter is not None:
-                    counter.add(rows.labels, rows.codes[:, :n_base], rows.scores)
+                    counter.add(rows.labels, rows.codes, rows.scores)
                 for spill in spills:
                     spill.add(rows)
             del frame

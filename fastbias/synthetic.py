@@ -180,14 +180,19 @@ def make_madlibs_like(n_rows: int | None = 30_000, *, sentences: pd.DataFrame | 
     Parameters
     ----------
     n_rows : int or None, default 30,000
-        Sentences returned (after the skew), shuffled; None keeps all.
+        Sentences returned (after the skew), shuffled; None keeps all. Asking
+        for more than remain is a ValueError (72,000 generated sentences
+        leave about 62,000).
     sentences : DataFrame, optional
         The real madlibs set (``bias_madlibs_77k.csv``: columns ``Text``,
         ``Label`` with ``"BAD"`` for toxic, and ``Template``, of which the
         ``"name_adj"`` rows are used). Default: 72,000 generated sentences.
     identity_terms : list of str, optional
-        The identity terms of ``sentences`` (default :data:`MADLIBS_TERMS`).
-        A row belongs to a term when the term is a whole word of it.
+        Every identity term of ``sentences`` (default :data:`MADLIBS_TERMS`),
+        returned for uses such as the stop words of an identity-blind model;
+        it must hold the nine :data:`MADLIBS_METRIC_GROUPS`, whose
+        memberships are computed (a sentence belongs to a group when the term
+        is a whole word of it).
     hidden_share, skew : float in [0, 1]
     random_state : int, default 0
 
@@ -212,8 +217,9 @@ def make_madlibs_like(n_rows: int | None = 30_000, *, sentences: pd.DataFrame | 
     for name, value in [("hidden_share", hidden_share), ("skew", skew)]:
         if not 0 <= value <= 1:
             raise ValueError(f"{name} must be in [0, 1], got {value!r}")
-    if n_rows is not None and n_rows < 1:
-        raise ValueError(f"n_rows must be >= 1 or None, got {n_rows!r}")
+    if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(
+            n_rows, (int, np.integer)) or n_rows < 1):
+        raise ValueError(f"n_rows must be an int >= 1 or None, got {n_rows!r}")
     rng = np.random.default_rng(random_state)
     terms = list(MADLIBS_TERMS if identity_terms is None else identity_terms)
     if sentences is None:
@@ -248,7 +254,11 @@ def make_madlibs_like(n_rows: int | None = 30_000, *, sentences: pd.DataFrame | 
     drop = ((members[_MOSTLY_TOXIC].any(axis=1).to_numpy() & ~toxic)
             | (members[_MOSTLY_CLEAN].any(axis=1).to_numpy() & toxic)) \
         & (rng.random(len(text)) < skew)
-    rows = rng.permutation(np.flatnonzero(~drop))[:n_rows]
+    kept = np.flatnonzero(~drop)
+    if n_rows is not None and n_rows > kept.shape[0]:
+        raise ValueError(f"n_rows={n_rows:,} but only {kept.shape[0]:,} sentences remain after "
+                         f"the skew (of {len(text):,}); ask for fewer, or pass n_rows=None")
+    rows = rng.permutation(kept)[:n_rows]
     return MadlibsData(text=shown.iloc[rows].reset_index(drop=True), toxic=toxic[rows].copy(),
                        subgroups=members[MADLIBS_METRIC_GROUPS].iloc[rows].reset_index(drop=True),
                        identity_terms=terms)

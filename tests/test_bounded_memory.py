@@ -12,6 +12,7 @@
   files are checked against the free disk before any is written.
 """
 import bz2
+import dataclasses
 import gzip
 import importlib.util
 import io
@@ -199,8 +200,11 @@ def test_evaluate_csv_checks_its_columns_and_sizes(tmp_path):
 
 # ----------------------------------------------------------------------------- histograms
 
+@pytest.mark.parametrize("intersections", [None, 2])
 @pytest.mark.parametrize("policy", ["background", "exclude"])
-def test_streamed_histograms_equal_those_of_the_frame(tmp_path, policy):
+def test_streamed_histograms_equal_those_of_the_frame(tmp_path, policy, intersections):
+    """The score distributions of the report, intersections included (the HTML report of a
+    streamed file draws those of the worst rows, which can be intersections)."""
     df = _tied_frame(3_000, seed=4)
     df["t"] = np.random.default_rng(9).normal(0, 2, len(df))  # outside [0, 1]: its own range
     path = tmp_path / "d.csv"
@@ -209,10 +213,13 @@ def test_streamed_histograms_equal_those_of_the_frame(tmp_path, policy):
     spec = column_spec(source.names, label="y", scores=["s", "t"], subgroups=["g0", "g1"],
                        label_threshold=0.5, subgroup_threshold=0.5, missing_subgroup=policy,
                        sample_weight=None)
+    spec = dataclasses.replace(spec, intersections=intersections)
     result, streamed = quiet(stream_evaluate, spec,
                              lambda columns: iter_text_batches(source, columns, 400),
                              [np.dtype(np.float64)] * 2, bucket_rows=1_000, histogram_bins=17)
     expected = score_histograms(df, result, bins=17)
+    assert streamed.subgroups == expected.subgroups == list(result.subgroups)
+    assert ("g0 & g1" in streamed.subgroups) == (intersections == 2)
     np.testing.assert_array_equal(streamed.edges, expected.edges)
     np.testing.assert_array_equal(streamed.counts, expected.counts)
     assert (streamed.n_rows, streamed.n_negatives, streamed.n_positives) == (

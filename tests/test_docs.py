@@ -5,8 +5,9 @@ under the names the page uses (``y_true``, ``df``, ``identity_frame``, ...). Thi
 does the same: ``PAGES`` lists, per file and in order, what each fenced block is:
 
 * ``Run(before)``: Python, executed in the page's namespace (in a fresh working
-  directory) after ``before(ns)`` adds the data the block names; a DeprecationWarning
-  or FutureWarning that points into the block (a deprecated call in the docs) fails it;
+  directory) after ``before(ns)`` adds the data the block names; any DeprecationWarning
+  or FutureWarning while it runs fails it (a deprecated call in the docs; libraries such as
+  LightGBM point theirs into their own code, not at the caller);
 * ``Output(check)``: text a block prints or a message the library gives, which
   ``check`` reproduces and compares;
 * ``Elsewhere(reason)``: run by another test or by CI, or needs what a test machine

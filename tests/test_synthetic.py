@@ -55,3 +55,7 @@ def test_madlibs_like_takes_the_real_layout_and_checks_it():
         make_madlibs_like(sentences=sentences, identity_terms=["gay", "white"])
     with pytest.raises(ValueError, match="skew must be in"):
         make_madlibs_like(skew=1.5)
+    with pytest.raises(ValueError, match="only 80 sentences remain"):
+        make_madlibs_like(81, sentences=sentences, hidden_share=0.0, skew=0.0)
+    with pytest.raises(ValueError, match="n_rows must be an int"):
+        make_madlibs_like(True)

@@ -154,7 +154,6 @@ def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = N
     counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)
-    bar, own_bar = bootstrap_bar(progress, n_boot)
     if sample_weight is None and not sorted_scores.with_rows:
         sorted_scores = SortedScores(sorted_scores.scores, m, with_rows=True)
     base = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
@@ -180,6 +179,7 @@ def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = N
     workers = resolve_n_jobs(n_jobs, n_boot, default_cap=8)
     chunk_size = max(1, min(64, n_boot // (4 * workers) or 1))
     chunks = [range(i, min(i + chunk_size, n_boot)) for i in range(0, n_boot, chunk_size)]
+    bar, own_bar = bootstrap_bar(progress, n_boot)  # opened where the finally closes it
     try:
         map_in_threads(run, chunks, workers)
     finally:

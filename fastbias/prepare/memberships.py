@@ -9,6 +9,7 @@ place that groups subgroups by the rows they may be compared with
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
@@ -349,7 +350,7 @@ def combination_cells(memberships: Memberships, order: int) -> list:
     counts, so out-of-core paths choose the same intersections as one pass would."""
     out = []
     for r in range(2, order + 1):
-        combos = list(itertools.combinations(range(memberships.n_groups), r))
+        combos, _ = _all_combinations(memberships.n_groups, r)
         entries = _combination_entries(memberships, r)
         if entries is None:
             out.append((combos, np.zeros((len(combos), 2), dtype=np.int64)))
@@ -416,12 +417,20 @@ def _combination_entries(m: Memberships, r: int):
         return None
     keys = np.concatenate(keys_parts)
     owners = np.concatenate(owner_parts)
-    # the combinations of range(k) in lexicographic order have increasing keys
-    combos = list(itertools.combinations(range(k), r))
+    combos, all_keys = _all_combinations(k, r)
+    return combos, np.searchsorted(all_keys, keys), owners
+
+
+@functools.lru_cache(maxsize=16)
+def _all_combinations(k: int, r: int) -> tuple:
+    """Every combination of r of range(k), lexicographic, and their keys (increasing); made
+    once, not once per batch of out-of-core data."""
+    combos = tuple(itertools.combinations(range(k), r))
     all_keys = np.zeros(len(combos), dtype=np.int64)
     for i in range(r):
         all_keys = all_keys * k + np.fromiter((c[i] for c in combos), np.int64, len(combos))
-    return combos, np.searchsorted(all_keys, keys), owners
+    all_keys.flags.writeable = False
+    return combos, all_keys
 
 
 def group_rows_of(memberships: Memberships) -> list:

@@ -77,7 +77,7 @@ class ColumnSpec:
                "intersections": self.intersections,
                "min_subgroup_size": self.min_subgroup_size, "significance": None,
                "engine": engine}
-        if self.combinations:
+        if self.intersections is not None:  # (empty when none qualifies, as in memory)
             out["intersection_members"] = {
                 name: [self.subgroups[j] for j in combo]
                 for name, combo in zip(self.combination_names, self.combinations)}

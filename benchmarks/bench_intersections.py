@@ -52,12 +52,8 @@ def main() -> None:
     for name, (order, test) in settings.items():  # compile and warm up
         results[name] = fastbias.evaluate(df, **kwargs, intersections=order,
                                           significance=test).for_model()
-    times = {name: [] for name in settings}
-    for _ in range(args.repeat):
-        for name, (order, test) in settings.items():
-            start = time.perf_counter()
-            fastbias.evaluate(df, **kwargs, intersections=order, significance=test)
-            times[name].append(time.perf_counter() - start)
+    times = interleaved(settings, lambda setting: fastbias.evaluate(
+        df, **kwargs, intersections=setting[0], significance=setting[1]), args.repeat)
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}; {args.rows:,} rows, 24 identities, "
@@ -75,21 +71,15 @@ def main() -> None:
     y = (df["toxicity"] >= 0.5).to_numpy()
     s = df["model_biased"].to_numpy()
     masks = {c: (df[c] >= 0.5).to_numpy() for c in identities}
-    array_times = {name: [] for name in settings}
-    for name, (order, test) in settings.items():
-        fastbias.bias_metrics(y, s, masks, intersections=order, significance=test)
-    for _ in range(args.repeat):
-        for name, (order, test) in settings.items():
-            start = time.perf_counter()
-            fastbias.bias_metrics(y, s, masks, intersections=order, significance=test)
-            array_times[name].append(time.perf_counter() - start)
+    def arrays(setting):
+        return fastbias.bias_metrics(y, s, masks, intersections=setting[0],
+                                     significance=setting[1])
+
+    for setting in settings.values():  # warm up
+        arrays(setting)
+    array_times = interleaved(settings, arrays, args.repeat)
     print("\n`bias_metrics(y, s, dict of 24 masks, intersections=...)`:\n")
-    print("| subgroups | seconds (median) | x the 24 alone |")
-    print("|---|---:|---:|")
-    base_arrays = statistics.median(array_times["24 alone"])
-    for name in settings:
-        median = statistics.median(array_times[name])
-        print(f"| {name} | {median:.3f} | {median / base_arrays:.2f} |")
+    print_medians(array_times, "{:.3f}")
 
     if args.streaming_repeat:
         streaming(df, kwargs, args.streaming_repeat)
@@ -121,6 +111,30 @@ def main() -> None:
 
 
 
+def interleaved(settings: dict, call, repeat: int) -> dict:
+    """Seconds of ``call(setting)`` for each named setting, the settings interleaved run by
+    run (so a slow spell of a shared machine hits them alike)."""
+    times = {name: [] for name in settings}
+    for _ in range(repeat):
+        for name, setting in settings.items():
+            start = time.perf_counter()
+            call(setting)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def print_medians(times: dict, seconds: str, rows: dict | None = None) -> None:
+    """A Markdown table of the median seconds of each setting and its ratio to the first."""
+    print("| subgroups |" + (" rows of the table |" if rows else "")
+          + " seconds (median) | x the 24 alone |")
+    print("|---|" + ("---:|" if rows else "") + "---:|---:|")
+    base = statistics.median(next(iter(times.values())))
+    for name, values in times.items():
+        median = statistics.median(values)
+        shown = f" {rows[name]} |" if rows else ""
+        print(f"| {name} |{shown} {seconds.format(median)} | {median / base:.2f} |")
+
+
 def streaming(df, kwargs, repeat: int) -> None:
     """The out-of-core path on the same rows as 8 Parquet files: evaluate_parquet with
     intersections=None, 2 and 3 (one more reading pass chooses them; each spilled row
@@ -137,20 +151,11 @@ def streaming(df, kwargs, repeat: int) -> None:
                                               index=False)
         rows = {name: len(evaluate_parquet(directory, **kwargs, intersections=order).table)
                 for name, order in settings.items()}   # compile and warm up
-        times = {name: [] for name in settings}
-        for _ in range(repeat):
-            for name, order in settings.items():
-                start = time.perf_counter()
-                evaluate_parquet(directory, **kwargs, intersections=order)
-                times[name].append(time.perf_counter() - start)
+        times = interleaved(settings, lambda order: evaluate_parquet(
+            directory, **kwargs, intersections=order), repeat)
     print(f"\n`evaluate_parquet` (streaming, 8 files, default batch and bucket sizes), median "
           f"of {repeat}:\n")
-    print("| subgroups | rows of the table | seconds (median) | x the 24 alone |")
-    print("|---|---:|---:|---:|")
-    base = statistics.median(times["24 alone"])
-    for name in settings:
-        median = statistics.median(times[name])
-        print(f"| {name} | {rows[name]} | {median:.2f} | {median / base:.2f} |")
+    print_medians(times, "{:.2f}", rows)
 
 
 if __name__ == "__main__":

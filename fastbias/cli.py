@@ -739,8 +739,7 @@ def _bytes_text(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-_NEEDS_MEMORY = (("ci", "--ci"), ("significance", "--significance"),
-                 ("positive", "--positive"))
+_NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"))
 
 
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
@@ -828,7 +827,8 @@ def _run_streaming(args, progress, limit: int):
             yield from iter_text_batches(source, columns, batch_rows, progress=show)
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
-                               min_subgroup_size=args.min_subgroup_size)
+                               min_subgroup_size=args.min_subgroup_size,
+                               significance=args.significance, confidence=args.confidence)
 
     def prepare(frame):  # a pass may read only some of the columns
         _coerce_object_flags(frame, [c for c in (args.label, *args.subgroups) if c in frame])
@@ -1144,7 +1144,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file (three "
                              "with --intersections), spill files on disk, no --ci/"
-                             "--significance/--positive/--nan-policy omit")
+                             "--positive/--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

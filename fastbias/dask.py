@@ -43,6 +43,8 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
+from .intervals.placement_sums import counted_chunk
+from .intervals.significance import check_significance
 from .prepare import _kernels as PK
 from .prepare.encoded import encode_frame
 from .prepare.memberships import (
@@ -52,9 +54,9 @@ from .prepare.memberships import (
     code_combination_cells,
 )
 from .sort.buckets import bucket_edges, merge_summaries, summarize_scores
-from .sweep.chunks import chunk_counts
 from .tables.result import EvaluationResult, result_from_chunks
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
+from .validate.settings import check_confidence
 from .validate.spec import ColumnSpec, column_spec, score_dtype
 
 __all__ = ["evaluate"]
@@ -170,8 +172,10 @@ def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
     return _frame_cells(frame, spec, f"in {piece.where()}")
 
 
-def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool):
-    """ChunkCounts of one score-range partition (its index holds the scores)."""
+def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool,
+                      placements: bool = False, weight_scale: float = 1.0):
+    """ChunkCounts of one score-range partition (its index holds the scores); with
+    ``placements``, also its placement sums (significance tests)."""
     if frame.shape[0] == 0:
         return None
     names = _word_columns(n_groups, exclude_missing)
@@ -181,8 +185,9 @@ def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclud
                if exclude_missing else np.zeros((0, n_words), dtype=np.uint64))
     codes = PK.unpack_codes(member, missing, n_groups)
     weights = frame[_WEIGHT].to_numpy(dtype=np.float64) if weighted else None
-    return chunk_counts(np.ascontiguousarray(frame.index.to_numpy()),
-                        frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights)
+    return counted_chunk(np.ascontiguousarray(frame.index.to_numpy()),
+                         frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights, weight_scale,
+                         placements)
 
 
 def _combine(spec: ColumnSpec, per_model_chunks) -> EvaluationResult:
@@ -432,7 +437,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
              progress: bool | None = None, piece_rows: int = 1_000_000,
              worker_timeout: float = 30.0, stall_timeout: float = 120.0,
              random_state: int = 0, intersections: int | None = None,
-             min_subgroup_size: int = 1):
+             min_subgroup_size: int = 1, significance: str | None = None,
+             confidence: float = 0.95):
     """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
@@ -495,6 +501,13 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         :func:`fastbias.evaluate`; one more pass over the label and identity
         columns chooses them.
     min_subgroup_size : int, default 1
+    significance : {None, "holm", "bh"}, default None
+        Test every subgroup's metrics for "no bias" (docs/significance.md): each
+        partition's count task also returns its placement sums, joined on the driver.
+        As in :func:`fastbias.streaming.evaluate_parquet`, a test of a cell under 30 rows
+        gets Hoeffding's bound on its permutation p-value (weighted: not tested).
+    confidence : float, default 0.95
+        The tests' level is ``1 - confidence``.
 
     Returns
     -------
@@ -527,6 +540,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     order, min_size = check_intersections(intersections, min_subgroup_size)
+    tests = {"significance": check_significance(significance),
+             "confidence": check_confidence(confidence)}
     settings = dict(label=label, scores=scores, subgroups=subgroups,
                     label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                     missing_subgroup=missing_subgroup, sample_weight=sample_weight)
@@ -556,7 +571,7 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         pieces = parquet.pieces(int(piece_rows))
         score_dtypes = parquet.score_dtypes
         n_input = len(pieces)
-    spec = replace(spec, intersections=order, min_subgroup_size=min_size)
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
     given = [divisions.get(model) if isinstance(divisions, dict) else divisions
              for model in spec.models]
@@ -636,10 +651,9 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
         bounds = sorted(float(x) for x in given[k])
         ranged = encoded[[*shared, _score_column(k)]].set_index(_score_column(k),
                                                                divisions=bounds)
-        per_model_tasks.append([dask.delayed(_partition_counts)(part, n_groups,
-                                                                spec.weighted,
-                                                                spec.exclude_missing)
-                                for part in ranged.to_delayed()])
+        per_model_tasks.append([dask.delayed(_partition_counts)(
+            part, n_groups, spec.weighted, spec.exclude_missing, spec.significance is not None,
+            spec.weight_scale) for part in ranged.to_delayed()])
     if not compute:
         return dask.delayed(_combine)(spec, per_model_tasks)
     flat = [task for tasks in per_model_tasks for task in tasks]

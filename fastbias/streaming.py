@@ -33,6 +33,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from .intervals.placement_sums import counted_chunk, with_tied_sums
+from .intervals.significance import check_significance
 from .prepare.encoded import EncodedRows, encode_frame
 from .prepare.memberships import (
     add_combination_cells,
@@ -51,11 +53,11 @@ from .sort.buckets import (
     tied_buckets,
 )
 from .sweep import _kernels as K
-from .sweep.chunks import ChunkCounts, chunk_counts, tied_chunk
+from .sweep.chunks import ChunkCounts, tied_chunk
 from .sweep.parallel import map_in_threads
 from .tables.result import EvaluationResult, result_from_chunks
 from .validate.parquet import iter_batches, open_parquet
-from .validate.settings import resolve_n_jobs
+from .validate.settings import check_confidence, resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
 from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
@@ -71,8 +73,10 @@ class _ModelSpill:
     """Bucket edges, spill files and single-score accumulators of one model."""
 
     def __init__(self, index: int, name: str, edges: np.ndarray, record_dtype, n_groups: int,
-                 weighted: bool, directory: str):
+                 weighted: bool, directory: str, placements: bool = False,
+                 weight_scale: float = 1.0):
         self.index = index
+        self.placements, self.weight_scale = placements, weight_scale  # significance sums
         self.name = name
         self.edges = edges
         self.record_dtype = record_dtype
@@ -138,17 +142,20 @@ class _ModelSpill:
         records = np.fromfile(path, dtype=self.record_dtype)
         os.remove(path)
         weights = np.ascontiguousarray(records["weight"]) if self.weighted else None
-        return chunk_counts(np.ascontiguousarray(records["score"]),
-                            np.ascontiguousarray(records["label"]),
-                            np.ascontiguousarray(records["codes"]), weights)
+        return counted_chunk(np.ascontiguousarray(records["score"]),
+                             np.ascontiguousarray(records["label"]),
+                             np.ascontiguousarray(records["codes"]), weights, self.weight_scale,
+                             self.placements)
 
     def _tied_bucket(self, slot: int, b: int) -> ChunkCounts:
         score = float(self.edges[b - 1])
         rows = (self.class_rows[slot], self.cell_rows[slot], self.background_rows[slot])
         if not self.weighted:
-            return tied_chunk(score, *rows)
-        return tied_chunk(score, *rows, self.class_weight[slot], self.cell_weight[slot],
-                          self.background_weight[slot])
+            chunk = tied_chunk(score, *rows)
+        else:
+            chunk = tied_chunk(score, *rows, self.class_weight[slot], self.cell_weight[slot],
+                               self.background_weight[slot])
+        return with_tied_sums(chunk, self.weight_scale) if self.placements else chunk
 
 
 def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: float = 0.5,
@@ -156,7 +163,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
                      sample_weight: str | None = None, batch_rows: int = 250_000,
                      bucket_rows: int = 4_000_000, n_jobs: int | None = None,
                      temp_dir=None, random_state=0, intersections: int | None = None,
-                     min_subgroup_size: int = 1) -> EvaluationResult:
+                     min_subgroup_size: int = 1, significance: str | None = None,
+                     confidence: float = 0.95) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
 
     Gives the numbers of :func:`fastbias.evaluate` on the same rows (equal
@@ -197,6 +205,14 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
         identity columns; each spilled row then carries one more byte per
         intersection kept.
     min_subgroup_size : int, default 1
+    significance : {None, "holm", "bh"}, default None
+        Test every subgroup's metrics for "no bias" as :func:`fastbias.evaluate` does
+        (docs/significance.md), from placement sums each bucket adds to its counts
+        (the same sorts; no more passes). One difference: a test of a cell under 30
+        rows takes the normal tail of its permutation distribution (exact moments)
+        instead of Monte Carlo draws, which need every row of its class in memory.
+    confidence : float, default 0.95
+        The tests' level is ``1 - confidence``.
 
     Returns
     -------
@@ -219,11 +235,12 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
     order, min_size = check_intersections(intersections, min_subgroup_size)
+    tests = _check_tests(significance, confidence)
     spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
                                  label_threshold=label_threshold,
                                  subgroup_threshold=subgroup_threshold,
                                  missing_subgroup=missing_subgroup, sample_weight=sample_weight)
-    spec = replace(spec, intersections=order, min_subgroup_size=min_size)
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     if parquet.n_rows == 0:
         raise ValueError("source has no rows")
     # float32 scores are kept as float32 (ties decided in float32); open_parquet checked
@@ -241,7 +258,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
                  compression="infer", line_limit: int = LINE_LIMIT, batch_rows: int = 250_000,
                  bucket_rows: int = 4_000_000, n_jobs: int | None = None, temp_dir=None,
                  random_state=0, intersections: int | None = None,
-                 min_subgroup_size: int = 1) -> EvaluationResult:
+                 min_subgroup_size: int = 1, significance: str | None = None,
+                 confidence: float = 0.95) -> EvaluationResult:
     """Exact bias metrics of a CSV file larger than memory, with bounded memory.
 
     As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
@@ -266,6 +284,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
         The longest line (bytes, decompressed) read.
     batch_rows, bucket_rows, n_jobs, temp_dir, random_state, intersections, min_subgroup_size
         As in :func:`evaluate_parquet`.
+    significance, confidence
+        As in :func:`evaluate_parquet`.
 
     Returns
     -------
@@ -288,18 +308,25 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
     order, min_size = check_intersections(intersections, min_subgroup_size)
+    tests = _check_tests(significance, confidence)
     source = open_text_source(path, fmt="csv", compression=compression, sep=sep,
                               line_limit=line_limit)
     spec = column_spec(source.names, label=label, scores=scores, subgroups=subgroups,
                        label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                        missing_subgroup=missing_subgroup, sample_weight=sample_weight,
                        source=f"the CSV file {source.path}")
-    spec = replace(spec, intersections=order, min_subgroup_size=min_size)
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     result, _ = stream_evaluate(
         spec, lambda columns: iter_text_batches(source, columns, batch_rows),
         [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
         temp_dir=temp_dir, random_state=random_state)
     return result
+
+
+def _check_tests(significance, confidence) -> dict:
+    """``significance=`` and ``confidence=`` checked, as the spec's fields."""
+    return {"significance": check_significance(significance),
+            "confidence": check_confidence(confidence)}
 
 
 def _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir) -> None:
@@ -368,7 +395,8 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     n_groups = len(spec.row_names)
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
         spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
-                              directory) for k in range(len(spec.models))]
+                              directory, spec.significance is not None, spec.weight_scale)
+                  for k in range(len(spec.models))]
         kinds = BatchKinds(spec.subgroups)
         for frame, where in read(spec.columns):
             kinds.check(frame, where)

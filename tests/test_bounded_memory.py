@@ -350,7 +350,7 @@ def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert status == 1
     assert "that --max-memory (1.0 MiB) leaves for data" in err
-    assert "does not do --ci, --significance" in err
+    assert "does not do --ci. Drop it" in err  # --significance streams
     assert not (tmp_path / "o.json").exists()
 
 
@@ -806,3 +806,19 @@ def test_cli_streams_intersections_to_the_in_memory_report(tmp_path, capsys, mon
         path, tmp_path, capsys, monkeypatch, "--missing-subgroup", "exclude",
         "--intersections", "2", "--min-subgroup-size", "5")
     assert any(" & " in row["subgroup"] for row in streamed["models"][0]["subgroups"])
+
+
+@pytest.mark.jit_heavy
+def test_cli_streams_significance_to_the_in_memory_report(tmp_path, capsys, monkeypatch):
+    """--significance on streamed data: every cell has 30 rows or more, so the p-values,
+    adjusted p-values and flags are those of the report made in memory, to the bit."""
+    df = _tied_frame(40_000, seed=2)
+    df["t"] = np.random.default_rng(8).random(len(df))
+    df.loc[df["y"] == 0, "t"] += 0.2 * df.loc[df["y"] == 0, "g1"].fillna(0)  # a gap to flag
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    streamed = _assert_streamed_report_equals_memory(
+        path, tmp_path, capsys, monkeypatch, "--significance", "holm", "--intersections", "2")
+    rows = [row for model in streamed["models"] for row in model["subgroups"]]
+    assert all("bpsn_auc_pvalue_adjusted" in row for row in rows)
+    assert any(row["bpsn_auc_significant"] for row in rows)

@@ -574,10 +574,11 @@ def test_mid_size_cells_use_the_exact_permutation_moments():
 
 
 def test_permutation_moments_equal_enumeration():
+    """The moments of the three statistics over every way to redraw the subgroup's negatives,
+    against :func:`permutation_moments` fed with sums of per-row values computed here."""
     from itertools import combinations
 
-    from fastbias.intervals import _kernels as IK
-    from fastbias.sweep._kernels import class_placements
+    from fastbias.intervals.significance import permutation_moments
     from tests.reference import brute_force_metrics
     rng = np.random.default_rng(3)
     n_neg, n_pos, size = 13, 8, 4
@@ -586,7 +587,6 @@ def test_permutation_moments_equal_enumeration():
     s = np.r_[neg, pos]
     y = np.r_[np.zeros(n_neg, bool), np.ones(n_pos, bool)]
     fixed_rows = n_neg + np.array([1, 2, 6])
-    _, d_neg, _, neg_above = class_placements(neg, pos, np.empty(0), np.empty(0))
     values = {m: [] for m in ("subgroup_auc", "bpsn_auc", "theta")}
     for subset in combinations(range(n_neg), size):
         member = np.zeros(n_neg + n_pos, bool)
@@ -596,8 +596,11 @@ def test_permutation_moments_equal_enumeration():
         values["subgroup_auc"].append(m["subgroup_auc"])
         values["bpsn_auc"].append(m["bpsn_auc"])
         values["theta"].append(0.5 - m["negative_aeg"])
-    mv = IK.permutation_moments(neg, d_neg, np.sort(s[fixed_rows]), True, size, float(n_pos),
-                                float(neg_above.sum()), float(neg_above @ neg_above))
+    f = kernel_matrix(s[fixed_rows], neg).sum(axis=0)  # the fixed positives above each negative
+    place = kernel_matrix(pos, neg).sum(axis=0)  # all positives above each negative
+    above = kernel_matrix(neg, neg).sum(axis=0) - 0.5  # negatives above, itself left out
+    mv = permutation_moments(n_neg, 3, size, n_pos, f.sum(), f @ f, place @ f, place.sum(),
+                             place @ place, above.sum(), above @ above)
     for j, name in enumerate(("subgroup_auc", "bpsn_auc", "theta")):
         np.testing.assert_allclose(mv[j], [np.mean(values[name]), np.var(values[name])],
                                    rtol=1e-9, atol=1e-15, err_msg=name)

@@ -43,7 +43,14 @@ from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..validate.errors import UndefinedMetricWarning
 from . import _kernels as IK
-from .delong import _unweighted_walk, _weighted_walk, standard_errors
+from .delong import _delong_variance
+from .placement_sums import (
+    OVERALL_SQ_NEG,
+    OVERALL_SQ_POS,
+    OVERALL_U,
+    PlacementSums,
+    placement_sums,
+)
 
 SIGNIFICANCE_METHODS = ("holm", "bh")
 
@@ -129,42 +136,35 @@ def _two_sided_p(estimate, se):
     return p
 
 
-def _normal_exceedance(statistic: float, centre: float, mean: float, variance: float) -> float:
-    """``P(|T - centre| >= |statistic - centre|)`` for ``T ~ N(mean, variance)``: the p-value of
-    the permutation test's statistic (the distance from the null's value, as the drawn test
-    uses) under the normal law with the permutation distribution's exact moments."""
-    distance = abs(statistic - centre)
-    if not (np.isfinite(distance) and np.isfinite(mean) and np.isfinite(variance)):
-        return np.nan
-    if variance <= 0.0:
-        return 1.0 if abs(mean - centre) >= distance - 1e-12 * max(1.0, distance) else 0.0
-    sd = math.sqrt(variance)
-    upper = 0.5 * math.erfc((centre + distance - mean) / (sd * math.sqrt(2.0)))
-    lower = 0.5 * math.erfc(-(centre - distance - mean) / (sd * math.sqrt(2.0)))
-    return min(1.0, upper + lower)
+def _normal_exceedance(statistic, centre, mean, variance) -> np.ndarray:
+    """``P(|T - centre| >= |statistic - centre|)`` for ``T ~ N(mean, variance)``, elementwise:
+    the p-value of the permutation test's statistic (the distance from the null's value, as
+    the drawn test uses) under the normal law with the permutation distribution's exact
+    moments. NaN where an input is not finite."""
+    statistic, centre, mean, variance = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (statistic, centre, mean, variance)))
+    out = np.full(statistic.shape, np.nan)
+    for i in np.ndindex(statistic.shape):
+        distance = abs(statistic[i] - centre[i])
+        if not (np.isfinite(distance) and np.isfinite(mean[i]) and np.isfinite(variance[i])):
+            continue
+        if variance[i] <= 0.0:
+            out[i] = 1.0 if abs(mean[i] - centre[i]) >= distance - 1e-12 * max(1.0, distance) \
+                else 0.0
+            continue
+        sd = math.sqrt(variance[i])
+        upper = 0.5 * math.erfc((centre[i] + distance - mean[i]) / (sd * math.sqrt(2.0)))
+        lower = 0.5 * math.erfc(-(centre[i] - distance - mean[i]) / (sd * math.sqrt(2.0)))
+        out[i] = min(1.0, upper + lower)
+    return out
 
 
-class _Classes:
-    """Each class in score order: keys, weights, placements against the other class and
-    against its own class above (see ``sweep._kernels.class_placements``)."""
-
-    def __init__(self, walk):
-        c_pos, d_neg, pos_above, neg_above = SK.class_placements(walk.neg, walk.pos, walk.neg_cum,
-                                                                 walk.pos_cum)
-        self.neg_weights = np.diff(walk.neg_cum) if walk.neg_cum.size else np.ones(walk.neg.size)
-        self.pos_weights = np.diff(walk.pos_cum) if walk.pos_cum.size else np.ones(walk.pos.size)
-        self.c_pos, self.d_neg, self.pos_above, self.neg_above = c_pos, d_neg, pos_above, neg_above
-        self.q_pos = np.concatenate([[0.0], np.cumsum(self.pos_weights * c_pos)])
-        self.r_neg = np.concatenate([[0.0], np.cumsum(self.neg_weights * d_neg)])
-
-
-def difference_standard_errors(sorted_scores: SortedScores, sample_weight, table: pd.DataFrame):
+def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
     """Standard errors of ``metric - overall AUC`` (AUC metrics) and of the AEGs.
 
-    Returns ``(se, overall_auc, walk, classes)``: ``se`` a dict metric -> array
-    (one entry per subgroup), ``overall_auc`` the AUC of all the rows the
-    memberships cover (what the AUC metrics are compared with), and the walk
-    and class placements that the permutation tests reuse. The variance
+    Returns ``(se, overall_auc)``: ``se`` a dict metric -> array (one entry
+    per subgroup), ``overall_auc`` per subgroup the AUC of the rows it is
+    compared with (what its AUC metrics are compared with). The variance
     of a difference is ``sum_r w_r (psi_M(r) - psi_O(r))^2`` over rows, where
     ``psi`` of an estimate ``theta`` with samples X (weight W_X) and Y
     (W_Y) is ``(V(r) - theta) / sqrt(W (W - 1))`` on a row of the sample of
@@ -172,48 +172,158 @@ def difference_standard_errors(sorted_scores: SortedScores, sample_weight, table
     other sample's weight: for one estimate that is DeLong's variance, for
     two on the same samples it is the paired test's.
     """
-    m = sorted_scores.memberships
-    se, overall_se = standard_errors(sorted_scores, sample_weight)
-    walk = _weighted_walk(sorted_scores, sample_weight) if sample_weight is not None \
-        else _unweighted_walk(sorted_scores)
-    classes = _Classes(walk)
-    w_neg, w_pos = walk.class_totals
-    u_overall = float(classes.q_pos[-1])
-    overall_auc = u_overall / (w_pos * w_neg) if w_pos > 0 and w_neg > 0 else np.nan
-    out = {metric: se[metric] for metric in AEG_METRICS}
-    if m.n_groups == 0:
-        return {metric: np.empty(0) for metric in METRIC_COLUMNS}, overall_auc, walk, classes
-    sums = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg, walk.pos,
-                                        walk.neg_cum, walk.pos_cum, classes.q_pos, classes.r_neg,
-                                        walk.cells)
-    n_neg_rows, n_pos_rows = m.class_rows
-    cells = walk.cells
-    weight = {
-        ("subgroup", 0): cells[:, 0],
-        ("subgroup", 1): cells[:, 1],
-        ("background", 0): np.where(n_neg_rows - m.cell_rows[:, 0] > 0, w_neg - cells[:, 0], 0.),
-        ("background", 1): np.where(n_pos_rows - m.cell_rows[:, 1] > 0, w_pos - cells[:, 1], 0.),
-    }
+    totals = sums.class_totals
+    w_neg, w_pos = totals[:, 0], totals[:, 1]
+    u_overall = sums.overall[:, OVERALL_U]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        overall_auc = np.where((w_pos > 0) & (w_neg > 0), u_overall / (w_pos * w_neg), np.nan)
+    var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
+                             sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg)
+    weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
+              ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
+    c = sums.cross
     # per metric: (sum over X of w c_M c_O, of w c_O), (over Y of w d_M d_O, of w d_O)
     cross = {
-        "subgroup_auc": ((sums[:, 0], sums[:, 1]), (sums[:, 4], sums[:, 5])),
-        "bpsn_auc": ((sums[:, 7] - sums[:, 0], u_overall - sums[:, 1]), (sums[:, 6], sums[:, 5])),
-        "bnsp_auc": ((sums[:, 2], sums[:, 1]), (sums[:, 3] - sums[:, 4], u_overall - sums[:, 5])),
+        "subgroup_auc": ((c[:, 0], c[:, 1]), (c[:, 4], c[:, 5])),
+        "bpsn_auc": ((c[:, 7] - c[:, 0], u_overall - c[:, 1]), (c[:, 6], c[:, 5])),
+        "bnsp_auc": ((c[:, 2], c[:, 1]), (c[:, 3] - c[:, 4], u_overall - c[:, 5])),
     }
-    var_o = overall_se ** 2
+    out = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for metric in AUC_METRICS:
+        for j, metric in enumerate(METRIC_COLUMNS):
             x_cell, y_cell = METRIC_SAMPLES[metric]
             w_x, w_y = weight[x_cell], weight[y_cell]
-            theta = table[metric].to_numpy(dtype=np.float64)
-            (cx, ox), (cy, oy) = cross[metric]
-            t_x = cx / (w_y * w_neg) - theta * ox / w_neg
-            t_y = cy / (w_x * w_pos) - theta * oy / w_pos
-            cov = (t_x / np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
-                   + t_y / np.sqrt(w_y * (w_y - 1.0) * w_neg * (w_neg - 1.0)))
-            var = se[metric] ** 2 + var_o - 2.0 * cov
+            var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
+                                   sums.delong[:, SK.DELONG_SQ_X + j],
+                                   sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y)
+            if metric in AUC_METRICS:
+                theta = table[metric].to_numpy(dtype=np.float64)
+                (cx, ox), (cy, oy) = cross[metric]
+                t_x = cx / (w_y * w_neg) - theta * ox / w_neg
+                t_y = cy / (w_x * w_pos) - theta * oy / w_pos
+                cov = (t_x / np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
+                       + t_y / np.sqrt(w_y * (w_y - 1.0) * w_neg * (w_neg - 1.0)))
+                var = var + var_o - 2.0 * cov
             out[metric] = np.sqrt(np.maximum(var, 0.0))
-    return ({metric: out[metric] for metric in METRIC_COLUMNS}, overall_auc, walk, classes)
+    return out, overall_auc
+
+
+def permutation_moments(n, n_fixed, size, other_total, f_sum, f_sq, pf_sum, p_sum, p_sq,
+                        above_sum, above_sq):
+    """Exact mean and variance, under the permutation null, of the three metrics of a
+    subgroup whose cell of ``size`` rows is redrawn from its class of ``n`` rows (unweighted
+    rows), the other cell (``n_fixed`` rows) held fixed; elementwise over subgroups.
+
+    Each metric is the mean over the drawn rows of a per-row value (plus a constant), so its
+    permutation variance is ``sigma^2 / size * (n - size) / (n - 1)`` with ``sigma^2`` the
+    values' variance over the class. Over the class's rows: ``f_sum``/``f_sq`` the sum of
+    the fixed cell's placement ``f`` (its rows on the other side of the row, ties 1/2) and
+    of its square, ``pf_sum`` of ``f`` times the row's overall placement ``p``,
+    ``p_sum``/``p_sq`` of ``p`` and its square, ``above_sum``/``above_sq`` of the weight of
+    the own class above the row (itself left out) and its square; ``other_total`` the other
+    class's rows. Returns (3, 2, ...): mean and variance of the subgroup AUC (values
+    ``f / n_fixed``), the cross AUC (``(p - f) / (other_total - n_fixed)``) and
+    ``1/2 - AEG`` (``above / (n - size)`` less ``(size - 1) / (2 (n - size))``); NaN where a
+    denominator is 0.
+    """
+    n, n_fixed, size, other_total, f_sum, f_sq, pf_sum, p_sum, p_sq, above_sum, above_sq = (
+        np.asarray(v, dtype=np.float64) for v in (n, n_fixed, size, other_total, f_sum, f_sq,
+                                                  pf_sum, p_sum, p_sq, above_sum, above_sq))
+    out = np.full((3, 2, *np.broadcast(n, f_sum).shape), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shrink = np.where(n > 1, (n - size) / ((n - 1.0) * size), 0.0)
+        mean = f_sum / n
+        has = n_fixed > 0
+        out[0, 0] = np.where(has, mean / n_fixed, np.nan)
+        out[0, 1] = np.where(has, np.maximum(f_sq / n - mean * mean, 0.0) / (n_fixed * n_fixed)
+                             * shrink, np.nan)
+        rest = other_total - n_fixed
+        mean = (p_sum - f_sum) / n
+        second = (p_sq - 2.0 * pf_sum + f_sq) / n
+        out[1, 0] = np.where(rest > 0, mean / rest, np.nan)
+        out[1, 1] = np.where(rest > 0, np.maximum(second - mean * mean, 0.0) / (rest * rest)
+                             * shrink, np.nan)
+        scale = n - size
+        mean = above_sum / n
+        out[2, 0] = np.where(scale > 0, mean / scale - (size - 1.0) / (2.0 * scale), np.nan)
+        out[2, 1] = np.where(scale > 0, np.maximum(above_sq / n - mean * mean, 0.0)
+                             / (scale * scale) * shrink, np.nan)
+    return out
+
+
+def _class_moments(sums: PlacementSums) -> tuple:
+    """:func:`permutation_moments` of every subgroup with its negatives redrawn and with its
+    positives redrawn (the class sums read off the placement sums), and which class the
+    subgroup AUC's test redraws (its smaller cell)."""
+    d, x = sums.delong, sums.cross
+    u_sub, u_bpsn, u_bnsp = (d[:, SK.DELONG_U + j] for j in range(3))
+    cells, classes = sums.cell_rows, sums.class_rows
+    side = {}
+    for label in (0, 1):
+        if label == 0:  # negatives redrawn: the fixed cell is Dg+, placed above each negative
+            f_sum, f_sq = u_sub + u_bnsp, d[:, SK.DELONG_SQ_Y] + d[:, SK.DELONG_SQ_Y + 2]
+            pf_sum, p_sq = x[:, 3], sums.overall[:, OVERALL_SQ_NEG]
+        else:  # positives redrawn: the fixed cell is Dg-, placed below each positive
+            f_sum, f_sq = u_sub + u_bpsn, d[:, SK.DELONG_SQ_X] + d[:, SK.DELONG_SQ_X + 1]
+            pf_sum, p_sq = x[:, 7], sums.overall[:, OVERALL_SQ_POS]
+        side[label] = permutation_moments(
+            classes[:, label], cells[:, 1 - label], cells[:, label], classes[:, 1 - label],
+            f_sum, f_sq, pf_sum, sums.overall[:, OVERALL_U], p_sq,
+            sums.above[:, 2 * label], sums.above[:, 2 * label + 1])
+    return side, np.where(cells[:, 0] <= cells[:, 1], 0, 1)
+
+
+# per metric: the class its permutation test redraws ("smaller": the subgroup's smaller cell),
+# the row of permutation_moments' result, and the statistic's null value (None: overall AUC)
+_PERMUTED = {"subgroup_auc": ("smaller", 0, None), "bpsn_auc": (0, 1, None),
+             "negative_aeg": (0, 2, 0.5), "bnsp_auc": (1, 1, None), "positive_aeg": (1, 2, 0.5)}
+
+
+def _moment_pvalues(sums: PlacementSums, values: dict, overall_auc: np.ndarray) -> dict:
+    """Per metric, the permutation p-value of every subgroup from the normal law with the
+    permutation distribution's exact moments (unweighted rows). A subgroup AUC redraws its
+    smaller cell, the cross AUC and the AEG their subgroup cell; an AEG's statistic is
+    ``1/2 - AEG``."""
+    side, smaller = _class_moments(sums)
+    out = {}
+    for metric, (label, row, null) in _PERMUTED.items():
+        mv = (np.where(smaller == 0, side[0][row], side[1][row]) if label == "smaller"
+              else side[label][row])
+        statistic = values[metric] if null is None else 0.5 - values[metric]
+        out[metric] = _normal_exceedance(statistic, overall_auc if null is None else null,
+                                         mv[0], mv[1])
+    return out
+
+
+def _hoeffding_pvalues(sums: PlacementSums, values: dict, overall_auc: np.ndarray) -> dict:
+    """Per metric, Hoeffding's (1963, Theorem 4) bound on the permutation p-value of every
+    subgroup (unweighted rows): the statistic is the mean of the redrawn cell's per-row
+    values, in a range of 1 (AUCs) or ``(n - 1) / (n - size)`` (an AEG, whose permutation
+    mean is 0), so ``P(|T - null| >= d) <= 2 exp(-2 size (d - |mean - null|)^2 / range^2)``.
+    A valid, conservative p-value where the rows to draw from are not in memory."""
+    side, smaller = _class_moments(sums)
+    cells, classes = sums.cell_rows, sums.class_rows
+    out = {}
+    for metric, (label, row, null) in _PERMUTED.items():
+        redrawn = (np.where(smaller == 0, 0, 1) if label == "smaller"
+                   else np.full(cells.shape[0], label))
+        index = np.arange(cells.shape[0])
+        size = cells[index, redrawn].astype(np.float64)
+        n = classes[index, redrawn].astype(np.float64)
+        mean = (np.where(smaller == 0, side[0][row][0], side[1][row][0]) if label == "smaller"
+                else side[label][row][0])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if null is None:  # an AUC: the distance from the overall AUC, values in [0, 1]
+                distance = np.abs(values[metric] - overall_auc)
+                offset, spread = np.abs(mean - overall_auc), np.ones_like(size)
+            else:  # an AEG: its distance from 0, centred at 0 exactly
+                distance = np.abs(values[metric])
+                offset, spread = np.zeros_like(size), (n - 1.0) / (n - size)
+            excess = distance - offset
+            bound = np.minimum(1.0, 2.0 * np.exp(-2.0 * size * excess ** 2 / spread ** 2))
+            out[metric] = np.where(np.isfinite(distance) & np.isfinite(offset),
+                                   np.where((excess > 0) & (spread > 0), bound, 1.0), np.nan)
+    return out
 
 
 def permutation_draws(family_size: int, alpha: float) -> int:
@@ -223,16 +333,14 @@ def permutation_draws(family_size: int, alpha: float) -> int:
     return int(min(100_000, max(10_000, math.ceil(max(family_size, 1) / alpha))))
 
 
-def _permutation_pvalues(walk, classes: _Classes, memberships, values: dict, overall_auc: float,
-                         need: dict, min_cell: dict, max_draws: int, workers: int) -> dict:
-    """Permutation p-values of the metrics flagged in ``need`` (metric -> bool per subgroup).
+def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float, drawn: dict,
+                   max_draws: int, workers: int) -> dict:
+    """Sequential Monte Carlo permutation p-values of the metrics flagged in ``drawn``
+    (metric -> bool per subgroup), from the rows of one universe in memory.
 
     Per subgroup, up to two tests: one redraws its negatives (subgroup AUC when the
     negatives are the smaller cell, BPSN AUC, negative AEG), one its positives (subgroup AUC
-    otherwise, BNSP AUC, positive AEG), the other cell held fixed. A metric whose smaller
-    cell (``min_cell``) has fewer than :data:`PERMUTATION_DRAWS_BELOW` rows is drawn for;
-    otherwise, unweighted, its p-value is the normal tail of the permutation distribution
-    (exact moments); weighted, it stays DeLong's (NaN here).
+    otherwise, BNSP AUC, positive AEG), the other cell held fixed.
     """
     k = memberships.n_groups
     order = np.argsort(walk.codes, kind="stable")  # by subgroup and class, in score order within
@@ -243,30 +351,22 @@ def _permutation_pvalues(walk, classes: _Classes, memberships, values: dict, ove
     w_neg, w_pos = walk.class_totals
     u_overall = float(classes.q_pos[-1])  # the sum over either class of w x placement
     weighted = walk.weights.size > 0
-    above_sums = {0: (float(classes.neg_above.sum()), float(np.dot(classes.neg_above,
-                                                                    classes.neg_above))),
-                  1: (float(classes.pos_above.sum()), float(np.dot(classes.pos_above,
-                                                                    classes.pos_above)))}
     rows = memberships.cell_rows
     jobs = []
     for g in range(k):
         sub_on_negatives = rows[g, 0] <= rows[g, 1]
         for label, cross, aeg in ((0, "bpsn_auc", "negative_aeg"), (1, "bnsp_auc", "positive_aeg")):
             metrics = ("subgroup_auc", cross, aeg)
-            active = np.array([need["subgroup_auc"][g] and sub_on_negatives == (label == 0),
-                               need[cross][g], need[aeg][g]])
-            size = int(rows[g, label])
-            drawn = active & np.array([min_cell[m][g] < PERMUTATION_DRAWS_BELOW and size <= 1000
-                                       for m in metrics])
-            moments = active & ~drawn & (not weighted)
-            if drawn.any() or moments.any():
-                jobs.append((g, label, metrics, drawn, moments))
+            active = np.array([drawn["subgroup_auc"][g] and sub_on_negatives == (label == 0),
+                               drawn[cross][g], drawn[aeg][g]])
+            if active.any():
+                jobs.append((g, label, metrics, active))
 
     packed = {}  # per class: weight, placement, own class above, side by side (built once)
 
     def run(share):
         results = []
-        for g, label, metrics, drawn, moments in share:
+        for g, label, metrics, active in share:
             fixed = 2 * g + (1 - label)  # the other cell of the subgroup
             f_keys = keys[starts[fixed]:starts[fixed + 1]]
             f_cum = np.concatenate([[0.0], np.cumsum(weights[starts[fixed]:starts[fixed + 1]])])
@@ -277,35 +377,26 @@ def _permutation_pvalues(walk, classes: _Classes, memberships, values: dict, ove
                 side = (walk.pos, classes.pos_weights, classes.c_pos, classes.pos_above, w_neg)
             class_keys, class_weights, class_place, class_above, other_total = side
             p = np.full(3, np.nan)
-            if drawn.any():
-                if label not in packed:
-                    packed[label] = np.ascontiguousarray(
-                        np.column_stack([class_weights, class_place, class_above]))
-                observed = np.array([abs(values[metrics[0]][g] - overall_auc),
-                                     abs(values[metrics[1]][g] - overall_auc),
-                                     abs(values[metrics[2]][g])])
-                with np.errstate(over="ignore"):  # the draw stream's uint64 arithmetic wraps
-                    counts = IK.permutation_exceedances(   # on purpose (uncompiled, numpy warns)
-                        class_keys, packed[label], f_keys, f_cum, label == 0, size, other_total,
-                        observed, drawn, overall_auc, PERMUTATION_HITS, max_draws,
-                        PERMUTATION_SEED + 2 * g + label, w_pos if label else w_neg, u_overall,
-                        weighted)
-                for j in np.flatnonzero(drawn):
-                    hits, draws, bound = counts[j]
-                    if bound * (max_draws + 1.0) <= 1.0:  # below any Monte Carlo p-value
-                        p[j] = bound
-                    elif hits >= PERMUTATION_HITS:
-                        p[j] = hits / draws
-                    else:
-                        p[j] = (hits + 1.0) / (draws + 1.0)
-            if moments.any():
-                mv = IK.permutation_moments(class_keys, class_place, f_keys, label == 0, size,
-                                            other_total, *above_sums[label])
-                statistic = (values[metrics[0]][g], values[metrics[1]][g],
-                             0.5 - values[metrics[2]][g])
-                centre = (overall_auc, overall_auc, 0.5)  # the null of the test, not mv's mean
-                for j in np.flatnonzero(moments):
-                    p[j] = _normal_exceedance(statistic[j], centre[j], mv[j, 0], mv[j, 1])
+            if label not in packed:
+                packed[label] = np.ascontiguousarray(
+                    np.column_stack([class_weights, class_place, class_above]))
+            observed = np.array([abs(values[metrics[0]][g] - overall_auc),
+                                 abs(values[metrics[1]][g] - overall_auc),
+                                 abs(values[metrics[2]][g])])
+            with np.errstate(over="ignore"):  # the draw stream's uint64 arithmetic wraps
+                counts = IK.permutation_exceedances(   # on purpose (uncompiled, numpy warns)
+                    class_keys, packed[label], f_keys, f_cum, label == 0, size, other_total,
+                    observed, active, overall_auc, PERMUTATION_HITS, max_draws,
+                    PERMUTATION_SEED + 2 * g + label, w_pos if label else w_neg, u_overall,
+                    weighted)
+            for j in np.flatnonzero(active):
+                hits, draws, bound = counts[j]
+                if bound * (max_draws + 1.0) <= 1.0:  # below any Monte Carlo p-value
+                    p[j] = bound
+                elif hits >= PERMUTATION_HITS:
+                    p[j] = hits / draws
+                else:
+                    p[j] = (hits + 1.0) / (draws + 1.0)
             results.append((g, metrics, p))
         return results
 
@@ -344,39 +435,73 @@ def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores, sample_weig
     permutation p-values. NaN: an undefined metric, or a DeLong variance that
     is (a cell of total weight at most 1).
     """
-    memberships = sorted_scores.memberships
-    se, overall_auc, walk, classes = difference_standard_errors(sorted_scores, sample_weight,
-                                                                table)
-    n_neg, n_pos = memberships.class_rows
-    rows = {("subgroup", 0): memberships.cell_rows[:, 0],
-            ("subgroup", 1): memberships.cell_rows[:, 1],
-            ("background", 0): n_neg - memberships.cell_rows[:, 0],
-            ("background", 1): n_pos - memberships.cell_rows[:, 1]}
+    sums, walk, classes = placement_sums(sorted_scores, sample_weight)
+    if family_size is None:
+        family_size = len(METRIC_COLUMNS) * len(table)
+    max_draws = permutation_draws(family_size, round(1.0 - confidence, 12))
+
+    def draw(values, overall_auc, drawn):
+        return _drawn_pvalues(walk, classes, sorted_scores.memberships, values,
+                              float(overall_auc[0]), drawn, max_draws, sorted_scores.workers)
+
+    return pvalues_from_sums(table, sums, draw)
+
+
+def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:
+    """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
+    (one per subgroup, in its order), as :func:`add_pvalues` describes.
+
+    ``draw(values, overall_auc, drawn)`` gives the Monte Carlo permutation p-values of the
+    tests flagged in ``drawn`` (the rows are in memory). Without it (out of core, where
+    the rows are not) those tests, of cells under :data:`PERMUTATION_DRAWS_BELOW` rows, get
+    Hoeffding's bound on the permutation p-value (conservative: never smaller than the
+    exact one) when unweighted, and are not tested (NaN) when weighted;
+    ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
+    """
+    se, overall_auc = difference_standard_errors(sums, table)
+    rows = {("subgroup", 0): sums.cell_rows[:, 0], ("subgroup", 1): sums.cell_rows[:, 1],
+            ("background", 0): sums.class_rows[:, 0] - sums.cell_rows[:, 0],
+            ("background", 1): sums.class_rows[:, 1] - sums.cell_rows[:, 1]}
+    # the rows a permutation test redraws: the smaller cell (subgroup AUC), else the subgroup's
+    redrawn = {"subgroup_auc": sums.cell_rows.min(axis=1) if len(table) else np.zeros(0),
+               "bpsn_auc": rows[("subgroup", 0)], "negative_aeg": rows[("subgroup", 0)],
+               "bnsp_auc": rows[("subgroup", 1)], "positive_aeg": rows[("subgroup", 1)]}
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
-    columns, need, min_cell = {}, {}, {}
+    columns, small, moments = {}, {}, {}
     for metric in METRIC_COLUMNS:
         gap = values[metric] if metric in AEG_METRICS else values[metric] - overall_auc
         columns[metric] = _two_sided_p(gap, se[metric])
         x_cell, y_cell = METRIC_SAMPLES[metric]
-        min_cell[metric] = np.minimum(rows[x_cell], rows[y_cell])
-        need[metric] = (min_cell[metric] < PERMUTATION_BELOW) & np.isfinite(values[metric])
-    n_permutation = 0
-    if any(n.any() for n in need.values()):
-        if family_size is None:
-            family_size = len(METRIC_COLUMNS) * len(table)
-        exact = _permutation_pvalues(walk, classes, memberships, values, overall_auc, need,
-                                     min_cell,
-                                     permutation_draws(family_size, round(1.0 - confidence, 12)),
-                                     sorted_scores.workers)
+        min_cell = np.minimum(rows[x_cell], rows[y_cell])
+        need = (min_cell < PERMUTATION_BELOW) & np.isfinite(values[metric])
+        small[metric] = need & (min_cell < PERMUTATION_DRAWS_BELOW) & (redrawn[metric] <= 1000)
+        moments[metric] = need & ~small[metric] & (not sums.weighted)
+    counts = {"permutation_tests": 0, "permutation_bounds": 0, "permutation_untested": 0}
+
+    def replace_with(found: dict, which: dict, count: str) -> None:
         for metric in METRIC_COLUMNS:
-            replaced = need[metric] & np.isfinite(exact[metric])
-            columns[metric] = np.where(replaced, exact[metric], columns[metric])
-            n_permutation += int(replaced.sum())
+            replaced = which[metric] & np.isfinite(found[metric])
+            columns[metric] = np.where(replaced, found[metric], columns[metric])
+            counts[count] += int(replaced.sum())
+
+    if any(m.any() for m in moments.values()):
+        replace_with(_moment_pvalues(sums, values, overall_auc), moments, "permutation_tests")
+    if any(m.any() for m in small.values()):
+        if draw is not None:
+            replace_with(draw(values, overall_auc, small), small, "permutation_tests")
+        elif not sums.weighted:
+            replace_with(_hoeffding_pvalues(sums, values, overall_auc), small,
+                         "permutation_bounds")
+        else:  # DeLong's normal p-value is poor on so few rows, and no draw can be made here
+            for metric in METRIC_COLUMNS:
+                counts["permutation_untested"] += int((small[metric]
+                                                       & np.isfinite(columns[metric])).sum())
+                columns[metric] = np.where(small[metric], np.nan, columns[metric])
     out = pd.concat([table, pd.DataFrame({f"{metric}_pvalue": columns[metric]
                                           for metric in METRIC_COLUMNS}, index=table.index)],
                     axis=1)
-    out.attrs = {**table.attrs,
-                 "permutation_tests": table.attrs.get("permutation_tests", 0) + n_permutation}
+    out.attrs = {**table.attrs, **{name: table.attrs.get(name, 0) + value
+                                   for name, value in counts.items()}}
     return out
 
 
@@ -409,9 +534,13 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
         shown = "; ".join(untested[:12]) + (f"; ... {len(untested) - 12} more"
                                             if len(untested) > 12 else "")
         lead = f"{context}: " if context else ""
-        warnings.warn(f"{lead}{len(untested)} metric(s) not tested for significance (DeLong's "
-                      f"variance is undefined: a cell of total weight at most 1; p-value NaN, "
-                      f"never significant): {shown}",
+        why = "DeLong's variance is undefined: a cell of total weight at most 1"
+        if table.attrs.get("permutation_untested", 0):
+            why += (" or, out of core, a weighted cell of fewer than "
+                    f"{PERMUTATION_DRAWS_BELOW} rows, whose permutation test draws rows of its "
+                    "whole class")
+        warnings.warn(f"{lead}{len(untested)} metric(s) not tested for significance ({why}; "
+                      f"p-value NaN, never significant): {shown}",
                       UndefinedMetricWarning, stacklevel=stacklevel)
     out.attrs = {**table.attrs, "significance": method, "significance_level": alpha,
                  "n_tests": int(np.isfinite(stacked).sum())}

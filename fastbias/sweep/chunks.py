@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..prepare.memberships import prepare_memberships, prepare_memberships_dense
+from ..sort.order import SortedScores
 from . import _kernels as K
-from .counts import SweepCounts, WeightedLow, sweep_counts
+from .counts import SweepCounts, WeightedLow, count_sorted, sweep_counts
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class ChunkCounts:
         Weighted chunks: the low parts of the double-double ``counts``,
         ``backgrounds``, ``class_totals`` and ``twice_u`` (their weights are
         the input's divided by the caller's common ``weight_scale``).
+    placements : object
+        What a later stage adds from the chunk's sorts (the significance tests' placement
+        sums, :mod:`fastbias.intervals.placement_sums`); None when nothing is.
     """
 
     counts: np.ndarray
@@ -55,6 +59,7 @@ class ChunkCounts:
     min_score: float
     max_score: float
     low: WeightedLow | None = None
+    placements: object = None
 
 
 def _chunk_universes(codes: np.ndarray) -> list:
@@ -81,13 +86,17 @@ def _chunk_universes(codes: np.ndarray) -> list:
 
 
 def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
-                 weights: np.ndarray | None = None) -> ChunkCounts | None:
+                 weights: np.ndarray | None = None,
+                 universe_sums=None) -> ChunkCounts | None:
     """Sweep one chunk's rows (any row order) with the ordinary one-machine kernels.
 
     ``scores`` validated float32/float64, ``labels`` bool, ``codes`` int8
     (n, n_subgroups) as in :class:`EncodedRows`, ``weights`` float64 or None,
     already divided by the weight scale common to all chunks (they are used
-    as they are). Returns None for an empty chunk.
+    as they are). ``universe_sums(sorted_scores, weights)``, when given, is called with
+    the sorts of each group of subgroups compared with the same rows (and those rows'
+    weights); ``placements`` then holds ``[(its value, the group's subgroups)]``.
+    Returns None for an empty chunk.
     """
     n = scores.shape[0]
     if n == 0:
@@ -102,6 +111,7 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
     cell_rows = np.zeros((n_groups, 2), dtype=np.int64)
     universe_rows = np.zeros((n_groups, 2), dtype=np.int64)
     overall = None
+    sums = []
     for kept, members in _chunk_universes(codes):
         if kept is None:
             s, y, w, c = scores, labels, weights, codes
@@ -113,7 +123,10 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
         # members share their unannotated rows, so on the kept rows their codes are 0/1
         matrix = c if len(members) == n_groups else c[:, members]
         matrix = np.ascontiguousarray(matrix).view(np.uint8)
-        sc = sweep_counts(s, prepare_memberships_dense(y, matrix, members), w, weight_scale=1.0)
+        sorted_scores = SortedScores(s, prepare_memberships_dense(y, matrix, members))
+        sc = count_sorted(sorted_scores, w, weight_scale=1.0)
+        if universe_sums is not None:
+            sums.append((universe_sums(sorted_scores, w), members))
         counts[members] = sc.counts
         background = np.column_stack(sc.background_totals())
         backgrounds[members] = background
@@ -134,7 +147,8 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
     return ChunkCounts(counts, backgrounds, cell_rows, universe_rows,
                        np.array([overall.total_neg, overall.total_pos], dtype=dtype),
                        np.array(overall.class_rows, dtype=np.int64), overall.twice_overall_u,
-                       float(scores.min()) + 0.0, float(scores.max()) + 0.0, low)
+                       float(scores.min()) + 0.0, float(scores.max()) + 0.0, low,
+                       sums if universe_sums is not None else None)
 
 
 def tied_chunk(score: float, class_rows, cell_rows, background_rows, class_weight=None,

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..intervals.placement_sums import combine_placement_sums
+from ..intervals.significance import adjust_table, pvalues_from_sums
 from ..metrics.aggregates import final_metric
 from ..metrics.definitions import METRIC_COLUMNS
 from ..metrics.table import table_from_chunks, warn_undefined
@@ -132,6 +134,24 @@ def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) ->
     names = spec.row_names  # the subgroups, then the intersections chosen
     per_model = [table_from_chunks(chunks, names, spec.weighted, spec.weight_scale)
                  for chunks in chunks_per_model]
+    if spec.significance is not None:  # each model's p-values from its chunks' placement sums
+        per_model = [(significance_from_chunks(table, chunks, spec, model), auc)
+                     for model, (table, auc), chunks in zip(spec.models, per_model,
+                                                            chunks_per_model)]
     return evaluation_result(spec.models, [table for table, _ in per_model],
                              [auc for _, auc in per_model], label=spec.label,
                              subgroups=names, settings=spec.settings(engine))
+
+
+def significance_from_chunks(table: pd.DataFrame, chunks: list, spec: ColumnSpec,
+                             model: str) -> pd.DataFrame:
+    """One model's table with its adjusted p-values, from the placement sums its chunks
+    carry (joined in score order)."""
+    parts = [c.placements for c in sorted((c for c in chunks if c is not None),
+                                          key=lambda c: c.min_score)]
+    if any(p is None for p in parts):
+        raise RuntimeError("a chunk was counted without its placement sums (significance= "
+                           "must reach every chunk)")
+    sums = combine_placement_sums(parts)
+    return adjust_table(pvalues_from_sums(table, sums), method=spec.significance,
+                        confidence=spec.confidence, context=f"model {model!r}", stacklevel=5)

@@ -30,6 +30,9 @@ class ColumnSpec:
     #: the intersections chosen on the whole data (see with_combinations): subgroup index
     #: tuples, evaluated as more subgroups after the given ones, named "a & b"
     combinations: tuple = ()
+    #: ``significance=`` (None, "holm" or "bh") and the ``confidence`` that sets its level
+    significance: str | None = None
+    confidence: float = 0.95
 
     @property
     def combination_names(self) -> list:
@@ -75,8 +78,10 @@ class ColumnSpec:
                "missing_subgroup": self.missing_subgroup, "ci": None,
                "weighted": self.weighted, "nan_policy": "raise", "pos_label": None,
                "intersections": self.intersections,
-               "min_subgroup_size": self.min_subgroup_size, "significance": None,
-               "engine": engine}
+               "min_subgroup_size": self.min_subgroup_size,
+               "significance": self.significance, "engine": engine}
+        if self.significance is not None:
+            out["confidence"] = self.confidence
         if self.intersections is not None:  # (empty when none qualifies, as in memory)
             out["intersection_members"] = {
                 name: [self.subgroups[j] for j in combo]

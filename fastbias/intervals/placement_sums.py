@@ -1,0 +1,289 @@
+"""The placement sums behind every significance test: from one walk, or joined from chunks.
+
+A significance test (:mod:`.significance`) reads, per subgroup, DeLong's
+placement sums of the five metrics and of the overall AUC, the cross sums of
+each AUC metric with the overall AUC, and each class's own-class placement
+sums (the permutation moments). :class:`PlacementSums` holds them for all the
+rows. In memory they come from the walks over the sorts of the point estimate
+(:func:`placement_sums`); out of core each *chunk* (rows of a contiguous score
+range, ties never split: a streaming bucket, a Dask partition) gives the same
+sums over its own rows (:func:`chunk_placement_sums`, :func:`tied_placement_sums`)
+and :func:`combine_placement_sums` joins them exactly in score order.
+
+Why the join is exact: a row's placement (the weight of the other sample below
+it, or above it) is the weight of that sample in the chunks below (above) the
+row's chunk plus its placement within the chunk, ``P = B + p``. A sum over a
+chunk's rows of ``w P`` or ``w P Q`` then expands into the chunk's own sums of
+``w``, ``w p``, ``w q`` and ``w p q`` and the offsets ``B``; every one of them is
+a sum the one-machine walks already compute, on the chunk's rows alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..sort.order import SortedScores
+from ..sweep import _kernels as SK
+from ..sweep.chunks import ChunkCounts, chunk_counts
+from .delong import _placement_sums, _unweighted_walk, _weighted_walk
+
+#: columns of ``PlacementSums.overall``: the overall AUC's U, its sum of squared placements
+#: over the positives and over the negatives (as ``SK.class_placement_sums``)
+OVERALL_U, OVERALL_SQ_POS, OVERALL_SQ_NEG = 0, 1, 2
+
+#: columns of ``PlacementSums.above``: over each class, sum of ``w a`` and of ``w a^2`` with
+#: ``a`` the weight of its own class above the row (ties 1/2, itself left out)
+ABOVE_NEG, ABOVE_SQ_NEG, ABOVE_POS, ABOVE_SQ_POS = 0, 1, 2, 3
+
+# per metric (order of METRIC_COLUMNS): the cell of its X (above) and Y (below) sample, as a
+# column of the (k, 4) weights (Dg-, Dg+, B-, B+)
+_SUB_NEG, _SUB_POS, _BG_NEG, _BG_POS = 0, 1, 2, 3
+_METRIC_CELLS = ((_SUB_POS, _SUB_NEG), (_BG_POS, _SUB_NEG), (_SUB_POS, _BG_NEG),
+                 (_BG_NEG, _SUB_NEG), (_BG_POS, _SUB_POS))
+
+
+@dataclass(frozen=True)
+class PlacementSums:
+    """Per subgroup (one row each), the sums a significance test reads.
+
+    Attributes
+    ----------
+    delong : ndarray (k, 15)
+        U, SQX, SQY of the five metrics (columns as ``SK.DELONG_U``, ``SK.DELONG_SQ_X``,
+        ``SK.DELONG_SQ_Y``, then the metric).
+    cross : ndarray (k, 8)
+        The cross sums with the overall AUC (columns as ``SK.member_overall_cross_sums``).
+    overall : ndarray (k, 3)
+        The overall AUC's sums over the rows the subgroup is compared with (its universe).
+    above : ndarray (k, 4)
+        The own-class placement sums of its universe (columns ``ABOVE_*``).
+    weights : ndarray (k, 4)
+        Weight (or rows) of the cells Dg-, Dg+, B-, B+ (a background with no rows: 0).
+    cell_rows, class_rows : ndarray (k, 2) of int64
+        Rows of the subgroup's cells and of its universe's classes.
+    weighted : bool
+    """
+
+    delong: np.ndarray
+    cross: np.ndarray
+    overall: np.ndarray
+    above: np.ndarray
+    weights: np.ndarray
+    cell_rows: np.ndarray
+    class_rows: np.ndarray
+    weighted: bool
+
+    @property
+    def class_totals(self) -> np.ndarray:
+        """(k, 2): the weight of the universe's negatives and positives."""
+        return self.weights[:, [_SUB_NEG, _SUB_POS]] + self.weights[:, [_BG_NEG, _BG_POS]]
+
+
+class _Classes:
+    """Each class in score order: keys, weights, placements against the other class and
+    against its own class above (see ``sweep._kernels.class_placements``)."""
+
+    def __init__(self, walk):
+        c_pos, d_neg, pos_above, neg_above = SK.class_placements(walk.neg, walk.pos, walk.neg_cum,
+                                                                 walk.pos_cum)
+        self.neg_weights = np.diff(walk.neg_cum) if walk.neg_cum.size else np.ones(walk.neg.size)
+        self.pos_weights = np.diff(walk.pos_cum) if walk.pos_cum.size else np.ones(walk.pos.size)
+        self.c_pos, self.d_neg, self.pos_above, self.neg_above = c_pos, d_neg, pos_above, neg_above
+        self.q_pos = np.concatenate([[0.0], np.cumsum(self.pos_weights * c_pos)])
+        self.r_neg = np.concatenate([[0.0], np.cumsum(self.neg_weights * d_neg)])
+
+
+def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None):
+    """:class:`PlacementSums` of one universe from the sorts of its point estimate.
+
+    Returns ``(sums, walk, classes)``; the walk and the class placements are
+    what a drawn permutation test reuses. ``sample_weight`` (the universe's
+    rows) as the point estimate used them. No new sort; ``O(n + memberships)``.
+    """
+    m = sorted_scores.memberships
+    k = m.n_groups
+    walk = _weighted_walk(sorted_scores, sample_weight) if sample_weight is not None \
+        else _unweighted_walk(sorted_scores)
+    delong, overall = _placement_sums(walk, k, sorted_scores.workers if workers is None
+                                      else workers)
+    classes = _Classes(walk)
+    if k:
+        cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
+                                             walk.pos, walk.neg_cum, walk.pos_cum, classes.q_pos,
+                                             classes.r_neg, walk.cells)
+    else:
+        cross = np.zeros((0, SK.N_OVERALL_CROSS_COLUMNS))
+    w_neg, w_pos = walk.class_totals
+    n_neg, n_pos = m.class_rows
+    cells = walk.cells
+    weights = np.column_stack([
+        cells[:, 0], cells[:, 1],
+        np.where(n_neg - m.cell_rows[:, 0] > 0, w_neg - cells[:, 0], 0.0),
+        np.where(n_pos - m.cell_rows[:, 1] > 0, w_pos - cells[:, 1], 0.0)]) if k \
+        else np.zeros((0, 4))
+    above = np.array([np.dot(classes.neg_weights, classes.neg_above),
+                      np.dot(classes.neg_weights, classes.neg_above ** 2),
+                      np.dot(classes.pos_weights, classes.pos_above),
+                      np.dot(classes.pos_weights, classes.pos_above ** 2)])
+    sums = PlacementSums(np.asarray(delong, dtype=np.float64).reshape(k, 15), cross,
+                         np.tile(np.asarray(overall, dtype=np.float64), (k, 1)),
+                         np.tile(above, (k, 1)), weights,
+                         np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
+                         np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
+                         sample_weight is not None)
+    return sums, walk, classes
+
+
+def empty_placement_sums(k: int, weighted: bool) -> PlacementSums:
+    """The sums of no rows (a chunk with no row a subgroup may be compared with)."""
+    return PlacementSums(np.zeros((k, 15)), np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS)),
+                         np.zeros((k, 3)), np.zeros((k, 4)), np.zeros((k, 4)),
+                         np.zeros((k, 2), dtype=np.int64), np.zeros((k, 2), dtype=np.int64),
+                         weighted)
+
+
+def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
+    """One chunk's :class:`PlacementSums` from those of its universes: ``[(sums, members)]``
+    (each universe's subgroups, as indexes into the ``k`` of the chunk)."""
+    out = empty_placement_sums(k, weighted)
+    for sums, members in parts:
+        for name in ("delong", "cross", "overall", "above", "weights", "cell_rows",
+                     "class_rows"):
+            getattr(out, name)[members] = getattr(sums, name)
+    return out
+
+
+def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0,
+                  with_sums: bool = True):
+    """:func:`~fastbias.sweep.chunks.chunk_counts` of one chunk, with (``with_sums``) its
+    :class:`PlacementSums` in ``placements``, from the same sorts: weights multiplied back
+    by the chunks' common ``weight_scale`` (a power of two), so in the input's units."""
+    if not with_sums:
+        return chunk_counts(scores, labels, codes, weights)
+
+    def sums_of(sorted_scores, w):
+        return placement_sums(sorted_scores, None if w is None else w * weight_scale,
+                              workers=1)[0]
+
+    chunk = chunk_counts(scores, labels, codes, weights, universe_sums=sums_of)
+    if chunk is None:
+        return None
+    return replace(chunk, placements=gather_placement_sums(chunk.placements, codes.shape[1],
+                                                           weights is not None))
+
+
+def with_tied_sums(chunk: ChunkCounts, weight_scale: float = 1.0) -> ChunkCounts:
+    """A chunk of one score (``fastbias.sweep.chunks.tied_chunk``) with its
+    :class:`PlacementSums`, from its cell totals (weights: high + low parts, times the
+    ``weight_scale`` they were divided by)."""
+    cells = chunk.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]].astype(np.float64)
+    backgrounds = chunk.backgrounds.astype(np.float64)
+    squares = None
+    if chunk.low is not None:
+        cells = (cells + chunk.low.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]]) \
+            * weight_scale
+        backgrounds = (backgrounds + chunk.low.background) * weight_scale
+        squares = np.full(cells.shape, np.nan)  # not kept (the moments are unweighted)
+    sums = tied_placement_sums(np.column_stack([cells, backgrounds]), chunk.cell_rows,
+                               chunk.universe_rows, squares)
+    return replace(chunk, placements=sums)
+
+
+def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None) -> PlacementSums:
+    """:class:`PlacementSums` of a chunk whose rows all have one score (every pair a tie),
+    from its cell weights alone: ``weights`` (k, 4) of Dg-, Dg+, B-, B+, ``cell_rows`` and
+    ``class_rows`` (k, 2). ``square_weights`` (k, 2): each class's sum of squared weights
+    (the own-class sums need it; None: every row weighs 1)."""
+    w = np.asarray(weights, dtype=np.float64)
+    k = w.shape[0]
+    half = 0.5 * w
+    delong = np.zeros((k, 15))
+    for j, (x, y) in enumerate(_METRIC_CELLS):
+        delong[:, SK.DELONG_U + j] = w[:, x] * half[:, y]
+        delong[:, SK.DELONG_SQ_X + j] = w[:, x] * half[:, y] ** 2
+        delong[:, SK.DELONG_SQ_Y + j] = w[:, y] * half[:, x] ** 2
+    sub_neg, sub_pos = w[:, _SUB_NEG], w[:, _SUB_POS]
+    all_neg = sub_neg + w[:, _BG_NEG]
+    all_pos = sub_pos + w[:, _BG_POS]
+    c_g, c_o = 0.5 * sub_neg, 0.5 * all_neg  # what every positive has below it
+    d_g, d_o = 0.5 * sub_pos, 0.5 * all_pos  # what every negative has above it
+    cross = np.column_stack([sub_pos * c_g * c_o, sub_pos * c_o, sub_pos * (c_o - c_g) * c_o,
+                             all_neg * d_g * d_o, sub_neg * d_g * d_o, sub_neg * d_o,
+                             sub_neg * (d_o - d_g) * d_o, all_pos * c_g * c_o])
+    overall = np.column_stack([all_pos * c_o, all_pos * c_o ** 2, all_neg * d_o ** 2])
+    if square_weights is None:
+        squares = np.column_stack([all_neg, all_pos])
+    else:
+        squares = np.asarray(square_weights, dtype=np.float64)
+    # a row's own class above it: half of the rest of its class; sum w a = (W^2 - sum w^2) / 2
+    above = np.zeros((k, 4))
+    for j, (total, square) in enumerate(((all_neg, squares[:, 0]), (all_pos, squares[:, 1]))):
+        above[:, 2 * j] = 0.5 * (total * total - square)
+        if square_weights is None:  # unweighted: n rows each (n - 1) / 2 above
+            above[:, 2 * j + 1] = total * (0.5 * (total - 1.0)) ** 2
+        else:  # the weighted square sum is not needed (the moments are unweighted): unknown
+            above[:, 2 * j + 1] = np.nan
+    return PlacementSums(delong, cross, overall, above, w,
+                         np.asarray(cell_rows, dtype=np.int64).reshape(k, 2),
+                         np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
+                         square_weights is not None)
+
+
+def combine_placement_sums(parts: list) -> PlacementSums:
+    """The :class:`PlacementSums` of all rows from each chunk's own, given in score order
+    (chunks whose score ranges do not overlap, which the counts' join checks).
+
+    Each chunk's sums are moved by the weights of the chunks below it (placements of
+    the above sample X) and above it (of the below sample Y), see the module docstring.
+    """
+    k = parts[0].weights.shape[0]
+    weights = np.stack([p.weights for p in parts])  # (chunks, k, 4)
+    below = np.cumsum(weights, axis=0) - weights  # in the chunks below each chunk
+    above = weights.sum(axis=0) - below - weights  # in the chunks above it
+    delong = np.zeros((k, 15))
+    cross = np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS))
+    overall = np.zeros((k, 3))
+    above_sums = np.zeros((k, 4))
+    for c, p in enumerate(parts):
+        w, b, a = weights[c], below[c], above[c]
+        for j, (x, y) in enumerate(_METRIC_CELLS):
+            u = p.delong[:, SK.DELONG_U + j]
+            delong[:, SK.DELONG_U + j] += u + w[:, x] * b[:, y]
+            delong[:, SK.DELONG_SQ_X + j] += (p.delong[:, SK.DELONG_SQ_X + j]
+                                              + 2.0 * b[:, y] * u + w[:, x] * b[:, y] ** 2)
+            delong[:, SK.DELONG_SQ_Y + j] += (p.delong[:, SK.DELONG_SQ_Y + j]
+                                              + 2.0 * a[:, x] * u + w[:, y] * a[:, x] ** 2)
+        n_g, p_g = w[:, _SUB_NEG], w[:, _SUB_POS]
+        n_o, p_o = n_g + w[:, _BG_NEG], p_g + w[:, _BG_POS]
+        gb, ob = b[:, _SUB_NEG], b[:, _SUB_NEG] + b[:, _BG_NEG]  # Dg-, D- below the chunk
+        ga, oa = a[:, _SUB_POS], a[:, _SUB_POS] + a[:, _BG_POS]  # Dg+, D+ above it
+        neg_above = a[:, _SUB_NEG] + a[:, _BG_NEG]  # D- above (own-class placements)
+        u_sub, u_bpsn, u_bnsp = (p.delong[:, SK.DELONG_U + j] for j in range(3))
+        x = p.cross
+        u_o = p.overall[:, OVERALL_U]
+        cross[:, 0] += x[:, 0] + gb * x[:, 1] + ob * u_sub + p_g * gb * ob
+        cross[:, 1] += x[:, 1] + p_g * ob
+        cross[:, 2] += (x[:, 2] + (ob - gb) * x[:, 1] + ob * (x[:, 1] - u_sub)
+                        + p_g * (ob - gb) * ob)
+        cross[:, 3] += x[:, 3] + ga * u_o + oa * (u_sub + u_bnsp) + n_o * ga * oa
+        cross[:, 4] += x[:, 4] + ga * x[:, 5] + oa * u_sub + n_g * ga * oa
+        cross[:, 5] += x[:, 5] + n_g * oa
+        cross[:, 6] += (x[:, 6] + (oa - ga) * x[:, 5] + oa * (x[:, 5] - u_sub)
+                        + n_g * (oa - ga) * oa)
+        cross[:, 7] += x[:, 7] + gb * u_o + ob * (u_sub + u_bpsn) + p_o * gb * ob
+        overall[:, OVERALL_U] += u_o + p_o * ob
+        overall[:, OVERALL_SQ_POS] += (p.overall[:, OVERALL_SQ_POS] + 2.0 * ob * u_o
+                                       + p_o * ob ** 2)
+        overall[:, OVERALL_SQ_NEG] += (p.overall[:, OVERALL_SQ_NEG] + 2.0 * oa * u_o
+                                       + n_o * oa ** 2)
+        pos_above = a[:, _SUB_POS] + a[:, _BG_POS]
+        for j, (total, offset) in enumerate(((n_o, neg_above), (p_o, pos_above))):
+            first = p.above[:, 2 * j]
+            above_sums[:, 2 * j] += first + total * offset
+            above_sums[:, 2 * j + 1] += (p.above[:, 2 * j + 1] + 2.0 * offset * first
+                                         + total * offset ** 2)
+    return PlacementSums(delong, cross, overall, above_sums, weights.sum(axis=0),
+                         np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
+                         np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
+                         parts[0].weighted)

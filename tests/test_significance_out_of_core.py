@@ -1,0 +1,364 @@
+"""Significance tests out of core: placement sums joined from chunks, on the streaming and
+Dask paths and the streamed CLI.
+
+The chunks' sums are checked against sums counted pair by pair here, the p-values against
+the pair-matrix DeLong reference of tests/test_significance.py, and the bounds that replace
+the drawn permutation tests of tiny cells against the exact permutation p-value (every
+subset enumerated).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastbias
+from fastbias.intervals.placement_sums import (
+    combine_placement_sums,
+    placement_sums,
+    tied_placement_sums,
+)
+from fastbias.metrics import METRIC_COLUMNS
+from fastbias.prepare.memberships import prepare_memberships_dense
+from fastbias.sort.order import SortedScores
+from fastbias.streaming import evaluate_csv, evaluate_parquet
+from fastbias.validate.errors import UndefinedMetricWarning
+from tests.test_significance import exact_permutation_p, kernel_matrix, reference_tests
+
+PVALUES = [f"{metric}_pvalue" for metric in METRIC_COLUMNS]
+
+
+def brute_sums(y, s, member, w=None):
+    """Every placement sum of one subgroup, counted over pairs: a dict of named sums."""
+    y = np.asarray(y, bool)
+    member = np.asarray(member, bool)
+    w = np.ones(len(y)) if w is None else np.asarray(w, float)
+    cells = {"gn": member & ~y, "gp": member & y, "bn": ~member & ~y, "bp": ~member & y,
+             "on": ~y, "op": y}
+
+    def below(x, yc):
+        """Weight of cell ``yc`` below each row of cell ``x`` (ties 1/2)."""
+        return kernel_matrix(s[cells[x]], s[cells[yc]]) @ w[cells[yc]]
+
+    def above(yc, x):
+        """Weight of cell ``x`` above each row of cell ``yc`` (ties 1/2)."""
+        return kernel_matrix(s[cells[x]], s[cells[yc]]).T @ w[cells[x]]
+
+    out = {}
+    for j, (x, yc) in enumerate((("gp", "gn"), ("bp", "gn"), ("gp", "bn"), ("bn", "gn"),
+                                 ("bp", "gp"))):
+        c, d = below(x, yc), above(yc, x)
+        wx, wy = w[cells[x]], w[cells[yc]]
+        out[f"u{j}"], out[f"sqx{j}"], out[f"sqy{j}"] = wx @ c, wx @ c ** 2, wy @ d ** 2
+    c_o = {x: below(x, "on") for x in ("gp", "op")}
+    d_o = {yc: above(yc, "op") for yc in ("gn", "on")}
+    c_g = {x: below(x, "gn") for x in ("gp", "op")}
+    d_g = {yc: above(yc, "gp") for yc in ("gn", "on")}
+    wc = {name: w[mask] for name, mask in cells.items()}
+    out["cross"] = np.array([
+        wc["gp"] @ (c_g["gp"] * c_o["gp"]), wc["gp"] @ c_o["gp"],
+        wc["gp"] @ ((c_o["gp"] - c_g["gp"]) * c_o["gp"]), wc["on"] @ (d_g["on"] * d_o["on"]),
+        wc["gn"] @ (d_g["gn"] * d_o["gn"]), wc["gn"] @ d_o["gn"],
+        wc["gn"] @ ((d_o["gn"] - d_g["gn"]) * d_o["gn"]), wc["op"] @ (c_g["op"] * c_o["op"])])
+    out["overall"] = np.array([wc["op"] @ c_o["op"], wc["op"] @ c_o["op"] ** 2,
+                               wc["on"] @ d_o["on"] ** 2])
+    own = []
+    for name in ("on", "op"):  # own class above, itself left out
+        k = kernel_matrix(s[cells[name]], s[cells[name]])
+        a = k.T @ wc[name] - 0.5 * wc[name]
+        own += [wc[name] @ a, wc[name] @ a ** 2]
+    out["above"] = np.array(own)
+    out["weights"] = np.array([wc[c].sum() for c in ("gn", "gp", "bn", "bp")])
+    return out
+
+
+def assert_sums_equal(sums, y, s, groups, w=None, rtol=1e-12):
+    for g, member in enumerate(groups):
+        ref = brute_sums(y, s, member, w)
+        for j in range(5):
+            for block, name in ((0, "u"), (5, "sqx"), (10, "sqy")):
+                np.testing.assert_allclose(sums.delong[g, block + j], ref[f"{name}{j}"],
+                                           rtol=rtol, atol=1e-9, err_msg=f"{name}{j} of {g}")
+        for name in ("cross", "overall", "weights"):
+            np.testing.assert_allclose(getattr(sums, name)[g], ref[name], rtol=rtol, atol=1e-9,
+                                       err_msg=f"{name} of {g}")
+        if w is None:
+            np.testing.assert_allclose(sums.above[g], ref["above"], rtol=rtol, atol=1e-9)
+
+
+def random_rows(rng, n, weighted, levels):
+    y = rng.random(n) < 0.4
+    s = rng.integers(0, levels, n).astype(np.float64)  # heavy ties
+    w = rng.integers(1, 4, n) * rng.choice([1.0, 0.75]) if weighted else None
+    groups = [rng.random(n) < p for p in (0.3, 0.5, 0.08)]
+    return y, s, w, groups
+
+
+def chunk_sums_of(y, s, w, groups, cuts):
+    """The chunks' own sums: rows cut at the score values ``cuts`` (ties never split);
+    a chunk whose rows all share a score through the closed form of ``tied_placement_sums``
+    (as a streaming bucket of one score is), the others through a sort of their rows."""
+    matrix = np.column_stack(groups).astype(np.uint8)
+    edges = [-np.inf, *sorted(cuts), np.inf]
+    parts = []
+    for lo, hi in zip(edges, edges[1:]):
+        rows = np.flatnonzero((s >= lo) & (s < hi))
+        if rows.size == 0:
+            continue
+        if np.unique(s[rows]).size == 1:
+            member = matrix[rows].astype(bool)
+            ww = np.ones(rows.size) if w is None else w[rows]
+            yy = y[rows]
+            weights = np.column_stack([ww @ (member & ~yy[:, None]), ww @ (member & yy[:, None]),
+                                       ww @ (~member & ~yy[:, None]),
+                                       ww @ (~member & yy[:, None])])
+            cell_rows = np.column_stack([(member & ~yy[:, None]).sum(0),
+                                         (member & yy[:, None]).sum(0)])
+            class_rows = np.tile([(~yy).sum(), yy.sum()], (len(groups), 1))
+            squares = None if w is None else np.tile([ww[~yy] @ ww[~yy], ww[yy] @ ww[yy]],
+                                                     (len(groups), 1))
+            parts.append(tied_placement_sums(weights, cell_rows, class_rows, squares))
+        else:
+            memberships = prepare_memberships_dense(y[rows], matrix[rows], list(range(len(groups))))
+            parts.append(placement_sums(SortedScores(s[rows], memberships),
+                                        None if w is None else w[rows], workers=1)[0])
+    return combine_placement_sums(parts)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_chunked_placement_sums_equal_pair_counts(weighted):
+    rng = np.random.default_rng(5)
+    for _ in range(8):
+        n = int(rng.integers(40, 160))
+        levels = int(rng.integers(2, 9))
+        y, s, w, groups = random_rows(rng, n, weighted, levels)
+        cuts = rng.choice(np.arange(levels + 1), size=int(rng.integers(1, levels + 1)),
+                          replace=False)
+        sums = chunk_sums_of(y, s, w, groups, cuts)
+        assert_sums_equal(sums, y, s, groups, w)
+        # and the one walk of all rows agrees
+        memberships = prepare_memberships_dense(y, np.column_stack(groups).astype(np.uint8),
+                                                [0, 1, 2])
+        whole, _, _ = placement_sums(SortedScores(s, memberships), w)
+        assert_sums_equal(whole, y, s, groups, w)
+
+
+def test_a_chunk_of_one_score_in_closed_form_equals_its_sweep():
+    rng = np.random.default_rng(9)
+    n = 50
+    y = rng.random(n) < 0.4
+    s = np.full(n, 0.25)
+    groups = [rng.random(n) < 0.3, rng.random(n) < 0.6]
+    tied = chunk_sums_of(y, s, None, groups, [])
+    memberships = prepare_memberships_dense(y, np.column_stack(groups).astype(np.uint8), [0, 1])
+    swept, _, _ = placement_sums(SortedScores(s, memberships))
+    for name in ("delong", "cross", "overall", "above", "weights"):
+        np.testing.assert_allclose(getattr(tied, name), getattr(swept, name), rtol=1e-13,
+                                   err_msg=name)
+    assert_sums_equal(tied, y, s, groups)
+
+
+@pytest.fixture
+def delong_everywhere(monkeypatch):
+    from fastbias.intervals import significance
+    monkeypatch.setattr(significance, "PERMUTATION_BELOW", 0)
+
+
+def frame_of(rng, n, weighted):
+    y, s, w, groups = random_rows(rng, n, weighted, int(rng.integers(3, 12)))
+    s = s + 2.0 * (groups[1] & ~y)  # a biased subgroup
+    df = pd.DataFrame({"y": y, "s": s, **{f"g{j}": g.astype(float) for j, g in enumerate(groups)}})
+    if weighted:  # whole numbers: the reference replicates each row w times
+        df["w"] = rng.integers(1, 4, n).astype(np.float64)
+    return df
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reader", ["parquet", "csv"])
+def test_streamed_pvalues_match_pair_matrix_reference(tmp_path, weighted, reader,
+                                                      delong_everywhere):
+    if reader == "parquet":
+        pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(31)
+    for i in range(3):
+        df = frame_of(rng, int(rng.integers(120, 260)), weighted)
+        path = tmp_path / f"d{i}.{reader}"
+        if reader == "parquet":
+            df.to_parquet(path)
+            run = evaluate_parquet
+        else:
+            df.to_csv(path, index=False)
+            run = evaluate_csv
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            res = run(path, label="y", scores="s", subgroups=["g0", "g1", "g2"],
+                      sample_weight="w" if weighted else None, significance="holm",
+                      bucket_rows=40)
+        table = res.for_model()
+        assert res.settings["significance"] == "holm" and res.settings["engine"] == "streaming"
+        for j in range(3):
+            member = df[f"g{j}"].to_numpy() == 1
+            ref = reference_tests(df["y"].to_numpy(), df["s"].to_numpy(), member,
+                                  df["w"].to_numpy() if weighted else None)
+            for metric in METRIC_COLUMNS:
+                np.testing.assert_allclose(table.loc[f"g{j}", f"{metric}_pvalue"],
+                                           ref[metric][2], rtol=1e-7, atol=1e-12,
+                                           err_msg=f"g{j} {metric}")
+
+
+def scored_frame(n, seed, weighted=False):
+    """Identities that meet often (intersections of every size from a few rows to thousands),
+    some unannotated, two of them scored with a bias; scores with heavy ties."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.3
+    df = pd.DataFrame({"toxicity": y.astype(float)})
+    score = y * 1.2 + rng.normal(0, 1, n)
+    for name, share, shift in zip(SUBGROUPS, (0.3, 0.2, 0.04, 0.006), (0.0, 0.3, -0.4, 0.0)):
+        member = rng.random(n) < share
+        score += shift * (member & ~y)
+        column = member.astype(float)
+        column[rng.random(n) < 0.1] = np.nan
+        df[name] = column
+    df["model_biased"] = np.round(score, 1)  # ties across buckets' edges
+    if weighted:
+        df["w"] = rng.integers(1, 5, n) * 0.5
+    return df
+
+
+SUBGROUPS = ["male", "female", "transgender", "other_gender"]
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_streaming_and_dask_give_the_pvalues_of_evaluate(tmp_path, policy, weighted):
+    """Every raw p-value but those of cells under 30 rows is evaluate's (DeLong, exact
+    moments), intersections included; equal to the bit unweighted."""
+    pytest.importorskip("pyarrow")
+    df = scored_frame(40_000, 4, weighted)
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, row_group_size=9_000)
+    kw = dict(label="toxicity", scores="model_biased", subgroups=SUBGROUPS,
+              missing_subgroup=policy, intersections=2, significance="bh",
+              sample_weight="w" if weighted else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        ref = fastbias.evaluate(df, **kw).for_model()
+        streamed = evaluate_parquet(path, bucket_rows=6_000, **kw).for_model()
+    cells = ref[["subgroup_negatives", "subgroup_positives", "background_negatives",
+                 "background_positives"]].min(axis=1)
+    large = cells >= 30
+    assert large.sum() >= 6 and (cells < 300).any()  # DeLong and exact-moment tests both
+    tolerance = dict(rtol=1e-10, atol=1e-300) if weighted else dict(rtol=0, atol=0)
+    np.testing.assert_allclose(streamed.loc[large, PVALUES], ref.loc[large, PVALUES],
+                               **tolerance)
+    if not (~large).any():
+        np.testing.assert_array_equal(streamed.filter(like="_significant"),
+                                      ref.filter(like="_significant"))
+
+
+def test_dask_significance_equals_streaming(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    import fastbias.dask
+    df = scored_frame(20_000, 6)
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path)
+    kw = dict(label="toxicity", scores="model_biased", subgroups=SUBGROUPS,
+              intersections=2, significance="holm", confidence=0.9)
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        streamed = evaluate_parquet(path, bucket_rows=5_000, **kw)
+        on_dask = fastbias.dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=4, **kw)
+        lazy = fastbias.dask.evaluate(str(path), compute=False, **kw)
+        later = lazy.compute()
+    columns = [c for c in streamed.table.columns if "pvalue" in c or "significant" in c]
+    assert len(columns) == 15
+    for res in (on_dask, later):
+        assert res.settings["significance"] == "holm" and res.settings["confidence"] == 0.9
+        pd.testing.assert_frame_equal(res.table[columns], streamed.table[columns],
+                                      check_exact=False, rtol=1e-12)
+    assert streamed.for_model().attrs["significance_level"] == pytest.approx(0.1)
+
+
+def test_tiny_cells_out_of_core_get_a_bound_above_the_exact_permutation_pvalue(tmp_path):
+    """Cells under 30 rows: Hoeffding's bound on the permutation p-value, computed here from
+    its definition, and never below the exact p-value (every subset enumerated)."""
+    from tests.reference import pair_probability
+    rng = np.random.default_rng(21)
+    n = 24
+    y = np.zeros(n, bool)
+    y[:11] = True
+    s = np.round(rng.normal(size=n) + y, 1)
+    member = np.zeros(n, bool)
+    member[[0, 1, 2, 3]] = True
+    member[[11, 12, 13]] = True
+    s[[11, 12, 13]] = [5.0, 5.1, 5.2]
+    df = pd.DataFrame({"y": y, "s": s, "g": member.astype(float)})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    table = evaluate_csv(path, label="y", scores="s", subgroups=["g"], significance="holm",
+                         bucket_rows=5).for_model()
+    assert table.attrs["permutation_bounds"] == 5 and table.attrs["permutation_tests"] == 0
+    exact = exact_permutation_p(y, s, member, None,
+                                ["subgroup_auc", "bpsn_auc", "negative_aeg"], 0)
+    exact.update(exact_permutation_p(y, s, member, None, ["bnsp_auc", "positive_aeg"], 1))
+    neg, pos = s[~y], s[y]
+    theta = pair_probability(pos, neg)
+    fixed_pos = s[member & y]
+    means = {  # the permutation means of the per-row values
+        "subgroup_auc": kernel_matrix(fixed_pos, neg).mean(),
+        "bpsn_auc": kernel_matrix(pos[4:], neg).mean(),  # background positives over negatives
+        "bnsp_auc": kernel_matrix(pos, neg[3:]).mean(),
+    }
+    sizes = {"subgroup_auc": 3, "bpsn_auc": 3, "negative_aeg": 3, "bnsp_auc": 4,
+             "positive_aeg": 4}
+    for metric, p_exact in exact.items():
+        got = table.loc["g", f"{metric}_pvalue"]
+        size = sizes[metric]
+        if metric.endswith("aeg"):
+            big_n = 13 if metric == "negative_aeg" else 11
+            excess = abs(table.loc["g", metric])
+            spread = (big_n - 1) / (big_n - size)
+        else:
+            excess = abs(table.loc["g", metric] - theta) - abs(means[metric] - theta)
+            spread = 1.0
+        bound = min(1.0, 2 * np.exp(-2 * size * excess ** 2 / spread ** 2)) if excess > 0 else 1
+        np.testing.assert_allclose(got, bound, rtol=1e-9, err_msg=metric)
+        assert got >= p_exact - 1e-12, (metric, got, p_exact)
+
+
+def test_weighted_tiny_cells_out_of_core_are_not_tested_and_said(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 3000
+    df = pd.DataFrame({"y": rng.random(n) < 0.4, "s": rng.random(n).round(2),
+                       "w": rng.integers(1, 4, n).astype(float),
+                       "big": (rng.random(n) < 0.4).astype(float),
+                       "tiny": np.zeros(n)})
+    df.loc[:14, "tiny"] = 1.0  # about 9 negatives and 6 positives
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    with pytest.warns(UndefinedMetricWarning, match="out of core, a weighted cell of fewer "
+                                                    "than 30 rows") as caught:
+        table = evaluate_csv(path, label="y", scores="s", subgroups=["big", "tiny"],
+                             sample_weight="w", significance="bh", bucket_rows=1000).for_model()
+    assert sum("not tested for significance" in str(w.message) for w in caught) == 1
+    assert table.loc["tiny", PVALUES].isna().all()
+    assert not table.loc["tiny", [f"{m}_significant" for m in METRIC_COLUMNS]].any()
+    assert table.loc["big", PVALUES].notna().all()
+    assert table.attrs["permutation_untested"] == 5 and table.attrs["n_tests"] == 5
+
+
+def test_out_of_core_significance_is_checked(tmp_path):
+    df = scored_frame(1000, 1)
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match="significance must be None, 'holm' or 'bh'"):
+        evaluate_csv(path, label="toxicity", scores="model_biased", subgroups=["male"],
+                     significance="bonferroni")
+    with pytest.raises(ValueError, match="confidence"):
+        evaluate_csv(path, label="toxicity", scores="model_biased", subgroups=["male"],
+                     significance="holm", confidence=1.5)

@@ -138,21 +138,24 @@ def print_medians(times: dict, seconds: str, rows: dict | None = None) -> None:
 def streaming(df, kwargs, repeat: int) -> None:
     """The out-of-core path on the same rows as 8 Parquet files: evaluate_parquet with
     intersections=None, 2 and 3 (one more reading pass chooses them; each spilled row
-    carries one more byte per intersection kept), interleaved, medians."""
+    carries one more byte per intersection kept) and 2 with significance="holm" (each bucket
+    adds its placement sums), interleaved, medians."""
     import tempfile
 
     from fastbias.streaming import evaluate_parquet
 
-    settings = {"24 alone": None, "pairs": 2, "pairs and triples": 3}
+    settings = {"24 alone": (None, None), "pairs": (2, None), "pairs and triples": (3, None),
+                "pairs, significance='holm'": (2, "holm")}
     with tempfile.TemporaryDirectory() as directory:
         columns = ["toxicity", "model_biased", *kwargs["subgroups"]]
         for k in range(8):
             df[columns].iloc[k::8].to_parquet(os.path.join(directory, f"part-{k}.parquet"),
                                               index=False)
-        rows = {name: len(evaluate_parquet(directory, **kwargs, intersections=order).table)
-                for name, order in settings.items()}   # compile and warm up
-        times = interleaved(settings, lambda order: evaluate_parquet(
-            directory, **kwargs, intersections=order), repeat)
+        rows = {name: len(evaluate_parquet(directory, **kwargs, intersections=order,
+                                           significance=test).table)
+                for name, (order, test) in settings.items()}   # compile and warm up
+        times = interleaved(settings, lambda setting: evaluate_parquet(
+            directory, **kwargs, intersections=setting[0], significance=setting[1]), repeat)
     print(f"\n`evaluate_parquet` (streaming, 8 files, default batch and bucket sizes), median "
           f"of {repeat}:\n")
     print_medians(times, "{:.2f}", rows)

@@ -17,8 +17,12 @@ metric's two cells has fewer than :data:`PERMUTATION_BELOW` rows the normal
 approximation is poor in the far tails that a multiple-testing adjustment
 reads, so the p-value is a permutation one instead: the subgroup's cell is
 redrawn at random from its class (the sharp null "within a class, the
-subgroup's rows are scored like any others"), sequentially (Besag & Clifford
-1991) until :data:`PERMUTATION_HITS` draws are as extreme as observed. The
+subgroup's rows are scored like any others"): from
+:data:`PERMUTATION_DRAWS_BELOW` rows the normal tail with the permutation
+distribution's exact moments, below it drawn sequentially (Besag & Clifford
+1991) until :data:`PERMUTATION_HITS` draws are as extreme as observed (out of
+core, where the class is not in memory, Hoeffding's bound instead). Every
+p-value is computed from :class:`~.placement_sums.PlacementSums`. The
 p-values of one model (all subgroups x metrics) are adjusted together by
 Holm (family-wise error) or Benjamini-Hochberg (false discovery rate); a test
 is significant where the adjusted p-value is at most ``1 - confidence``.

@@ -24,6 +24,7 @@ from .metrics.aggregates import (
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import (
     check_intersections,
+    has_categories,
     prepare_memberships,
     prepare_subgroups,
     subgroup_rows,
@@ -61,6 +62,12 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     subgroups : DataFrame of boolean columns, dict of name -> mask, or (n, k) array
         Subgroup memberships; a row may belong to several subgroups or none.
         Names of an array input are ``subgroup_0``, ``subgroup_1``, ...
+        A categorical column (a Series, or a column of a DataFrame or dict,
+        holding text or a pandas Categorical, e.g. ``df["race"]``) is one
+        subgroup per value, ``"race=black"``; with several such columns, every
+        combination of values with at least ``min_subgroup_size`` rows of
+        each class follows (``"race=black & gender=female"``). A missing value
+        is in no subgroup (docs/sensitive_features.md).
     sample_weight : array-like of shape (n,), optional
         Non-negative row weights; every pair then counts ``w_i * w_j``.
     label_threshold : float, optional
@@ -137,12 +144,17 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     check_significance(significance)
     confidence = check_confidence(confidence)
     order, min_size = check_intersections(intersections, min_subgroup_size)
+    if order is not None and has_categories(subgroups):
+        raise ValueError("intersections= combines boolean subgroups; categorical subgroup "
+                         "columns already add every combination of their values (give "
+                         "intersections only with boolean columns)")
     workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
         lambda threads, compiled=True: with_intersections(
             prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=threads,
-                              compiled=compiled), order, min_size, compiled),
+                              compiled=compiled, min_subgroup_size=min_size), order, min_size,
+            compiled),
         labels, weights, workers=workers, with_rows=ci == "bootstrap",
         numpy_if_cold=ci is None and significance is None)
     table = table_from_counts(sc)

@@ -512,6 +512,13 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     if getattr(args, "nan_policy", "raise") != "raise":
         kwargs["nan_policy"] = args.nan_policy
     what = f"evaluating {len(scores)} model(s) x {len(subgroups)} subgroups"
+    if getattr(args, "sensitive_features", None):
+        kwargs["sensitive_features"] = args.sensitive_features
+        what += (f" and the values of {len(args.sensitive_features)} sensitive feature(s)"
+                 if subgroups else "")
+        if not subgroups:
+            what = (f"evaluating {len(scores)} model(s) x the values of "
+                    f"{len(args.sensitive_features)} sensitive feature(s)")
     if getattr(args, "significance", None):
         kwargs.update(significance=args.significance, confidence=args.confidence)
     if args.intersections is not None:
@@ -687,6 +694,8 @@ def _row_bytes(args, n_columns: int) -> int:
         cost += 48 * models
     if args.intersections:
         cost += 8 * groups
+    if args.sensitive_features:  # text as Python strings, then a code per row and value
+        cost += 80 * len(args.sensitive_features)
     if args.positive is not None:
         cost += 64  # text labels are Python strings
     return cost
@@ -739,7 +748,8 @@ def _bytes_text(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-_NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"))
+_NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"),
+                 ("sensitive_features", "--sensitive-features"))
 
 
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
@@ -863,7 +873,14 @@ def cmd_report(args) -> int:
         args.subgroups = _subgroups_from_file(args.subgroups_file)
     elif args.subgroups_all_boolean:
         args.subgroups = _boolean_columns(args, progress)
+    elif args.subgroups is None:
+        if not args.sensitive_features:
+            raise CLIError("give the identity columns: --subgroups, --subgroups-file, "
+                           "--subgroups-all-boolean or --sensitive-features")
+        args.subgroups = []
     wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
+    if args.sensitive_features:
+        wanted["--sensitive-features"] = args.sensitive_features
     if args.weight:
         wanted["--weight"] = [args.weight]
     columns = list(dict.fromkeys(c for names in wanted.values() for c in names))
@@ -1114,7 +1131,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "text (see --positive)")
     report.add_argument("--scores", required=True, nargs="+", metavar="COL",
                         help="score column(s), one per model")
-    which = report.add_mutually_exclusive_group(required=True)
+    which = report.add_mutually_exclusive_group()  # one of them, or --sensitive-features
     which.add_argument("--subgroups", nargs="+", metavar="COL",
                        help="identity columns: boolean or numeric (see --subgroup-threshold)")
     which.add_argument("--subgroups-file", metavar="FILE",
@@ -1123,6 +1140,12 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--subgroups-all-boolean", action="store_true",
                        help="every column holding only booleans or 0/1 (missing values aside), "
                             "except the label, scores and weight")
+    report.add_argument("--sensitive-features", nargs="+", metavar="COL", default=None,
+                        help="categorical columns (e.g. race gender): one subgroup per value, "
+                             "'race=black', and with several columns every combination of "
+                             "values that occurs (at least --min-subgroup-size rows of each "
+                             "class), 'race=black & gender=female'; with or instead of the "
+                             "identity columns")
     report.add_argument("--out", action="append", metavar="FILE",
                         help="write the report here (.html, .csv or .json); may be repeated")
     report.add_argument("--positive", metavar="VALUE", default=None,
@@ -1144,7 +1167,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file (three "
                              "with --intersections), spill files on disk, no --ci/"
-                             "--positive/--nan-policy omit")
+                             "--positive/--sensitive-features/--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

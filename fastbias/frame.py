@@ -18,6 +18,7 @@ from .intervals.significance import add_pvalues, adjust_table, check_significanc
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import (
+    category_memberships,
     check_intersections,
     group_by_missing,
     intersection_missing,
@@ -40,6 +41,7 @@ from .sweep.parallel import (
     map_in_threads,
 )
 from .tables.result import EvaluationResult, evaluation_result
+from .validate.categories import category_codes
 from .validate.columns import (
     check_aligned,
     check_length,
@@ -61,12 +63,14 @@ from .validate.subgroups import identity_column
 from .validate.values import as_labels, as_sample_weight, as_scores
 
 
-def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
+             label_threshold: float = 0.5,
              subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
              sample_weight=None, n_jobs: int | None = None, ci: str | None = None,
              confidence: float = 0.95, n_boot: int = 1000, random_state=None,
              nan_policy: str = "raise", pos_label=None, intersections: int | None = None,
-             min_subgroup_size: int = 1, significance: str | None = None) -> EvaluationResult:
+             min_subgroup_size: int = 1, significance: str | None = None,
+             sensitive_features=None) -> EvaluationResult:
     """Bias metrics for one or many models from a DataFrame, as the data comes.
 
     Labels and subgroup memberships are prepared once and shared by all
@@ -83,9 +87,10 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         [0, 1] are an error naming the value and its row.
     scores : str or list of str
         Score column(s), one per model.
-    subgroups : list of str
+    subgroups : list of str, optional
         Identity columns: boolean, or numeric (e.g. annotator fractions)
         binarised as ``>= subgroup_threshold``; NaN means "not annotated".
+        Optional where ``sensitive_features`` are given.
     label_threshold : float or None, default 0.5
         Positive iff ``label >= label_threshold``; None insists on labels
         that are exactly 0/1 (or boolean). Boolean labels ignore it.
@@ -133,6 +138,15 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         :func:`fastbias.bias_metrics` and ``docs/significance.md``). With
         ``missing_subgroup="exclude"`` a subgroup's AUCs are compared with the
         AUC of the rows annotated for it.
+    sensitive_features : list of str, optional
+        Categorical columns (text, categoricals, integers, booleans): one
+        subgroup per value that occurs, named ``"race=black"``, after the
+        ``subgroups``; with several columns also every combination of one value
+        of each that has at least ``min_subgroup_size`` rows of each class,
+        named ``"race=black & gender=female"`` (the groups of fairlearn's
+        ``MetricFrame``). Values in category order for a pandas Categorical,
+        else sorted; a missing value forms no subgroup and is unannotated for
+        ``missing_subgroup`` (see ``docs/sensitive_features.md``).
 
     Returns
     -------
@@ -167,7 +181,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                                   confidence=confidence, n_boot=n_boot, random_state=random_state,
                                   intersections=intersections,
                                   min_subgroup_size=min_subgroup_size,
-                                  significance=significance)
+                                  significance=significance,
+                                  sensitive_features=sensitive_features)
     intersections, min_subgroup_size = check_intersections(intersections, min_subgroup_size)
     subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
     if pos_label is None and label_threshold is not None:
@@ -177,11 +192,13 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
     check_significance(significance)
     confidence = check_confidence(confidence)
     resolve_n_jobs(n_jobs, 1)
-    label, models, subgroup_names = frame_columns(df, label, scores, subgroups)
+    label, models, subgroup_names, features = frame_columns(df, label, scores, subgroups,
+                                                            sensitive_features)
     n = df.shape[0]
 
     labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
                        threshold=label_threshold if pos_label is None else None, omit=True)
+    feature_codes = [category_codes(df[name], name) for name in features]
     if isinstance(sample_weight, str):
         require_columns(df, [sample_weight], "sample_weight")
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",
@@ -198,6 +215,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label, "intersections": intersections,
                 "min_subgroup_size": min_subgroup_size, "significance": significance}
+    if features:
+        settings["sensitive_features"] = list(features)
     if ci == "bootstrap":  # what a reader needs to repeat the intervals
         n_boot = check_n_boot(n_boot)
         settings.update(n_boot=n_boot, random_state=random_state if isinstance(
@@ -213,19 +232,21 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups, label_threshold
         return _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n,
                                   subgroup_threshold, missing_subgroup, n_jobs, ci, confidence,
                                   n_boot, random_state, settings, early_classes,
-                                  in_numpy)
+                                  in_numpy, feature_codes)
 
 
 
 def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, subgroup_threshold,
                        missing_subgroup, n_jobs, ci, confidence, n_boot, random_state, settings,
-                       early_classes, in_numpy: bool = False) -> EvaluationResult:
+                       early_classes, in_numpy: bool = False,
+                       feature_codes=()) -> EvaluationResult:
     """The body of :func:`evaluate` once the arguments are validated.
 
     ``early_classes`` (from a helper thread) is a future of the class
     sort of the single model over all rows. ``in_numpy``: the kernels still
     have to compile, so everything is counted in numpy while a background
-    process compiles them (see :mod:`fastbias.sweep.first_call`).
+    process compiles them (see :mod:`fastbias.sweep.first_call`). ``feature_codes``: the
+    sensitive features read (their subgroups follow the others).
     """
     compiled = not in_numpy
     columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
@@ -241,6 +262,23 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         subgroup_names = list(subgroup_names) + added
         rows_of += combo_rows
         missing += intersection_missing(missing, combos)
+    if feature_codes:
+        names, rows, unannotated, parts = category_memberships(list(feature_codes), labels,
+                                                               settings["min_subgroup_size"])
+        # what each row is, for the report's score distributions (no second reading rule)
+        settings["sensitive_members"] = {
+            name: [[feature_codes[f].name, feature_codes[f].labels[v]] for f, v in part]
+            for name, part in zip(names, parts)}
+        clash = [name for name in names if name in subgroup_names]
+        if clash:
+            raise ValueError(f"{clash[0]!r} is both a subgroup column and a value of a "
+                             f"sensitive feature; rename the column")
+        subgroup_names = list(subgroup_names) + names
+        rows_of += rows
+        missing += [m if missing_subgroup == "exclude" else None for m in unannotated]
+    if not subgroup_names:
+        raise ValueError(f"the sensitive features {settings.get('sensitive_features')} hold "
+                         f"no value on any row: there is no subgroup to evaluate")
     groups = group_by_missing(missing)
     universes = []
     for kept, index in groups:
@@ -309,14 +347,16 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
 
 
 
-def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_weight, **settings):
+def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_weight,
+                       **settings):
     """``evaluate(..., nan_policy="omit")``: drop rows, then evaluate with ``"raise"``.
 
     Rows with a missing label or weight are dropped for every model; rows
     with a NaN, missing or infinite score only for that model. Models with
     the same dropped rows are evaluated together (sharing one preparation).
     """
-    label, models, subgroup_names = frame_columns(df, label, scores, subgroups)
+    label, models, subgroup_names, features = frame_columns(df, label, scores, subgroups,
+                                                            settings.get("sensitive_features"))
     n = df.shape[0]
     label_name = f"label column {label!r}"
     parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
@@ -347,7 +387,7 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     _, description = rows_to_omit(parts)
     omitted = {}
     results = []
-    columns = list(dict.fromkeys([label, *models, *subgroup_names]
+    columns = list(dict.fromkeys([label, *models, *subgroup_names, *features]
                                  + ([sample_weight] if isinstance(sample_weight, str) else [])))
     for drop, group_models in groups.values():
         sub_df, sub_weights = df, weights

@@ -309,6 +309,7 @@ PAGES = {
         Run(chain(needs("xgboost"), lambda ns: boosting_data(ns, "xgboost"))),
         Elsewhere("benchmark commands (timings are measured in benchmarks/, never in tests)"),
     ],
+    "docs/sensitive_features.md": [Run()],
     "docs/significance.md": [Run()],
     "docs/validation.md": [
         Output(omitted_rows_message),

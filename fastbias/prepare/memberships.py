@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import pandas as pd
 
 from .._threads import pieces_for, run_pieces
+from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
 from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
 from . import _kernels as K
@@ -213,8 +215,12 @@ def restrict_rows(rows: list, kept: np.ndarray) -> list:
 
 def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float | None = None,
                       kept: np.ndarray | None = None, workers: int = 1,
-                      compiled: bool = True) -> Memberships:
+                      compiled: bool = True, min_subgroup_size: int = 1) -> Memberships:
     """Validated labels + any accepted subgroup container -> :class:`Memberships`.
+
+    A categorical column (text, a pandas Categorical) of a DataFrame, dict or Series is
+    one subgroup per value, named ``"name=value"``; with several, their combinations with
+    at least ``min_subgroup_size`` rows of each class follow (as ``sensitive_features=``).
 
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
     dicts take one jitted pass per column. ``kept`` (a boolean mask over the
@@ -235,10 +241,28 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
             rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
             return _memberships_in_numpy(labels, names, rows, groups)
         return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names, workers)
-    names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold, compiled=compiled)
+    if has_categories(subgroups):
+        names, rows = _subgroups_with_categories(subgroups, n, labels, kept, subgroup_threshold,
+                                                 compiled, min_subgroup_size)
+    else:
+        names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold,
+                                    compiled=compiled)
     if kept is not None:
         rows = restrict_rows(rows, kept)
     return prepare_memberships(labels, rows, names, compiled)
+
+
+def has_categories(subgroups) -> bool:
+    """Whether a subgroup container (a DataFrame, dict or Series) has a categorical column."""
+    if isinstance(subgroups, pd.DataFrame):
+        columns = [subgroups.iloc[:, j] for j in range(subgroups.shape[1])]
+    elif isinstance(subgroups, pd.Series):
+        columns = [subgroups]
+    elif isinstance(subgroups, dict):
+        columns = list(subgroups.values())
+    else:
+        return False
+    return any(is_categorical(c) for c in columns)
 
 
 def _memberships_in_numpy(labels, names, rows: np.ndarray, groups: np.ndarray) -> Memberships:
@@ -496,3 +520,123 @@ def intersection_missing(missing_masks: list, members: list) -> list:
                 combined[keys] = np.logical_or.reduce([canonical[k] for k in keys])
             out.append(combined[keys])
     return out
+
+
+def _rows_by_code(codes: np.ndarray, n_values: int) -> list:
+    """Increasing row indices of each code 0..n_values-1 (-1: no group), by one stable sort."""
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes[codes >= 0], minlength=n_values)
+    start = int((codes < 0).sum())
+    out = []
+    for count in counts:
+        out.append(order[start:start + count].astype(np.int64))
+        start += count
+    return out
+
+
+def category_memberships(features: list, labels: np.ndarray, min_subgroup_size: int = 1):
+    """The subgroups of categorical sensitive features: ``(names, rows, missing, parts)``.
+
+    ``features`` are :class:`~fastbias.validate.categories.CategoryCodes` of one set of
+    rows, ``labels`` their classes. One subgroup per value of each feature, in the
+    features' order and each feature's value order, named ``"race=black"``; with several
+    features, then every combination of one value of each that occurs with at least
+    ``min_subgroup_size`` rows of each class (:func:`combination_memberships`). ``rows``
+    are increasing row indices; ``missing`` the rows a subgroup may not be compared with
+    under ``missing_subgroup="exclude"`` (a value missing in any of its features; None:
+    none); ``parts`` each subgroup's ``[(feature index, value index)]``. Each value's rows
+    come from one stable sort of the codes, never a rows x values matrix.
+    """
+    names, rows, missing, parts = [], [], [], []
+    for f, feature in enumerate(features):
+        names += feature.labels
+        rows += _rows_by_code(feature.codes, len(feature.values))
+        missing += [feature.missing] * len(feature.values)
+        parts += [[(f, v)] for v in range(len(feature.values))]
+    if len(features) > 1:
+        more = combination_memberships(features, labels, min_subgroup_size)
+        for into, part in zip((names, rows, missing, parts), more):
+            into += part
+    return names, rows, missing, parts
+
+
+def combination_memberships(features: list, labels: np.ndarray, min_subgroup_size: int = 1):
+    """``(names, rows, missing, parts)`` of every combination of one value of each feature
+    that occurs with at least ``min_subgroup_size`` rows of each class, named
+    ``"race=black & gender=female"``, in the order of the features' values (the first
+    feature slowest): fairlearn's groups of several sensitive features."""
+    codes = np.column_stack([f.codes for f in features]).astype(np.int64)
+    any_missing = (codes < 0).any(axis=1)
+    sizes = [len(f.values) for f in features]
+    # each row's combination as one number (the first feature slowest); the product of the
+    # sizes is at most 1000**k, so above 6 features the combinations are found by np.unique
+    if float(np.prod(sizes, dtype=np.float64)) < 2.0 ** 62:
+        combined = np.zeros(codes.shape[0], dtype=np.int64)
+        for j, size in enumerate(sizes):
+            combined = combined * size + np.maximum(codes[:, j], 0)
+        present, inverse = np.unique(combined[~any_missing], return_inverse=True)
+        combos = np.empty((present.shape[0], len(sizes)), dtype=np.int64)
+        rest = present.copy()
+        for j in range(len(sizes) - 1, -1, -1):
+            combos[:, j] = rest % sizes[j]
+            rest //= sizes[j]
+    else:
+        combos, inverse = np.unique(codes[~any_missing], axis=0, return_inverse=True)
+    combo_codes = np.full(codes.shape[0], -1, dtype=np.int64)
+    combo_codes[~any_missing] = inverse.reshape(-1)
+    n_combos = combos.shape[0]
+    positive = np.asarray(labels, dtype=bool)
+    counted = combo_codes >= 0
+    positives = np.bincount(combo_codes[counted & positive], minlength=n_combos)
+    negatives = np.bincount(combo_codes[counted & ~positive], minlength=n_combos)
+    keep = (positives >= min_subgroup_size) & (negatives >= min_subgroup_size)
+    combo_rows = _rows_by_code(combo_codes, n_combos)
+    shared = any_missing if any_missing.any() else None
+    value_names = [f.labels for f in features]
+    names, rows, missing, parts = [], [], [], []
+    for c in np.flatnonzero(keep):
+        names.append(" & ".join(value_names[j][combos[c, j]] for j in range(len(features))))
+        rows.append(combo_rows[c])
+        missing.append(shared)
+        parts.append([(j, int(combos[c, j])) for j in range(len(features))])
+    return names, rows, missing, parts
+
+
+def _subgroups_with_categories(subgroups, n: int, labels: np.ndarray, kept, threshold,
+                               compiled: bool, min_subgroup_size: int):
+    """``(names, rows over all n rows)`` of a subgroup container some of whose columns are
+    categorical (:func:`~fastbias.validate.categories.is_categorical`): each such column
+    becomes one subgroup per value, in its place, and with several of them their
+    combinations follow (:func:`combination_memberships`, counted on the ``kept`` rows).
+    A missing value is in no subgroup (its row counts as background)."""
+    names_in, columns = subgroup_columns(subgroups, n)
+    buffer = np.empty(n, dtype=np.int64) if compiled else None
+    full = labels
+    if kept is not None:
+        full = np.zeros(n, dtype=bool)
+        full[kept] = labels
+    names, rows, features = [], [], []
+    hint = " or use fastbias.evaluate (missing_subgroup=...)"
+    for name, column in zip(names_in, columns):
+        if is_categorical(column):
+            codes = category_codes(column, name, label=f"subgroup {name!r}")
+            if kept is not None:  # dropped rows are in no group (nor counted for the sizes)
+                codes = dataclasses.replace(codes, codes=np.where(kept, codes.codes, -1)
+                                            .astype(np.int32))
+            features.append(codes)
+            names += codes.labels
+            rows += _rows_by_code(codes.codes, len(codes.values))
+        else:
+            names.append(name)
+            rows.append(member_rows(identity_values(column, name, threshold, hint), buffer,
+                                    compiled))
+    if len(features) > 1:
+        more_names, more_rows, _, _ = combination_memberships(features, full,
+                                                              min_subgroup_size)
+        names += more_names
+        rows += more_rows
+    if len(set(names)) != len(names):
+        dup = sorted({x for x in names if names.count(x) > 1})
+        raise ValueError(f"subgroups has duplicate name(s) once categorical columns are "
+                         f"expanded to their values: {dup}")
+    return names, rows

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..validate.categories import category_codes
 from ..validate.subgroups import identity_values
 from ..validate.values import as_labels
 
@@ -126,9 +127,18 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     threshold = settings.get("subgroup_threshold", 0.5)
     members, universes = [], []
     parts_of = settings.get("intersection_members") or {}
+    values_of = settings.get("sensitive_members") or {}
+    codes = {}  # each sensitive feature read once, by the reader evaluate used
+
+    def membership(name):
+        if name in values_of:
+            return _value_membership(df, values_of[name], codes)
+        if name in parts_of:
+            return _intersection_membership(df, parts_of[name], threshold)
+        return _membership(df[name], threshold)
+
     for name in result.subgroups:
-        member, annotated = _membership(df[name], threshold) if name not in parts_of else \
-            _intersection_membership(df, parts_of[name], threshold)
+        member, annotated = membership(name)
         members.append(np.flatnonzero(member))
         universes.append(None if not exclude or annotated.all()
                          else np.packbits(annotated).tobytes())
@@ -136,9 +146,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     if exclude:
         for name, key in zip(result.subgroups, universes):
             if key is not None and key not in annotated_rows:
-                annotated = _membership(df[name], threshold)[1] if name not in parts_of else \
-                    _intersection_membership(df, parts_of[name], threshold)[1]
-                annotated_rows[key] = np.flatnonzero(annotated)
+                annotated_rows[key] = np.flatnonzero(membership(name)[1])
 
     counts = np.zeros((len(result.models), len(result.subgroups), 4, bins), dtype=np.int64)
     label_offset = labels.astype(np.intp) * bins
@@ -216,6 +224,22 @@ class HistogramCounter:
                                subgroups=self.subgroups, n_rows=self.n_rows,
                                n_negatives=self.n_rows - self.n_positives,
                                n_positives=self.n_positives)
+
+
+def _value_membership(df, parts: list, codes: dict):
+    """(member, annotated) of a sensitive-feature subgroup: rows whose value of each feature
+    is the named one (``parts``: ``[feature, "feature=value"]`` pairs), annotated where no
+    feature is missing. Each feature is read by ``category_codes``, as evaluate read it."""
+    member = annotated = None
+    for feature, label in parts:
+        if feature not in codes:
+            codes[feature] = category_codes(df[feature], feature)
+        read = codes[feature]
+        here = read.codes == read.labels.index(label)
+        known = read.codes >= 0
+        member = here if member is None else member & here
+        annotated = known if annotated is None else annotated & known
+    return member, annotated
 
 
 def _intersection_membership(df, parts: list, threshold) -> tuple:

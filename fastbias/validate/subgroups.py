@@ -56,7 +56,10 @@ class IdentityValues:
 
 
 def identity_values(values, name: str, threshold: float | None, missing_hint: str = "",
-                    label: str | None = None) -> IdentityValues:
+                    label: str | None = None,
+                    category_hint: str = "a column of categories (text or a pandas "
+                                         "Categorical, as a pandas Series) gives one subgroup "
+                                         "per value") -> IdentityValues:
     """Read one identity (subgroup) column: the one reader every entry point uses.
 
     Whether a column is boolean is decided by its own dtype (numpy bool,
@@ -75,7 +78,8 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
         arr, missing = read_column(values, label)
     if arr.dtype.kind not in "biuf":
         shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
-        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}")
+        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}; "
+                        f"{category_hint}")
     if threshold is None and missing is not None:
         raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first "
                          f"at position {_first(missing)}); pass a subgroup threshold (missing "
@@ -104,7 +108,9 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
 def identity_column(df, name: str, threshold: float) -> IdentityValues:
     """The identity column ``name`` of ``df`` (a DataFrame or a dict of columns), read by
     :func:`identity_values` with ``threshold``; missing values are unannotated rows."""
-    return identity_values(df[name], name, threshold, label=f"subgroup column {name!r}")
+    return identity_values(df[name], name, threshold, label=f"subgroup column {name!r}",
+                           category_hint=f"for one subgroup per value of a categorical column "
+                                         f"pass it as sensitive_features=[{name!r}]")
 
 
 def identity_kind(column) -> str | None:

@@ -1,0 +1,143 @@
+"""Categorical sensitive features: a column of values (``race``), one subgroup per value.
+
+:func:`category_codes` is the one reader: it turns a column of any type into an
+integer code per row (``-1`` where the value is missing) and the values that
+occur, in a stable documented order. The prepare stage makes memberships of
+them (``fastbias.prepare.memberships.category_memberships``).
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: a sensitive feature with more distinct values than this is refused (a score or an id
+#: column passed by mistake would otherwise become as many subgroups as rows)
+MAX_CATEGORIES = 1000
+
+
+@dataclass(frozen=True)
+class CategoryCodes:
+    """One categorical column read for memberships.
+
+    Attributes
+    ----------
+    name : str
+        The column's name (subgroups are named ``"name=value"``).
+    codes : ndarray of int32
+        Per row, the index of its value in ``values``; -1 where missing.
+    values : list
+        The values that occur, in order: a pandas Categorical's category order,
+        otherwise sorted (numbers by value, text by code point; several kinds by kind
+        name first, then by text).
+    """
+
+    name: str
+    codes: np.ndarray
+    values: list
+
+    @property
+    def missing(self) -> np.ndarray | None:
+        """Rows whose value is missing (None when there is none)."""
+        missing = self.codes < 0
+        return missing if missing.any() else None
+
+    @property
+    def labels(self) -> list:
+        """The subgroup name of each value: ``"name=value"``."""
+        return [f"{self.name}={value_text(v)}" for v in self.values]
+
+
+def value_text(value) -> str:
+    """How a value shows in a subgroup name: booleans and numbers as Python writes them
+    (a whole float as ``2.0``), text as it is."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, np.generic):
+        return str(value.item())
+    return str(value)
+
+
+def _sorted_order(values: list) -> list:
+    """The positions of a non-categorical column's values in their documented order."""
+    positions = range(len(values))
+    try:
+        return sorted(positions, key=lambda j: values[j])
+    except TypeError:  # several kinds (numbers and text): by kind, then by text
+        def key(j):
+            v = values[j]
+            kind = "number" if isinstance(v, numbers.Number) else type(v).__name__
+            return (kind, value_text(v))
+        return sorted(positions, key=key)
+
+
+def category_codes(column, name: str, label: str | None = None) -> CategoryCodes:
+    """Read one sensitive feature: any column (text, categorical, integers, booleans,
+    pyarrow- or polars-backed) whose distinct values are the groups.
+
+    Missing values (None, NaN, pd.NA, NaT) have code -1 and form no group. A
+    column with more than :data:`MAX_CATEGORIES` distinct values, or two values that
+    would show under the same name (``1`` and ``"1"``), is a ValueError naming the
+    column. ``label`` names the column in messages (default ``sensitive feature 'name'``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from fastbias.validate.categories import category_codes
+    >>> c = category_codes(pd.Series(["b", "a", None, "b"]), "race")
+    >>> c.labels, c.codes.tolist()
+    (['race=a', 'race=b'], [1, 0, -1, 1])
+    """
+    label = label or f"sensitive feature {name!r}"
+    if hasattr(column, "to_pandas") and not isinstance(column, (pd.Series, pd.Index)):
+        column = column.to_pandas()  # pyarrow / polars
+    series = column if isinstance(column, pd.Series) else pd.Series(column)
+    if series.ndim != 1:
+        raise ValueError(f"{label} must be one column")
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        raw = np.asarray(series.cat.codes, dtype=np.int64)
+        present = np.unique(raw[raw >= 0])
+        values = [series.cat.categories[j] for j in present]
+        remap = np.full(len(series.cat.categories) + 1, -1, dtype=np.int32)
+        remap[present] = np.arange(present.shape[0], dtype=np.int32)
+        codes = remap[raw]  # -1 stays -1 (the last slot)
+    else:
+        raw, uniques = pd.factorize(series, sort=False, use_na_sentinel=True)
+        uniques = list(uniques)
+        order = _sorted_order(uniques)
+        rank = np.full(len(uniques) + 1, -1, dtype=np.int32)  # the last slot: missing (-1)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        codes = rank[np.asarray(raw, dtype=np.int64)]
+        values = [uniques[j] for j in order]
+    if len(values) > MAX_CATEGORIES:
+        shown = ", ".join(repr(value_text(v)) for v in values[:5])
+        raise ValueError(f"{label} has {len(values):,} distinct values (e.g. {shown}), more "
+                         f"than the {MAX_CATEGORIES:,} a sensitive feature may have: is it a "
+                         f"score or an id column? Bin it first (pandas.cut)")
+    texts = [value_text(v) for v in values]
+    if len(set(texts)) != len(texts):
+        clash = sorted({t for t in texts if texts.count(t) > 1})[0]
+        kinds = [type(v).__name__ for v, t in zip(values, texts) if t == clash]
+        raise ValueError(f"{label} holds values of different types that read the same, "
+                         f"{clash!r} ({' and '.join(kinds)}); give the column one type")
+    return CategoryCodes(str(name), np.ascontiguousarray(codes, dtype=np.int32), list(values))
+
+
+def is_categorical(column) -> bool:
+    """Whether a subgroup column holds categories rather than memberships: a pandas Series
+    (or Categorical) of categories or of text (string dtypes, or objects that are neither
+    numbers nor booleans). Numeric and boolean columns stay memberships (thresholded); a
+    numpy array of text stays an error (it is more often a mistake than categories)."""
+    if not isinstance(column, (pd.Series, pd.Categorical)):
+        return False
+    dtype = getattr(column, "dtype", None)
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(dtype) and \
+            dtype != object:
+        return True
+    if dtype == object:
+        values = pd.Series(column).dropna()
+        return len(values) > 0 and any(
+            not isinstance(v, (numbers.Number, bool, np.bool_)) for v in values.iloc[:1000])
+    return False

@@ -1,0 +1,268 @@
+"""Categorical sensitive features: one subgroup per value (``race=black``), and with several
+features every combination of values that occurs (``race=black & gender=female``), as
+fairlearn's ``MetricFrame`` groups rows.
+
+Every table is checked against the same evaluation of boolean columns built here from the
+values (``race == "black"``, and the AND of two), against sklearn's ``roc_auc_score`` per
+group, and, where fairlearn is installed, against ``MetricFrame``.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastbias
+from fastbias.metrics import METRIC_COLUMNS
+from fastbias.validate.categories import MAX_CATEGORIES, category_codes
+from fastbias.validate.errors import UndefinedMetricWarning
+
+COUNTS = ["subgroup_size", "subgroup_negatives", "subgroup_positives", "background_negatives",
+          "background_positives"]
+
+
+def people(n=4000, seed=0, missing=0.0):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.3
+    race = rng.choice(["white", "black", "asian", "latinx"], n, p=[0.5, 0.2, 0.2, 0.1])
+    gender = rng.choice(["female", "male", "nonbinary"], n, p=[0.48, 0.48, 0.04])
+    score = np.round(y + rng.normal(0, 1, n) + 0.3 * ((race == "black") & ~y), 1)  # ties
+    df = pd.DataFrame({"y": y, "s": score, "race": race, "gender": gender,
+                       "age": rng.choice([30, 18, 65], n)})
+    if missing:
+        df.loc[rng.random(n) < missing, "race"] = None
+        df.loc[rng.random(n) < missing, "gender"] = np.nan
+    return df
+
+
+def boolean_columns(df, features):
+    """The memberships of the features' values (and their combinations) as boolean columns,
+    NaN where a value is missing: what a user would have built by hand."""
+    out = {}
+    singles = {}
+    for feature in features:
+        column = df[feature]
+        values = sorted(column.dropna().unique())
+        singles[feature] = values
+        for v in values:
+            member = (column == v).astype(float)
+            member[column.isna()] = np.nan
+            out[f"{feature}={v}"] = member
+    if len(features) > 1:
+        import itertools
+        for combo in itertools.product(*(singles[f] for f in features)):
+            member = np.ones(len(df))
+            for f, v in zip(features, combo):
+                member = member * (df[f] == v).to_numpy()
+            missing = df[list(features)].isna().any(axis=1).to_numpy()
+            member = np.where(missing, np.nan, member)
+            name = " & ".join(f"{f}={v}" for f, v in zip(features, combo))
+            out[name] = member
+    return pd.DataFrame(out, index=df.index)
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_one_feature_equals_its_boolean_columns(policy, missing):
+    df = people(missing=missing)
+    res = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["race"],
+                            missing_subgroup=policy).for_model()
+    assert list(res.index) == ["race=asian", "race=black", "race=latinx", "race=white"]
+    masks = boolean_columns(df, ["race"])
+    ref = fastbias.evaluate(pd.concat([df, masks], axis=1), label="y", scores="s",
+                            subgroups=list(masks.columns), missing_subgroup=policy).for_model()
+    pd.testing.assert_frame_equal(res[COUNTS + METRIC_COLUMNS], ref[COUNTS + METRIC_COLUMNS])
+    assert res.attrs["overall_auc"] == ref.attrs["overall_auc"]
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_two_features_add_every_combination_that_occurs(policy):
+    df = people(n=6000, seed=1, missing=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["race", "gender"],
+                                missing_subgroup=policy, min_subgroup_size=15)
+    table = res.for_model()
+    masks = boolean_columns(df, ["race", "gender"])
+    ref = fastbias.evaluate(pd.concat([df, masks], axis=1), label="y", scores="s",
+                            subgroups=list(masks.columns),
+                            missing_subgroup=policy).for_model()
+    # the combinations kept: at least 15 rows of each class, in the order of the values
+    kept = [name for name in masks.columns if " & " not in name or
+            (ref.loc[name, "subgroup_negatives"] >= 15 and ref.loc[name, "subgroup_positives"] >= 15)]
+    assert list(table.index) == kept
+    assert any(" & " in name for name in kept) and len(kept) < len(masks.columns)
+    pd.testing.assert_frame_equal(table[COUNTS + METRIC_COLUMNS],
+                                  ref.loc[kept, COUNTS + METRIC_COLUMNS])
+    assert res.settings["sensitive_features"] == ["race", "gender"]
+
+
+def test_groups_equal_sklearn_and_fairlearn():
+    """The subgroup AUC of every value and combination: sklearn's roc_auc_score on the rows
+    of the group, and fairlearn's MetricFrame of it where fairlearn is installed."""
+    from sklearn.metrics import roc_auc_score
+    df = people(n=5000, seed=2)
+    table = fastbias.evaluate(df, label="y", scores="s",
+                              sensitive_features=["race", "gender"]).for_model()
+    for name, row in table.iterrows():
+        member = np.ones(len(df), bool)
+        for part in name.split(" & "):
+            feature, value = part.split("=")
+            member &= (df[feature] == value).to_numpy()
+        assert row["subgroup_auc"] == pytest.approx(
+            roc_auc_score(df["y"][member], df["s"][member]), abs=1e-15)
+    fairlearn = pytest.importorskip("fairlearn.metrics")
+    frame = fairlearn.MetricFrame(metrics=roc_auc_score, y_true=df["y"], y_pred=df["s"],
+                                  sensitive_features=df[["race", "gender"]])
+    for (race, gender), value in frame.by_group.items():
+        assert table.loc[f"race={race} & gender={gender}", "subgroup_auc"] == pytest.approx(
+            value, abs=1e-15)
+    single = fairlearn.MetricFrame(metrics=roc_auc_score, y_true=df["y"], y_pred=df["s"],
+                                   sensitive_features=df["race"])
+    for race, value in single.by_group.items():
+        assert table.loc[f"race={race}", "subgroup_auc"] == pytest.approx(value, abs=1e-15)
+
+
+def test_value_order_and_names():
+    codes = category_codes(pd.Series(pd.Categorical(["b", "a", "c", None, "a"],
+                                                    categories=["c", "z", "b", "a"])), "x")
+    assert codes.labels == ["x=c", "x=b", "x=a"]  # the categories' order; unused "z" left out
+    assert codes.codes.tolist() == [1, 2, 0, -1, 2]
+    assert category_codes(pd.Series([30, 18, 65, 18]), "age").labels == \
+        ["age=18", "age=30", "age=65"]  # numbers by value
+    assert category_codes(pd.Series([True, False, None], dtype=object), "flag").labels == \
+        ["flag=False", "flag=True"]
+    mixed = category_codes(pd.Series(["b", 2, "a", 1.5], dtype=object), "m")
+    assert mixed.labels == ["m=1.5", "m=2", "m=a", "m=b"]  # numbers first, then text
+    assert category_codes(pd.Series(["b", "a"], dtype="string[pyarrow]"), "p").labels == \
+        ["p=a", "p=b"]
+
+
+def test_refusals_name_the_column():
+    df = people(n=300)
+    df["id"] = np.arange(300).astype(str)
+    with pytest.raises(ValueError, match=r"sensitive feature 'id' has .* distinct values"):
+        category_codes(pd.Series(np.arange(MAX_CATEGORIES + 1)), "id")
+    with pytest.raises(ValueError, match="sensitive feature 'v' holds values of different "
+                                         "types that read the same, '1'"):
+        category_codes(pd.Series([1, "1", 2], dtype=object), "v")
+    with pytest.raises(KeyError, match="sensitive_features.*'nope'"):
+        fastbias.evaluate(df, label="y", scores="s", sensitive_features=["nope"])
+    df["race=black"] = (df["race"] == "black")
+    with pytest.raises(ValueError, match="'race=black'.*both a subgroup column and a value"):
+        fastbias.evaluate(df, label="y", scores="s", subgroups=["race=black"],
+                          sensitive_features=["race"])
+    with pytest.raises(ValueError, match="give subgroups or sensitive_features"):
+        fastbias.evaluate(df, label="y", scores="s", subgroups=[])
+    with pytest.raises(TypeError, match=r"subgroup column 'race' must be boolean or numeric.*"
+                                        r"pass it as sensitive_features=\['race'\]"):
+        fastbias.evaluate(df, label="y", scores="s", subgroups=["race"])
+    with pytest.raises(ValueError, match="intersections= combines boolean subgroups"):
+        fastbias.bias_metrics(df["y"], df["s"], df[["race", "gender"]], intersections=2)
+
+
+def test_subgroups_and_features_together_and_all_models():
+    df = people(n=3000, seed=4)
+    df["t"] = np.random.default_rng(4).random(len(df))
+    df["is_black"] = df["race"] == "black"
+    res = fastbias.evaluate(df, label="y", scores=["s", "t"], subgroups=["is_black"],
+                            sensitive_features=["race"])
+    table = res.for_model("t")
+    assert list(table.index)[:2] == ["is_black", "race=asian"]
+    pd.testing.assert_series_equal(table.loc["is_black", METRIC_COLUMNS],
+                                   table.loc["race=black", METRIC_COLUMNS], check_names=False)
+
+
+def test_bias_metrics_takes_a_categorical_column_as_subgroups():
+    df = people(n=3000, seed=5)
+    table = fastbias.bias_metrics(df["y"], df["s"], df["race"])
+    masks = boolean_columns(df, ["race"]).astype(bool)
+    ref = fastbias.bias_metrics(df["y"], df["s"], masks)
+    pd.testing.assert_frame_equal(table[COUNTS + METRIC_COLUMNS], ref[COUNTS + METRIC_COLUMNS])
+    both = fastbias.bias_metrics(df["y"], df["s"], df[["race", "gender"]])
+    assert "race=black & gender=female" in both.index
+    member = ((df["race"] == "black") & (df["gender"] == "female")).to_numpy()
+    alone = fastbias.bias_metrics(df["y"], df["s"], {"g": member})
+    pd.testing.assert_series_equal(both.loc["race=black & gender=female", METRIC_COLUMNS],
+                                   alone.loc["g", METRIC_COLUMNS], check_names=False)
+
+
+def test_cli_sensitive_features(tmp_path):
+    import subprocess
+    import sys
+    df = people(n=3000, seed=6)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    proc = subprocess.run([sys.executable, "-m", "fastbias.cli", "report", str(tmp_path / "d.csv"),
+                           "--label", "y", "--scores", "s", "--sensitive-features", "race",
+                           "gender", "--out", str(tmp_path / "r.csv")],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "r.csv").set_index("subgroup")
+    ref = fastbias.evaluate(df, label="y", scores="s",
+                            sensitive_features=["race", "gender"]).for_model()
+    assert list(out.index) == list(ref.index)
+    np.testing.assert_allclose(out["bpsn_auc"], ref["bpsn_auc"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_report_counts_the_rows_of_every_sensitive_group(policy, tmp_path):
+    """The report's score distributions read the features as evaluate did: each group's four
+    cells sum to the table's counts (missing values, combinations, both policies)."""
+    from fastbias.report import BiasReport, score_histograms
+    df = people(n=3000, seed=7, missing=0.1)
+    res = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["race", "gender"],
+                            missing_subgroup=policy)
+    table = res.for_model()
+    histograms = score_histograms(df, res, bins=10)
+    for name, row in table.iterrows():
+        cells = histograms.cells("s", name)
+        for cell in ("subgroup_negatives", "subgroup_positives", "background_negatives",
+                     "background_positives"):
+            assert int(cells[cell].sum()) == row[cell], (name, cell)
+    path = tmp_path / "r.html"
+    BiasReport.from_result(df, res).save(str(path))
+    assert "race=black &amp; gender=female" in path.read_text()
+
+
+def test_omitted_rows_and_the_evaluator_read_features_alike():
+    df = people(n=3000, seed=8, missing=0.05)
+    df.loc[::50, "s"] = np.nan
+    with pytest.warns(fastbias.OmittedRowsWarning):
+        omitted = fastbias.evaluate(df, label="y", scores="s", nan_policy="omit",
+                                    sensitive_features=["race", "gender"]).for_model()
+    kept = df.dropna(subset=["s"])
+    ref = fastbias.evaluate(kept, label="y", scores="s",
+                            sensitive_features=["race", "gender"]).for_model()
+    pd.testing.assert_frame_equal(omitted[COUNTS + METRIC_COLUMNS], ref[COUNTS + METRIC_COLUMNS])
+    # the evaluator (and bias_metrics) take the categorical columns as subgroups; a missing
+    # value is then in no group, as under missing_subgroup="background"
+    evaluator = fastbias.BiasEvaluator(kept["y"], kept[["race", "gender"]])
+    table = evaluator.metrics(kept["s"])
+    assert list(table.index) == list(ref.index)
+    pd.testing.assert_frame_equal(table[METRIC_COLUMNS], ref[METRIC_COLUMNS])
+
+
+def test_cli_needs_some_identity_columns(tmp_path, capsys):
+    from fastbias.cli import main
+    df = people(n=300)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    status = main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                   "--progress", "never"])
+    assert status == 1
+    assert "give the identity columns: --subgroups" in capsys.readouterr().err
+
+
+def test_cli_refuses_sensitive_features_when_it_must_stream(tmp_path, capsys, monkeypatch):
+    import fastbias.cli as cli
+    df = people(n=20_000)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 0)
+    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
+    status = cli.main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                       "--sensitive-features", "race", "--max-memory", "1M", "--progress",
+                       "never", "--out", str(tmp_path / "o.json")])
+    err = capsys.readouterr().err
+    assert status == 1 and "does not do --sensitive-features" in err
+    assert not (tmp_path / "o.json").exists()

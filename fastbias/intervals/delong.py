@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import warnings
 from statistics import NormalDist
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ from ..metrics.definitions import METRIC_COLUMNS, METRIC_SAMPLES
 from ..prepare.memberships import Memberships
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
+from ..sweep.walk import MemberWalk, member_walk
 from ..validate.errors import UndefinedMetricWarning
 
 
@@ -61,8 +61,7 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     ``O(n + memberships)`` after the sorts.
     """
     m = sorted_scores.memberships
-    walk = _weighted_walk(sorted_scores, sample_weight) if sample_weight is not None \
-        else _unweighted_walk(sorted_scores)
+    walk = member_walk(sorted_scores, sample_weight)
     sums, overall = _placement_sums(walk, m.n_groups, sorted_scores.workers)
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
@@ -87,51 +86,6 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     return se, overall_se
 
 
-class _Walk(NamedTuple):
-    """What the DeLong walks read: the memberships in score order (``keys``, ``codes``,
-    ``weights``), the two classes sorted (``neg``, ``pos``) with the prefix sums of their
-    weights (``neg_cum``, ``pos_cum``; empty arrays when unweighted), and each subgroup's
-    negative and positive weight (``cells``, (k, 2)) and each class's (``class_totals``)."""
-
-    keys: np.ndarray
-    codes: np.ndarray
-    weights: np.ndarray
-    neg: np.ndarray
-    pos: np.ndarray
-    neg_cum: np.ndarray
-    pos_cum: np.ndarray
-    cells: np.ndarray
-    class_totals: tuple
-
-
-def _unweighted_walk(sorted_scores: SortedScores) -> _Walk:
-    m = sorted_scores.memberships
-    keys, codes = sorted_scores.members
-    neg_keys, pos_keys = sorted_scores.classes
-    none = np.empty(0, dtype=np.float64)
-    n_neg, n_pos = m.class_rows
-    return _Walk(keys, codes, none, neg_keys, pos_keys, none, none,
-                 m.cell_rows.astype(np.float64), (float(n_neg), float(n_pos)))
-
-
-def _weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> _Walk:
-    """The memberships in the row order of the weighted point estimate, with their weights."""
-    m = sorted_scores.memberships
-    order = sorted_scores.order()
-    neg_cum = SK.cumulative_weights(order.neg_rows, sample_weight)
-    pos_cum = SK.cumulative_weights(order.pos_rows, sample_weight)
-    # identity rows by score, each repeated once per subgroup it belongs to
-    per_row = np.diff(m.row_ptr)[order.id_order]
-    identity = np.repeat(order.id_order, per_row)
-    first = np.repeat(m.row_ptr[order.id_order] - (np.cumsum(per_row) - per_row), per_row)
-    groups = m.row_groups[first + np.arange(identity.shape[0])]
-    codes = 2 * groups.astype(np.int64) + m.identity_labels[identity]
-    weights = np.ascontiguousarray(sample_weight[m.identity_rows[identity]], dtype=np.float64)
-    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
-    return _Walk(order.id_scores[identity], codes, weights, order.neg_sorted, order.pos_sorted,
-                 neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
-
-
 # the membership walk is cut into ranges of at least this many memberships (at most
 # DELONG_MAX_RANGES), whatever the number of threads, so that the float sums do not depend on it
 DELONG_MIN_RANGE_MEMBERSHIPS = 50_000
@@ -140,7 +94,7 @@ DELONG_MIN_RANGE_MEMBERSHIPS = 50_000
 DELONG_MAX_RANGES = 64
 
 
-def _placement_sums(walk: _Walk, n_groups: int, workers: int):
+def _placement_sums(walk: MemberWalk, n_groups: int, workers: int):
     """``(sums (k, 15), (u, sq_pos, sq_neg))``: the subgroups' and the overall AUC's sums."""
     w = walk
     n_members = w.keys.shape[0]

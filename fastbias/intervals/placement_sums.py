@@ -26,7 +26,8 @@ import numpy as np
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.chunks import ChunkCounts, chunk_counts
-from .delong import _placement_sums, _unweighted_walk, _weighted_walk
+from ..sweep.walk import member_walk
+from .delong import _placement_sums
 
 #: columns of ``PlacementSums.overall``: the overall AUC's U, its sum of squared placements
 #: over the positives and over the negatives (as ``SK.class_placement_sums``)
@@ -103,8 +104,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
     """
     m = sorted_scores.memberships
     k = m.n_groups
-    walk = _weighted_walk(sorted_scores, sample_weight) if sample_weight is not None \
-        else _unweighted_walk(sorted_scores)
+    walk = member_walk(sorted_scores, sample_weight)
     delong, overall = _placement_sums(walk, k, sorted_scores.workers if workers is None
                                       else workers)
     classes = _Classes(walk)

@@ -123,10 +123,12 @@ def interleaved(settings: dict, call, repeat: int) -> dict:
     return times
 
 
-def print_medians(times: dict, seconds: str, rows: dict | None = None) -> None:
-    """A Markdown table of the median seconds of each setting and its ratio to the first."""
-    print("| subgroups |" + (" rows of the table |" if rows else "")
-          + " seconds (median) | x the 24 alone |")
+def print_medians(times: dict, seconds: str, rows: dict | None = None, what: str = "subgroups",
+                  base_name: str = "the 24 alone") -> None:
+    """A Markdown table of the median seconds of each setting and its ratio to the first
+    (``what`` heads the settings' column, ``base_name`` names the first)."""
+    print(f"| {what} |" + (" rows of the table |" if rows else "")
+          + f" seconds (median) | x {base_name} |")
     print("|---|" + ("---:|" if rows else "") + "---:|---:|")
     base = statistics.median(next(iter(times.values())))
     for name, values in times.items():

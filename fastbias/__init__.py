@@ -23,6 +23,7 @@ _LAZY = {
     "final_metric": "fastbias.metrics.aggregates",
     "power_mean": "fastbias.metrics.aggregates",
     "pinned_auc": "fastbias.arrays",
+    "threshold_metrics": "fastbias.arrays",
     "bernstein_halfwidth": "fastbias.intervals",
     "bernstein_min_samples": "fastbias.intervals",
     "bernstein_interval": "fastbias.intervals",

@@ -15,8 +15,10 @@ import pandas as pd
 from .intervals.attach import attach_intervals, check_ci
 from .intervals.bootstrap import check_n_boot
 from .intervals.significance import add_pvalues, adjust_table, check_significance
+from .intervals.thresholds import check_gap_interval, check_rate_interval
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
+from .metrics.thresholds import check_thresholds, threshold_counts, threshold_table
 from .prepare.memberships import (
     category_memberships,
     check_intersections,
@@ -40,7 +42,7 @@ from .sweep.parallel import (
     helper_thread,
     map_in_threads,
 )
-from .tables.result import EvaluationResult, evaluation_result
+from .tables.result import EvaluationResult, evaluation_result, threshold_result
 from .validate.categories import category_codes
 from .validate.columns import (
     check_aligned,
@@ -70,7 +72,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
              confidence: float = 0.95, n_boot: int = 1000, random_state=None,
              nan_policy: str = "raise", pos_label=None, intersections: int | None = None,
              min_subgroup_size: int = 1, significance: str | None = None,
-             sensitive_features=None) -> EvaluationResult:
+             sensitive_features=None, thresholds=None, threshold_interval: str | None = "wilson",
+             gap_interval: str | None = None) -> EvaluationResult:
     """Bias metrics for one or many models from a DataFrame, as the data comes.
 
     Labels and subgroup memberships are prepared once and shared by all
@@ -147,6 +150,15 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         ``MetricFrame``). Values in category order for a pandas Categorical,
         else sorted; a missing value forms no subgroup and is unannotated for
         ``missing_subgroup`` (see ``docs/sensitive_features.md``).
+    thresholds : float or sequence of float, optional
+        Also the threshold metrics of :func:`fastbias.threshold_metrics` (positive
+        rate, TPR, FPR, FNR, precision of every subgroup and its background, their
+        gaps) at each threshold, from the same sorts: ``result.thresholds``, one row
+        per model, threshold and subgroup (see ``docs/thresholds.md``).
+    threshold_interval : {"wilson", "exact", None}, default "wilson"
+        The rates' intervals (at ``confidence``).
+    gap_interval : {None, "bernstein"}, optional
+        The gaps' Bernstein intervals (unweighted rows).
 
     Returns
     -------
@@ -182,7 +194,9 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
                                   intersections=intersections,
                                   min_subgroup_size=min_subgroup_size,
                                   significance=significance,
-                                  sensitive_features=sensitive_features)
+                                  sensitive_features=sensitive_features,
+                                  thresholds=thresholds, threshold_interval=threshold_interval,
+                                  gap_interval=gap_interval)
     intersections, min_subgroup_size = check_intersections(intersections, min_subgroup_size)
     subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
     if pos_label is None and label_threshold is not None:
@@ -191,6 +205,9 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     check_ci(ci)
     check_significance(significance)
     confidence = check_confidence(confidence)
+    cuts = None if thresholds is None else check_thresholds(thresholds)
+    check_rate_interval(threshold_interval)
+    check_gap_interval(gap_interval)
     resolve_n_jobs(n_jobs, 1)
     label, models, subgroup_names, features = frame_columns(df, label, scores, subgroups,
                                                             sensitive_features)
@@ -217,13 +234,19 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
                 "min_subgroup_size": min_subgroup_size, "significance": significance}
     if features:
         settings["sensitive_features"] = list(features)
+    if cuts is not None:
+        if gap_interval is not None and weights is not None:
+            raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
+                             "examples); threshold_interval= gives the rates' intervals")
+        settings.update(thresholds=cuts.tolist(), threshold_interval=threshold_interval,
+                        gap_interval=gap_interval)
     if ci == "bootstrap":  # what a reader needs to repeat the intervals
         n_boot = check_n_boot(n_boot)
         settings.update(n_boot=n_boot, random_state=random_state if isinstance(
             random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, ci is None and significance is None
-                                  and n <= FIRST_CALL_MAX_ROWS)
+                                  and cuts is None and n <= FIRST_CALL_MAX_ROWS)
     with helper_thread(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
@@ -292,9 +315,11 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     if not compiled:
         compile_in_background()
 
+    cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])
+
     def run_model(model: str):
         values = as_scores(df[model], f"score column {model!r}", n, omit=True)
-        tables, overall = [], None
+        tables, overall, at_thresholds = [], None, []
         for kept, memberships in universes:
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
@@ -318,13 +343,22 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                     confidence=confidence,
                                     family_size=len(METRIC_COLUMNS) * len(subgroup_names))
             tables.append(table)
+            if cuts is not None:  # (never in numpy either)
+                at_thresholds.append(threshold_table(threshold_counts(sorted_scores, w, cuts),
+                                                     memberships.names, warn=False))
             if kept is None:
                 overall = overall_auc_from_counts(sc)
         if overall is None:
             overall = overall_auc_from_counts(
                 counts_in_numpy(values, overall_memberships) if not compiled else
                 sweep_counts(values, overall_memberships, weights, workers=model_workers))
-        return pd.concat(tables).reindex(subgroup_names), overall
+        by_threshold = None
+        if cuts is not None:
+            by_threshold = pd.concat(at_thresholds).reindex(
+                pd.MultiIndex.from_product([cuts, subgroup_names],
+                                           names=["threshold", "subgroup"]))
+            by_threshold.attrs = at_thresholds[0].attrs
+        return pd.concat(tables).reindex(subgroup_names), overall, by_threshold
 
     # the models share the threads: each one's sorts and walks get its share of them
     model_threads = resolve_n_jobs(n_jobs, len(models))
@@ -339,11 +373,18 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             bar.close()
     if settings["significance"] is not None:  # each model's p-values adjusted together
         results = [(adjust_table(table, method=settings["significance"], confidence=confidence,
-                                 context=f"model {model!r}", stacklevel=4), auc)
-                   for model, (table, auc) in zip(models, results)]
-    return evaluation_result(models, [table for table, _ in results],
-                             [auc for _, auc in results], label=label, subgroups=subgroup_names,
-                             settings=settings)
+                                 context=f"model {model!r}", stacklevel=4), auc, at)
+                   for model, (table, auc, at) in zip(models, results)]
+    by_threshold = None
+    if cuts is not None:
+        by_threshold = threshold_result(models, [at for _, _, at in results],
+                                        interval=settings["threshold_interval"],
+                                        gap_interval=settings["gap_interval"],
+                                        confidence=confidence)
+    return evaluation_result(models, [table for table, _, _ in results],
+                             [auc for _, auc, _ in results], label=label,
+                             subgroups=subgroup_names, settings=settings,
+                             thresholds=by_threshold)
 
 
 
@@ -412,10 +453,15 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     if result_settings.get("intersections") is not None:
         result_settings["intersection_members"] = {
             k: v for r in results for k, v in r.settings.get("intersection_members", {}).items()}
+    by_threshold = None
+    if result_settings.get("thresholds") is not None:  # each model's rows, in model order
+        parts = pd.concat([r.thresholds for r in results], ignore_index=True)
+        by_threshold = pd.concat([parts[parts["model"] == m] for m in models],
+                                 ignore_index=True)
     return evaluation_result(models, [by_model[m][0] for m in models],
                              [by_model[m][1] for m in models], label=label,
                              subgroups=list(dict.fromkeys(g for r in results for g in r.subgroups)),
-                             settings=result_settings, warn=False)
+                             settings=result_settings, warn=False, thresholds=by_threshold)
 
 
 __all__ = ["evaluate", "EvaluationResult"]

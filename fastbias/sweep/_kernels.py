@@ -1230,3 +1230,32 @@ def missing_bits(codes):
                     word |= np.uint64(1) << np.uint64(i - start)
             bits[j, w] = word
     return bits
+
+
+@njit(cache=True, nogil=True)
+def member_weight_at_or_above(member_keys, member_codes, member_weights, cut_keys, n_codes):
+    """(len(cut_keys), n_codes) float64: per cut (``cut_keys`` increasing) the weight of each
+    code's memberships whose key is at or above the cut (``member_keys`` increasing);
+    ``member_weights`` empty: each weighs 1 (the counts are then exact integers). One walk
+    down the memberships for every cut, the weights summed with Neumaier's compensation."""
+    n_cuts = cut_keys.shape[0]
+    out = np.zeros((n_cuts, n_codes), dtype=np.float64)
+    total = np.zeros(n_codes, dtype=np.float64)
+    carry = np.zeros(n_codes, dtype=np.float64)
+    weighted = member_weights.shape[0] > 0
+    i = member_keys.shape[0] - 1
+    for j in range(n_cuts - 1, -1, -1):
+        cut = cut_keys[j]
+        while i >= 0 and member_keys[i] >= cut:
+            c = member_codes[i]
+            w = member_weights[i] if weighted else 1.0
+            t = total[c] + w
+            if abs(total[c]) >= abs(w):
+                carry[c] += (total[c] - t) + w
+            else:
+                carry[c] += (w - t) + total[c]
+            total[c] = t
+            i -= 1
+        for c in range(n_codes):
+            out[j, c] = total[c] + carry[c]
+    return out

@@ -11,9 +11,11 @@ import pandas as pd
 
 from ..intervals.placement_sums import combine_placement_sums
 from ..intervals.significance import adjust_table, pvalues_from_sums
+from ..intervals.thresholds import attach_threshold_intervals
 from ..metrics.aggregates import final_metric
 from ..metrics.definitions import METRIC_COLUMNS
 from ..metrics.table import table_from_chunks, warn_undefined
+from ..metrics.thresholds import warn_undefined_rates
 from ..validate.spec import ColumnSpec
 
 
@@ -41,6 +43,10 @@ class EvaluationResult:
         (``overall_auc_low``/``_high``/``_se``), the bootstrap's final-metric interval
         (``final_metric_low``/``_high``/``_se``, ``n_boot``), the number of significance
         tests. :meth:`for_model` puts them back on the model's table.
+    thresholds : pandas.DataFrame or None
+        With ``thresholds=``: the threshold metrics, tidy, one row per model, threshold
+        and subgroup (columns ``model``, ``threshold``, ``subgroup``, then those of
+        :func:`fastbias.threshold_metrics`).
     """
 
     table: pd.DataFrame
@@ -50,6 +56,7 @@ class EvaluationResult:
     subgroups: list
     settings: dict = field(default_factory=dict)
     model_attrs: dict = field(default_factory=dict)
+    thresholds: pd.DataFrame | None = None
 
     def for_model(self, model: str | None = None) -> pd.DataFrame:
         """One model's rows, indexed by subgroup (the layout of :func:`bias_metrics`).
@@ -106,7 +113,8 @@ class EvaluationResult:
 
 
 def evaluation_result(models: list, tables: list, overall_aucs: list, *, label, subgroups: list,
-                      settings: dict, warn: bool = True) -> EvaluationResult:
+                      settings: dict, warn: bool = True,
+                      thresholds: pd.DataFrame | None = None) -> EvaluationResult:
     """An :class:`EvaluationResult` from one per-subgroup table and overall AUC per model.
 
     Each table is indexed by subgroup (as :func:`fastbias.bias_metrics`
@@ -125,7 +133,25 @@ def evaluation_result(models: list, tables: list, overall_aucs: list, *, label, 
         table=pd.concat(parts, ignore_index=True),
         overall_auc=pd.Series(dict(zip(models, overall_aucs)), name="overall_auc", dtype=float),
         label=label, models=list(models), subgroups=list(subgroups), settings=dict(settings),
-        model_attrs=attrs)
+        model_attrs=attrs, thresholds=thresholds)
+
+
+def threshold_result(models: list, tables: list, *, interval, gap_interval,
+                     confidence: float, warn: bool = True) -> pd.DataFrame:
+    """The tidy threshold table of several models (``EvaluationResult.thresholds``): each
+    model's :func:`~fastbias.metrics.thresholds.threshold_table` with its intervals, one
+    :class:`UndefinedMetricWarning` per model naming it."""
+    parts = []
+    for model, table in zip(models, tables):
+        if interval is not None or gap_interval is not None:
+            table = attach_threshold_intervals(table, interval=interval, confidence=confidence,
+                                               gap_interval=gap_interval)
+        if warn:
+            warn_undefined_rates(table, context=f"model {model!r}")
+        part = table.reset_index()
+        part.insert(0, "model", model)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
 
 
 def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) -> EvaluationResult:

@@ -1,0 +1,193 @@
+"""Threshold metrics per subgroup (the Fairness Indicators view), against independent
+computations: sklearn's ``confusion_matrix`` per subgroup and background (with weights),
+scipy's ``binomtest`` intervals, and ``fastbias.bernstein_interval`` on per-row costs."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import confusion_matrix
+
+import fastbias
+from fastbias.metrics.thresholds import THRESHOLD_RATES
+from fastbias.validate.errors import UndefinedMetricWarning
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+def data(seed=0, n=2000, levels=15, weighted=False, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.35
+    s = (np.round(rng.random(n) * levels) / levels + 0.2 * y).astype(dtype)  # heavy ties
+    groups = {"a": rng.random(n) < 0.3, "b": rng.random(n) < 0.05, "c": rng.random(n) < 0.6}
+    w = rng.integers(1, 5, n) * 0.5 if weighted else None
+    return y, s, groups, w
+
+
+def reference(y, s, member, w, threshold):
+    """Rates of a subgroup and its background from sklearn's confusion matrix."""
+    predicted = s >= threshold  # numpy's comparison, in the scores' precision
+    out = {}
+    for side, rows in (("subgroup", member), ("background", ~member)):
+        tn, fp, fn, tp = confusion_matrix(y[rows], predicted[rows], labels=[False, True],
+                                          sample_weight=None if w is None else w[rows]).ravel()
+        out[side] = {"tp": tp, "fp": fp, "fn": fn, "tn": tn,
+                     "positive_rate": (tp + fp) / (tp + fp + fn + tn) if tp + fp + fn + tn
+                     else np.nan,
+                     "tpr": tp / (tp + fn) if tp + fn else np.nan,
+                     "fpr": fp / (fp + tn) if fp + tn else np.nan,
+                     "fnr": fn / (tp + fn) if tp + fn else np.nan,
+                     "precision": tp / (tp + fp) if tp + fp else np.nan}
+    return out
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rates_equal_sklearn_confusion_matrices(weighted, dtype):
+    y, s, groups, w = data(seed=1, weighted=weighted, dtype=dtype)
+    grid = [-1.0, 0.0, 0.2, 1 / 3, 0.7, 0.8, 1.2, 5.0]  # 1/3 and 0.7 are not float32 numbers
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.threshold_metrics(y, s, groups, thresholds=grid, sample_weight=w)
+    assert list(table.index.get_level_values("threshold").unique()) == sorted(grid)
+    for t in grid:
+        for name, member in groups.items():
+            ref = reference(y, s, member, w, t)
+            row = table.loc[(t, name)]
+            for side in ("subgroup", "background"):
+                np.testing.assert_allclose(row[f"{side}_tp"], ref[side]["tp"], rtol=1e-14)
+                np.testing.assert_allclose(row[f"{side}_fp"], ref[side]["fp"], rtol=1e-14)
+                for rate in THRESHOLD_RATES:
+                    np.testing.assert_allclose(row[f"{side}_{rate}"], ref[side][rate],
+                                               rtol=1e-13, atol=1e-15,
+                                               err_msg=f"{t} {name} {side} {rate}")
+            for rate in THRESHOLD_RATES:
+                np.testing.assert_allclose(row[f"{rate}_gap"],
+                                           ref["subgroup"][rate] - ref["background"][rate],
+                                           rtol=1e-12, atol=1e-15)
+
+
+def test_intervals_equal_scipy_binomtest():
+    y, s, groups, _ = data(seed=2, n=600)
+    for method in ("wilson", "exact"):
+        table = fastbias.threshold_metrics(y, s, groups, thresholds=[0.3, 0.6], interval=method,
+                                           confidence=0.9)
+        for (t, name), row in table.iterrows():
+            for side in ("subgroup", "background"):
+                tp, fp = int(row[f"{side}_tp"]), int(row[f"{side}_fp"])
+                pos, neg = int(row[f"{side}_positives"]), int(row[f"{side}_negatives"])
+                sets = {"positive_rate": (tp + fp, pos + neg), "tpr": (tp, pos), "fpr": (fp, neg),
+                        "fnr": (pos - tp, pos), "precision": (tp, tp + fp)}
+                for rate, (k, n) in sets.items():
+                    if n == 0:
+                        assert np.isnan(row[f"{side}_{rate}_low"])
+                        continue
+                    ci = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.9,
+                                                                   method=method)
+                    np.testing.assert_allclose(
+                        [row[f"{side}_{rate}_low"], row[f"{side}_{rate}_high"]],
+                        [ci.low, ci.high], rtol=1e-9, atol=1e-12, err_msg=f"{method} {rate}")
+
+
+def test_weights_count_as_rows_in_intervals():
+    """Whole-number weights: the same rates and intervals as the rows repeated."""
+    y, s, groups, _ = data(seed=3, n=400)
+    w = np.random.default_rng(3).integers(1, 4, 400).astype(float)
+    weighted = fastbias.threshold_metrics(y, s, groups, thresholds=[0.4, 0.8],
+                                          sample_weight=w, interval="exact")
+    rep = np.repeat(np.arange(400), w.astype(int))
+    repeated = fastbias.threshold_metrics(y[rep], s[rep], {k: v[rep] for k, v in groups.items()},
+                                          thresholds=[0.4, 0.8], interval="exact")
+    pd.testing.assert_frame_equal(weighted, repeated, check_dtype=False, rtol=1e-12)
+
+
+def test_bernstein_gap_equals_bernstein_interval_on_rows():
+    y, s, groups, _ = data(seed=4, n=1500)
+    table = fastbias.threshold_metrics(y, s, groups, thresholds=[0.5], gap_interval="bernstein",
+                                       interval=None)
+    predicted = s >= 0.5
+    for name, member in groups.items():
+        row = table.loc[(0.5, name)]
+        sets = {"positive_rate": (np.ones_like(y), predicted), "tpr": (y, predicted),
+                "fpr": (~y, predicted), "fnr": (y, ~predicted), "precision": (predicted, y)}
+        for rate, (in_set, counted) in sets.items():
+            codes = np.where(in_set, np.where(member, 1, -1), 0)
+            ref = fastbias.bernstein_interval(counted.astype(float), codes)
+            np.testing.assert_allclose([row[f"{rate}_gap"], row[f"{rate}_gap_low"],
+                                        row[f"{rate}_gap_high"]],
+                                       [ref.estimate, ref.low, ref.high], rtol=1e-10,
+                                       err_msg=rate)
+
+
+def test_categorical_subgroups_and_undefined_rates():
+    rng = np.random.default_rng(5)
+    n = 500
+    df = pd.DataFrame({"y": rng.random(n) < 0.3, "s": rng.random(n),
+                       "race": rng.choice(["a", "b"], n)})
+    with pytest.warns(UndefinedMetricWarning, match="precision"):
+        table = fastbias.threshold_metrics(df["y"], df["s"], df["race"], thresholds=[0.5, 2.0])
+    assert list(table.loc[2.0].index) == ["race=a", "race=b"]
+    assert table.loc[(2.0, "race=a"), "subgroup_positive_rate"] == 0
+    assert np.isnan(table.loc[(2.0, "race=a"), "subgroup_precision"])
+    member = (df["race"] == "a").to_numpy()
+    ref = reference(df["y"].to_numpy(), df["s"].to_numpy(), member, None, 0.5)
+    assert table.loc[(0.5, "race=a"), "subgroup_tpr"] == pytest.approx(ref["subgroup"]["tpr"])
+
+
+def test_arguments_are_checked():
+    y, s, groups, w = data(seed=6, n=100, weighted=True)
+    with pytest.raises(ValueError, match="thresholds must not be NaN"):
+        fastbias.threshold_metrics(y, s, groups, thresholds=[0.5, np.nan])
+    with pytest.raises(TypeError, match="thresholds must be numbers, got 'a'"):
+        fastbias.threshold_metrics(y, s, groups, thresholds=["a"])
+    with pytest.raises(ValueError, match="interval must be None, 'wilson' or 'exact'"):
+        fastbias.threshold_metrics(y, s, groups, interval="normal")
+    with pytest.raises(ValueError, match="gap_interval='bernstein' needs unweighted rows"):
+        fastbias.threshold_metrics(y, s, groups, sample_weight=w, gap_interval="bernstein")
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_evaluate_thresholds_equal_the_arrays_entry_point_per_universe(policy):
+    """evaluate(thresholds=...) for several models: each model's rows equal
+    threshold_metrics on the rows each subgroup is compared with (all rows, or under
+    "exclude" the rows annotated for it)."""
+    df = fastbias.make_jigsaw_like(n_rows=30_000, n_identities=4, random_state=3)
+    subgroups = ["male", "female", "transgender"]
+    grid = [0.2, 0.5, 0.8]
+    res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+                            subgroups=subgroups, missing_subgroup=policy, thresholds=grid,
+                            threshold_interval="exact")
+    table = res.thresholds
+    assert list(table.columns[:3]) == ["model", "threshold", "subgroup"]
+    assert len(table) == 2 * len(grid) * len(subgroups)
+    assert res.settings["thresholds"] == grid
+    for model in ("model_fair", "model_biased"):
+        for name in subgroups:
+            rows = df[name].notna() if policy == "exclude" else np.ones(len(df), bool)
+            part = df[rows]
+            ref = fastbias.threshold_metrics(part["toxicity"] >= 0.5, part[model],
+                                             {name: (part[name] >= 0.5).to_numpy()},
+                                             thresholds=grid, interval="exact")
+            got = table[(table["model"] == model) & (table["subgroup"] == name)]
+            got = got.set_index(["threshold", "subgroup"]).drop(columns="model")
+            pd.testing.assert_frame_equal(got, ref, check_dtype=False, rtol=1e-12)
+
+
+def test_evaluate_thresholds_with_omitted_rows_and_sensitive_features():
+    rng = np.random.default_rng(7)
+    n = 3000
+    df = pd.DataFrame({"y": rng.random(n) < 0.3, "s": rng.random(n), "t": rng.random(n),
+                       "race": rng.choice(["a", "b", "c"], n)})
+    df.loc[::40, "t"] = np.nan
+    with pytest.warns(fastbias.OmittedRowsWarning):
+        res = fastbias.evaluate(df, label="y", scores=["s", "t"], sensitive_features=["race"],
+                                nan_policy="omit", thresholds=[0.5], gap_interval="bernstein")
+    got = res.thresholds[res.thresholds["model"] == "t"].set_index(["threshold", "subgroup"])
+    kept = df.dropna(subset=["t"])
+    ref = fastbias.threshold_metrics(kept["y"], kept["t"], kept["race"], thresholds=[0.5],
+                                     gap_interval="bernstein")
+    pd.testing.assert_frame_equal(got.drop(columns="model"), ref, check_dtype=False,
+                                  rtol=1e-12)
+    assert list(res.thresholds["model"].unique()) == ["s", "t"]

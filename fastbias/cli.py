@@ -512,6 +512,8 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     if getattr(args, "nan_policy", "raise") != "raise":
         kwargs["nan_policy"] = args.nan_policy
     what = f"evaluating {len(scores)} model(s) x {len(subgroups)} subgroups"
+    if getattr(args, "thresholds", None):
+        kwargs.update(thresholds=args.thresholds, gap_interval=args.gap_interval)
     if getattr(args, "sensitive_features", None):
         kwargs["sensitive_features"] = args.sensitive_features
         what += (f" and the values of {len(args.sensitive_features)} sensitive feature(s)"
@@ -749,7 +751,7 @@ def _bytes_text(n: float) -> str:
 
 
 _NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"),
-                 ("sensitive_features", "--sensitive-features"))
+                 ("sensitive_features", "--sensitive-features"), ("thresholds", "--thresholds"))
 
 
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
@@ -1140,6 +1142,13 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--subgroups-all-boolean", action="store_true",
                        help="every column holding only booleans or 0/1 (missing values aside), "
                             "except the label, scores and weight")
+    report.add_argument("--thresholds", nargs="+", type=float, metavar="T", default=None,
+                        help="also the positive rate, TPR, FPR, FNR and precision of every "
+                             "subgroup and its background at these thresholds (score >= T), "
+                             "their gaps and Wilson intervals: figures in the HTML report, rows "
+                             "in the JSON report")
+    report.add_argument("--gap-interval", choices=["bernstein"], default=None,
+                        help="with --thresholds: the Bernstein interval of each gap")
     report.add_argument("--sensitive-features", nargs="+", metavar="COL", default=None,
                         help="categorical columns (e.g. race gender): one subgroup per value, "
                              "'race=black', and with several columns every combination of "
@@ -1167,7 +1176,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file (three "
                              "with --intersections), spill files on disk, no --ci/"
-                             "--positive/--sensitive-features/--nan-policy omit")
+                             "--positive/--sensitive-features/--thresholds/--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

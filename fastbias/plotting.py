@@ -15,9 +15,11 @@ from .reports.plots import (  # noqa: F401
     interval_metrics,
     plot_aeg_heatmap,
     plot_auc_heatmap,
+    plot_gap_curves,
     plot_intervals,
     plot_score_distributions,
     plot_subgroup_scores,
+    plot_threshold_gaps,
     text_color_on,
     worst_first,
 )

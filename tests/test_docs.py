@@ -311,6 +311,7 @@ PAGES = {
     ],
     "docs/sensitive_features.md": [Run()],
     "docs/significance.md": [Run()],
+    "docs/thresholds.md": [Run()],
     "docs/validation.md": [
         Output(omitted_rows_message),
         Output(run_by_ci),

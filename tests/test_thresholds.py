@@ -191,3 +191,65 @@ def test_evaluate_thresholds_with_omitted_rows_and_sensitive_features():
     pd.testing.assert_frame_equal(got.drop(columns="model"), ref, check_dtype=False,
                                   rtol=1e-12)
     assert list(res.thresholds["model"].unique()) == ["s", "t"]
+
+
+def test_report_draws_the_gaps_and_writes_them_to_json(tmp_path):
+    pytest.importorskip("matplotlib")
+    import json
+
+    from fastbias.plotting import plot_gap_curves, plot_threshold_gaps
+    from fastbias.report import BiasReport
+    df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=4, random_state=1)
+    subgroups = ["male", "female", "transgender"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+                                subgroups=subgroups, thresholds=np.linspace(0, 1, 11),
+                                gap_interval="bernstein")
+    report = BiasReport.from_result(df, res)
+    keys = [key for key, _, _ in report.figures()]
+    assert keys[2:5] == ["threshold-gaps", "gap-curves-0", "gap-curves-1"]
+    fig = plot_threshold_gaps(res, threshold=0.3)
+    assert [ax.get_title() for ax in fig.axes] == ["FPR gap at 0.3", "FNR gap at 0.3"]
+    # the bars are the table's gaps at 0.3, largest first
+    at = res.thresholds[np.isclose(res.thresholds["threshold"], 0.3)
+                        & (res.thresholds["model"] == "model_fair")].set_index("subgroup")
+    bars = [p.get_width() for p in fig.axes[0].patches][:3]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    np.testing.assert_allclose(bars, at.loc[labels, "fpr_gap"])
+    with pytest.raises(ValueError, match="threshold 0.33 was not evaluated"):
+        plot_threshold_gaps(res, threshold=0.33)
+    curves = plot_gap_curves(res, model="model_biased", n_subgroups=2)
+    assert len(curves.axes[0].lines) == 2 + 2  # two subgroups, the zero line, the threshold
+    path = tmp_path / "r.json"
+    report.save(str(path))
+    saved = json.loads(path.read_text())
+    records = saved["models"][1]["thresholds"]
+    assert len(records) == 11 * 3 and {"threshold", "subgroup", "fpr_gap_low"} <= set(records[0])
+    html = report.to_html()
+    assert 'id="fig-threshold-gaps"' in html and 'id="fig-gap-curves-1"' in html
+    plain = fastbias.evaluate(df, label="toxicity", scores="model_fair", subgroups=subgroups)
+    assert not any(key.startswith(("threshold", "gap")) for key, _, _
+                   in BiasReport.from_result(df, plain).figures())
+
+
+def test_cli_thresholds(tmp_path):
+    import json
+
+    from fastbias.cli import main
+    df = fastbias.make_jigsaw_like(n_rows=5_000, n_identities=3, random_state=2)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        status = main(["report", str(tmp_path / "d.csv"), "--label", "toxicity", "--scores",
+                       "model_biased", "--subgroups", "male", "female", "--thresholds", "0.5",
+                       "0.3", "--gap-interval", "bernstein", "--out", str(tmp_path / "r.json"),
+                       "--progress", "never"])
+        ref = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+                                subgroups=["male", "female"], thresholds=[0.3, 0.5],
+                                gap_interval="bernstein").thresholds
+    assert status == 0
+    rows = json.loads((tmp_path / "r.json").read_text())["models"][0]["thresholds"]
+    assert [(r["threshold"], r["subgroup"]) for r in rows] == \
+        list(zip(ref["threshold"], ref["subgroup"]))
+    np.testing.assert_allclose([r["fpr_gap_high"] for r in rows], ref["fpr_gap_high"])

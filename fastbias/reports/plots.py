@@ -591,6 +591,168 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     return fig
 
 
+def threshold_shown(result, threshold=None) -> float:
+    """The threshold a figure shows: the evaluated one equal to the one given (up to
+    rounding: ``numpy.linspace`` makes 0.30000000000000004), else the one nearest 0.5."""
+    if result.thresholds is None:
+        raise ValueError("no threshold metrics; evaluate with thresholds=[...] first")
+    grid = np.asarray(sorted(result.thresholds["threshold"].unique()), dtype=np.float64)
+    if threshold is None:
+        return float(grid[np.argmin(np.abs(grid - 0.5))])
+    near = np.flatnonzero(np.isclose(grid, float(threshold), rtol=1e-12, atol=1e-12))
+    if near.shape[0] == 0:
+        raise ValueError(f"threshold {threshold!r} was not evaluated; thresholds are "
+                         f"{[float(f'{t:.12g}') for t in grid[:10]]}"
+                         f"{' ...' if grid.shape[0] > 10 else ''}")
+    return float(grid[near[0]])
+
+
+def worst_gaps(result, threshold: float, models=None) -> list:
+    """Subgroups ordered by their largest absolute FPR or FNR gap at ``threshold`` over the
+    models (undefined gaps last)."""
+    table = result.thresholds
+    part = table[table["threshold"] == threshold]
+    if models is not None:
+        part = part[part["model"].isin(list(models))]
+    size = part[["fpr_gap", "fnr_gap"]].abs().max(axis=1, skipna=True)
+    size = size.groupby(part["subgroup"].to_numpy(), sort=False).max().reindex(result.subgroups)
+    order = np.argsort(-size.fillna(-np.inf).to_numpy(), kind="stable")
+    return [result.subgroups[i] for i in order]
+
+
+@_plain_text
+def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
+                        max_subgroups=None):
+    """FPR and FNR gap (subgroup minus background) per subgroup at one threshold, with
+    their Bernstein intervals when evaluated (``gap_interval="bernstein"``).
+
+    Parameters
+    ----------
+    result : fastbias.EvaluationResult
+        From ``fastbias.evaluate(..., thresholds=[...])``.
+    threshold : float, optional
+        One of the evaluated thresholds (default: the one nearest 0.5).
+    subgroups : list of str, optional
+        Default: the largest gaps first (at most ``max_subgroups``).
+    models, max_subgroups
+        As in :func:`plot_auc_heatmap`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import fastbias
+    >>> from fastbias.plotting import plot_threshold_gaps
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=3, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+    ...                         subgroups=["male", "female"], thresholds=[0.3, 0.5])
+    >>> [ax.get_title() for ax in plot_threshold_gaps(res).axes]
+    ['FPR gap at 0.5', 'FNR gap at 0.5']
+    """
+    Figure, _ = _matplotlib()
+    threshold = threshold_shown(result, threshold)
+    models = list(result.models if models is None else models)
+    if subgroups is None:
+        subgroups = worst_gaps(result, threshold, models)
+        if max_subgroups is not None:
+            subgroups = subgroups[:max_subgroups]
+    subgroups = list(subgroups)
+    table = result.thresholds[result.thresholds["threshold"] == threshold]
+    n = len(subgroups)
+    label_width = 0.08 * max(len(str(g)) for g in subgroups) + 0.3
+    fig = Figure(figsize=(5.0 + label_width, 1.3 + 0.22 * n * max(1, len(models)) ** 0.5),
+                 layout="constrained")
+    axes = fig.subplots(1, 2, squeeze=False, sharey=True)[0]
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else np.zeros(1)
+    height = 0.5 / max(1, len(models))
+    y = np.arange(n)
+    for ax, gap, title in zip(axes, ("fpr_gap", "fnr_gap"), ("FPR gap", "FNR gap")):
+        for k, model in enumerate(models):
+            part = table[table["model"] == model].set_index("subgroup").reindex(subgroups)
+            value = part[gap].to_numpy(dtype=np.float64)
+            ok = np.isfinite(value)
+            error = None
+            if f"{gap}_low" in part:
+                low = part[f"{gap}_low"].to_numpy(dtype=np.float64)
+                high = part[f"{gap}_high"].to_numpy(dtype=np.float64)
+                ok &= np.isfinite(low) & np.isfinite(high)
+                error = np.clip(np.vstack([value - low, high - value])[:, ok], 0, None)
+            ax.barh(y[ok] + offsets[k], value[ok], height=height, xerr=error,
+                    color=palette[k % len(palette)], label=str(model),
+                    error_kw={"linewidth": 0.8, "capsize": 2})
+        ax.axvline(0.0, color="#555555", linewidth=0.8)
+        ax.set_title(f"{title} at {threshold:.12g}", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.grid(axis="x", color="#eeeeee")
+    axes[0].set_yticks(y, [str(g) for g in subgroups], fontsize=8)
+    axes[0].set_ylim(n - 0.5, -0.5)
+    if len(models) > 1:
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+                   ncols=min(len(models), 6), fontsize=8, frameon=False)
+    fig.suptitle("Error-rate gaps, subgroup minus background (largest first)", fontsize=11)
+    return fig
+
+
+@_plain_text
+def plot_gap_curves(result, *, subgroups=None, model=None, n_subgroups: int = 4,
+                    threshold=None):
+    """FPR and FNR gap of the worst subgroups across the evaluated thresholds.
+
+    Parameters
+    ----------
+    result : fastbias.EvaluationResult
+        From ``fastbias.evaluate(..., thresholds=[...])`` with two thresholds or more.
+    subgroups : list of str, optional
+        Default: the ``n_subgroups`` largest gaps at ``threshold`` (nearest 0.5).
+    model : str, optional
+        Default: the first model.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np, fastbias
+    >>> from fastbias.plotting import plot_gap_curves
+    >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=3, random_state=0)
+    >>> res = fastbias.evaluate(df, label="toxicity", scores="model_biased",
+    ...                         subgroups=["male", "female"], thresholds=np.linspace(0, 1, 11))
+    >>> [ax.get_xlabel() for ax in plot_gap_curves(res).axes]
+    ['threshold', 'threshold']
+    """
+    Figure, _ = _matplotlib()
+    model = result.models[0] if model is None else model
+    if model not in result.models:
+        raise KeyError(f"model {model!r} was not evaluated; models are {result.models}")
+    shown = threshold_shown(result, threshold)
+    if subgroups is None:
+        subgroups = worst_gaps(result, shown, [model])[:n_subgroups]
+    table = result.thresholds[result.thresholds["model"] == model]
+    fig = Figure(figsize=(8.0, 3.2), layout="constrained")
+    axes = fig.subplots(1, 2, squeeze=False)[0]
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    for ax, gap, title in zip(axes, ("fpr_gap", "fnr_gap"), ("FPR gap", "FNR gap")):
+        for k, name in enumerate(subgroups):
+            part = table[table["subgroup"] == name].sort_values("threshold")
+            ax.plot(part["threshold"], part[gap], color=palette[k % len(palette)],
+                    linewidth=1.2, label=str(name))
+        ax.axhline(0.0, color="#555555", linewidth=0.8)
+        ax.axvline(shown, color="#999999", linewidth=0.8, linestyle=":")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("threshold", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(color="#eeeeee")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+               ncols=min(len(subgroups), 4), fontsize=8, frameon=False)
+    fig.suptitle(f"Gaps across thresholds, {model}", fontsize=11)
+    return fig
+
+
 __all__ = ["plot_auc_heatmap", "plot_aeg_heatmap", "plot_score_distributions",
-           "plot_subgroup_scores", "plot_intervals", "worst_first", "color_for",
+           "plot_subgroup_scores", "plot_intervals", "plot_threshold_gaps", "plot_gap_curves",
+           "worst_first", "color_for",
            "AUC_COLOR_STOPS", "AEG_COLOR_STOPS"]

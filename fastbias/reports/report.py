@@ -48,10 +48,14 @@ from .plots import (
     color_for,
     interval_metrics,
     number_text,
+    plot_gap_curves,
+    plot_threshold_gaps,
     significance_note,
     significant_flags,
     text_color_on,
+    threshold_shown,
     worst_first,
+    worst_gaps,
 )
 
 ZERO_WIDTH_MARK = "\u00b0"  # degree sign
@@ -484,6 +488,11 @@ class BiasReport:
                 **{k: _json_value(v) for k, v in summary.loc[model].items()},
                 "subgroups": rows,
             })
+            if self.result.thresholds is not None:  # one record per threshold and subgroup
+                at = self.result.thresholds
+                at = at[at["model"] == model].drop(columns="model")
+                models[-1]["thresholds"] = [{k: _json_value(v) for k, v in r.items()}
+                                            for r in at.to_dict("records")]
         return {
             "fastbias_version": __version__,
             "title": self.title,
@@ -562,6 +571,22 @@ class BiasReport:
         if interval_metrics(self.result.table):
             out.append(("intervals", f"Point estimates and intervals, {shown}.",
                         self.plot_intervals(subgroups=rows)))
+        if self.result.thresholds is not None:
+            shown_at = threshold_shown(self.result)
+            gap_rows = worst_gaps(self.result, shown_at)[:max_subgroups]
+            out.append(("threshold-gaps",
+                        f"FPR and FNR gap (subgroup minus background) at threshold "
+                        f"{shown_at:g} (predicted positive: score >= threshold), largest first"
+                        f"{'' if len(gap_rows) == n_all else f', the {len(gap_rows)} largest of {n_all}'}"
+                        f"{'; bars: Bernstein intervals' if 'fpr_gap_low' in self.result.thresholds else ''}.",
+                        plot_threshold_gaps(self.result, threshold=shown_at,
+                                            subgroups=gap_rows)))
+            if self.result.thresholds["threshold"].nunique() > 1:
+                for model in self.result.models:
+                    out.append((f"gap-curves-{self.result.models.index(model)}",
+                                f"FPR and FNR gap across the thresholds for the subgroups with "
+                                f"the largest gaps at {shown_at:g} (dotted line), {model}.",
+                                plot_gap_curves(self.result, model=model)))
         worst = self.worst_subgroups(n_distributions)
         out.append(("distributions",
                     f"Score distributions of "

@@ -751,7 +751,7 @@ def _bytes_text(n: float) -> str:
 
 
 _NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"),
-                 ("sensitive_features", "--sensitive-features"), ("thresholds", "--thresholds"))
+                 ("sensitive_features", "--sensitive-features"))
 
 
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
@@ -791,6 +791,7 @@ def _run_streaming(args, progress, limit: int):
     import numpy as np
 
     from .streaming import stream_evaluate
+    from .tables.result import checked_extras
     from .validate.parquet import iter_batches, open_parquet
     from .validate.spec import column_spec
     from .validate.textfile import open_text_source
@@ -840,7 +841,8 @@ def _run_streaming(args, progress, limit: int):
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
-                               significance=args.significance, confidence=args.confidence)
+                               **checked_extras(args.significance, args.confidence,
+                                                args.thresholds, gap_interval=args.gap_interval))
 
     def prepare(frame):  # a pass may read only some of the columns
         _coerce_object_flags(frame, [c for c in (args.label, *args.subgroups) if c in frame])
@@ -1176,7 +1178,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file (three "
                              "with --intersections), spill files on disk, no --ci/"
-                             "--positive/--sensitive-features/--thresholds/--nan-policy omit")
+                             "--positive/--sensitive-features/--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

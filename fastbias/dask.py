@@ -43,8 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
-from .intervals.placement_sums import counted_chunk
-from .intervals.significance import check_significance
+from .intervals.chunked import counted_chunk
 from .prepare import _kernels as PK
 from .prepare.encoded import encode_frame
 from .prepare.memberships import (
@@ -54,9 +53,8 @@ from .prepare.memberships import (
     code_combination_cells,
 )
 from .sort.buckets import bucket_edges, merge_summaries, summarize_scores
-from .tables.result import EvaluationResult, result_from_chunks
+from .tables.result import EvaluationResult, checked_extras, result_from_chunks
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
-from .validate.settings import check_confidence
 from .validate.spec import ColumnSpec, column_spec, score_dtype
 
 __all__ = ["evaluate"]
@@ -173,9 +171,9 @@ def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
 
 
 def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool,
-                      placements: bool = False, weight_scale: float = 1.0):
-    """ChunkCounts of one score-range partition (its index holds the scores); with
-    ``placements``, also its placement sums (significance tests)."""
+                      extras: dict | None = None):
+    """ChunkCounts of one score-range partition (its index holds the scores), with what
+    ``extras`` (``ColumnSpec.chunk_extras``) asks it to add."""
     if frame.shape[0] == 0:
         return None
     names = _word_columns(n_groups, exclude_missing)
@@ -186,8 +184,8 @@ def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclud
     codes = PK.unpack_codes(member, missing, n_groups)
     weights = frame[_WEIGHT].to_numpy(dtype=np.float64) if weighted else None
     return counted_chunk(np.ascontiguousarray(frame.index.to_numpy()),
-                         frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights, weight_scale,
-                         placements)
+                         frame[_LABEL].to_numpy(dtype=np.bool_), codes, weights,
+                         **(extras or {}))
 
 
 def _combine(spec: ColumnSpec, per_model_chunks) -> EvaluationResult:
@@ -438,7 +436,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
              worker_timeout: float = 30.0, stall_timeout: float = 120.0,
              random_state: int = 0, intersections: int | None = None,
              min_subgroup_size: int = 1, significance: str | None = None,
-             confidence: float = 0.95):
+             confidence: float = 0.95, thresholds=None, threshold_interval: str | None = "wilson",
+             gap_interval: str | None = None):
     """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
@@ -507,7 +506,10 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         As in :func:`fastbias.streaming.evaluate_parquet`, a test of a cell under 30 rows
         gets Hoeffding's bound on its permutation p-value (weighted: not tested).
     confidence : float, default 0.95
-        The tests' level is ``1 - confidence``.
+        The tests' level is ``1 - confidence``, and the intervals' confidence.
+    thresholds, threshold_interval, gap_interval
+        The threshold metrics of :func:`fastbias.evaluate` (``result.thresholds``): each
+        partition's count task also counts its rows at every threshold.
 
     Returns
     -------
@@ -540,8 +542,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    tests = {"significance": check_significance(significance),
-             "confidence": check_confidence(confidence)}
+    tests = checked_extras(significance, confidence, thresholds, threshold_interval,
+                           gap_interval)
     settings = dict(label=label, scores=scores, subgroups=subgroups,
                     label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                     missing_subgroup=missing_subgroup, sample_weight=sample_weight)
@@ -571,7 +573,7 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
         pieces = parquet.pieces(int(piece_rows))
         score_dtypes = parquet.score_dtypes
         n_input = len(pieces)
-    spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
+    spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests).check_extras()
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
     given = [divisions.get(model) if isinstance(divisions, dict) else divisions
              for model in spec.models]
@@ -652,8 +654,8 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
         ranged = encoded[[*shared, _score_column(k)]].set_index(_score_column(k),
                                                                divisions=bounds)
         per_model_tasks.append([dask.delayed(_partition_counts)(
-            part, n_groups, spec.weighted, spec.exclude_missing, spec.significance is not None,
-            spec.weight_scale) for part in ranged.to_delayed()])
+            part, n_groups, spec.weighted, spec.exclude_missing, spec.chunk_extras())
+            for part in ranged.to_delayed()])
     if not compute:
         return dask.delayed(_combine)(spec, per_model_tasks)
     flat = [task for tasks in per_model_tasks for task in tasks]

@@ -33,8 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .intervals.placement_sums import counted_chunk, with_tied_sums
-from .intervals.significance import check_significance
+from .intervals.chunked import counted_chunk, with_tied_extras
 from .prepare.encoded import EncodedRows, encode_frame
 from .prepare.memberships import (
     add_combination_cells,
@@ -55,9 +54,9 @@ from .sort.buckets import (
 from .sweep import _kernels as K
 from .sweep.chunks import ChunkCounts, tied_chunk
 from .sweep.parallel import map_in_threads
-from .tables.result import EvaluationResult, result_from_chunks
+from .tables.result import EvaluationResult, checked_extras, result_from_chunks
 from .validate.parquet import iter_batches, open_parquet
-from .validate.settings import check_confidence, resolve_n_jobs
+from .validate.settings import resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
 from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
@@ -73,10 +72,9 @@ class _ModelSpill:
     """Bucket edges, spill files and single-score accumulators of one model."""
 
     def __init__(self, index: int, name: str, edges: np.ndarray, record_dtype, n_groups: int,
-                 weighted: bool, directory: str, placements: bool = False,
-                 weight_scale: float = 1.0):
+                 weighted: bool, directory: str, extras: dict | None = None):
         self.index = index
-        self.placements, self.weight_scale = placements, weight_scale  # significance sums
+        self.extras = extras or {}  # what each bucket adds to its counts (ColumnSpec.chunk_extras)
         self.name = name
         self.edges = edges
         self.record_dtype = record_dtype
@@ -144,8 +142,7 @@ class _ModelSpill:
         weights = np.ascontiguousarray(records["weight"]) if self.weighted else None
         return counted_chunk(np.ascontiguousarray(records["score"]),
                              np.ascontiguousarray(records["label"]),
-                             np.ascontiguousarray(records["codes"]), weights, self.weight_scale,
-                             self.placements)
+                             np.ascontiguousarray(records["codes"]), weights, **self.extras)
 
     def _tied_bucket(self, slot: int, b: int) -> ChunkCounts:
         score = float(self.edges[b - 1])
@@ -155,7 +152,9 @@ class _ModelSpill:
         else:
             chunk = tied_chunk(score, *rows, self.class_weight[slot], self.cell_weight[slot],
                                self.background_weight[slot])
-        return with_tied_sums(chunk, self.weight_scale) if self.placements else chunk
+        if not self.extras.get("with_sums") and self.extras.get("thresholds") is None:
+            return chunk
+        return with_tied_extras(chunk, **self.extras, score_dtype=self.record_dtype["score"])
 
 
 def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: float = 0.5,
@@ -164,7 +163,9 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
                      bucket_rows: int = 4_000_000, n_jobs: int | None = None,
                      temp_dir=None, random_state=0, intersections: int | None = None,
                      min_subgroup_size: int = 1, significance: str | None = None,
-                     confidence: float = 0.95) -> EvaluationResult:
+                     confidence: float = 0.95, thresholds=None,
+                     threshold_interval: str | None = "wilson",
+                     gap_interval: str | None = None) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
 
     Gives the numbers of :func:`fastbias.evaluate` on the same rows (equal
@@ -212,7 +213,11 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
         rows takes the normal tail of its permutation distribution (exact moments)
         instead of Monte Carlo draws, which need every row of its class in memory.
     confidence : float, default 0.95
-        The tests' level is ``1 - confidence``.
+        The tests' level is ``1 - confidence``, and the intervals' confidence.
+    thresholds, threshold_interval, gap_interval
+        The threshold metrics of :func:`fastbias.evaluate` (``result.thresholds``):
+        each bucket counts its rows at every threshold as it is swept, and the counts
+        add up (docs/thresholds.md).
 
     Returns
     -------
@@ -235,7 +240,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    tests = _check_tests(significance, confidence)
+    tests = _check_tests(significance, confidence, thresholds, threshold_interval, gap_interval)
     spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
                                  label_threshold=label_threshold,
                                  subgroup_threshold=subgroup_threshold,
@@ -259,7 +264,9 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
                  bucket_rows: int = 4_000_000, n_jobs: int | None = None, temp_dir=None,
                  random_state=0, intersections: int | None = None,
                  min_subgroup_size: int = 1, significance: str | None = None,
-                 confidence: float = 0.95) -> EvaluationResult:
+                 confidence: float = 0.95, thresholds=None,
+                 threshold_interval: str | None = "wilson",
+                 gap_interval: str | None = None) -> EvaluationResult:
     """Exact bias metrics of a CSV file larger than memory, with bounded memory.
 
     As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
@@ -284,7 +291,7 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
         The longest line (bytes, decompressed) read.
     batch_rows, bucket_rows, n_jobs, temp_dir, random_state, intersections, min_subgroup_size
         As in :func:`evaluate_parquet`.
-    significance, confidence
+    significance, confidence, thresholds, threshold_interval, gap_interval
         As in :func:`evaluate_parquet`.
 
     Returns
@@ -308,7 +315,7 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    tests = _check_tests(significance, confidence)
+    tests = _check_tests(significance, confidence, thresholds, threshold_interval, gap_interval)
     source = open_text_source(path, fmt="csv", compression=compression, sep=sep,
                               line_limit=line_limit)
     spec = column_spec(source.names, label=label, scores=scores, subgroups=subgroups,
@@ -323,10 +330,12 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
     return result
 
 
-def _check_tests(significance, confidence) -> dict:
-    """``significance=`` and ``confidence=`` checked, as the spec's fields."""
-    return {"significance": check_significance(significance),
-            "confidence": check_confidence(confidence)}
+def _check_tests(significance, confidence, thresholds=None, threshold_interval="wilson",
+                 gap_interval=None) -> dict:
+    """``significance=``, ``confidence=`` and the threshold arguments checked, as the spec's
+    fields."""
+    return checked_extras(significance, confidence, thresholds, threshold_interval,
+                          gap_interval)
 
 
 def _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir) -> None:
@@ -353,6 +362,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     encoded (the CLI's reading of JSON booleans). With ``histogram_bins``, the score
     histograms of :func:`fastbias.report.score_histograms` are counted on the way.
     """
+    spec.check_extras()
     if prepare is not None:
         read = _prepared(read, prepare)
     sub_batch = None
@@ -395,7 +405,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     n_groups = len(spec.row_names)
     with tempfile.TemporaryDirectory(prefix="fastbias-", dir=temp_dir) as directory:
         spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
-                              directory, spec.significance is not None, spec.weight_scale)
+                              directory, spec.chunk_extras())
                   for k in range(len(spec.models))]
         kinds = BatchKinds(spec.subgroups)
         for frame, where in read(spec.columns):

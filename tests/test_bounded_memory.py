@@ -822,3 +822,18 @@ def test_cli_streams_significance_to_the_in_memory_report(tmp_path, capsys, monk
     rows = [row for model in streamed["models"] for row in model["subgroups"]]
     assert all("bpsn_auc_pvalue_adjusted" in row for row in rows)
     assert any(row["bpsn_auc_significant"] for row in rows)
+
+
+@pytest.mark.jit_heavy
+def test_cli_streams_thresholds_to_the_in_memory_report(tmp_path, capsys, monkeypatch):
+    """--thresholds on streamed data: every bucket counts its rows at each threshold; the
+    JSON report's threshold rows are those of the report made in memory."""
+    df = _tied_frame(40_000, seed=3)
+    df["t"] = np.random.default_rng(9).random(len(df))
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    streamed = _assert_streamed_report_equals_memory(
+        path, tmp_path, capsys, monkeypatch, "--thresholds", "0.3", "0.5",
+        "--missing-subgroup", "exclude")
+    rows = streamed["models"][0]["thresholds"]
+    assert len(rows) == 2 * len(SUBGROUPS) and "fpr_gap" in rows[0]

@@ -253,3 +253,51 @@ def test_cli_thresholds(tmp_path):
     assert [(r["threshold"], r["subgroup"]) for r in rows] == \
         list(zip(ref["threshold"], ref["subgroup"]))
     np.testing.assert_allclose([r["fpr_gap_high"] for r in rows], ref["fpr_gap_high"])
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_out_of_core_thresholds_equal_evaluate(tmp_path, policy, weighted):
+    """evaluate_parquet / evaluate_csv / fastbias.dask.evaluate: each chunk counts its rows at
+    every threshold (a bucket of one score from its totals); the sums are evaluate's table,
+    intersections included."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(11)
+    n = 20_000
+    df = pd.DataFrame({"y": rng.random(n) < 0.3})
+    df["s"] = np.round(df["y"] * 0.3 + rng.random(n), 1)
+    df.loc[rng.random(n) < 0.3, "s"] = 0.5  # one score in a bucket of its own
+    for j, share in enumerate((0.2, 0.05, 0.3)):
+        df[f"g{j}"] = (rng.random(n) < share).astype(float)
+    df.loc[rng.random(n) < 0.1, "g2"] = np.nan
+    if weighted:
+        df["w"] = rng.integers(1, 4, n) * 0.25
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    kw = dict(label="y", scores="s", subgroups=["g0", "g1", "g2"], missing_subgroup=policy,
+              sample_weight="w" if weighted else None, thresholds=[0.0, 0.3, 0.5, 0.55, 1.0],
+              intersections=2, threshold_interval="exact")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        ref = fastbias.evaluate(df, **kw).thresholds
+        got = [fastbias.evaluate_parquet(path, bucket_rows=3000, **kw),
+               fastbias.evaluate_csv(tmp_path / "d.csv", bucket_rows=3000, **kw)]
+        dd = pytest.importorskip("dask.dataframe")
+        dask = pytest.importorskip("dask")
+        on_dask = pytest.importorskip("fastbias.dask")
+        with dask.config.set(scheduler="synchronous"):
+            got.append(on_dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=5, **kw))
+    for res in got:
+        assert res.settings["thresholds"] == [0.0, 0.3, 0.5, 0.55, 1.0]
+        pd.testing.assert_frame_equal(res.thresholds, ref, check_dtype=False,
+                                      rtol=1e-12 if weighted else 1e-15)
+
+
+def test_out_of_core_refuses_bernstein_gaps_of_weighted_rows_before_reading(tmp_path):
+    df = pd.DataFrame({"y": [0, 1] * 50, "s": np.linspace(0, 1, 100), "g": [1.0, 0.0] * 50,
+                       "w": 1.0})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match="gap_interval='bernstein' needs unweighted rows"):
+        fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s", subgroups=["g"],
+                              sample_weight="w", thresholds=[0.5], gap_interval="bernstein")

@@ -7,7 +7,7 @@ sums (the permutation moments). :class:`PlacementSums` holds them for all the
 rows. In memory they come from the walks over the sorts of the point estimate
 (:func:`placement_sums`); out of core each *chunk* (rows of a contiguous score
 range, ties never split: a streaming bucket, a Dask partition) gives the same
-sums over its own rows (:func:`chunk_placement_sums`, :func:`tied_placement_sums`)
+sums over its own rows (:mod:`.chunked`, :func:`tied_placement_sums`)
 and :func:`combine_placement_sums` joins them exactly in score order.
 
 Why the join is exact: a row's placement (the weight of the other sample below
@@ -19,13 +19,12 @@ a sum the one-machine walks already compute, on the chunk's rows alone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
-from ..sweep.chunks import ChunkCounts, chunk_counts
 from ..sweep.walk import member_walk
 from .delong import _placement_sums
 
@@ -152,42 +151,6 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
                      "class_rows"):
             getattr(out, name)[members] = getattr(sums, name)
     return out
-
-
-def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0,
-                  with_sums: bool = True):
-    """:func:`~fastbias.sweep.chunks.chunk_counts` of one chunk, with (``with_sums``) its
-    :class:`PlacementSums` in ``placements``, from the same sorts: weights multiplied back
-    by the chunks' common ``weight_scale`` (a power of two), so in the input's units."""
-    if not with_sums:
-        return chunk_counts(scores, labels, codes, weights)
-
-    def sums_of(sorted_scores, w):
-        return placement_sums(sorted_scores, None if w is None else w * weight_scale,
-                              workers=1)[0]
-
-    chunk = chunk_counts(scores, labels, codes, weights, universe_sums=sums_of)
-    if chunk is None:
-        return None
-    return replace(chunk, placements=gather_placement_sums(chunk.placements, codes.shape[1],
-                                                           weights is not None))
-
-
-def with_tied_sums(chunk: ChunkCounts, weight_scale: float = 1.0) -> ChunkCounts:
-    """A chunk of one score (``fastbias.sweep.chunks.tied_chunk``) with its
-    :class:`PlacementSums`, from its cell totals (weights: high + low parts, times the
-    ``weight_scale`` they were divided by)."""
-    cells = chunk.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]].astype(np.float64)
-    backgrounds = chunk.backgrounds.astype(np.float64)
-    squares = None
-    if chunk.low is not None:
-        cells = (cells + chunk.low.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]]) \
-            * weight_scale
-        backgrounds = (backgrounds + chunk.low.background) * weight_scale
-        squares = np.full(cells.shape, np.nan)  # not kept (the moments are unweighted)
-    sums = tied_placement_sums(np.column_stack([cells, backgrounds]), chunk.cell_rows,
-                               chunk.universe_rows, squares)
-    return replace(chunk, placements=sums)
 
 
 def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None) -> PlacementSums:

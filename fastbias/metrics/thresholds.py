@@ -65,9 +65,11 @@ class ThresholdCounts:
     """Per threshold, what each subgroup's cells and its universe's classes hold above it.
 
     ``predicted`` (T, k, 2) is the weight (or rows) of each subgroup's negatives and
-    positives predicted positive; ``class_predicted`` (T, 2) the same for the whole
-    classes of the universe; ``cells`` (k, 2) and ``class_totals`` (2,) the totals;
-    ``cell_rows`` (k, 2) and ``class_rows`` (2,) the row counts.
+    positives predicted positive; ``class_predicted`` (T, k, 2) the same for the whole
+    classes of the rows each subgroup is compared with (its universe); ``cells`` and
+    ``class_totals`` (k, 2) the totals; ``cell_rows`` and ``class_rows`` (k, 2) the row
+    counts. Counts of disjoint sets of rows (chunks) add up
+    (:func:`combine_threshold_counts`).
     """
 
     thresholds: np.ndarray
@@ -113,11 +115,50 @@ def threshold_counts(sorted_scores: SortedScores, sample_weight, thresholds: np.
         else:
             class_predicted[:, c] = keys.shape[0] - first
     n_neg, n_pos = m.class_rows
-    return ThresholdCounts(thresholds, predicted, class_predicted,
+    return ThresholdCounts(thresholds, predicted,
+                           np.repeat(class_predicted[:, None, :], k, axis=1),
                            np.asarray(walk.cells, dtype=np.float64).reshape(k, 2),
-                           np.asarray(walk.class_totals, dtype=np.float64),
+                           np.tile(np.asarray(walk.class_totals, dtype=np.float64), (k, 1)),
                            np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
-                           np.array([n_neg, n_pos], dtype=np.int64), weighted)
+                           np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)), weighted)
+
+
+def gather_threshold_counts(parts: list, k: int, thresholds: np.ndarray,
+                            weighted: bool) -> ThresholdCounts:
+    """One chunk's :class:`ThresholdCounts` of ``k`` subgroups from those of its universes,
+    ``[(counts, the universe's subgroups as indexes)]`` (a subgroup in none: zeros)."""
+    t_count = thresholds.shape[0]
+    out = ThresholdCounts(thresholds, np.zeros((t_count, k, 2)), np.zeros((t_count, k, 2)),
+                          np.zeros((k, 2)), np.zeros((k, 2)), np.zeros((k, 2), dtype=np.int64),
+                          np.zeros((k, 2), dtype=np.int64), weighted)
+    for counts, members in parts:
+        out.predicted[:, members] = counts.predicted
+        out.class_predicted[:, members] = counts.class_predicted
+        for name in ("cells", "class_totals", "cell_rows", "class_rows"):
+            getattr(out, name)[members] = getattr(counts, name)
+    return out
+
+
+def tied_threshold_counts(score: float, dtype, thresholds: np.ndarray, cells, class_totals,
+                          cell_rows, class_rows, weighted: bool) -> ThresholdCounts:
+    """:class:`ThresholdCounts` of rows that all have one ``score`` (of the scores' ``dtype``)
+    from their totals (k, 2): all of them at the thresholds it reaches, none above."""
+    reached = np.asarray(score, dtype=dtype) >= thresholds.astype(dtype)  # numpy's comparison
+    cells = np.asarray(cells, dtype=np.float64)
+    class_totals = np.asarray(class_totals, dtype=np.float64)
+    return ThresholdCounts(thresholds, reached[:, None, None] * cells[None],
+                           reached[:, None, None] * class_totals[None], cells, class_totals,
+                           np.asarray(cell_rows, dtype=np.int64),
+                           np.asarray(class_rows, dtype=np.int64), weighted)
+
+
+def combine_threshold_counts(parts: list) -> ThresholdCounts:
+    """The :class:`ThresholdCounts` of all rows from those of disjoint chunks (they add)."""
+    first = parts[0]
+    total = {name: np.sum([getattr(p, name) for p in parts], axis=0)
+             for name in ("predicted", "class_predicted", "cells", "class_totals", "cell_rows",
+                          "class_rows")}
+    return ThresholdCounts(first.thresholds, weighted=first.weighted, **total)
 
 
 def rate_sets(table: pd.DataFrame, side: str) -> dict:
@@ -143,11 +184,10 @@ def threshold_table(counts: ThresholdCounts, names: list, warn: bool = True) -> 
     """
     t_count, k = counts.predicted.shape[0], counts.predicted.shape[1]
     cells = np.broadcast_to(counts.cells, (t_count, k, 2))
-    class_totals = counts.class_totals
-    background = class_totals[None, None, :] - cells
-    bg_predicted = counts.class_predicted[:, None, :] - counts.predicted
+    background = counts.class_totals[None] - cells
+    bg_predicted = counts.class_predicted - counts.predicted
     # a background with no rows is exactly empty (not a float remainder)
-    empty_bg = (counts.class_rows[None, :] - counts.cell_rows) == 0
+    empty_bg = (counts.class_rows - counts.cell_rows) == 0
     background = np.where(empty_bg[None], 0.0, background)
     bg_predicted = np.where(empty_bg[None], 0.0, bg_predicted)
     index = pd.MultiIndex.from_product([counts.thresholds, list(names)],

@@ -44,9 +44,9 @@ class ChunkCounts:
         Weighted chunks: the low parts of the double-double ``counts``,
         ``backgrounds``, ``class_totals`` and ``twice_u`` (their weights are
         the input's divided by the caller's common ``weight_scale``).
-    placements : object
-        What a later stage adds from the chunk's sorts (the significance tests' placement
-        sums, :mod:`fastbias.intervals.placement_sums`); None when nothing is.
+    placements, at_thresholds : object
+        What later stages add from the chunk's sorts (the significance tests' placement
+        sums, the threshold counts: :mod:`fastbias.intervals.chunked`); None when nothing is.
     """
 
     counts: np.ndarray
@@ -60,6 +60,7 @@ class ChunkCounts:
     max_score: float
     low: WeightedLow | None = None
     placements: object = None
+    at_thresholds: object = None
 
 
 def _chunk_universes(codes: np.ndarray) -> list:

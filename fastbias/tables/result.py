@@ -15,7 +15,11 @@ from ..intervals.thresholds import attach_threshold_intervals
 from ..metrics.aggregates import final_metric
 from ..metrics.definitions import METRIC_COLUMNS
 from ..metrics.table import table_from_chunks, warn_undefined
-from ..metrics.thresholds import warn_undefined_rates
+from ..metrics.thresholds import (
+    combine_threshold_counts,
+    threshold_table,
+    warn_undefined_rates,
+)
 from ..validate.spec import ColumnSpec
 
 
@@ -164,9 +168,21 @@ def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) ->
         per_model = [(significance_from_chunks(table, chunks, spec, model), auc)
                      for model, (table, auc), chunks in zip(spec.models, per_model,
                                                             chunks_per_model)]
+    at_thresholds = None
+    if spec.thresholds is not None:  # each model's threshold counts: its chunks' add up
+        tables = []
+        for chunks in chunks_per_model:
+            parts = [c.at_thresholds for c in chunks if c is not None]
+            if any(p is None for p in parts):
+                raise RuntimeError("a chunk was counted without its threshold counts")
+            tables.append(threshold_table(combine_threshold_counts(parts), names, warn=False))
+        at_thresholds = threshold_result(spec.models, tables, interval=spec.threshold_interval,
+                                         gap_interval=spec.gap_interval,
+                                         confidence=spec.confidence)
     return evaluation_result(spec.models, [table for table, _ in per_model],
                              [auc for _, auc in per_model], label=spec.label,
-                             subgroups=names, settings=spec.settings(engine))
+                             subgroups=names, settings=spec.settings(engine),
+                             thresholds=at_thresholds)
 
 
 def significance_from_chunks(table: pd.DataFrame, chunks: list, spec: ColumnSpec,
@@ -181,3 +197,21 @@ def significance_from_chunks(table: pd.DataFrame, chunks: list, spec: ColumnSpec
     sums = combine_placement_sums(parts)
     return adjust_table(pvalues_from_sums(table, sums), method=spec.significance,
                         confidence=spec.confidence, context=f"model {model!r}", stacklevel=5)
+
+
+def checked_extras(significance, confidence, thresholds, threshold_interval="wilson",
+                   gap_interval=None) -> dict:
+    """The out-of-core entry points' ``significance=``, ``confidence=`` and threshold
+    arguments, checked, as :class:`~fastbias.validate.spec.ColumnSpec` fields."""
+    from ..intervals.significance import check_significance
+    from ..intervals.thresholds import check_gap_interval, check_rate_interval
+    from ..metrics.thresholds import check_thresholds
+    from ..validate.settings import check_confidence
+
+    out = {"significance": check_significance(significance),
+           "confidence": check_confidence(confidence)}
+    if thresholds is not None:
+        out.update(thresholds=tuple(check_thresholds(thresholds).tolist()),
+                   threshold_interval=check_rate_interval(threshold_interval),
+                   gap_interval=check_gap_interval(gap_interval))
+    return out

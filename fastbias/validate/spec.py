@@ -33,6 +33,24 @@ class ColumnSpec:
     #: ``significance=`` (None, "holm" or "bh") and the ``confidence`` that sets its level
     significance: str | None = None
     confidence: float = 0.95
+    #: ``thresholds=`` (sorted, each once, or None) and the intervals of their rates and gaps
+    thresholds: tuple | None = None
+    threshold_interval: str | None = "wilson"
+    gap_interval: str | None = None
+
+    def check_extras(self) -> ColumnSpec:
+        """The extras that cannot go with the columns: Bernstein gap intervals of weighted
+        rows (a ValueError before any row is read); returns ``self``."""
+        if self.thresholds is not None and self.gap_interval is not None and self.weighted:
+            raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
+                             "examples); threshold_interval= gives the rates' intervals")
+        return self
+
+    def chunk_extras(self) -> dict:
+        """What each chunk adds to its counts (``fastbias.intervals.chunked.counted_chunk``)."""
+        return {"weight_scale": self.weight_scale, "with_sums": self.significance is not None,
+                "thresholds": None if self.thresholds is None
+                else np.asarray(self.thresholds, dtype=np.float64)}
 
     @property
     def combination_names(self) -> list:
@@ -80,8 +98,11 @@ class ColumnSpec:
                "intersections": self.intersections,
                "min_subgroup_size": self.min_subgroup_size,
                "significance": self.significance, "engine": engine}
-        if self.significance is not None:
+        if self.significance is not None or self.thresholds is not None:
             out["confidence"] = self.confidence
+        if self.thresholds is not None:
+            out.update(thresholds=list(self.thresholds),
+                       threshold_interval=self.threshold_interval, gap_interval=self.gap_interval)
         if self.intersections is not None:  # (empty when none qualifies, as in memory)
             out["intersection_members"] = {
                 name: [self.subgroups[j] for j in combo]

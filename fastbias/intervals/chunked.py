@@ -1,0 +1,76 @@
+"""What a chunk of rows adds to its counts for the stages after them, out of core.
+
+A chunk (rows of one score range, ties never split: a streaming bucket, a Dask partition) is
+counted by ``fastbias.sweep.chunks.chunk_counts``; with significance tests it also carries its
+placement sums (:mod:`.placement_sums`), with thresholds its threshold counts
+(``fastbias.metrics.thresholds``), both from the sorts its counts made. Weights reach a chunk
+divided by the chunks' common power-of-two ``weight_scale``; they are multiplied back here, so
+these sums are in the input's units.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..metrics.thresholds import (
+    gather_threshold_counts,
+    threshold_counts,
+    tied_threshold_counts,
+)
+from ..sweep import _kernels as SK
+from ..sweep.chunks import ChunkCounts, chunk_counts
+from .placement_sums import gather_placement_sums, placement_sums, tied_placement_sums
+
+
+def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0,
+                  with_sums: bool = False, thresholds=None):
+    """:func:`~fastbias.sweep.chunks.chunk_counts` of one chunk, with (``with_sums``) its
+    :class:`~.placement_sums.PlacementSums` in ``placements`` and (``thresholds``, sorted
+    float64) its :class:`~fastbias.metrics.thresholds.ThresholdCounts` in
+    ``at_thresholds``, from the same sorts."""
+    if not with_sums and thresholds is None:
+        return chunk_counts(scores, labels, codes, weights)
+
+    def extras(sorted_scores, w):
+        w = None if w is None else w * weight_scale
+        return (placement_sums(sorted_scores, w, workers=1)[0] if with_sums else None,
+                threshold_counts(sorted_scores, w, thresholds) if thresholds is not None
+                else None)
+
+    chunk = chunk_counts(scores, labels, codes, weights, universe_sums=extras)
+    if chunk is None:
+        return None
+    k, weighted = codes.shape[1], weights is not None
+    parts = chunk.placements
+    return replace(
+        chunk,
+        placements=(gather_placement_sums([(p, m) for (p, _), m in parts], k, weighted)
+                    if with_sums else None),
+        at_thresholds=(gather_threshold_counts([(t, m) for (_, t), m in parts], k, thresholds,
+                                               weighted) if thresholds is not None else None))
+
+
+def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: bool = False,
+                     thresholds=None, score_dtype=np.float64) -> ChunkCounts:
+    """A chunk of one score (``fastbias.sweep.chunks.tied_chunk``) with what
+    :func:`counted_chunk` adds, from its cell totals (weights: high + low parts, times the
+    ``weight_scale`` they were divided by). ``score_dtype``: the scores' type, in which the
+    thresholds are compared."""
+    cells = chunk.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]].astype(np.float64)
+    backgrounds = chunk.backgrounds.astype(np.float64)
+    weighted = chunk.low is not None
+    if weighted:
+        cells = (cells + chunk.low.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]]) \
+            * weight_scale
+        backgrounds = (backgrounds + chunk.low.background) * weight_scale
+    sums = at = None
+    if with_sums:  # own-class square sums of weighted rows are not kept (unweighted moments)
+        sums = tied_placement_sums(np.column_stack([cells, backgrounds]), chunk.cell_rows,
+                                   chunk.universe_rows,
+                                   np.full(cells.shape, np.nan) if weighted else None)
+    if thresholds is not None:
+        at = tied_threshold_counts(chunk.min_score, score_dtype, thresholds, cells,
+                                   cells + backgrounds, chunk.cell_rows, chunk.universe_rows,
+                                   weighted)
+    return replace(chunk, placements=sums, at_thresholds=at)

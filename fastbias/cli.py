@@ -750,8 +750,7 @@ def _bytes_text(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-_NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"),
-                 ("sensitive_features", "--sensitive-features"))
+_NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"))
 
 
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
@@ -767,6 +766,13 @@ def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> Non
                        f"streaming (exact, in bounded memory), which does not do "
                        f"{', '.join(asked)}. Drop {'it' if len(asked) == 1 else 'them'}, or "
                        f"raise --max-memory if the machine has the memory")
+
+
+def _passes_text(args) -> str:
+    """How many times streaming reads the file: scores, then all columns, and one more pass
+    each for --intersections and --sensitive-features."""
+    n = 2 + (args.intersections is not None) + bool(args.sensitive_features)
+    return {2: "two", 3: "three", 4: "four"}[n]
 
 
 def _check_streamed_label(args, first_frame) -> None:
@@ -800,14 +806,15 @@ def _run_streaming(args, progress, limit: int):
     options = dict(label=args.label, scores=args.scores, subgroups=args.subgroups,
                    label_threshold=args.label_threshold,
                    subgroup_threshold=args.subgroup_threshold,
-                   missing_subgroup=args.missing_subgroup, sample_weight=args.weight)
+                   missing_subgroup=args.missing_subgroup, sample_weight=args.weight,
+                   sensitive_features=args.sensitive_features)
     n_columns = len({args.label, *args.scores, *args.subgroups,
-                     *([args.weight] if args.weight else [])})
+                     *([args.weight] if args.weight else []), *(args.sensitive_features or [])})
     line_bytes = 0 if fmt == "parquet" else record_bytes(args.data, compression, fmt == "csv")
     batch_rows, bucket_rows = _streaming_settings(args, _data_budget(limit), n_columns,
                                                   line_bytes)
     name = os.path.basename(args.data)
-    passes = {"n": 0, "of": 2 if args.intersections is None else 3}
+    passes = {"n": 0, "of": {"two": 2, "three": 3, "four": 4}[_passes_text(args)]}
 
     def show(done, rows, projected=None):
         progress.update(f"streaming {name} (pass {passes['n']} of {passes['of']}): "
@@ -910,7 +917,7 @@ def cmd_report(args) -> int:
     if over is not None:
         _check_streamable(args, over, limit, budget)
         _say(args, f"{args.data} needs more than --max-memory ({_bytes_text(limit)}) in "
-                   f"memory: streaming it ({'three' if args.intersections else 'two'} passes "
+                   f"memory: streaming it ({_passes_text(args)} passes "
                    f"over the file, spill files under "
                    f"{args.temp_dir or 'the temporary directory'})")
         result, histograms = _reading(args.data, lambda: _run_streaming(args, progress, limit))
@@ -1177,8 +1184,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="memory the run may use, e.g. 8G or 500M (default: half of the "
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file (three "
-                             "with --intersections), spill files on disk, no --ci/"
-                             "--positive/--sensitive-features/--nan-policy omit")
+                             "with --intersections, one more with --sensitive-features), spill files "
+                             "on disk, no --ci/--positive/--nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

@@ -54,8 +54,14 @@ from .prepare.memberships import (
 )
 from .sort.buckets import bucket_edges, merge_summaries, summarize_scores
 from .tables.result import EvaluationResult, checked_extras, result_from_chunks
+from .validate.categories import (
+    chosen_features,
+    feature_summary,
+    merge_feature_summaries,
+)
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.spec import ColumnSpec, column_spec, score_dtype
+from .validate.values import as_labels
 
 __all__ = ["evaluate"]
 
@@ -155,7 +161,8 @@ def _piece_summary(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec
 
 def _counting_spec(spec: ColumnSpec) -> ColumnSpec:
     """The columns that choose the intersections: the label and the identity columns."""
-    return replace(spec, models=[], sample_weight=None, combinations=())
+    return replace(spec, models=[], sample_weight=None, combinations=(), features=(),
+                   feature_values=(), feature_combos=())
 
 
 def _frame_cells(frame, spec: ColumnSpec, where: str):
@@ -168,6 +175,18 @@ def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
     counting = _counting_spec(spec)
     frame = read_piece(parquet, piece, counting.columns)
     return _frame_cells(frame, spec, f"in {piece.where()}")
+
+
+def _frame_features(frame, spec: ColumnSpec, where: str):
+    """What one partition holds of the sensitive features (values, combinations by class)."""
+    labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
+                       threshold=spec.label_threshold)
+    return feature_summary(frame, list(spec.features), labels, where)
+
+
+def _piece_features(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
+    frame = read_piece(parquet, piece, list(dict.fromkeys([spec.label, *spec.features])))
+    return _frame_features(frame, spec, f"in {piece.where()}")
 
 
 def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool,
@@ -428,7 +447,8 @@ def _compute(client, tasks: list, progress: bool, worker_timeout: float,
             bar.join(timeout=2)
 
 
-def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | None = 0.5,
+def evaluate(data, *, label: str, scores, subgroups=None,
+             label_threshold: float | None = 0.5,
              subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
              sample_weight: str | None = None, npartitions: int | None = None,
              divisions=None, persist: bool | None = None, compute: bool = True,
@@ -437,7 +457,7 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
              random_state: int = 0, intersections: int | None = None,
              min_subgroup_size: int = 1, significance: str | None = None,
              confidence: float = 0.95, thresholds=None, threshold_interval: str | None = "wilson",
-             gap_interval: str | None = None):
+             gap_interval: str | None = None, sensitive_features=None):
     """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
@@ -510,6 +530,9 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
     thresholds, threshold_interval, gap_interval
         The threshold metrics of :func:`fastbias.evaluate` (``result.thresholds``): each
         partition's count task also counts its rows at every threshold.
+    sensitive_features : list of str, optional
+        Categorical columns, as in :func:`fastbias.evaluate`; one more pass over the label
+        and these columns finds their values (sorted) and combinations.
 
     Returns
     -------
@@ -549,7 +572,8 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
                     missing_subgroup=missing_subgroup, sample_weight=sample_weight)
     parquet = pieces = None
     if isinstance(data, dd.DataFrame):
-        spec = column_spec(data.columns, **settings, source="the Dask DataFrame")
+        spec = column_spec(data.columns, **settings, source="the Dask DataFrame",
+                           sensitive_features=sensitive_features)
         dtypes = data.dtypes
         for model in spec.models:
             dtype = dtypes[model]
@@ -562,7 +586,7 @@ def evaluate(data, *, label: str, scores, subgroups, label_threshold: float | No
                         "DataFrame (use fastbias.evaluate for a pandas DataFrame)")
     else:
         try:
-            spec, parquet = open_parquet(data, **settings)
+            spec, parquet = open_parquet(data, **settings, sensitive_features=sensitive_features)
         except TypeError as error:
             if "source must be" not in str(error):
                 raise
@@ -609,6 +633,20 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
         spec = spec.with_combinations(choose_combinations(total, list(spec.subgroups),
                                                           spec.min_subgroup_size))
 
+    # 0b. the sensitive features' values and combinations, found on all rows
+    if spec.features:
+        if parquet is None:
+            columns = list(dict.fromkeys([spec.label, *spec.features]))
+            tasks = [dask.delayed(_frame_features)(part, spec, f"in Dask partition {i}")
+                     for i, part in enumerate(data[columns].to_delayed())]
+        else:
+            tasks = [dask.delayed(_piece_features)(piece, parquet, spec) for piece in pieces]
+        summary = None
+        for part in _compute(client, tasks, show, worker_timeout, stall_timeout):
+            summary = merge_feature_summaries(summary, part)
+        spec = spec.with_features(*chosen_features(summary, list(spec.features),
+                                                   spec.min_subgroup_size))
+
     # 1. first pass: validate scores, weights and labels; sample the scores
     need_sample = any(d is None for d in given)
     if need_sample or spec.weighted:
@@ -645,7 +683,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
         encoded = encoded.persist()
 
     # 3. per model: the range partitioning, then one count task per partition
-    n_groups = len(spec.row_names)  # the subgroups, then the intersections chosen
+    n_groups = len(spec.row_names)  # subgroups, intersections, sensitive features' groups
     shared = [_LABEL, *([_WEIGHT] if spec.weighted else []),
               *_word_columns(n_groups, spec.exclude_missing)]
     per_model_tasks = []

@@ -55,11 +55,17 @@ from .sweep import _kernels as K
 from .sweep.chunks import ChunkCounts, tied_chunk
 from .sweep.parallel import map_in_threads
 from .tables.result import EvaluationResult, checked_extras, result_from_chunks
+from .validate.categories import (
+    chosen_features,
+    feature_summary,
+    merge_feature_summaries,
+)
 from .validate.parquet import iter_batches, open_parquet
 from .validate.settings import resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
 from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
+from .validate.values import as_labels
 
 __all__ = ["evaluate_csv", "evaluate_parquet"]
 
@@ -157,7 +163,8 @@ class _ModelSpill:
         return with_tied_extras(chunk, **self.extras, score_dtype=self.record_dtype["score"])
 
 
-def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+def evaluate_parquet(source, *, label: str, scores, subgroups=None,
+                     label_threshold: float = 0.5,
                      subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
                      sample_weight: str | None = None, batch_rows: int = 250_000,
                      bucket_rows: int = 4_000_000, n_jobs: int | None = None,
@@ -165,7 +172,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
                      min_subgroup_size: int = 1, significance: str | None = None,
                      confidence: float = 0.95, thresholds=None,
                      threshold_interval: str | None = "wilson",
-                     gap_interval: str | None = None) -> EvaluationResult:
+                     gap_interval: str | None = None,
+                     sensitive_features=None) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
 
     Gives the numbers of :func:`fastbias.evaluate` on the same rows (equal
@@ -218,6 +226,11 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
         The threshold metrics of :func:`fastbias.evaluate` (``result.thresholds``):
         each bucket counts its rows at every threshold as it is swept, and the counts
         add up (docs/thresholds.md).
+    sensitive_features : list of str, optional
+        Categorical columns, as in :func:`fastbias.evaluate`: one more reading pass of the
+        label and these columns finds their values and combinations (values sorted; a
+        pandas Categorical's own order is not used out of core); each spilled row carries
+        one more byte per value and combination kept.
 
     Returns
     -------
@@ -244,7 +257,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
                                  label_threshold=label_threshold,
                                  subgroup_threshold=subgroup_threshold,
-                                 missing_subgroup=missing_subgroup, sample_weight=sample_weight)
+                                 missing_subgroup=missing_subgroup, sample_weight=sample_weight,
+                                 sensitive_features=sensitive_features)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     if parquet.n_rows == 0:
         raise ValueError("source has no rows")
@@ -257,7 +271,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups, label_threshold: 
     return result
 
 
-def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float = 0.5,
+def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: float = 0.5,
                  subgroup_threshold: float = 0.5, missing_subgroup: str = "background",
                  sample_weight: str | None = None, sep: str | None = None,
                  compression="infer", line_limit: int = LINE_LIMIT, batch_rows: int = 250_000,
@@ -266,7 +280,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
                  min_subgroup_size: int = 1, significance: str | None = None,
                  confidence: float = 0.95, thresholds=None,
                  threshold_interval: str | None = "wilson",
-                 gap_interval: str | None = None) -> EvaluationResult:
+                 gap_interval: str | None = None,
+                 sensitive_features=None) -> EvaluationResult:
     """Exact bias metrics of a CSV file larger than memory, with bounded memory.
 
     As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
@@ -291,7 +306,7 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
         The longest line (bytes, decompressed) read.
     batch_rows, bucket_rows, n_jobs, temp_dir, random_state, intersections, min_subgroup_size
         As in :func:`evaluate_parquet`.
-    significance, confidence, thresholds, threshold_interval, gap_interval
+    significance, confidence, thresholds, threshold_interval, gap_interval, sensitive_features
         As in :func:`evaluate_parquet`.
 
     Returns
@@ -321,7 +336,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups, label_threshold: float 
     spec = column_spec(source.names, label=label, scores=scores, subgroups=subgroups,
                        label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                        missing_subgroup=missing_subgroup, sample_weight=sample_weight,
-                       source=f"the CSV file {source.path}")
+                       source=f"the CSV file {source.path}",
+                       sensitive_features=sensitive_features)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     result, _ = stream_evaluate(
         spec, lambda columns: iter_text_batches(source, columns, batch_rows),
@@ -366,15 +382,18 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     if prepare is not None:
         read = _prepared(read, prepare)
     sub_batch = None
-    if spec.intersections is not None:  # chosen on all rows, as one pass would choose them
+    if spec.intersections is not None or spec.features:  # chosen on all rows, as one pass
         plain = [_record_dtype(dtype, spec).itemsize for dtype in score_dtypes]
-        spec = spec.with_combinations(chosen_combinations(read, spec))
-        if spec.combinations:  # a row carries one more byte per intersection: buckets and
-            # encoded batches hold about as many bytes as they would without intersections
+        if spec.intersections is not None:
+            spec = spec.with_combinations(chosen_combinations(read, spec))
+        if spec.features:
+            spec = spec.with_features(*found_features(read, spec))
+        if spec.extra_columns:  # a row carries one more byte per intersection and value:
+            # buckets and encoded batches hold about as many bytes as they would without them
             grown = [_record_dtype(dtype, spec).itemsize for dtype in score_dtypes]
             bucket_rows = max(1, bucket_rows * (3 * max(plain) + 48) // (3 * max(grown) + 48))
             sub_batch = max(1_000, COMBINATION_BATCH_BYTES
-                            // (len(spec.combinations) * (1 + len(spec.models))))
+                            // (spec.extra_columns * (1 + len(spec.models))))
     records = [_record_dtype(dtype, spec) for dtype in score_dtypes]
     spill_dir = temp_dir or tempfile.gettempdir()
     counted = n_rows is None  # the first pass counts the rows
@@ -454,7 +473,7 @@ def chosen_combinations(read, spec: ColumnSpec) -> list:
     ``spec.min_subgroup_size`` rows of each class over all rows (one reading pass of the
     label and identity columns; each batch emits the combinations of its rows' own
     subgroups, never a rows x combinations matrix), as the in-memory path chooses them."""
-    counting = replace(spec, models=[], sample_weight=None)
+    counting = replace(spec, models=[], sample_weight=None, features=())
     total = None
     kinds = BatchKinds(spec.subgroups)
     for frame, where in read(counting.columns):
@@ -464,6 +483,22 @@ def chosen_combinations(read, spec: ColumnSpec) -> list:
         total = add_combination_cells(
             total, code_combination_cells(rows.labels, rows.codes, spec.intersections))
     return choose_combinations(total, list(spec.subgroups), spec.min_subgroup_size)
+
+
+def found_features(read, spec: ColumnSpec) -> tuple:
+    """``(values, combinations)`` of the sensitive features over all rows (one reading pass
+    of the label and feature columns; each batch summarises the values and combinations its
+    rows hold): see ``fastbias.validate.categories.chosen_features``."""
+    summary = None
+    columns = list(dict.fromkeys([spec.label, *spec.features]))
+    for frame, where in read(columns):
+        labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
+                           threshold=spec.label_threshold)
+        summary = merge_feature_summaries(summary, feature_summary(frame, list(spec.features),
+                                                                   labels, where))
+    if summary is None:
+        raise ValueError("source has no rows")
+    return chosen_features(summary, list(spec.features), spec.min_subgroup_size)
 
 
 def _prepared(read, prepare):

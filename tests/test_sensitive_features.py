@@ -8,6 +8,7 @@ group, and, where fairlearn is installed, against ``MetricFrame``.
 """
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -254,15 +255,75 @@ def test_cli_needs_some_identity_columns(tmp_path, capsys):
     assert "give the identity columns: --subgroups" in capsys.readouterr().err
 
 
-def test_cli_refuses_sensitive_features_when_it_must_stream(tmp_path, capsys, monkeypatch):
-    import fastbias.cli as cli
-    df = people(n=20_000)
-    df.to_csv(tmp_path / "d.csv", index=False)
-    monkeypatch.setattr(cli, "_resident_memory", lambda: 0)
-    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    status = cli.main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
-                       "--sensitive-features", "race", "--max-memory", "1M", "--progress",
-                       "never", "--out", str(tmp_path / "o.json")])
+def test_cli_streams_sensitive_features_to_the_in_memory_report(tmp_path, capsys, monkeypatch):
+    """A file too large for --max-memory is streamed with --sensitive-features (a pass more
+    finds the values): the JSON report equals the one made in memory."""
+    from fastbias.cli import main
+    from tests.test_bounded_memory import _four_mib_for_data
+    df = people(n=40_000, seed=9, missing=0.05)
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    base = ["report", str(path), "--label", "y", "--scores", "s", "--sensitive-features",
+            "race", "gender", "--missing-subgroup", "exclude", "--progress", "never"]
+    assert main([*base, "--out", str(tmp_path / "memory.json")]) == 0
+    capsys.readouterr()
+    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
+    assert main([*base, "--out", str(tmp_path / "streamed.json"), "--max-memory",
+                 str(limit)]) == 0
     err = capsys.readouterr().err
-    assert status == 1 and "does not do --sensitive-features" in err
-    assert not (tmp_path / "o.json").exists()
+    assert "streaming it (three passes" in err
+    memory, streamed = (json.loads((tmp_path / f"{n}.json").read_text())
+                        for n in ("memory", "streamed"))
+    assert streamed["settings"]["engine"] == "streaming"
+    for report in (memory, streamed):
+        report.pop("timings_s")
+        report.pop("settings")
+    assert streamed == memory
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+def test_out_of_core_sensitive_features_equal_evaluate(tmp_path, policy):
+    pytest.importorskip("pyarrow")
+    df = people(n=20_000, seed=3, missing=0.05)
+    df.to_parquet(tmp_path / "d.parquet")
+    df.to_csv(tmp_path / "d.csv", index=False)
+    kw = dict(label="y", scores="s", sensitive_features=["race", "gender"],
+              missing_subgroup=policy, min_subgroup_size=20, significance="holm",
+              thresholds=[0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        ref = fastbias.evaluate(df, **kw)
+        got = [fastbias.evaluate_parquet(tmp_path / "d.parquet", bucket_rows=3000, **kw),
+               fastbias.evaluate_csv(tmp_path / "d.csv", bucket_rows=3000, **kw)]
+        dd = pytest.importorskip("dask.dataframe")
+        dask = pytest.importorskip("dask")
+        on_dask = pytest.importorskip("fastbias.dask")
+        with dask.config.set(scheduler="synchronous"):
+            got.append(on_dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=4, **kw))
+    expected = ref.for_model()
+    assert any(" & " in name for name in expected.index)
+    for res in got:
+        table = res.for_model()
+        assert list(table.index) == list(expected.index)
+        pd.testing.assert_frame_equal(table[COUNTS + METRIC_COLUMNS],
+                                      expected[COUNTS + METRIC_COLUMNS])
+        assert res.settings["sensitive_features"] == ["race", "gender"]
+        pd.testing.assert_frame_equal(res.thresholds, ref.thresholds, rtol=1e-12)
+
+
+def test_out_of_core_values_are_sorted_and_found_in_every_batch(tmp_path):
+    """Values that first occur late in the file are found; a Categorical's own order is not
+    used out of core (sorted instead), and the names read the same as in memory."""
+    rng = np.random.default_rng(4)
+    n = 6000
+    df = pd.DataFrame({"y": rng.random(n) < 0.4, "s": rng.random(n),
+                       "age": rng.choice([30, 18], n).astype(float)})
+    df.loc[n - 50:, "age"] = 65.0  # only in the last batch
+    df.loc[::97, "age"] = np.nan   # integers with missing values read as floats
+    df.to_csv(tmp_path / "d.csv", index=False)
+    res = fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s",
+                                sensitive_features=["age"], batch_rows=1000, bucket_rows=2000)
+    assert list(res.for_model().index) == ["age=18", "age=30", "age=65"]
+    memory = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["age"])
+    pd.testing.assert_frame_equal(res.for_model()[METRIC_COLUMNS],
+                                  memory.for_model()[METRIC_COLUMNS])

@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..validate.spec import ColumnSpec, score_dtype
 from ..validate.subgroups import identity_column
@@ -67,7 +68,59 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
         raise
     if spec.combinations:
         codes = with_combination_codes(codes, spec.combinations)
+    if spec.features:
+        codes = np.concatenate([codes, feature_codes(frame, spec, where)], axis=1)
     return EncodedRows(labels, codes, weights, scores)
+
+
+def feature_codes(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:
+    """(n, values + combinations) int8 membership codes of the sensitive features' subgroups
+    (``spec.feature_names``): 1 when the row has the value (every value of the
+    combination), -1 when a value it needs is missing and ``missing_subgroup="exclude"``,
+    else 0. A value the first pass did not see (the data changed between passes) is a
+    ValueError naming the feature, the value and the row."""
+    n = len(frame[spec.label])
+    index = []
+    for name, values in zip(spec.features, spec.feature_values):
+        column = frame[name]
+        if hasattr(column, "to_pandas") and not isinstance(column, pd.Series):
+            column = column.to_pandas()
+        column = pd.Series(np.asarray(column, dtype=object) if not isinstance(column, pd.Series)
+                           else column.astype(object))
+        found = pd.Index(list(values), dtype=object).get_indexer(column)
+        unknown = (found < 0) & ~column.isna().to_numpy()
+        if unknown.any():
+            row = int(np.flatnonzero(unknown)[0])
+            raise ValueError(f"sensitive feature {name!r} holds {column.iloc[row]!r} at row "
+                             f"{row}{f' {where}' if where else ''}, a value the first pass did "
+                             f"not find: did the data change between the passes?")
+        index.append(found.astype(np.int64))
+    sizes = [len(values) for values in spec.feature_values]
+    out = np.zeros((n, sum(sizes) + len(spec.feature_combos)), dtype=np.int8)
+    rows = np.arange(n)
+    start = 0
+    for found, size in zip(index, sizes):
+        known = found >= 0
+        out[rows[known], start + found[known]] = 1
+        if spec.exclude_missing:
+            out[~known, start:start + size] = -1
+        start += size
+    if spec.feature_combos:
+        matrix = np.column_stack(index)
+        any_missing = (matrix < 0).any(axis=1)
+        combined = np.zeros(n, dtype=np.int64)  # each row's combination as one number
+        kept = np.zeros(len(spec.feature_combos), dtype=np.int64)
+        for f, size in enumerate(sizes):
+            combined = combined * size + np.maximum(matrix[:, f], 0)
+            kept = kept * size + np.asarray([c[f] for c in spec.feature_combos], dtype=np.int64)
+        order = np.argsort(kept)
+        at = np.searchsorted(kept[order], combined)
+        hit = (at < kept.shape[0]) & ~any_missing
+        hit[hit] = kept[order][at[hit]] == combined[hit]
+        out[rows[hit], start + order[at[hit]]] = 1
+        if spec.exclude_missing:
+            out[any_missing, start:] = -1
+    return out
 
 
 def with_combination_codes(codes: np.ndarray, combinations) -> np.ndarray:

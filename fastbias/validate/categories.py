@@ -51,12 +51,15 @@ class CategoryCodes:
 
 
 def value_text(value) -> str:
-    """How a value shows in a subgroup name: booleans and numbers as Python writes them
-    (a whole float as ``2.0``), text as it is."""
+    """How a value shows in a subgroup name: booleans and numbers as Python writes them, a
+    whole float as the integer it is (``2``: a column of integers with a missing value reads
+    as floats), text as it is."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, np.generic):
-        return str(value.item())
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return str(value)
 
 
@@ -111,6 +114,13 @@ def category_codes(column, name: str, label: str | None = None) -> CategoryCodes
         rank[order] = np.arange(len(order), dtype=np.int32)
         codes = rank[np.asarray(raw, dtype=np.int64)]
         values = [uniques[j] for j in order]
+    check_values(values, label)
+    return CategoryCodes(str(name), np.ascontiguousarray(codes, dtype=np.int32), list(values))
+
+
+def check_values(values, label: str) -> None:
+    """A ValueError naming the column when it has more than :data:`MAX_CATEGORIES` values or
+    two values that would show under one name (``1`` and ``"1"``)."""
     if len(values) > MAX_CATEGORIES:
         shown = ", ".join(repr(value_text(v)) for v in values[:5])
         raise ValueError(f"{label} has {len(values):,} distinct values (e.g. {shown}), more "
@@ -122,7 +132,6 @@ def category_codes(column, name: str, label: str | None = None) -> CategoryCodes
         kinds = [type(v).__name__ for v, t in zip(values, texts) if t == clash]
         raise ValueError(f"{label} holds values of different types that read the same, "
                          f"{clash!r} ({' and '.join(kinds)}); give the column one type")
-    return CategoryCodes(str(name), np.ascontiguousarray(codes, dtype=np.int32), list(values))
 
 
 def is_categorical(column) -> bool:
@@ -141,3 +150,67 @@ def is_categorical(column) -> bool:
         return len(values) > 0 and any(
             not isinstance(v, (numbers.Number, bool, np.bool_)) for v in values.iloc[:1000])
     return False
+
+
+def _plain_value(value):
+    """A value as a plain, picklable, hashable Python scalar (numpy scalars unwrapped)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def feature_summary(frame, features: list, labels: np.ndarray, where: str = "") -> dict:
+    """What one piece of the rows (a batch, a partition) holds of the sensitive features:
+    ``{"values": [set of values per feature], "cells": {(value, ...): [negatives,
+    positives]}}`` (the combinations of one value of each feature that occur; a row with a
+    missing value in none). Merged over pieces by :func:`merge_feature_summaries`, finished
+    by :func:`chosen_features`."""
+    read = []
+    for name in features:
+        try:
+            read.append(category_codes(frame[name], name))
+        except ValueError as error:
+            raise ValueError(f"{error} ({where})" if where else str(error)) from error
+    summary = {"values": [{_plain_value(v) for v in r.values} for r in read], "cells": {}}
+    if len(read) > 1:
+        codes = np.column_stack([r.codes for r in read]).astype(np.int64)
+        known = (codes >= 0).all(axis=1)
+        combos, inverse = np.unique(codes[known], axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        positive = np.asarray(labels, dtype=bool)[known]
+        negatives = np.bincount(inverse[~positive], minlength=combos.shape[0])
+        positives = np.bincount(inverse[positive], minlength=combos.shape[0])
+        for c, combo in enumerate(combos):
+            key = tuple(_plain_value(read[f].values[v]) for f, v in enumerate(combo))
+            summary["cells"][key] = [int(negatives[c]), int(positives[c])]
+    return summary
+
+
+def merge_feature_summaries(first: dict | None, second: dict) -> dict:
+    """Two :func:`feature_summary` results as one."""
+    if first is None:
+        return second
+    values = [a | b for a, b in zip(first["values"], second["values"])]
+    cells = dict(first["cells"])
+    for key, (neg, pos) in second["cells"].items():
+        old = cells.get(key, [0, 0])
+        cells[key] = [old[0] + neg, old[1] + pos]
+    return {"values": values, "cells": cells}
+
+
+def chosen_features(summary: dict, features: list, min_subgroup_size: int) -> tuple:
+    """``(values, combos)`` of the sensitive features from their summary over all rows:
+    each feature's values sorted (numbers by value, text by code point; out of core the
+    pieces' categories are not one order), and the combinations with at least
+    ``min_subgroup_size`` rows of each class, as value indexes in the order of the values.
+    Too many values, or two that read alike, are refused as :func:`category_codes` does."""
+    values = []
+    for name, found in zip(features, summary["values"]):
+        found = list(found)
+        ordered = tuple(found[j] for j in _sorted_order(found))
+        check_values(ordered, f"sensitive feature {name!r}")
+        values.append(ordered)
+    position = [{v: j for j, v in enumerate(vs)} for vs in values]
+    combos = []
+    for key, (neg, pos) in summary["cells"].items():
+        if neg >= min_subgroup_size and pos >= min_subgroup_size:
+            combos.append(tuple(position[f][v] for f, v in enumerate(key)))
+    return tuple(values), tuple(sorted(combos))

@@ -224,7 +224,7 @@ def _check_label_statistics(parquet, path: str, label: str) -> None:
 
 
 def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_threshold,
-                 missing_subgroup, sample_weight) -> tuple:
+                 missing_subgroup, sample_weight, sensitive_features=None) -> tuple:
     """Resolve and check Parquet files against each other; ``(ColumnSpec, ParquetSource)``.
 
     Reads only the footers. Every problem found names the file (and for a
@@ -242,7 +242,8 @@ def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_
                                label_threshold=label_threshold,
                                subgroup_threshold=subgroup_threshold,
                                missing_subgroup=missing_subgroup, sample_weight=sample_weight,
-                               source=f"the Parquet file {path}")
+                               source=f"the Parquet file {path}",
+                               sensitive_features=sensitive_features)
             checked = [("label", spec.label)] + [("score", m) for m in spec.models]
             if spec.weighted:
                 checked.append(("sample_weight", spec.sample_weight))

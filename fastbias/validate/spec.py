@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from .categories import value_text
 from .columns import name_list
 from .settings import MISSING_POLICIES, check_threshold
 from .values import as_scores, check_weight_spread, power_of_two_scale
@@ -33,6 +34,11 @@ class ColumnSpec:
     #: ``significance=`` (None, "holm" or "bh") and the ``confidence`` that sets its level
     significance: str | None = None
     confidence: float = 0.95
+    #: ``sensitive_features=``: categorical columns; the values each holds (in order) and the
+    #: combinations of one value of each kept (value indexes), both found on the whole data
+    features: tuple = ()
+    feature_values: tuple = ()
+    feature_combos: tuple = ()
     #: ``thresholds=`` (sorted, each once, or None) and the intervals of their rates and gaps
     thresholds: tuple | None = None
     threshold_interval: str | None = "wilson"
@@ -57,9 +63,35 @@ class ColumnSpec:
         return [" & ".join(str(self.subgroups[j]) for j in combo) for combo in self.combinations]
 
     @property
+    def feature_labels(self) -> list:
+        """Per sensitive feature, the names of its values' subgroups (``"race=black"``)."""
+        return [[f"{feature}={value_text(v)}" for v in values]
+                for feature, values in zip(self.features, self.feature_values)]
+
+    @property
+    def feature_names(self) -> list:
+        """The sensitive features' subgroups: each value, then the combinations kept."""
+        labels = self.feature_labels
+        return ([name for names in labels for name in names]
+                + [" & ".join(labels[f][v] for f, v in enumerate(combo))
+                   for combo in self.feature_combos])
+
+    @property
     def row_names(self) -> list:
-        """The rows of the tables: the subgroups, then the chosen intersections."""
-        return list(self.subgroups) + self.combination_names
+        """The rows of the tables: the subgroups, the chosen intersections, then the
+        sensitive features' values and their combinations."""
+        return list(self.subgroups) + self.combination_names + self.feature_names
+
+    def with_features(self, values, combos) -> "ColumnSpec":
+        """This spec with the sensitive features' values and kept combinations (found by a
+        pass over the data: ``fastbias.validate.categories.chosen_features``)."""
+        return replace(self, feature_values=tuple(tuple(v) for v in values),
+                       feature_combos=tuple(tuple(int(j) for j in c) for c in combos))
+
+    @property
+    def extra_columns(self) -> int:
+        """Membership codes a row carries beyond one per subgroup column."""
+        return len(self.row_names) - len(self.subgroups)
 
     def with_combinations(self, combinations) -> "ColumnSpec":
         return replace(self, combinations=tuple(tuple(int(j) for j in c) for c in combinations))
@@ -75,7 +107,7 @@ class ColumnSpec:
     @property
     def columns(self) -> list:
         """Every column needed, each once, in a stable order."""
-        wanted = [self.label, *self.models, *self.subgroups]
+        wanted = [self.label, *self.models, *self.subgroups, *self.features]
         if self.sample_weight is not None:
             wanted.append(self.sample_weight)
         return list(dict.fromkeys(wanted))
@@ -98,6 +130,8 @@ class ColumnSpec:
                "intersections": self.intersections,
                "min_subgroup_size": self.min_subgroup_size,
                "significance": self.significance, "engine": engine}
+        if self.features:
+            out["sensitive_features"] = list(self.features)
         if self.significance is not None or self.thresholds is not None:
             out["confidence"] = self.confidence
         if self.thresholds is not None:
@@ -111,8 +145,10 @@ class ColumnSpec:
 
 
 def column_spec(available, *, label, scores, subgroups, label_threshold, subgroup_threshold,
-                missing_subgroup, sample_weight, source: str = "the data") -> ColumnSpec:
-    """Validate the column arguments against the ``available`` column names."""
+                missing_subgroup, sample_weight, source: str = "the data",
+                sensitive_features=None) -> ColumnSpec:
+    """Validate the column arguments against the ``available`` column names (``subgroups``
+    may be None or empty where ``sensitive_features`` are given)."""
     if missing_subgroup not in MISSING_POLICIES:
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, "
                          f"got {missing_subgroup!r}")
@@ -123,11 +159,18 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
                         "rows of partitioned or out-of-core data), got "
                         f"{type(sample_weight).__name__}")
     models = name_list(scores, "scores")
-    names = name_list(subgroups, "subgroups")
+    features = ([] if sensitive_features is None else
+                name_list(sensitive_features, "sensitive_features"))
+    if (subgroups is None or (isinstance(subgroups, (list, tuple)) and not subgroups)) \
+            and features:
+        names = []
+    else:
+        names = name_list(subgroups, "subgroups")
     available = list(available)
     present = set(available)
     for argument, wanted in (("label", [label]), ("scores", models), ("subgroups", names),
-                             ("sample_weight", [] if sample_weight is None else [sample_weight])):
+                             ("sample_weight", [] if sample_weight is None else [sample_weight]),
+                             ("sensitive_features", features)):
         missing = [c for c in wanted if c not in present]
         if missing:
             shown = available[:20]
@@ -136,7 +179,8 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
     return ColumnSpec(label, models, names, sample_weight,
                       None if label_threshold is None
                       else check_threshold(label_threshold, "label_threshold"),
-                      check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup)
+                      check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup,
+                      features=tuple(features))
 
 
 def score_dtype(dtype) -> np.dtype:

@@ -889,6 +889,11 @@ def cmd_report(args) -> int:
             raise CLIError("give the identity columns: --subgroups, --subgroups-file, "
                            "--subgroups-all-boolean or --sensitive-features")
         args.subgroups = []
+    if args.report_threshold is not None:
+        if not args.thresholds:
+            raise CLIError("--report-threshold needs --thresholds (the thresholds to evaluate)")
+        if args.report_threshold not in args.thresholds:
+            args.thresholds = [*args.thresholds, args.report_threshold]
     wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
     if args.sensitive_features:
         wanted["--sensitive-features"] = args.sensitive_features
@@ -940,6 +945,7 @@ def cmd_report(args) -> int:
                                         source=os.path.abspath(args.data))
         del df
     report.timings = timings
+    report.threshold = args.report_threshold
     print(report.to_text(max_subgroups=args.top, width=None if args.wide else TABLE_WIDTH))
     _write_outputs(report, outputs, args)
     timings["report"] = time.perf_counter() - start
@@ -1158,6 +1164,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "in the JSON report")
     report.add_argument("--gap-interval", choices=["bernstein"], default=None,
                         help="with --thresholds: the Bernstein interval of each gap")
+    report.add_argument("--report-threshold", type=float, default=None, metavar="T",
+                        help="with --thresholds: the one whose gaps the HTML report draws "
+                             "(default: the one nearest 0.5; added to them if missing)")
     report.add_argument("--sensitive-features", nargs="+", metavar="COL", default=None,
                         help="categorical columns (e.g. race gender): one subgroup per value, "
                              "'race=black', and with several columns every combination of "

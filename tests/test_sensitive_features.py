@@ -327,3 +327,41 @@ def test_out_of_core_values_are_sorted_and_found_in_every_batch(tmp_path):
     memory = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["age"])
     pd.testing.assert_frame_equal(res.for_model()[METRIC_COLUMNS],
                                   memory.for_model()[METRIC_COLUMNS])
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_memberships_equal_the_rows_of_each_value_and_combination(data):
+    """category_memberships against sets of rows built here: every value, every combination
+    with at least min_size rows of each class, rows with a missing value in none."""
+    from fastbias.prepare.memberships import category_memberships
+    n = data.draw(st.integers(1, 40))
+    a = data.draw(st.lists(st.sampled_from(["x", "y", "z", None]), min_size=n, max_size=n))
+    b = data.draw(st.lists(st.sampled_from([1, 2, None]), min_size=n, max_size=n))
+    labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    min_size = data.draw(st.integers(1, 3))
+    features = [category_codes(pd.Series(a, dtype=object), "a"),
+                category_codes(pd.Series(b, dtype=object), "b")]
+    names, rows, missing, _ = category_memberships(features, labels, min_size)
+    got = dict(zip(names, (r.tolist() for r in rows)))
+    expected = {}
+    for name, column in (("a", a), ("b", b)):
+        for value in sorted({v for v in column if v is not None}):
+            expected[f"{name}={value}"] = [i for i, v in enumerate(column) if v == value]
+    for va in sorted({v for v in a if v is not None}):
+        for vb in sorted({v for v in b if v is not None}):
+            members = [i for i in range(n) if a[i] == va and b[i] == vb]
+            if (labels[members].sum() >= min_size
+                    and (~labels[members]).sum() >= min_size):
+                expected[f"a={va} & b={vb}"] = members
+    assert got == expected
+    assert list(got) == list(expected)  # the documented order
+    for name, unannotated in zip(names, missing):
+        parts = [p.split("=")[0] for p in name.split(" & ")]
+        want = np.array([any((a if p == "a" else b)[i] is None for p in parts)
+                         for i in range(n)])
+        assert np.array_equal(np.zeros(n, bool) if unannotated is None else unannotated, want)

@@ -250,6 +250,19 @@ def test_cli_thresholds(tmp_path):
                                 gap_interval="bernstein").thresholds
     assert status == 0
     rows = json.loads((tmp_path / "r.json").read_text())["models"][0]["thresholds"]
+    # --report-threshold picks the figures' threshold, added to the grid when missing
+    pytest.importorskip("matplotlib")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        assert main(["report", str(tmp_path / "d.csv"), "--label", "toxicity", "--scores",
+                     "model_biased", "--subgroups", "male", "female", "--thresholds", "0.5",
+                     "--report-threshold", "0.25", "--out", str(tmp_path / "r.html"),
+                     "--progress", "never"]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "FPR and FNR gap (subgroup minus background) at threshold 0.25" in page
+    assert main(["report", str(tmp_path / "d.csv"), "--label", "toxicity", "--scores",
+                 "model_biased", "--subgroups", "male", "--report-threshold", "0.25",
+                 "--progress", "never"]) == 1
     assert [(r["threshold"], r["subgroup"]) for r in rows] == \
         list(zip(ref["threshold"], ref["subgroup"]))
     np.testing.assert_allclose([r["fpr_gap_high"] for r in rows], ref["fpr_gap_high"])
@@ -301,3 +314,39 @@ def test_out_of_core_refuses_bernstein_gaps_of_weighted_rows_before_reading(tmp_
     with pytest.raises(ValueError, match="gap_interval='bernstein' needs unweighted rows"):
         fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s", subgroups=["g"],
                               sample_weight="w", thresholds=[0.5], gap_interval="bernstein")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+GRID = [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_counts_equal_brute_force_with_ties_at_every_threshold(data):
+    """Scores on a coarse grid, thresholds on and between its points and beyond it, zero and
+    fractional weights: every count is the sum over the rows, computed here."""
+    n = data.draw(st.integers(2, 40))
+    y = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    s = np.array(data.draw(st.lists(st.sampled_from(GRID), min_size=n, max_size=n)))
+    g = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    weighted = data.draw(st.booleans())
+    w = (np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]), min_size=n,
+                                     max_size=n))) if weighted else None)
+    cuts = data.draw(st.lists(st.sampled_from([-1.0, 0.0, 0.1, 0.25, 0.5, 0.6, 1.0, 1.5]),
+                              min_size=1, max_size=4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.threshold_metrics(y, s, {"g": g}, thresholds=cuts, sample_weight=w,
+                                           interval=None)
+    weight = np.ones(n) if w is None else w
+    for t in sorted(set(cuts)):
+        row = table.loc[(t, "g")]
+        hit = s >= t
+        for side, member in (("subgroup", g), ("background", ~g)):
+            assert row[f"{side}_tp"] == pytest.approx(weight[member & y & hit].sum(), abs=1e-12)
+            assert row[f"{side}_fp"] == pytest.approx(weight[member & ~y & hit].sum(), abs=1e-12)
+            assert row[f"{side}_positives"] == pytest.approx(weight[member & y].sum(), abs=1e-12)
+            assert row[f"{side}_negatives"] == pytest.approx(weight[member & ~y].sum(),
+                                                             abs=1e-12)

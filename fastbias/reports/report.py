@@ -215,6 +215,9 @@ class BiasReport:
         Where the data came from (shown in the report).
     timings : dict
         Optional ``{step: seconds}`` shown in the report (the demo fills it).
+    threshold : float, optional
+        With threshold metrics (``evaluate(..., thresholds=...)``): the one whose gaps the
+        figures show (one of those evaluated; default: the one nearest 0.5).
     """
 
     result: object
@@ -222,6 +225,7 @@ class BiasReport:
     title: str = "fastbias report"
     source: str = ""
     timings: dict = field(default_factory=dict)
+    threshold: float | None = None
 
     @classmethod
     def from_result(cls, df: pd.DataFrame, result, *, bins: int = 40, title: str | None = None,
@@ -572,7 +576,7 @@ class BiasReport:
             out.append(("intervals", f"Point estimates and intervals, {shown}.",
                         self.plot_intervals(subgroups=rows)))
         if self.result.thresholds is not None:
-            shown_at = threshold_shown(self.result)
+            shown_at = threshold_shown(self.result, self.threshold)
             gap_rows = worst_gaps(self.result, shown_at)[:max_subgroups]
             out.append(("threshold-gaps",
                         f"FPR and FNR gap (subgroup minus background) at threshold "
@@ -586,7 +590,8 @@ class BiasReport:
                     out.append((f"gap-curves-{self.result.models.index(model)}",
                                 f"FPR and FNR gap across the thresholds for the subgroups with "
                                 f"the largest gaps at {shown_at:g} (dotted line), {model}.",
-                                plot_gap_curves(self.result, model=model)))
+                                plot_gap_curves(self.result, model=model,
+                                                threshold=shown_at)))
         worst = self.worst_subgroups(n_distributions)
         out.append(("distributions",
                     f"Score distributions of "

@@ -350,3 +350,50 @@ def test_counts_equal_brute_force_with_ties_at_every_threshold(data):
             assert row[f"{side}_positives"] == pytest.approx(weight[member & y].sum(), abs=1e-12)
             assert row[f"{side}_negatives"] == pytest.approx(weight[member & ~y].sum(),
                                                              abs=1e-12)
+
+
+def test_weighted_backgrounds_keep_their_digits_and_empty_sets_stay_empty():
+    """Regressions from a review: a background whose predicted rows are none is exactly 0
+    (its precision NaN, not a rounding remainder), zero-weight rows leave no remainder, and
+    a background of tiny weight next to a huge subgroup keeps its digits."""
+    rng = np.random.default_rng(12)
+    n = 4000
+    y = rng.random(n) < 0.4
+    g = rng.random(n) < 0.3
+    s = rng.random(n) * 0.9
+    s[np.flatnonzero(g)[:40]] = 0.95  # only subgroup rows reach 0.95
+    w = rng.choice([0.1, 0.3, 0.7, 1.1], n)
+    with pytest.warns(UndefinedMetricWarning, match="background precision"):
+        table = fastbias.threshold_metrics(y, s, {"g": g}, thresholds=[0.95], sample_weight=w)
+    row = table.loc[(0.95, "g")]
+    assert row["background_tp"] == 0 and row["background_fp"] == 0
+    assert np.isnan(row["background_precision"]) and np.isnan(row["precision_gap"])
+    w0 = w.copy()
+    w0[~g & (s > 0.5)] = 0.0  # the background's predicted rows weigh nothing
+    table = fastbias.threshold_metrics(y, s, {"g": g}, thresholds=[0.5], sample_weight=w0)
+    assert table.loc[(0.5, "g"), "background_tp"] == 0
+    assert table.loc[(0.5, "g"), "background_fp"] == 0
+    big = np.where(g, 1e12, 0.1)
+    table = fastbias.threshold_metrics(y, s, {"g": g}, thresholds=[0.5], sample_weight=big)
+    for cell, rows in (("background_fp", ~g & ~y & (s >= 0.5)),
+                       ("background_tp", ~g & y & (s >= 0.5)),
+                       ("background_negatives", ~g & ~y)):
+        from math import fsum
+        np.testing.assert_allclose(table.loc[(0.5, "g"), cell], fsum(big[rows]), rtol=1e-12)
+
+
+def test_out_of_core_weighted_backgrounds_keep_their_digits(tmp_path):
+    rng = np.random.default_rng(13)
+    n = 6000
+    df = pd.DataFrame({"y": rng.random(n) < 0.4, "g": (rng.random(n) < 0.3).astype(float)})
+    df["s"] = np.round(rng.random(n), 2)
+    df["w"] = np.where(df["g"] == 1, 1e12, 0.1)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    kw = dict(label="y", scores="s", subgroups=["g"], sample_weight="w", thresholds=[0.5])
+    streamed = fastbias.evaluate_csv(tmp_path / "d.csv", bucket_rows=1000, **kw).thresholds
+    memory = fastbias.evaluate(df, **kw).thresholds
+    pd.testing.assert_frame_equal(streamed, memory, rtol=1e-12)
+    from math import fsum
+    rows = (df["g"] == 0) & ~df["y"] & (df["s"] >= 0.5)
+    np.testing.assert_allclose(streamed["background_fp"].iloc[0], fsum(df["w"][rows]),
+                               rtol=1e-12)

@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..metrics.thresholds import (
+    dd_add,
     gather_threshold_counts,
     threshold_counts,
     tied_threshold_counts,
@@ -57,20 +58,25 @@ def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: b
     :func:`counted_chunk` adds, from its cell totals (weights: high + low parts, times the
     ``weight_scale`` they were divided by). ``score_dtype``: the scores' type, in which the
     thresholds are compared."""
-    cells = chunk.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]].astype(np.float64)
+    cell_columns = [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]
+    cells = chunk.counts[:, cell_columns].astype(np.float64)
     backgrounds = chunk.backgrounds.astype(np.float64)
     weighted = chunk.low is not None
-    if weighted:
-        cells = (cells + chunk.low.counts[:, [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]]) \
-            * weight_scale
-        backgrounds = (backgrounds + chunk.low.background) * weight_scale
+    cells_lo = np.zeros(cells.shape)
+    backgrounds_lo = np.zeros(cells.shape)
+    if weighted:  # (high, low) pairs in the input's units (a power of two: exact)
+        cells, cells_lo = cells * weight_scale, chunk.low.counts[:, cell_columns] * weight_scale
+        backgrounds = backgrounds * weight_scale
+        backgrounds_lo = chunk.low.background * weight_scale
     sums = at = None
     if with_sums:  # own-class square sums of weighted rows are not kept (unweighted moments)
-        sums = tied_placement_sums(np.column_stack([cells, backgrounds]), chunk.cell_rows,
-                                   chunk.universe_rows,
+        sums = tied_placement_sums(np.column_stack([cells + cells_lo,
+                                                    backgrounds + backgrounds_lo]),
+                                   chunk.cell_rows, chunk.universe_rows,
                                    np.full(cells.shape, np.nan) if weighted else None)
     if thresholds is not None:
-        at = tied_threshold_counts(chunk.min_score, score_dtype, thresholds, cells,
-                                   cells + backgrounds, chunk.cell_rows, chunk.universe_rows,
-                                   weighted)
+        pairs = np.stack([cells, cells_lo], axis=-1)
+        totals = dd_add(pairs, np.stack([backgrounds, backgrounds_lo], axis=-1))
+        at = tied_threshold_counts(chunk.min_score, score_dtype, thresholds, pairs, totals,
+                                   chunk.cell_rows, chunk.universe_rows, weighted)
     return replace(chunk, placements=sums, at_thresholds=at)

@@ -62,14 +62,16 @@ def check_thresholds(thresholds) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ThresholdCounts:
-    """Per threshold, what each subgroup's cells and its universe's classes hold above it.
+    """Per threshold, what each subgroup's cells and its universe's classes hold at or above it.
 
-    ``predicted`` (T, k, 2) is the weight (or rows) of each subgroup's negatives and
-    positives predicted positive; ``class_predicted`` (T, k, 2) the same for the whole
-    classes of the rows each subgroup is compared with (its universe); ``cells`` and
-    ``class_totals`` (k, 2) the totals; ``cell_rows`` and ``class_rows`` (k, 2) the row
-    counts. Counts of disjoint sets of rows (chunks) add up
-    (:func:`combine_threshold_counts`).
+    Weights are double-double pairs on a last axis of 2 (high, low; the low part 0 when
+    unweighted), so that a background (a class minus a subgroup) keeps its digits:
+    ``predicted`` (T, k, 2, 2) is the weight of each subgroup's negatives and positives
+    predicted positive, ``class_predicted`` (T, k, 2, 2) the same for the classes of the rows
+    each subgroup is compared with (its universe), ``cells`` and ``class_totals`` (k, 2, 2)
+    the totals. ``predicted_rows``, ``class_predicted_rows`` (T, k, 2) and ``cell_rows``,
+    ``class_rows`` (k, 2) count rows (exact), so an empty set is exactly empty. Counts of
+    disjoint sets of rows (chunks) add up (:func:`combine_threshold_counts`).
     """
 
     thresholds: np.ndarray
@@ -77,50 +79,69 @@ class ThresholdCounts:
     class_predicted: np.ndarray
     cells: np.ndarray
     class_totals: np.ndarray
+    predicted_rows: np.ndarray
+    class_predicted_rows: np.ndarray
     cell_rows: np.ndarray
     class_rows: np.ndarray
     weighted: bool
 
 
 def _cut_keys(thresholds: np.ndarray, dtype, weighted: bool):
-    """The thresholds as the walk compares them: rounded to the scores' dtype (numpy's
-    comparison of an array with a number), as floats (weighted walks) or sortable keys."""
-    values = thresholds.astype(dtype)
+    """The thresholds as the walk compares them: rounded to the scores' dtype (a threshold
+    beyond its range becomes an infinity), as floats (weighted walks) or sortable keys."""
+    with np.errstate(over="ignore"):
+        values = thresholds.astype(dtype)
     if weighted:
         return values
     return np.array([sortable_key(v) for v in values], dtype=np.uint64)
 
 
+def _at_or_above(keys, codes, weights, cuts, n_codes):
+    """Per cut (the first one below every key: the totals), the weight (high, low) and the
+    rows of each code at or above it: (cuts, n_codes, 2) and (cuts, n_codes)."""
+    hi, lo = SK.member_weight_at_or_above(keys, codes, weights, cuts, n_codes)
+    if weights.shape[0] == 0:
+        return np.stack([hi, lo], axis=-1), hi.astype(np.int64)
+    rows, _ = SK.member_weight_at_or_above(keys, codes, np.empty(0), cuts, n_codes)
+    return np.stack([hi, lo], axis=-1), rows.astype(np.int64)
+
+
 def threshold_counts(sorted_scores: SortedScores, sample_weight, thresholds: np.ndarray):
-    """:class:`ThresholdCounts` from the sorts of the point estimate (no new sort):
-    one walk down the memberships for all thresholds, one search per class and threshold."""
+    """:class:`ThresholdCounts` from the sorts of the point estimate (no new sort): one walk
+    down the memberships and one down each class for all thresholds (weights summed with
+    compensation from the rows' own weights)."""
     m = sorted_scores.memberships
     weighted = sample_weight is not None
     walk = member_walk(sorted_scores, sample_weight)
-    cuts = _cut_keys(thresholds, sorted_scores.scores.dtype, weighted)
     k = m.n_groups
+    t_count = thresholds.shape[0]
+    cuts = _cut_keys(np.concatenate([[-np.inf], thresholds]), sorted_scores.scores.dtype,
+                     weighted)
+    key_type = walk.keys.dtype if walk.keys.size else (walk.neg if walk.neg.size
+                                                        else walk.pos).dtype
+    cuts = cuts.astype(key_type)
+    weight, rows = _at_or_above(walk.keys, walk.codes, walk.weights, cuts, 2 * k)
+    weight = weight.reshape(t_count + 1, k, 2, 2)
+    rows = rows.reshape(t_count + 1, k, 2)
+    class_weight = np.zeros((t_count + 1, 2, 2))
+    class_rows = np.zeros((t_count + 1, 2), dtype=np.int64)
     if weighted:
-        cuts = cuts.astype(walk.keys.dtype) if walk.keys.size else cuts
+        order = sorted_scores.order()
+        sides = ((order.neg_sorted, order.neg_rows), (order.pos_sorted, order.pos_rows))
     else:
-        cuts = cuts.astype(walk.neg.dtype if walk.neg.size else walk.pos.dtype)
-    predicted = SK.member_weight_at_or_above(walk.keys, walk.codes, walk.weights, cuts,
-                                             2 * k).reshape(-1, k, 2)
-    class_predicted = np.zeros((thresholds.shape[0], 2))
-    for c, (keys, cumulative) in enumerate(((walk.neg, walk.neg_cum), (walk.pos, walk.pos_cum))):
-        first = np.searchsorted(keys, cuts, side="left")  # the first key at or above each cut
-        if weighted:
-            weights = np.diff(cumulative)
-            above = np.concatenate([np.cumsum(weights[::-1])[::-1], [0.0]])
-            class_predicted[:, c] = above[first]
-        else:
-            class_predicted[:, c] = keys.shape[0] - first
-    n_neg, n_pos = m.class_rows
-    return ThresholdCounts(thresholds, predicted,
-                           np.repeat(class_predicted[:, None, :], k, axis=1),
-                           np.asarray(walk.cells, dtype=np.float64).reshape(k, 2),
-                           np.tile(np.asarray(walk.class_totals, dtype=np.float64), (k, 1)),
-                           np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
-                           np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)), weighted)
+        sides = ((walk.neg, None), (walk.pos, None))
+    for c, (keys, row_index) in enumerate(sides):
+        codes = np.zeros(keys.shape[0], dtype=np.int64)
+        w = (np.ascontiguousarray(sample_weight[row_index], dtype=np.float64) if weighted
+             else np.empty(0))
+        part_weight, part_rows = _at_or_above(keys, codes, w, cuts.astype(keys.dtype), 1)
+        class_weight[:, c] = part_weight[:, 0]
+        class_rows[:, c] = part_rows[:, 0]
+    return ThresholdCounts(
+        thresholds, weight[1:], np.repeat(class_weight[1:, None], k, axis=1), weight[0],
+        np.repeat(class_weight[0][None], k, axis=0), rows[1:],
+        np.repeat(class_rows[1:, None], k, axis=1), rows[0],
+        np.repeat(class_rows[0][None], k, axis=0), weighted)
 
 
 def gather_threshold_counts(parts: list, k: int, thresholds: np.ndarray,
@@ -128,12 +149,15 @@ def gather_threshold_counts(parts: list, k: int, thresholds: np.ndarray,
     """One chunk's :class:`ThresholdCounts` of ``k`` subgroups from those of its universes,
     ``[(counts, the universe's subgroups as indexes)]`` (a subgroup in none: zeros)."""
     t_count = thresholds.shape[0]
-    out = ThresholdCounts(thresholds, np.zeros((t_count, k, 2)), np.zeros((t_count, k, 2)),
-                          np.zeros((k, 2)), np.zeros((k, 2)), np.zeros((k, 2), dtype=np.int64),
-                          np.zeros((k, 2), dtype=np.int64), weighted)
+    out = ThresholdCounts(thresholds, np.zeros((t_count, k, 2, 2)), np.zeros((t_count, k, 2, 2)),
+                          np.zeros((k, 2, 2)), np.zeros((k, 2, 2)),
+                          np.zeros((t_count, k, 2), dtype=np.int64),
+                          np.zeros((t_count, k, 2), dtype=np.int64),
+                          np.zeros((k, 2), dtype=np.int64), np.zeros((k, 2), dtype=np.int64),
+                          weighted)
     for counts, members in parts:
-        out.predicted[:, members] = counts.predicted
-        out.class_predicted[:, members] = counts.class_predicted
+        for name in ("predicted", "class_predicted", "predicted_rows", "class_predicted_rows"):
+            getattr(out, name)[:, members] = getattr(counts, name)
         for name in ("cells", "class_totals", "cell_rows", "class_rows"):
             getattr(out, name)[members] = getattr(counts, name)
     return out
@@ -142,23 +166,50 @@ def gather_threshold_counts(parts: list, k: int, thresholds: np.ndarray,
 def tied_threshold_counts(score: float, dtype, thresholds: np.ndarray, cells, class_totals,
                           cell_rows, class_rows, weighted: bool) -> ThresholdCounts:
     """:class:`ThresholdCounts` of rows that all have one ``score`` (of the scores' ``dtype``)
-    from their totals (k, 2): all of them at the thresholds it reaches, none above."""
-    reached = np.asarray(score, dtype=dtype) >= thresholds.astype(dtype)  # numpy's comparison
+    from their totals: ``cells``/``class_totals`` (k, 2, 2) weights as (high, low) pairs,
+    ``cell_rows``/``class_rows`` (k, 2); all of them at the thresholds it reaches, none
+    above."""
+    with np.errstate(over="ignore"):
+        reached = np.asarray(score, dtype=dtype) >= thresholds.astype(dtype)
     cells = np.asarray(cells, dtype=np.float64)
     class_totals = np.asarray(class_totals, dtype=np.float64)
-    return ThresholdCounts(thresholds, reached[:, None, None] * cells[None],
-                           reached[:, None, None] * class_totals[None], cells, class_totals,
-                           np.asarray(cell_rows, dtype=np.int64),
-                           np.asarray(class_rows, dtype=np.int64), weighted)
+    cell_rows = np.asarray(cell_rows, dtype=np.int64)
+    class_rows = np.asarray(class_rows, dtype=np.int64)
+    return ThresholdCounts(thresholds, reached[:, None, None, None] * cells[None],
+                           reached[:, None, None, None] * class_totals[None], cells, class_totals,
+                           reached[:, None, None] * cell_rows[None],
+                           reached[:, None, None] * class_rows[None], cell_rows, class_rows,
+                           weighted)
+
+
+def dd_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise double-double sum of (high, low) pairs on the last axis."""
+    s = a[..., 0] + b[..., 0]
+    bb = s - a[..., 0]
+    error = (a[..., 0] - (s - bb)) + (b[..., 0] - bb)
+    low = error + a[..., 1] + b[..., 1]
+    high = s + low
+    return np.stack([high, low - (high - s)], axis=-1)
 
 
 def combine_threshold_counts(parts: list) -> ThresholdCounts:
     """The :class:`ThresholdCounts` of all rows from those of disjoint chunks (they add)."""
     first = parts[0]
-    total = {name: np.sum([getattr(p, name) for p in parts], axis=0)
-             for name in ("predicted", "class_predicted", "cells", "class_totals", "cell_rows",
-                          "class_rows")}
+    total = {}
+    for name in ("predicted", "class_predicted", "cells", "class_totals"):
+        value = getattr(first, name)
+        for part in parts[1:]:
+            value = dd_add(value, getattr(part, name))
+        total[name] = value
+    for name in ("predicted_rows", "class_predicted_rows", "cell_rows", "class_rows"):
+        total[name] = np.sum([getattr(p, name) for p in parts], axis=0, dtype=np.int64)
     return ThresholdCounts(first.thresholds, weighted=first.weighted, **total)
+
+
+def _difference(a: np.ndarray, b: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``a - b`` of (high, low) pairs, high parts first (exact when they are close), and
+    exactly 0 where the difference holds no row."""
+    return np.where(rows == 0, 0.0, (a[..., 0] - b[..., 0]) + (a[..., 1] - b[..., 1]))
 
 
 def rate_sets(table: pd.DataFrame, side: str) -> dict:
@@ -183,13 +234,14 @@ def threshold_table(counts: ThresholdCounts, names: list, warn: bool = True) -> 
     ``fastbias.intervals.thresholds.attach_threshold_intervals``.
     """
     t_count, k = counts.predicted.shape[0], counts.predicted.shape[1]
-    cells = np.broadcast_to(counts.cells, (t_count, k, 2))
-    background = counts.class_totals[None] - cells
-    bg_predicted = counts.class_predicted - counts.predicted
-    # a background with no rows is exactly empty (not a float remainder)
-    empty_bg = (counts.class_rows - counts.cell_rows) == 0
-    background = np.where(empty_bg[None], 0.0, background)
-    bg_predicted = np.where(empty_bg[None], 0.0, bg_predicted)
+    cells = np.broadcast_to(counts.cells, (t_count, k, 2, 2))
+    cell_rows = np.broadcast_to(counts.cell_rows, (t_count, k, 2))
+    background = _difference(np.broadcast_to(counts.class_totals, cells.shape), cells,
+                             np.broadcast_to(counts.class_rows, cell_rows.shape) - cell_rows)
+    bg_predicted = _difference(counts.class_predicted, counts.predicted,
+                               counts.class_predicted_rows - counts.predicted_rows)
+    cells = cells[..., 0] + cells[..., 1]
+    predicted = counts.predicted[..., 0] + counts.predicted[..., 1]
     index = pd.MultiIndex.from_product([counts.thresholds, list(names)],
                                        names=["threshold", "subgroup"])
     columns = {}
@@ -201,8 +253,8 @@ def threshold_table(counts: ThresholdCounts, names: list, warn: bool = True) -> 
     columns["subgroup_positives"] = flat(cells[..., 1])
     columns["background_negatives"] = flat(background[..., 0])
     columns["background_positives"] = flat(background[..., 1])
-    columns["subgroup_tp"] = flat(counts.predicted[..., 1])
-    columns["subgroup_fp"] = flat(counts.predicted[..., 0])
+    columns["subgroup_tp"] = flat(predicted[..., 1])
+    columns["subgroup_fp"] = flat(predicted[..., 0])
     columns["background_tp"] = flat(bg_predicted[..., 1])
     columns["background_fp"] = flat(bg_predicted[..., 0])
     table = pd.DataFrame(columns, index=index)

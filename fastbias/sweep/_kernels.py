@@ -1234,12 +1234,15 @@ def missing_bits(codes):
 
 @njit(cache=True, nogil=True)
 def member_weight_at_or_above(member_keys, member_codes, member_weights, cut_keys, n_codes):
-    """(len(cut_keys), n_codes) float64: per cut (``cut_keys`` increasing) the weight of each
-    code's memberships whose key is at or above the cut (``member_keys`` increasing);
-    ``member_weights`` empty: each weighs 1 (the counts are then exact integers). One walk
-    down the memberships for every cut, the weights summed with Neumaier's compensation."""
+    """Per cut (``cut_keys`` increasing) the weight of each code's memberships whose key is
+    at or above the cut (``member_keys`` increasing): two (len(cut_keys), n_codes) float64
+    arrays, the sums and their compensation (Neumaier's; the weight is their sum, kept
+    apart so that a difference of two such sums keeps its digits). ``member_weights``
+    empty: each weighs 1 (the counts are then exact integers, the compensation 0). One walk
+    down the memberships for every cut."""
     n_cuts = cut_keys.shape[0]
     out = np.zeros((n_cuts, n_codes), dtype=np.float64)
+    out_carry = np.zeros((n_cuts, n_codes), dtype=np.float64)
     total = np.zeros(n_codes, dtype=np.float64)
     carry = np.zeros(n_codes, dtype=np.float64)
     weighted = member_weights.shape[0] > 0
@@ -1257,5 +1260,6 @@ def member_weight_at_or_above(member_keys, member_codes, member_weights, cut_key
             total[c] = t
             i -= 1
         for c in range(n_codes):
-            out[j, c] = total[c] + carry[c]
-    return out
+            out[j, c] = total[c]
+            out_carry[j, c] = carry[c]
+    return out, out_carry

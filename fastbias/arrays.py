@@ -23,8 +23,8 @@ from .metrics.aggregates import (
 )
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .prepare.memberships import (
+    check_categories_alone,
     check_intersections,
-    has_categories,
     prepare_memberships,
     prepare_subgroups,
     subgroup_rows,
@@ -144,10 +144,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     check_significance(significance)
     confidence = check_confidence(confidence)
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    if order is not None and has_categories(subgroups):
-        raise ValueError("intersections= combines boolean subgroups; categorical subgroup "
-                         "columns already add every combination of their values (give "
-                         "intersections only with boolean columns)")
+    check_categories_alone(subgroups, order)
     workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
@@ -181,8 +178,8 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
     one or many thresholds, their gaps, and intervals: the Fairness Indicators view.
 
     A row is predicted positive when ``y_score >= threshold``, compared in the scores' own
-    precision (numpy's comparison: a float32 score against the threshold rounded to
-    float32). One sort of the scores serves every threshold: each is a rank look-up, so a
+    precision: the threshold is rounded to the scores' type first (numpy's comparison with
+    a Python float; see docs/thresholds.md). One sort of the scores serves every threshold: each is a rank look-up, so a
     grid of 100 costs little more than one.
 
     Parameters

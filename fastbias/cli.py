@@ -209,7 +209,8 @@ class _OverBudget(Exception):
 
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
               progress: Progress | None = None, wanted: dict | None = None,
-              max_bytes: int | None = None, row_bytes: int = 0, prepare=None):
+              max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
+              text_columns=()):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
@@ -218,11 +219,13 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     parseable, a line over 16 MiB) is a :class:`CLIError` naming it, never a
     traceback. With ``max_bytes``, reading stops with :class:`_OverBudget` as soon as the
     rows (at ``row_bytes`` each) would need more than that. ``prepare(frame)``, when given,
-    turns each batch into what is kept (e.g. compact memberships).
+    turns each batch into what is kept (e.g. compact memberships). ``text_columns`` of a
+    CSV file are read as text (see ``iter_text_batches``).
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
                                              progress=progress, wanted=wanted,
                                              max_bytes=max_bytes, row_bytes=row_bytes,
+                                             text_columns=text_columns,
                                              prepare=prepare))
 
 
@@ -283,7 +286,7 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
 
 
 def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
-             progress: Progress, projection=None):
+             progress: Progress, projection=None, text_columns=()):
     """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
     ``projection(rows)``, when given, learns the rows the file is projected to hold before
     each batch is yielded (text files; Parquet's footer says)."""
@@ -305,12 +308,14 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
             projection(projected)
         progress.update(f"reading {name}: {done:4.0%} ({rows:,} rows)")
 
-    yield from iter_text_batches(source, columns, batch_rows, progress=show)
+    yield from iter_text_batches(source, columns, batch_rows, progress=show,
+                                 text_columns=text_columns)
 
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
                progress: Progress | None = None, wanted: dict | None = None,
-               max_bytes: int | None = None, row_bytes: int = 0, prepare=None):
+               max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
+               text_columns=()):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -330,7 +335,8 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     parts, rows, projected = [], 0, [0.0]
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
-                                 projection=lambda n: projected.__setitem__(0, n)):
+                                 projection=lambda n: projected.__setitem__(0, n),
+                                 text_columns=text_columns):
         kinds.check(frame, where)
         rows += len(frame)
         if max_bytes is not None:
@@ -844,7 +850,8 @@ def _run_streaming(args, progress, limit: int):
         def read(columns):
             passes["n"] += 1
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
-            yield from iter_text_batches(source, columns, batch_rows, progress=show)
+            yield from iter_text_batches(source, columns, batch_rows, progress=show,
+                                         text_columns=args.sensitive_features or ())
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
@@ -913,6 +920,7 @@ def cmd_report(args) -> int:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
+                       text_columns=args.sensitive_features or (),
                        prepare=lambda frame: _compact_memberships(
                            frame, [c for c in args.subgroups
                                    if c not in (args.label, *args.scores, args.weight)],

@@ -45,6 +45,7 @@ from .metrics.table import (
 from .prepare.folds import fold_memberships, identity_positions
 from .prepare.memberships import (
     Memberships,
+    check_categories_alone,
     check_intersections,
     prepare_subgroups,
     with_intersections,
@@ -198,9 +199,11 @@ class BiasEvaluator:
         weights = as_sample_weight(sample_weight, labels.shape[0])
         announce_first_use(weights is not None)
         order, min_size = check_intersections(intersections, min_subgroup_size)
+        check_categories_alone(subgroups, order)
         self._full = _prepared(with_intersections(
             prepare_subgroups(labels, subgroups, subgroup_threshold,
-                              workers=resolve_workers(n_jobs)), order, min_size), weights)
+                              workers=resolve_workers(n_jobs), min_subgroup_size=min_size),
+            order, min_size), weights)
         self.label_threshold = label_threshold
         self.subgroup_threshold = subgroup_threshold
         self.power = power

@@ -61,6 +61,7 @@ from .validate.settings import (
     resolve_n_jobs,
     resolve_workers,
 )
+from .validate.spec import check_unique_names
 from .validate.subgroups import identity_column
 from .validate.values import as_labels, as_sample_weight, as_scores
 
@@ -292,11 +293,8 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         settings["sensitive_members"] = {
             name: [[feature_codes[f].name, feature_codes[f].labels[v]] for f, v in part]
             for name, part in zip(names, parts)}
-        clash = [name for name in names if name in subgroup_names]
-        if clash:
-            raise ValueError(f"{clash[0]!r} is both a subgroup column and a value of a "
-                             f"sensitive feature; rename the column")
         subgroup_names = list(subgroup_names) + names
+        check_unique_names(subgroup_names)
         rows_of += rows
         missing += [m if missing_subgroup == "exclude" else None for m in unannotated]
     if not subgroup_names:
@@ -453,6 +451,9 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     if result_settings.get("intersections") is not None:
         result_settings["intersection_members"] = {
             k: v for r in results for k, v in r.settings.get("intersection_members", {}).items()}
+    if result_settings.get("sensitive_features"):  # each group of models may hold other values
+        result_settings["sensitive_members"] = {
+            k: v for r in results for k, v in r.settings.get("sensitive_members", {}).items()}
     by_threshold = None
     if result_settings.get("thresholds") is not None:  # each model's rows, in model order
         parts = pd.concat([r.thresholds for r in results], ignore_index=True)

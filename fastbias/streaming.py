@@ -218,8 +218,9 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
         Test every subgroup's metrics for "no bias" as :func:`fastbias.evaluate` does
         (docs/significance.md), from placement sums each bucket adds to its counts
         (the same sorts; no more passes). One difference: a test of a cell under 30
-        rows takes the normal tail of its permutation distribution (exact moments)
-        instead of Monte Carlo draws, which need every row of its class in memory.
+        rows, drawn in memory (the draws need every row of its class), gets Hoeffding's
+        bound on its permutation p-value when unweighted and is not tested (NaN, said in
+        the one warning) when weighted (docs/significance.md, "Out of core").
     confidence : float, default 0.95
         The tests' level is ``1 - confidence``, and the intervals' confidence.
     thresholds, threshold_interval, gap_interval
@@ -340,7 +341,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
                        sensitive_features=sensitive_features)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     result, _ = stream_evaluate(
-        spec, lambda columns: iter_text_batches(source, columns, batch_rows),
+        spec, lambda columns: iter_text_batches(source, columns, batch_rows,
+                                                text_columns=spec.features),
         [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
         temp_dir=temp_dir, random_state=random_state)
     return result

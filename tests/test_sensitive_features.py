@@ -135,13 +135,13 @@ def test_value_order_and_names():
         ["age=18", "age=30", "age=65"]  # numbers by value
     assert category_codes(pd.Series([True, False, None], dtype=object), "flag").labels == \
         ["flag=False", "flag=True"]
-    mixed = category_codes(pd.Series(["b", 2, "a", 1.5], dtype=object), "m")
-    assert mixed.labels == ["m=1.5", "m=2", "m=a", "m=b"]  # numbers first, then text
+    mixed = category_codes(pd.Series(["b", 10, "a", 9, b"z"], dtype=object), "m")
+    assert mixed.labels == ["m=9", "m=10", "m=b'z'", "m=a", "m=b"]  # numbers by value first
     assert category_codes(pd.Series(["b", "a"], dtype="string[pyarrow]"), "p").labels == \
         ["p=a", "p=b"]
 
 
-def test_refusals_name_the_column():
+def test_refusals_name_the_column(tmp_path):
     df = people(n=300)
     df["id"] = np.arange(300).astype(str)
     with pytest.raises(ValueError, match=r"sensitive feature 'id' has .* distinct values"):
@@ -152,11 +152,23 @@ def test_refusals_name_the_column():
     with pytest.raises(KeyError, match="sensitive_features.*'nope'"):
         fastbias.evaluate(df, label="y", scores="s", sensitive_features=["nope"])
     df["race=black"] = (df["race"] == "black")
-    with pytest.raises(ValueError, match="'race=black'.*both a subgroup column and a value"):
+    with pytest.raises(ValueError, match="subgroup name 'race=black' appears twice"):
         fastbias.evaluate(df, label="y", scores="s", subgroups=["race=black"],
                           sensitive_features=["race"])
     with pytest.raises(ValueError, match="give subgroups or sensitive_features"):
         fastbias.evaluate(df, label="y", scores="s", subgroups=[])
+    clash = pd.DataFrame({"y": [0, 1] * 20, "s": np.linspace(0, 1, 40),
+                          "a": ["b=c", "x"] * 20, "a=b": ["c", "y"] * 20})
+    with pytest.raises(ValueError, match="subgroup name 'a=b=c' appears twice"):
+        fastbias.evaluate(clash, label="y", scores="s", sensitive_features=["a", "a=b"])
+    clash.to_csv(tmp_path / "clash.csv", index=False)
+    with pytest.raises(ValueError, match="subgroup name 'a=b=c' appears twice"):
+        fastbias.evaluate_csv(tmp_path / "clash.csv", label="y", scores="s",
+                              sensitive_features=["a", "a=b"])
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match="subgroup name 'race=black' appears twice"):
+        fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s",
+                              subgroups=["race=black"], sensitive_features=["race"])
     with pytest.raises(TypeError, match=r"subgroup column 'race' must be boolean or numeric.*"
                                         r"pass it as sensitive_features=\['race'\]"):
         fastbias.evaluate(df, label="y", scores="s", subgroups=["race"])
@@ -308,25 +320,37 @@ def test_out_of_core_sensitive_features_equal_evaluate(tmp_path, policy):
         pd.testing.assert_frame_equal(table[COUNTS + METRIC_COLUMNS],
                                       expected[COUNTS + METRIC_COLUMNS])
         assert res.settings["sensitive_features"] == ["race", "gender"]
+        # the p-values of the groups whose cells all have 30 rows or more: evaluate's
+        large = expected[COUNTS[1:]].min(axis=1) >= 30
+        assert large.sum() >= 5
+        pvalues = [f"{m}_pvalue" for m in METRIC_COLUMNS]
+        np.testing.assert_allclose(table.loc[large, pvalues], expected.loc[large, pvalues],
+                                   rtol=1e-12)
         pd.testing.assert_frame_equal(res.thresholds, ref.thresholds, rtol=1e-12)
 
 
 def test_out_of_core_values_are_sorted_and_found_in_every_batch(tmp_path):
-    """Values that first occur late in the file are found; a Categorical's own order is not
-    used out of core (sorted instead), and the names read the same as in memory."""
+    """A CSV's feature columns are read as the text in the file, alike in every batch (a zip
+    code "01234" stays one, whatever a batch's values look like); values that first occur in
+    the last batch are found; the values are sorted."""
     rng = np.random.default_rng(4)
     n = 6000
     df = pd.DataFrame({"y": rng.random(n) < 0.4, "s": rng.random(n),
-                       "age": rng.choice([30, 18], n).astype(float)})
-    df.loc[n - 50:, "age"] = 65.0  # only in the last batch
-    df.loc[::97, "age"] = np.nan   # integers with missing values read as floats
+                       "zip": rng.choice(["01234", "05678"], n)})
+    df.loc[n - 50:, "zip"] = "unknown"  # only in the last batch: that batch reads as text
+    df.loc[::97, "zip"] = None
     df.to_csv(tmp_path / "d.csv", index=False)
-    res = fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s",
-                                sensitive_features=["age"], batch_rows=1000, bucket_rows=2000)
-    assert list(res.for_model().index) == ["age=18", "age=30", "age=65"]
-    memory = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["age"])
-    pd.testing.assert_frame_equal(res.for_model()[METRIC_COLUMNS],
-                                  memory.for_model()[METRIC_COLUMNS])
+    kw = dict(label="y", scores="s", sensitive_features=["zip"])
+    res = fastbias.evaluate_csv(tmp_path / "d.csv", batch_rows=1000, bucket_rows=2000, **kw)
+    assert list(res.for_model().index) == ["zip=01234", "zip=05678", "zip=unknown"]
+    memory = fastbias.evaluate(df, **kw)
+    pd.testing.assert_frame_equal(res.for_model()[COUNTS + METRIC_COLUMNS],
+                                  memory.for_model()[COUNTS + METRIC_COLUMNS])
+    from fastbias.cli import main
+    assert main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                 "--sensitive-features", "zip", "--out", str(tmp_path / "r.csv"),
+                 "--progress", "never"]) == 0
+    assert list(pd.read_csv(tmp_path / "r.csv")["subgroup"]) == list(res.for_model().index)
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -365,3 +389,33 @@ def test_memberships_equal_the_rows_of_each_value_and_combination(data):
         want = np.array([any((a if p == "a" else b)[i] is None for p in parts)
                          for i in range(n)])
         assert np.array_equal(np.zeros(n, bool) if unannotated is None else unannotated, want)
+
+
+def test_omitted_rows_that_hold_a_value_for_one_model_only_still_report():
+    """nan_policy="omit" with models that drop different rows: a value whose rows are all
+    dropped for the first model is a subgroup of the second; the report reads both."""
+    from fastbias.report import BiasReport
+    df = people(n=2000, seed=10)
+    df["t"] = np.random.default_rng(10).random(len(df))
+    df.loc[:39, "race"] = "z"
+    df.loc[:39, "s"] = np.nan  # the only rows of race=z have no score for model s
+    with pytest.warns(fastbias.OmittedRowsWarning):
+        res = fastbias.evaluate(df, label="y", scores=["s", "t"], sensitive_features=["race"],
+                                nan_policy="omit")
+    assert "race=z" in res.subgroups
+    report = BiasReport.from_result(df, res)
+    assert int(report.histograms.cells("t", "race=z")["subgroup_negatives"].sum()
+               + report.histograms.cells("t", "race=z")["subgroup_positives"].sum()) == 40
+
+
+def test_the_evaluator_keeps_min_subgroup_size_and_refuses_intersections_of_categories():
+    df = people(n=3000, seed=11)
+    evaluator = fastbias.BiasEvaluator(df["y"], df[["race", "gender"]], min_subgroup_size=15)
+    table = evaluator.metrics(df["s"])
+    ref = fastbias.bias_metrics(df["y"], df["s"], df[["race", "gender"]], min_subgroup_size=15)
+    assert list(table.index) == list(ref.index)
+    combos = [name for name in ref.index if " & " in name]
+    assert combos and (ref.loc[combos, ["subgroup_negatives", "subgroup_positives"]] >= 15).all(
+        axis=None)
+    with pytest.raises(ValueError, match="intersections= combines boolean subgroups"):
+        fastbias.BiasEvaluator(df["y"], df[["race"]], intersections=2)

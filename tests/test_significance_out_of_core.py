@@ -230,32 +230,61 @@ def scored_frame(n, seed, weighted=False):
 SUBGROUPS = ["male", "female", "transgender", "other_gender"]
 
 
+def _evaluate_everywhere(tmp_path, df, kw, bucket_rows=6_000):
+    """evaluate, then evaluate_parquet and fastbias.dask.evaluate of the same rows."""
+    pytest.importorskip("pyarrow")
+    dd = pytest.importorskip("dask.dataframe")
+    dask = pytest.importorskip("dask")
+    on_dask = pytest.importorskip("fastbias.dask")
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, row_group_size=9_000)
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        ref = fastbias.evaluate(df, **kw).for_model()
+        others = [evaluate_parquet(path, bucket_rows=bucket_rows, **kw).for_model(),
+                  on_dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=5,
+                                   **kw).for_model()]
+    return ref, others
+
+
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_streaming_and_dask_give_the_pvalues_of_evaluate(tmp_path, policy, weighted):
     """Every raw p-value but those of cells under 30 rows is evaluate's (DeLong, exact
     moments), intersections included; equal to the bit unweighted."""
-    pytest.importorskip("pyarrow")
     df = scored_frame(40_000, 4, weighted)
-    path = tmp_path / "d.parquet"
-    df.to_parquet(path, row_group_size=9_000)
     kw = dict(label="toxicity", scores="model_biased", subgroups=SUBGROUPS,
               missing_subgroup=policy, intersections=2, significance="bh",
               sample_weight="w" if weighted else None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        ref = fastbias.evaluate(df, **kw).for_model()
-        streamed = evaluate_parquet(path, bucket_rows=6_000, **kw).for_model()
+    ref, others = _evaluate_everywhere(tmp_path, df, kw)
     cells = ref[["subgroup_negatives", "subgroup_positives", "background_negatives",
                  "background_positives"]].min(axis=1)
     large = cells >= 30
-    assert large.sum() >= 6 and (cells < 300).any()  # DeLong and exact-moment tests both
+    assert large.sum() >= 6 and (cells < 300).any() and (cells < 30).any()
     tolerance = dict(rtol=1e-10, atol=1e-300) if weighted else dict(rtol=0, atol=0)
-    np.testing.assert_allclose(streamed.loc[large, PVALUES], ref.loc[large, PVALUES],
-                               **tolerance)
-    if not (~large).any():
-        np.testing.assert_array_equal(streamed.filter(like="_significant"),
-                                      ref.filter(like="_significant"))
+    for table in others:
+        np.testing.assert_allclose(table.loc[large, PVALUES], ref.loc[large, PVALUES],
+                                   **tolerance)
+
+
+@pytest.mark.parametrize("policy", ["background", "exclude"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_without_tiny_cells_the_adjusted_pvalues_and_flags_are_evaluates(tmp_path, policy,
+                                                                        weighted):
+    """With every cell of 30 rows or more the families are the same: the adjusted p-values
+    and the flags equal evaluate's on both out-of-core paths."""
+    df = scored_frame(40_000, 5, weighted)
+    kw = dict(label="toxicity", scores="model_biased", subgroups=SUBGROUPS[:3],
+              missing_subgroup=policy, significance="holm",
+              sample_weight="w" if weighted else None)
+    ref, others = _evaluate_everywhere(tmp_path, df, kw)
+    assert (ref[["subgroup_negatives", "subgroup_positives"]] >= 30).all(axis=None)
+    flags = [f"{m}_significant" for m in METRIC_COLUMNS]
+    assert ref[flags].to_numpy().any()
+    adjusted = [f"{m}_pvalue_adjusted" for m in METRIC_COLUMNS]
+    for table in others:
+        np.testing.assert_allclose(table[adjusted], ref[adjusted], rtol=1e-10, atol=1e-300)
+        pd.testing.assert_frame_equal(table[flags], ref[flags])
 
 
 def test_dask_significance_equals_streaming(tmp_path):

@@ -3,8 +3,8 @@ subgroup's and its background's positive rate, TPR, FPR, FNR and precision, thei
 intervals.
 
 A row is predicted positive when ``score >= threshold``, compared in the scores' own
-precision (the threshold is first rounded to the scores' dtype, as numpy's
-``y_score >= threshold`` does). From the sorts of the point estimate the counts at every
+precision (the threshold is first rounded to the scores' dtype, as numpy does for
+``y_score >= threshold`` with a Python float threshold). From the sorts of the point estimate the counts at every
 threshold are one walk down the memberships (:func:`threshold_counts`); the table
 (:func:`threshold_table`) is arithmetic on them, so a grid of 100 thresholds costs about what
 one does.
@@ -12,6 +12,7 @@ one does.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -52,7 +53,8 @@ def check_thresholds(thresholds) -> np.ndarray:
                          f"got {thresholds!r}")
     out = np.empty(values.shape[0], dtype=np.float64)
     for j, value in enumerate(values):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        if isinstance(value, (bool, np.bool_, complex, np.complexfloating)) \
+                or not isinstance(value, (numbers.Number, np.number)):
             raise TypeError(f"thresholds must be numbers, got {value!r} at position {j}")
         out[j] = float(value)
         if math.isnan(out[j]):

@@ -20,6 +20,7 @@ import pandas as pd
 from .._threads import pieces_for, run_pieces
 from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
+from ..validate.spec import check_unique_names
 from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
 from . import _kernels as K
 
@@ -252,6 +253,15 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
     return prepare_memberships(labels, rows, names, compiled)
 
 
+def check_categories_alone(subgroups, intersections) -> None:
+    """``intersections=`` combines boolean subgroups: with a categorical column among the
+    subgroups (whose values already come with their combinations) it is a ValueError."""
+    if intersections is not None and has_categories(subgroups):
+        raise ValueError("intersections= combines boolean subgroups; categorical subgroup "
+                         "columns already add every combination of their values (give "
+                         "intersections only with boolean columns)")
+
+
 def has_categories(subgroups) -> bool:
     """Whether a subgroup container (a DataFrame, dict or Series) has a categorical column."""
     if isinstance(subgroups, pd.DataFrame):
@@ -482,13 +492,6 @@ def with_intersections(memberships: Memberships, order: int | None, min_size: in
         intersections=tuple(added))
 
 
-def check_unique_names(names: list) -> None:
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"subgroup name {name!r} appears twice (an identity column named "
-                             f"like an intersection?): rename the column")
-        seen.add(name)
 
 
 def intersection_missing(missing_masks: list, members: list) -> list:

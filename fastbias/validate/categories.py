@@ -30,8 +30,8 @@ class CategoryCodes:
         Per row, the index of its value in ``values``; -1 where missing.
     values : list
         The values that occur, in order: a pandas Categorical's category order,
-        otherwise sorted (numbers by value, text by code point; several kinds by kind
-        name first, then by text).
+        otherwise sorted (numbers by value, text by code point; a column of several kinds:
+        its numbers first by value, then the rest by type name and text).
     """
 
     name: str
@@ -56,10 +56,10 @@ def value_text(value) -> str:
     as floats), text as it is."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
         return str(int(value))
+    if isinstance(value, np.generic):
+        return str(value)  # numpy's shortest text of its own type (float32 0.1 is "0.1")
     return str(value)
 
 
@@ -68,11 +68,12 @@ def _sorted_order(values: list) -> list:
     positions = range(len(values))
     try:
         return sorted(positions, key=lambda j: values[j])
-    except TypeError:  # several kinds (numbers and text): by kind, then by text
+    except TypeError:  # several kinds: the numbers first by value, then the rest by kind, text
         def key(j):
             v = values[j]
-            kind = "number" if isinstance(v, numbers.Number) else type(v).__name__
-            return (kind, value_text(v))
+            if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)):
+                return (0, "", float(v), "")
+            return (1, type(v).__name__, 0.0, value_text(v))
         return sorted(positions, key=key)
 
 
@@ -107,8 +108,15 @@ def category_codes(column, name: str, label: str | None = None) -> CategoryCodes
         remap[present] = np.arange(present.shape[0], dtype=np.int32)
         codes = remap[raw]  # -1 stays -1 (the last slot)
     else:
-        raw, uniques = pd.factorize(series, sort=False, use_na_sentinel=True)
-        uniques = list(uniques)
+        try:
+            raw, uniques = pd.factorize(series, sort=False, use_na_sentinel=True)
+        except TypeError as error:  # e.g. lists, which cannot be told apart by hashing
+            first = next((v for v in series if not pd.api.types.is_hashable(v)), None)
+            raise TypeError(f"{label} holds values that cannot be groups, e.g. {first!r} "
+                            f"({type(first).__name__}): give one value per row") from error
+        # numpy scalars of the column's own type (an Index would box float32 as float64)
+        floats = getattr(getattr(uniques, "dtype", None), "kind", "") == "f"
+        uniques = list(np.asarray(uniques) if floats else uniques)
         order = _sorted_order(uniques)
         rank = np.full(len(uniques) + 1, -1, dtype=np.int32)  # the last slot: missing (-1)
         rank[order] = np.arange(len(order), dtype=np.int32)
@@ -153,8 +161,11 @@ def is_categorical(column) -> bool:
 
 
 def _plain_value(value):
-    """A value as a plain, picklable, hashable Python scalar (numpy scalars unwrapped)."""
-    return value.item() if isinstance(value, np.generic) else value
+    """A value as a plain, picklable, hashable scalar: numpy integers, booleans and text
+    unwrapped; numpy floats kept in their own type (a float32 0.1 names itself "0.1")."""
+    if isinstance(value, np.generic) and not isinstance(value, np.floating):
+        return value.item()
+    return value
 
 
 def feature_summary(frame, features: list, labels: np.ndarray, where: str = "") -> dict:
@@ -208,6 +219,10 @@ def chosen_features(summary: dict, features: list, min_subgroup_size: int) -> tu
         ordered = tuple(found[j] for j in _sorted_order(found))
         check_values(ordered, f"sensitive feature {name!r}")
         values.append(ordered)
+    if float(np.prod([len(vs) for vs in values], dtype=np.float64)) >= 2.0 ** 62:
+        raise ValueError(f"the sensitive features {list(features)} have too many combinations "
+                         f"of values to count (the product of their numbers of values is "
+                         f"2**62 or more): give fewer features")
     position = [{v: j for j, v in enumerate(vs)} for vs in values]
     combos = []
     for key, (neg, pos) in summary["cells"].items():

@@ -84,9 +84,12 @@ class ColumnSpec:
 
     def with_features(self, values, combos) -> "ColumnSpec":
         """This spec with the sensitive features' values and kept combinations (found by a
-        pass over the data: ``fastbias.validate.categories.chosen_features``)."""
-        return replace(self, feature_values=tuple(tuple(v) for v in values),
-                       feature_combos=tuple(tuple(int(j) for j in c) for c in combos))
+        pass over the data: ``fastbias.validate.categories.chosen_features``); a name that
+        would appear twice among the rows is a ValueError."""
+        out = replace(self, feature_values=tuple(tuple(v) for v in values),
+                      feature_combos=tuple(tuple(int(j) for j in c) for c in combos))
+        check_unique_names(out.row_names)
+        return out
 
     @property
     def extra_columns(self) -> int:
@@ -142,6 +145,20 @@ class ColumnSpec:
                 name: [self.subgroups[j] for j in combo]
                 for name, combo in zip(self.combination_names, self.combinations)}
         return out
+
+
+def check_unique_names(names: list) -> None:
+    """A ValueError naming the first subgroup name that appears twice (the tables are
+    indexed by name): an identity column named like an intersection ("a & b") or like a
+    sensitive feature's value ("race=black")."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"subgroup name {name!r} appears twice (an identity column named "
+                             f"like an intersection or like a sensitive feature's value, or two "
+                             f"features whose names and values read alike?): rename the "
+                             f"column")
+        seen.add(name)
 
 
 def column_spec(available, *, label, scores, subgroups, label_threshold, subgroup_threshold,

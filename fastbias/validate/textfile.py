@@ -292,8 +292,13 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
     return TextSource(path, fmt, compression, sep, names, int(line_limit))
 
 
-def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None):
+def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
+                      text_columns=()):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
+
+    ``text_columns`` of a CSV file are read as the text in the file (empty fields missing),
+    not as whatever type each batch's values look like: a categorical column ("01234", or
+    "1" and "10+") then reads alike in every batch.
 
     ``progress(share of the file's bytes read, rows so far, rows the file is projected to
     hold)`` is called before each batch is yielded, when given.
@@ -307,8 +312,10 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                    quotes=source.fmt == "csv") as stream:
         raw = stream._raw_file
         if source.fmt == "csv":
-            reader = pd.read_csv(stream, usecols=list(dict.fromkeys(columns)), sep=source.sep,
-                                 chunksize=batch_rows, encoding="utf-8")
+            wanted = list(dict.fromkeys(columns))
+            reader = pd.read_csv(stream, usecols=wanted, sep=source.sep,
+                                 chunksize=batch_rows, encoding="utf-8",
+                                 dtype={c: str for c in text_columns if c in wanted} or None)
         else:
             # precise_float: pandas' default float parser is not correctly rounded (scores one
             # ulp apart would tie); convert_dates: columns named *_at, date, ... stay values

@@ -619,30 +619,30 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
     import dask
     import dask.dataframe as dd
 
+    def each_piece(columns, on_frame, on_piece):
+        """``on_frame(partition, spec, where)`` of every partition of the Dask DataFrame
+        (only ``columns``), or ``on_piece(piece, parquet, spec)`` of every Parquet piece."""
+        if parquet is None:
+            return [dask.delayed(on_frame)(part, spec, f"in Dask partition {i}")
+                    for i, part in enumerate(data[list(dict.fromkeys(columns))].to_delayed())]
+        return [dask.delayed(on_piece)(piece, parquet, spec) for piece in pieces]
+
     # 0. the intersections, chosen on all rows (each piece counts its rows' combinations)
     if spec.intersections is not None:
-        if parquet is None:
-            columns = list(dict.fromkeys([spec.label, *spec.subgroups]))
-            tasks = [dask.delayed(_frame_cells)(part, spec, f"in Dask partition {i}")
-                     for i, part in enumerate(data[columns].to_delayed())]
-        else:
-            tasks = [dask.delayed(_piece_cells)(piece, parquet, spec) for piece in pieces]
         total = None
-        for cells in _compute(client, tasks, show, worker_timeout, stall_timeout):
+        for cells in _compute(client, each_piece([spec.label, *spec.subgroups], _frame_cells,
+                                                 _piece_cells),
+                              show, worker_timeout, stall_timeout):
             total = add_combination_cells(total, cells)
         spec = spec.with_combinations(choose_combinations(total, list(spec.subgroups),
                                                           spec.min_subgroup_size))
 
     # 0b. the sensitive features' values and combinations, found on all rows
     if spec.features:
-        if parquet is None:
-            columns = list(dict.fromkeys([spec.label, *spec.features]))
-            tasks = [dask.delayed(_frame_features)(part, spec, f"in Dask partition {i}")
-                     for i, part in enumerate(data[columns].to_delayed())]
-        else:
-            tasks = [dask.delayed(_piece_features)(piece, parquet, spec) for piece in pieces]
         summary = None
-        for part in _compute(client, tasks, show, worker_timeout, stall_timeout):
+        for part in _compute(client, each_piece([spec.label, *spec.features], _frame_features,
+                                                _piece_features),
+                             show, worker_timeout, stall_timeout):
             summary = merge_feature_summaries(summary, part)
         spec = spec.with_features(*chosen_features(summary, list(spec.features),
                                                    spec.min_subgroup_size))

@@ -261,6 +261,22 @@ def significance_note(result) -> str | None:
             f"each model's subgroups x metrics)")
 
 
+#: one color per model in the figures that draw models side by side
+MODEL_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def _rows_by_subgroup(Figure, subgroups, models, n_panels: int, panel_width: float):
+    """A figure of ``n_panels`` side by side with one row per subgroup (room for the longest
+    name): ``(fig, axes, row positions, each model's offset within a row)``."""
+    n = len(subgroups)
+    label_width = 0.08 * max(len(str(g)) for g in subgroups) + 0.3
+    fig = Figure(figsize=(panel_width * n_panels + label_width,
+                          1.3 + 0.22 * n * max(1, len(models)) ** 0.5), layout="constrained")
+    axes = fig.subplots(1, n_panels, squeeze=False, sharey=True)[0]
+    offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else np.zeros(1)
+    return fig, axes, np.arange(n), offsets
+
+
 def _outline_patch(x, y):
     from matplotlib.patches import Rectangle
 
@@ -553,14 +569,8 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
         raise ValueError(f"no interval columns for {missing or 'any metric'}; evaluate with "
                          f"ci='delong', 'bootstrap' or 'bernstein' first")
     subgroups, models = _select(result, subgroups, models, max_subgroups)
-    n = len(subgroups)
-    label_width = 0.08 * max(len(str(g)) for g in subgroups) + 0.3
-    fig = Figure(figsize=(2.3 * len(metrics) + label_width,
-                          1.3 + 0.22 * n * max(1, len(models)) ** 0.5), layout="constrained")
-    axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)[0]
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else np.zeros(1)
-    y = np.arange(n)
+    fig, axes, y, offsets = _rows_by_subgroup(Figure, subgroups, models, len(metrics), 2.3)
+    palette = MODEL_COLORS
     for ax, metric in zip(axes, metrics):
         for k, model in enumerate(models):
             part = result.table[result.table["model"] == model].set_index("subgroup")
@@ -579,7 +589,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", color="#eeeeee")
     axes[0].set_yticks(y, [str(g) for g in subgroups], fontsize=8)
-    axes[0].set_ylim(n - 0.5, -0.5)
+    axes[0].set_ylim(len(subgroups) - 0.5, -0.5)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                ncols=min(len(models), 6), fontsize=8, frameon=False)
     confidence = result.settings.get("confidence")
@@ -660,15 +670,9 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
             subgroups = subgroups[:max_subgroups]
     subgroups = list(subgroups)
     table = result.thresholds[result.thresholds["threshold"] == threshold]
-    n = len(subgroups)
-    label_width = 0.08 * max(len(str(g)) for g in subgroups) + 0.3
-    fig = Figure(figsize=(5.0 + label_width, 1.3 + 0.22 * n * max(1, len(models)) ** 0.5),
-                 layout="constrained")
-    axes = fig.subplots(1, 2, squeeze=False, sharey=True)[0]
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else np.zeros(1)
+    fig, axes, y, offsets = _rows_by_subgroup(Figure, subgroups, models, 2, 2.5)
+    palette = MODEL_COLORS
     height = 0.5 / max(1, len(models))
-    y = np.arange(n)
     for ax, gap, title in zip(axes, ("fpr_gap", "fnr_gap"), ("FPR gap", "FNR gap")):
         for k, model in enumerate(models):
             part = table[table["model"] == model].set_index("subgroup").reindex(subgroups)
@@ -688,7 +692,7 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", color="#eeeeee")
     axes[0].set_yticks(y, [str(g) for g in subgroups], fontsize=8)
-    axes[0].set_ylim(n - 0.5, -0.5)
+    axes[0].set_ylim(len(subgroups) - 0.5, -0.5)
     if len(models) > 1:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                    ncols=min(len(models), 6), fontsize=8, frameon=False)
@@ -734,7 +738,7 @@ def plot_gap_curves(result, *, subgroups=None, model=None, n_subgroups: int = 4,
     table = result.thresholds[result.thresholds["model"] == model]
     fig = Figure(figsize=(8.0, 3.2), layout="constrained")
     axes = fig.subplots(1, 2, squeeze=False)[0]
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    palette = MODEL_COLORS
     for ax, gap, title in zip(axes, ("fpr_gap", "fnr_gap"), ("FPR gap", "FNR gap")):
         for k, name in enumerate(subgroups):
             part = table[table["subgroup"] == name].sort_values("threshold")

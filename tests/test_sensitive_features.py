@@ -267,6 +267,7 @@ def test_cli_needs_some_identity_columns(tmp_path, capsys):
     assert "give the identity columns: --subgroups" in capsys.readouterr().err
 
 
+@pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 def test_cli_streams_sensitive_features_to_the_in_memory_report(tmp_path, capsys, monkeypatch):
     """A file too large for --max-memory is streamed with --sensitive-features (a pass more
     finds the values): the JSON report equals the one made in memory."""
@@ -293,6 +294,7 @@ def test_cli_streams_sensitive_features_to_the_in_memory_report(tmp_path, capsys
     assert streamed == memory
 
 
+@pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 def test_out_of_core_sensitive_features_equal_evaluate(tmp_path, policy):
     pytest.importorskip("pyarrow")

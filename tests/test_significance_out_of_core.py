@@ -247,6 +247,7 @@ def _evaluate_everywhere(tmp_path, df, kw, bucket_rows=6_000):
     return ref, others
 
 
+@pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_streaming_and_dask_give_the_pvalues_of_evaluate(tmp_path, policy, weighted):
@@ -267,6 +268,7 @@ def test_streaming_and_dask_give_the_pvalues_of_evaluate(tmp_path, policy, weigh
                                    **tolerance)
 
 
+@pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_without_tiny_cells_the_adjusted_pvalues_and_flags_are_evaluates(tmp_path, policy,
@@ -287,6 +289,7 @@ def test_without_tiny_cells_the_adjusted_pvalues_and_flags_are_evaluates(tmp_pat
         pd.testing.assert_frame_equal(table[flags], ref[flags])
 
 
+@pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 def test_dask_significance_equals_streaming(tmp_path):
     pytest.importorskip("dask.dataframe")
     import dask

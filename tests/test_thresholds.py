@@ -268,6 +268,7 @@ def test_cli_thresholds(tmp_path):
     np.testing.assert_allclose([r["fpr_gap_high"] for r in rows], ref["fpr_gap_high"])
 
 
+@pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_out_of_core_thresholds_equal_evaluate(tmp_path, policy, weighted):

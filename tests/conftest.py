@@ -31,10 +31,23 @@ def madlibs_dir(shared_data) -> Path:
     return path
 
 
+#: test modules about what surrounds the kernels (reports, the command line, the browser, a
+#: Dask cluster's behaviour, threads, docs): the uncompiled run, which is there to execute the
+#: kernels' code line by line, leaves them to the compiled run (every kernel they reach is
+#: reached by the computation tests too, e.g. the Dask partition codes by test_streaming)
+NOT_ABOUT_KERNELS = {"test_browser", "test_cli", "test_dask", "test_docs", "test_docstrings",
+                     "test_hostile_names", "test_notebooks", "test_progress", "test_report",
+                     "test_threads"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under NUMBA_DISABLE_JIT=1 (kernels run as Python) skip the tests marked jit_heavy."""
+    """Under NUMBA_DISABLE_JIT=1 (kernels run as Python) skip the tests marked jit_heavy and
+    the modules of :data:`NOT_ABOUT_KERNELS`."""
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
         skip = pytest.mark.skip(reason="jit_heavy: too slow with NUMBA_DISABLE_JIT=1")
+        elsewhere = pytest.mark.skip(reason="not about the kernels: run compiled only")
         for item in items:
             if "jit_heavy" in item.keywords:
                 item.add_marker(skip)
+            elif Path(str(item.fspath)).stem in NOT_ABOUT_KERNELS:
+                item.add_marker(elsewhere)

@@ -39,7 +39,7 @@ def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0
                 threshold_counts(sorted_scores, w, thresholds) if thresholds is not None
                 else None)
 
-    chunk = chunk_counts(scores, labels, codes, weights, universe_sums=extras)
+    chunk = chunk_counts(scores, labels, codes, weights, per_universe=extras)
     if chunk is None:
         return None
     k, weighted = codes.shape[1], weights is not None

@@ -88,13 +88,13 @@ def _chunk_universes(codes: np.ndarray) -> list:
 
 def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
                  weights: np.ndarray | None = None,
-                 universe_sums=None) -> ChunkCounts | None:
+                 per_universe=None) -> ChunkCounts | None:
     """Sweep one chunk's rows (any row order) with the ordinary one-machine kernels.
 
     ``scores`` validated float32/float64, ``labels`` bool, ``codes`` int8
     (n, n_subgroups) as in :class:`EncodedRows`, ``weights`` float64 or None,
     already divided by the weight scale common to all chunks (they are used
-    as they are). ``universe_sums(sorted_scores, weights)``, when given, is called with
+    as they are). ``per_universe(sorted_scores, weights)``, when given, is called with
     the sorts of each group of subgroups compared with the same rows (and those rows'
     weights); ``placements`` then holds ``[(its value, the group's subgroups)]``.
     Returns None for an empty chunk.
@@ -112,7 +112,7 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
     cell_rows = np.zeros((n_groups, 2), dtype=np.int64)
     universe_rows = np.zeros((n_groups, 2), dtype=np.int64)
     overall = None
-    sums = []
+    extras = []  # what per_universe makes of each universe's sorts
     for kept, members in _chunk_universes(codes):
         if kept is None:
             s, y, w, c = scores, labels, weights, codes
@@ -126,8 +126,8 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
         matrix = np.ascontiguousarray(matrix).view(np.uint8)
         sorted_scores = SortedScores(s, prepare_memberships_dense(y, matrix, members))
         sc = count_sorted(sorted_scores, w, weight_scale=1.0)
-        if universe_sums is not None:
-            sums.append((universe_sums(sorted_scores, w), members))
+        if per_universe is not None:
+            extras.append((per_universe(sorted_scores, w), members))
         counts[members] = sc.counts
         background = np.column_stack(sc.background_totals())
         backgrounds[members] = background
@@ -149,7 +149,7 @@ def chunk_counts(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray,
                        np.array([overall.total_neg, overall.total_pos], dtype=dtype),
                        np.array(overall.class_rows, dtype=np.int64), overall.twice_overall_u,
                        float(scores.min()) + 0.0, float(scores.max()) + 0.0, low,
-                       sums if universe_sums is not None else None)
+                       extras if per_universe is not None else None)
 
 
 def tied_chunk(score: float, class_rows, cell_rows, background_rows, class_weight=None,

@@ -153,7 +153,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                               compiled=compiled, min_subgroup_size=min_size), order, min_size,
             compiled),
         labels, weights, workers=workers, with_rows=ci == "bootstrap",
-        numpy_if_cold=ci is None and significance is None)
+        numpy_if_cold=significance is None)
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if memberships.intersections:
@@ -161,7 +161,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     if ci is not None:
         table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                  sample_weight=weights, confidence=confidence, n_boot=n_boot,
-                                 random_state=random_state, n_jobs=n_jobs)
+                                 random_state=random_state, n_jobs=n_jobs, scores=scores,
+                                 memberships=memberships)
     if significance is not None:
         table = attach_significance(table, method=significance, sorted_scores=sorted_scores,
                                     sample_weight=weights, confidence=confidence)

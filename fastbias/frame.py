@@ -39,6 +39,7 @@ from .sweep.first_call import (
 from .sweep.parallel import (
     CONCURRENT_SWEEP_MIN_ROWS,
     count_in_numpy_now,
+    counting_family,
     helper_thread,
     map_in_threads,
 )
@@ -246,7 +247,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         settings.update(n_boot=n_boot, random_state=random_state if isinstance(
             random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
     # a fresh environment: the same exact counts in numpy while the kernels compile
-    in_numpy = count_in_numpy_now(weights is not None, ci is None and significance is None
+    in_numpy = count_in_numpy_now(weights is not None, significance is None
                                   and cuts is None and n <= FIRST_CALL_MAX_ROWS)
     with helper_thread(ahead and not in_numpy) as pool:
         early_classes = None
@@ -311,7 +312,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
     if not compiled:
-        compile_in_background()
+        compile_in_background(counting_family(weights is not None))
 
     cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])
 
@@ -322,7 +323,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
             if not compiled:
-                sc = counts_in_numpy(s, memberships)
+                sc = counts_in_numpy(s, memberships, w)
             elif early_classes is not None and kept is None:
                 sorted_scores = SortedScores(s, memberships, early_classes.result(),
                                              workers=model_workers)
@@ -332,8 +333,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                              workers=model_workers)
                 sc = count_sorted(sorted_scores, w)
             table = table_from_counts(sc, warn=False)
-            if ci is not None:  # (never in numpy: the intervals need the sorts)
-                table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
+            if ci is not None:  # (in numpy too when the counts were: no sorts then)
+                table = attach_intervals(table, method=ci, scores=s, memberships=memberships,
+                                         sorted_scores=sorted_scores if compiled else None,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
                                          random_state=random_state, progress=bar)
             if settings["significance"] is not None:
@@ -348,7 +350,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                 overall = overall_auc_from_counts(sc)
         if overall is None:
             overall = overall_auc_from_counts(
-                counts_in_numpy(values, overall_memberships) if not compiled else
+                counts_in_numpy(values, overall_memberships, weights) if not compiled else
                 sweep_counts(values, overall_memberships, weights, workers=model_workers))
         by_threshold = None
         if cuts is not None:

@@ -78,12 +78,21 @@ def test_numpy_memberships_equal_the_kernels_for_columns(dtype, threshold):
 
 @pytest.fixture
 def cold(monkeypatch):
-    """A process whose counting kernels look uncompiled, with no background compilation yet."""
+    """A process whose kernels look uncompiled, with no background compilation yet."""
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
     monkeypatch.setattr(_numba_cache, "_ready", set())
     monkeypatch.setattr(first_call, "_children", {})
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(first_call, "_runner", [])
     yield
     first_call.wait_until_compiled()
+
+
+@pytest.fixture
+def compiling(cold, monkeypatch):
+    """As ``cold``, with background compilations that never finish (no child starts): every
+    call that may compute in numpy does."""
+    monkeypatch.setattr(first_call, "_start_children", lambda: first_call._runner.clear())
 
 
 def test_a_cold_call_counts_in_numpy_and_compiles_in_the_background(cold, caplog):
@@ -95,10 +104,10 @@ def test_a_cold_call_counts_in_numpy_and_compiles_in_the_background(cold, caplog
     with caplog.at_level("INFO", logger="fastbias"):
         got = fastbias.bias_metrics(y, s, groups)
     assert any("this call counts in numpy meanwhile" in r.getMessage() for r in caplog.records)
-    assert list(first_call._children) == ["counting"]
+    assert first_call._requested == ["counting"]
     assert first_call.still_compiling()  # (the child takes seconds: it has not finished yet)
     again = fastbias.bias_metrics(y, s, groups)  # numpy again meanwhile, no second child
-    assert list(first_call._children) == ["counting"]
+    assert first_call._requested == ["counting"]
     first_call.wait_until_compiled()
     assert first_call._children["counting"].returncode == 0
     assert not first_call.still_compiling()
@@ -111,17 +120,6 @@ def test_a_cold_call_counts_in_numpy_and_compiles_in_the_background(cold, caplog
                                                         abs=1e-15)
 
 
-def test_intervals_and_weights_never_take_the_numpy_path(cold):
-    rng = np.random.default_rng(6)
-    n = 400
-    y = rng.random(n) < 0.4
-    s = rng.random(n)
-    groups = {"a": rng.random(n) < 0.3}
-    fastbias.bias_metrics(y, s, groups, ci="delong")
-    fastbias.bias_metrics(y, s, groups, sample_weight=rng.random(n))
-    assert first_call._children == {}
-
-
 @pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
 def test_a_cold_evaluate_counts_in_numpy_and_equals_the_kernels(cold, missing_subgroup):
     from fastbias.synthetic import make_jigsaw_like
@@ -131,7 +129,7 @@ def test_a_cold_evaluate_counts_in_numpy_and_equals_the_kernels(cold, missing_su
     kwargs = dict(label="toxicity", scores=["model_fair", "model_biased"], subgroups=names,
                   missing_subgroup=missing_subgroup)
     got = fastbias.evaluate(df, **kwargs)
-    assert list(first_call._children) == ["counting"]
+    assert first_call._requested == ["counting"]
     first_call.wait_until_compiled()
     expected = fastbias.evaluate(df, **kwargs)  # the kernels
     pd.testing.assert_frame_equal(got.table, expected.table, check_exact=True)
@@ -166,5 +164,220 @@ def test_a_frozen_application_starts_no_child(cold, monkeypatch):
     y, s = rng.random(300) < 0.5, rng.random(300)
     groups = {"a": rng.random(300) < 0.4}
     got = fastbias.bias_metrics(y, s, groups)  # numpy, with no child compiling meanwhile
-    assert first_call._children == {} and not first_call.still_compiling()
+    assert first_call._requested == [] and not first_call.still_compiling()
     pd.testing.assert_frame_equal(got, fastbias.bias_metrics(y, s, groups), check_exact=True)
+
+
+# --- weighted counts, DeLong and the bootstrap in numpy --------------------------------------
+def tied_case(rng, n, k, weighted=True):
+    levels = int(rng.choice([1, 3, 1000]))
+    y = rng.random(n) < rng.choice([0.0, 0.3, 1.0])
+    s = ((rng.integers(0, levels, n) - levels // 2) / 7).astype(rng.choice([np.float32,
+                                                                              np.float64]))
+    s[rng.random(n) < 0.1] = -0.0
+    groups = rng.random((n, k)) < rng.choice([0.0, 0.2, 0.97, 1.0], k)
+    w = rng.random(n) * 10.0 ** rng.integers(-8, 3, n) if weighted else None
+    if weighted:
+        w[rng.random(n) < 0.1] = 0.0
+    return y, s, groups, w
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 300), k=st.integers(1, 4))
+def test_numpy_weighted_counts_give_the_kernels_metrics(seed, n, k):
+    # double-double sums in numpy: every metric within the certified tolerance of the kernel's
+    from fastbias.metrics.table import table_from_counts
+
+    y, s, groups, w = tied_case(np.random.default_rng(seed), n, k)
+    m = prepare_subgroups(y, groups)
+    kernels = table_from_counts(sweep_counts(s, m, w), warn=False)
+    numpy = table_from_counts(counts_in_numpy(s, m, w), warn=False)
+    pd.testing.assert_frame_equal(numpy, kernels, check_exact=False, rtol=2.0 ** -50,
+                                  atol=2.0 ** -70)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(2, 40))
+def test_numpy_weighted_counts_equal_exact_rationals(seed, n):
+    from fastbias.metrics.table import table_from_counts
+    from tests.reference import brute_force_metrics
+
+    rng = np.random.default_rng(seed)
+    y, s, groups, w = tied_case(rng, n, 3)
+    groups[:, 2] = True
+    groups[np.flatnonzero(~y)[:1], 2] = False  # a background of one negative...
+    w[np.flatnonzero(~y)[:1]] = 1e-40  # ...of tiny weight: only the explicit cells keep it
+    m = prepare_subgroups(y, groups)
+    table = table_from_counts(counts_in_numpy(s, m, w), warn=False)
+    for j in range(3):
+        want = brute_force_metrics(y, s, groups[:, j], w)
+        for metric, value in want.items():
+            got = table.iloc[j][metric]
+            if np.isnan(value):
+                assert np.isnan(got), (j, metric)
+            else:
+                assert got == pytest.approx(value, rel=2.0 ** -50, abs=2.0 ** -70), (j, metric)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_numpy_delong_equals_the_kernels_and_the_pair_matrix(weighted):
+    from fastbias.intervals.delong import standard_errors
+    from fastbias.intervals.first_call import delong_in_numpy
+    from fastbias.sort.order import SortedScores
+    from tests.test_intervals import (
+        _METRIC_SAMPLES,
+        cells,
+        delong_variance_reference,
+    )
+
+    rng = np.random.default_rng(9)
+    for _ in range(25):
+        n = int(rng.integers(2, 80))
+        y, s, groups, _ = tied_case(rng, n, 3, weighted=False)
+        w = rng.integers(1, 4, n).astype(np.float64) if weighted else None
+        m = prepare_subgroups(y, groups)
+        with np.errstate(all="ignore"):
+            se, overall = delong_in_numpy(s, m, w)
+            se_k, overall_k = standard_errors(SortedScores(s, m), w)
+        np.testing.assert_allclose(overall, overall_k, rtol=1e-12, atol=1e-7)
+        rep = np.ones(n, int) if w is None else w.astype(int)
+        yy, ss = np.repeat(y, rep), np.repeat(s.astype(np.float64), rep)
+        np.testing.assert_allclose(overall ** 2, delong_variance_reference(ss[yy], ss[~yy]),
+                                   rtol=1e-9, atol=1e-14)
+        for j in range(3):
+            cell = {key: np.repeat(v, rep) for key, v in cells(y, groups[:, j]).items()}
+            for metric, value in se.items():
+                # a variance that is 0 up to rounding leaves a standard error of ~1e-8
+                np.testing.assert_allclose(value[j], se_k[metric][j], rtol=1e-9, atol=1e-7)
+                x_cell, y_cell = _METRIC_SAMPLES[metric]
+                ref = delong_variance_reference(ss[cell[x_cell]], ss[cell[y_cell]])
+                np.testing.assert_allclose(value[j] ** 2, ref, rtol=1e-9, atol=1e-14)
+
+
+def test_numpy_poisson_counts_equal_the_kernel():
+    from fastbias.intervals import _kernels as IK
+    from fastbias.intervals.first_call import poisson_counts_in_numpy
+
+    for key in (0, 1, 2 ** 63, 2 ** 64 - 1, 0x9E3779B97F4A7C15, 123456789):
+        key = np.uint64(key)
+        want = IK.poisson_counts(key, np.empty(20_000, dtype=np.uint8))
+        np.testing.assert_array_equal(poisson_counts_in_numpy(key, 20_000), want)
+    assert poisson_counts_in_numpy(np.uint64(7), 200_000).max() >= 6  # the tail is reached
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_replicates_equal_the_kernels(seed):
+    from fastbias.intervals.bootstrap import _CountReplicate, replicate_key
+    from fastbias.intervals.first_call import NumpyReplicates
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(seed)
+    y, s, groups, w = tied_case(rng, int(rng.integers(1, 300)), 4)
+    m = prepare_subgroups(y, groups)
+    kernels = _CountReplicate(SortedScores(s, m, with_rows=True))
+    numpy = NumpyReplicates(s, m)
+    weighted = NumpyReplicates(s, m, w)
+    for seed_b in np.random.SeedSequence(seed).spawn(5):
+        key = replicate_key(seed_b)
+        got, want = numpy.counts(key), kernels.counts(key)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == tuple(int(v) for v in want[1:])
+        # weighted: the replicate's weighted counts in numpy (checked above against the kernels)
+        draws = first_call_poisson(key, len(y))
+        expected = counts_in_numpy(s, m, draws * w, certify=False)
+        np.testing.assert_array_equal(weighted.counts(key)[0], expected.counts)
+
+
+def first_call_poisson(key, n):
+    from fastbias.intervals import _kernels as IK
+
+    return IK.poisson_counts(key, np.empty(n, dtype=np.uint8))
+
+
+CI_CASES = [dict(sample_weight=True), dict(ci="delong"), dict(ci="delong", sample_weight=True),
+            dict(ci="bootstrap", n_boot=40, random_state=3),
+            dict(ci="bootstrap", n_boot=40, random_state=3, sample_weight=True),
+            dict(ci="bernstein")]
+
+
+@pytest.mark.parametrize("kwargs", CI_CASES, ids=lambda k: "-".join(map(str, k.values())))
+def test_a_cold_weighted_or_interval_call_computes_in_numpy(compiling, kwargs, caplog):
+    rng = np.random.default_rng(5)
+    n = 4_000
+    y = rng.random(n) < 0.3
+    s = (rng.integers(0, 60, n) / 60).astype(np.float32)
+    groups = rng.random((n, 4)) < 0.2
+    groups[:, 3] = True  # empty backgrounds: NaN where they are needed, in both
+    kwargs = dict(kwargs)
+    if kwargs.pop("sample_weight", False):
+        kwargs["sample_weight"] = rng.random(n)
+    with caplog.at_level("INFO", logger="fastbias"):
+        got = fastbias.bias_metrics(y, s, groups, **kwargs)
+    weighted = "sample_weight" in kwargs
+    families = ["weighted" if weighted else "counting"]
+    families += [kwargs["ci"]] if kwargs.get("ci") in ("delong", "bootstrap") else []
+    assert first_call._requested == families
+    assert any("in numpy meanwhile" in r.getMessage() for r in caplog.records)
+    first_call._requested.clear()  # what the kernels give (this process compiles them)
+    _numba_cache._needs_compiling = lambda dispatcher: False
+    expected = fastbias.bias_metrics(y, s, groups, **kwargs)
+    # unweighted everything is the same integers: the same bits; weighted sums and DeLong's
+    # float sums are added in another order
+    exact = not weighted and kwargs.get("ci") != "delong"
+    pd.testing.assert_frame_equal(got, expected, check_exact=exact, rtol=1e-12, atol=1e-7)
+    assert got.attrs.keys() == expected.attrs.keys()
+
+
+def test_a_cold_bootstrap_switches_to_the_kernels_when_they_are_ready(compiling, monkeypatch):
+    from fastbias.intervals import bootstrap
+
+    rng = np.random.default_rng(12)
+    n = 2_000
+    y, s = rng.random(n) < 0.4, rng.random(n)
+    groups = rng.random((n, 3)) < 0.3
+    ready_after = iter([True] * 7 + [False] * 100)  # 7 replicates in numpy, then the kernels
+    monkeypatch.setattr(bootstrap, "still_compiling", lambda name: next(ready_after))
+    got = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=30, random_state=4)
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
+    monkeypatch.setattr(bootstrap, "still_compiling", lambda name: False)
+    expected = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=30, random_state=4)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert got.attrs == expected.attrs
+
+
+@pytest.mark.parametrize("ci", [None, "delong", "bootstrap"])
+def test_a_cold_weighted_evaluate_equals_the_kernels(compiling, ci, monkeypatch):
+    from fastbias.synthetic import make_jigsaw_like
+
+    df = make_jigsaw_like(n_rows=5_000, n_identities=4, random_state=8)
+    df["w"] = np.random.default_rng(1).random(len(df))
+    names = [c for c in df.columns if c not in ("toxicity", "model_fair", "model_biased", "w")]
+    kwargs = dict(label="toxicity", scores=["model_fair", "model_biased"], subgroups=names,
+                  missing_subgroup="exclude", sample_weight="w", ci=ci, n_boot=20,
+                  random_state=0)
+    got = fastbias.evaluate(df, **kwargs)
+    assert first_call._requested[0] == "weighted"
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
+    expected = fastbias.evaluate(df, **kwargs)
+    pd.testing.assert_frame_equal(got.table, expected.table, check_exact=False, rtol=1e-12,
+                                  atol=1e-7)
+    pd.testing.assert_series_equal(got.overall_auc, expected.overall_auc, check_exact=False,
+                                   rtol=1e-15)
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"),
+                    reason="about compiling kernels")
+def test_every_warm_up_family_runs(monkeypatch):
+    # what each background process runs, here (cheap on kernels this process has cached)
+    from fastbias.prepare import memberships as prep
+    from fastbias.sort import order
+    from fastbias.sweep import counts, warm_up
+
+    for module, name in ((order, "PARALLEL_SORT_MIN_KEYS"),
+                         (counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS"),
+                         (prep, "PARALLEL_SCAN_MIN_ROWS")):
+        monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
+    warm_up.main(list(warm_up.FAMILIES))
+    assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap"}

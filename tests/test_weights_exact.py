@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastbias
-from fastbias.metrics.table import _KERNEL_IS_GAP, _KERNEL_PAIRS
+from fastbias.metrics.table import _RATIO_IS_GAP, _RATIO_PAIRS
 from fastbias.prepare.memberships import prepare_memberships
 from fastbias.sort.order import order_scores
 from fastbias.sweep import _kernels as K
+from fastbias.sweep.double_double import metric_ratios
 from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
 
@@ -197,8 +198,8 @@ def test_explicit_cell_counts_equal_exact_rationals(case):
         hi, lo, bg_hi, bg_lo = K.explicit_cell_counts(groups[name], order.neg_rows,
                                                       order.neg_sorted, order.pos_rows,
                                                       order.pos_sorted, w / scale)
-        values = K.weighted_metric_values(hi[None], lo[None], bg_hi[None], bg_lo[None],
-                                          _KERNEL_PAIRS, _KERNEL_IS_GAP)[0]
+        values = metric_ratios(hi[None], lo[None], bg_hi[None], bg_lo[None], _RATIO_PAIRS,
+                               _RATIO_IS_GAP)[0]
         want = brute_force_metrics(y, s, groups[name], w)
         for j, metric in enumerate(METRICS):
             assert_exact(values[j], want[metric], f"{name} {metric}")

@@ -21,6 +21,7 @@ from ..sort import _kernels as SortK
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.counts import count_sorted
+from ..sweep.first_call import compile_in_background, counts_in_numpy, still_compiling
 from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.rows import validated_rows
@@ -28,6 +29,7 @@ from ..validate.settings import check_confidence, resolve_workers
 from . import _kernels as IK
 from .bootstrap import _percentile_interval, replicates
 from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
+from .first_call import delong_in_numpy
 from .ustatistic import ustatistic_bernstein_interval
 
 CI_METHODS = ("delong", "bootstrap", "bernstein")
@@ -159,39 +161,61 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                             bernstein_variance=bernstein_variance)
 
 
-def _announce_first_use(method: str) -> None:
-    """One log line when the interval kernels must compile first (see
-    :func:`fastbias.sweep.parallel.announce_first_use`)."""
-    if method == "delong":
-        announce_compiling("DeLong", [SK.member_delong_sums_in_range, SK.class_placement_sums,
-                                      SK.finish_delong_sums])
-    elif method == "bootstrap":
-        announce_compiling("bootstrap", [IK.poisson_counts, IK.class_prefix_of_replicate,
-                                         IK.counts_of_replicate, SortK.radix_sort_gathered])
+#: the kernels each interval method compiles on its first use (besides the sorts)
+INTERVAL_KERNELS = {
+    "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
+                       SK.finish_delong_sums],
+    "bootstrap": lambda: [IK.poisson_counts, IK.class_prefix_of_replicate,
+                          IK.counts_of_replicate, SortK.radix_sort_gathered],
+}
 
 
-def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores,
+def intervals_in_numpy_now(method: str, no_sorts: bool) -> bool:
+    """Whether this call's intervals are computed in numpy while their kernels compile in a
+    background process (see :mod:`fastbias.intervals.first_call`): the kernels must still
+    compile (one log line says so) or are compiling, or the point estimate made no sorts
+    (it counted in numpy itself)."""
+    if method not in INTERVAL_KERNELS:
+        return False
+    cold = announce_compiling("DeLong" if method == "delong" else method,
+                              INTERVAL_KERNELS[method](),
+                              "; this call computes its intervals in numpy meanwhile") > 0
+    if cold or no_sorts:
+        compile_in_background(method)
+    return cold or no_sorts or still_compiling(method)
+
+
+def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores | None,
                      sample_weight: np.ndarray | None = None, confidence: float = 0.95,
                      n_boot: int = 1000, random_state=None, progress=None,
                      n_jobs: int | None = None,
-                     bernstein_variance: str = "adaptive") -> pd.DataFrame:
+                     bernstein_variance: str = "adaptive", scores: np.ndarray | None = None,
+                     memberships: Memberships | None = None) -> pd.DataFrame:
     """:func:`add_intervals` from the sorts the point estimate made (validated inputs).
 
     The entry points call this with the :class:`~fastbias.sort.order.SortedScores`
-    of their point estimate, so DeLong and the bootstrap sort nothing again.
+    of their point estimate, so DeLong and the bootstrap sort nothing again. A point
+    estimate counted in numpy on a first call (:mod:`fastbias.sweep.first_call`) passes
+    no sorts but its ``scores`` and ``memberships``; the intervals are then computed in
+    numpy too (:mod:`fastbias.intervals.first_call`), as they are while their own kernels
+    compile.
     """
-    memberships = sorted_scores.memberships
-    _announce_first_use(method)
+    if sorted_scores is not None:
+        scores, memberships = sorted_scores.scores, sorted_scores.memberships
+    in_numpy = intervals_in_numpy_now(method, sorted_scores is None)
     out = table
     overall_point = out.attrs.get("overall_auc")
     if overall_point is None:
-        overall_point = overall_auc_from_counts(count_sorted(sorted_scores, sample_weight))
+        overall_point = overall_auc_from_counts(
+            count_sorted(sorted_scores, sample_weight) if sorted_scores is not None
+            else counts_in_numpy(scores, memberships, sample_weight))
     overall_point = float(overall_point)
     new_columns = {}
     attrs = {"ci_method": method, "confidence": confidence}
 
     if method == "delong":
-        se, overall_se = standard_errors(sorted_scores, sample_weight)
+        se, overall_se = (delong_in_numpy(scores, memberships, sample_weight) if in_numpy
+                          else standard_errors(sorted_scores, sample_weight))
         z = _z_value(confidence)
         for metric in METRIC_COLUMNS:
             est = out[metric].to_numpy(dtype=np.float64)
@@ -204,7 +228,8 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         _warn_missing_se(out, se, "DeLong")
     elif method == "bootstrap":
         reps = replicates(sorted_scores, sample_weight, n_boot=n_boot,
-                          random_state=random_state, progress=progress, n_jobs=n_jobs)
+                          random_state=random_state, progress=progress, n_jobs=n_jobs,
+                          first_call=(scores, memberships) if in_numpy else None)
         undefined = []
         for metric in METRIC_COLUMNS:
             low, high, se, count = _percentile_interval(reps.metrics[metric], confidence)

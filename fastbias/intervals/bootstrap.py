@@ -14,9 +14,11 @@ from ..progress import bootstrap_bar
 from ..sort.order import SortedScores
 from ..sweep import _kernels as K
 from ..sweep.counts import SweepCounts, sweep_weighted
+from ..sweep.first_call import still_compiling
 from ..sweep.parallel import map_in_threads
 from ..validate.settings import resolve_n_jobs
 from . import _kernels as IK
+from .first_call import NumpyReplicates
 
 
 def check_n_boot(n_boot) -> int:
@@ -138,50 +140,41 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                       progress=progress, n_jobs=n_jobs)
 
 
-def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None, *,
+def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | None = None, *,
                n_boot: int = 1000, random_state=None, progress=None,
-               n_jobs: int | None = None) -> BootstrapReplicates:
+               n_jobs: int | None = None, first_call: tuple | None = None) -> BootstrapReplicates:
     """The Poisson bootstrap from the sorts of the point estimate (no new sort).
 
     Without sample weights each replicate is an exact integer-weighted sweep
     over the sorts with their rows (``SortedScores(with_rows=True)``); with
-    weights, a weighted sweep over the row order.
+    weights, a weighted sweep over the row order. ``first_call``: ``(scores,
+    memberships)`` of a first call whose kernels still compile in the background
+    (:mod:`fastbias.intervals.first_call`): replicates are counted in numpy
+    (the same counts, unweighted) until the kernels are ready, then by them
+    (``sorted_scores`` may then be None: they sort when they take over).
     """
     n_boot = check_n_boot(n_boot)
-    m = sorted_scores.memberships
-    n = m.n_rows
+    m = sorted_scores.memberships if sorted_scores is not None else first_call[1]
     seeds = _seed_sequence(random_state).spawn(n_boot)
     counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)
-    if sample_weight is None and not sorted_scores.with_rows:
-        sorted_scores = SortedScores(sorted_scores.scores, m, with_rows=True)
     base = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    order = None if base is None else sorted_scores.order()
-
-    def run(chunk):
-        if base is None:  # a replicate's weights are small integers: an exact integer sweep
-            replicate = _CountReplicate(sorted_scores)
-            for b in chunk:
-                counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
-                    replicate.counts(replicate_key(seeds[b]))
-                bar.update(1)
-            return
-        row_counts = np.empty(n, dtype=np.uint8)
-        for b in chunk:
-            replicate_counts(seeds[b], n, row_counts)
-            sc = sweep_weighted(order, m, row_counts * base, certify=False)
-            counts[b] = sc.counts
-            class_totals[b] = sc.total_neg, sc.total_pos
-            twice_overall_u[b] = sc.twice_overall_u
-            bar.update(1)
-
-    workers = resolve_n_jobs(n_jobs, n_boot, default_cap=8)
-    chunk_size = max(1, min(64, n_boot // (4 * workers) or 1))
-    chunks = [range(i, min(i + chunk_size, n_boot)) for i in range(0, n_boot, chunk_size)]
     bar, own_bar = bootstrap_bar(progress, n_boot)  # opened where the finally closes it
     try:
-        map_in_threads(run, chunks, workers)
+        done = 0
+        if first_call is not None:
+            in_numpy = NumpyReplicates(*first_call, base)
+            while done < n_boot and still_compiling("bootstrap"):
+                counts[done], class_totals[done, 0], class_totals[done, 1], \
+                    twice_overall_u[done] = in_numpy.counts(replicate_key(seeds[done]))
+                bar.update(1)
+                done += 1
+        if done < n_boot:
+            if sorted_scores is None:
+                sorted_scores = SortedScores(first_call[0], m, with_rows=base is None)
+            _kernel_replicates(sorted_scores, base, seeds, range(done, n_boot), n_jobs, bar,
+                               counts, class_totals, twice_overall_u)
     finally:
         if own_bar:
             bar.close()
@@ -199,6 +192,39 @@ def replicates(sorted_scores: SortedScores, sample_weight: np.ndarray | None = N
     else:
         final = np.full(n_boot, np.nan)
     return BootstrapReplicates(values, overall, final, seeds)
+
+
+def _kernel_replicates(sorted_scores: SortedScores, base: np.ndarray | None, seeds: list,
+                       todo: range, n_jobs, bar, counts, class_totals, twice_overall_u) -> None:
+    """Replicates ``todo`` by the kernels, in threads, into the given arrays."""
+    m = sorted_scores.memberships
+    if base is None and not sorted_scores.with_rows:
+        sorted_scores = SortedScores(sorted_scores.scores, m, with_rows=True)
+    order = None if base is None else sorted_scores.order()
+
+    def run(chunk):
+        if base is None:  # a replicate's weights are small integers: an exact integer sweep
+            replicate = _CountReplicate(sorted_scores)
+            for b in chunk:
+                counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
+                    replicate.counts(replicate_key(seeds[b]))
+                bar.update(1)
+            return
+        row_counts = np.empty(m.n_rows, dtype=np.uint8)
+        for b in chunk:
+            replicate_counts(seeds[b], m.n_rows, row_counts)
+            sc = sweep_weighted(order, m, row_counts * base, certify=False)
+            counts[b] = sc.counts
+            class_totals[b] = sc.total_neg, sc.total_pos
+            twice_overall_u[b] = sc.twice_overall_u
+            bar.update(1)
+
+    n_todo = len(todo)
+    workers = resolve_n_jobs(n_jobs, n_todo, default_cap=8)
+    chunk_size = max(1, min(64, n_todo // (4 * workers) or 1))
+    chunks = [range(i, min(i + chunk_size, todo.stop)) for i in range(todo.start, todo.stop,
+                                                                      chunk_size)]
+    map_in_threads(run, chunks, workers)
 
 
 def _percentile_interval(reps: np.ndarray, confidence: float):

@@ -62,7 +62,14 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     """
     m = sorted_scores.memberships
     walk = member_walk(sorted_scores, sample_weight)
-    sums, overall = _placement_sums(walk, m.n_groups, sorted_scores.workers)
+    return standard_errors_from_sums(walk, m, *_placement_sums(walk, m.n_groups,
+                                                               sorted_scores.workers))
+
+
+def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray,
+                              overall: tuple):
+    """``(se, overall_se)`` from the placement sums of a walk: ``sums`` (k, 15) U, SQX, SQY
+    of the five metrics per subgroup and ``overall`` (u, sq_pos, sq_neg)."""
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
     u, sq_pos, sq_neg = overall

@@ -12,6 +12,7 @@ import pandas as pd
 from ..sweep import _kernels as K
 from ..sweep.chunks import combine_chunks
 from ..sweep.counts import SweepCounts
+from ..sweep.double_double import metric_ratios, overall_ratio
 from ..validate.errors import UndefinedMetricWarning
 from .definitions import (
     AEG_METRICS,
@@ -65,11 +66,11 @@ U_COLUMNS = {"subgroup_auc": K.TWICE_SUBGROUP_U, "bpsn_auc": K.TWICE_BPSN_U,
              "positive_aeg": K.TWICE_POS_BG_ABOVE_U}
 _CELL_NUMBER = {("subgroup", 0): 0, ("subgroup", 1): 1, ("background", 0): 2,
                 ("background", 1): 3}
-# what the double-double ratio kernel needs, from the one metric -> cells map
-_KERNEL_PAIRS = np.array([[U_COLUMNS[m], _CELL_NUMBER[METRIC_SAMPLES[m][0]],
+# what the double-double ratios need, from the one metric -> cells map
+_RATIO_PAIRS = np.array([[U_COLUMNS[m], _CELL_NUMBER[METRIC_SAMPLES[m][0]],
                            _CELL_NUMBER[METRIC_SAMPLES[m][1]]] for m in METRIC_COLUMNS],
                          dtype=np.int64)
-_KERNEL_IS_GAP = np.array([m in AEG_METRICS for m in METRIC_COLUMNS], dtype=np.bool_)
+_RATIO_IS_GAP = np.array([m in AEG_METRICS for m in METRIC_COLUMNS], dtype=np.bool_)
 
 
 def metrics_from_counts(sc: SweepCounts) -> dict:
@@ -84,8 +85,7 @@ def metrics_from_counts(sc: SweepCounts) -> dict:
     if sc.low is not None:  # double-double sums from the weighted sweep
         bg_hi = np.column_stack([bg_neg, bg_pos])
         bg_lo = np.where(bg_hi > 0, sc.low.background, 0.0)
-        values = K.weighted_metric_values(c, sc.low.counts, bg_hi, bg_lo, _KERNEL_PAIRS,
-                                          _KERNEL_IS_GAP)
+        values = metric_ratios(c, sc.low.counts, bg_hi, bg_lo, _RATIO_PAIRS, _RATIO_IS_GAP)
         return {metric: values[:, j] for j, metric in enumerate(METRIC_COLUMNS)}
     cells = {("subgroup", 0): c[:, K.CELL_SUBGROUP_NEG], ("subgroup", 1): c[:, K.CELL_SUBGROUP_POS],
              ("background", 0): bg_neg, ("background", 1): bg_pos}
@@ -109,9 +109,8 @@ def overall_auc_from_counts(sc: SweepCounts) -> float:
         den = 2 * int(sc.total_neg) * int(sc.total_pos)
         return int(sc.twice_overall_u) / den if den > 0 else float("nan")
     if sc.low is not None:
-        return float(K.weighted_overall_auc(sc.total_neg, sc.low.totals[0], sc.total_pos,
-                                            sc.low.totals[1], sc.twice_overall_u,
-                                            sc.low.twice_overall_u))
+        return overall_ratio(sc.total_neg, sc.low.totals[0], sc.total_pos, sc.low.totals[1],
+                             sc.twice_overall_u, sc.low.twice_overall_u)
     den = 2.0 * float(sc.total_neg) * float(sc.total_pos)
     return float(sc.twice_overall_u) / den if den > 0 else float("nan")
 

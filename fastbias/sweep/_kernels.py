@@ -593,67 +593,6 @@ def explicit_cell_counts(member, neg_rows, neg_sorted, pos_rows, pos_sorted, wei
     return hi, lo, background_hi, background_lo
 
 
-@njit(inline="always")
-def _dd_div(a_hi, a_lo, b_hi, b_lo):
-    """The double nearest (to within an ulp) to (a_hi + a_lo) / (b_hi + b_lo), b > 0."""
-    q = a_hi / b_hi
-    p_hi, p_lo = _dd_mul(q, 0.0, b_hi, b_lo)
-    r_hi, r_lo = _dd_add(a_hi, a_lo, -p_hi, -p_lo)
-    return q + (r_hi + r_lo) / b_hi
-
-
-@njit(cache=True, nogil=True)
-def weighted_overall_auc(neg_hi, neg_lo, pos_hi, pos_lo, u_hi, u_lo):
-    """twice U / (2 W_neg W_pos) from double-double parts (NaN if a class weighs 0)."""
-    pairs_hi, pairs_lo = _dd_mul(neg_hi, neg_lo, pos_hi, pos_lo)
-    if not pairs_hi > 0.0:
-        return np.nan
-    return _dd_div(u_hi, u_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
-
-
-@njit(cache=True, nogil=True)
-def weighted_metric_values(hi, lo, background_hi, background_lo, pairs, is_gap):
-    """Metrics (n_groups, len(pairs)) from double-double weighted counts; NaN when undefined.
-
-    ``pairs[m]`` is metric m's (U column, X cell, Y cell), cells numbered 0/1
-    subgroup negatives/positives, 2/3 background negatives/positives;
-    ``is_gap[m]`` says it is an AEG. An AUC is ``twice U / (2 W_X W_Y)`` and an
-    AEG ``(W_X W_Y - twice U) / (2 W_X W_Y)``, numerator and denominator in
-    double-double, so an AEG near 0 keeps its digits; one rounding at the end, then the value
-    is kept in its range ([0, 1] for an AUC, [-1/2, 1/2] for an AEG).
-    """
-    n_groups = hi.shape[0]
-    n_metrics = pairs.shape[0]
-    out = np.empty((n_groups, n_metrics), dtype=np.float64)
-    cell_hi = np.empty(4, dtype=np.float64)
-    cell_lo = np.empty(4, dtype=np.float64)
-    for g in range(n_groups):
-        cell_hi[0], cell_lo[0] = hi[g, CELL_SUBGROUP_NEG], lo[g, CELL_SUBGROUP_NEG]
-        cell_hi[1], cell_lo[1] = hi[g, CELL_SUBGROUP_POS], lo[g, CELL_SUBGROUP_POS]
-        cell_hi[2], cell_lo[2] = background_hi[g, 0], background_lo[g, 0]
-        cell_hi[3], cell_lo[3] = background_hi[g, 1], background_lo[g, 1]
-        for m in range(n_metrics):
-            col = pairs[m, 0]
-            x = pairs[m, 1]
-            y = pairs[m, 2]
-            pairs_hi, pairs_lo = _dd_mul(cell_hi[x], cell_lo[x], cell_hi[y], cell_lo[y])
-            if not pairs_hi > 0.0:
-                out[g, m] = np.nan
-                continue
-            if not is_gap[m]:
-                num_hi, num_lo = hi[g, col], lo[g, col]
-            else:
-                num_hi, num_lo = _dd_add(pairs_hi, pairs_lo, -hi[g, col], -lo[g, col])
-            value = _dd_div(num_hi, num_lo, 2.0 * pairs_hi, 2.0 * pairs_lo)
-            # a numerator that is exactly 0 or all the pairs in exact arithmetic can come out a
-            # few 1e-32 past it (the U of a background cell is a difference of sums): the
-            # exact value lies in the range, so clamping only brings the result nearer to it
-            low = -0.5 if is_gap[m] else 0.0
-            out[g, m] = min(max(value, low), low + 1.0)
-    return out
-
-
-
 # --- chunked decomposition (Dask partitions, streaming buckets) -------------------------
 @njit(cache=True, nogil=True)
 def combine_chunk_counts(local_counts, backgrounds, class_totals, local_twice_u):

@@ -95,7 +95,8 @@ WEIGHTED_ABSOLUTE_TOLERANCE = 2.0 ** -70
 _DD_UNIT = 2.0 ** -106  # relative error of one double-double operation (roughly)
 
 
-def _untrusted_groups(hi, background, background_rows, totals, n_ops: int) -> np.ndarray:
+def _untrusted_groups(hi, background, background_rows, totals, n_ops: int,
+                      eps: float | None = None) -> np.ndarray:
     """Subgroups whose weighted metrics the fast sweep cannot certify (indices).
 
     The fast sweep forms background quantities as "class total minus
@@ -104,9 +105,10 @@ def _untrusted_groups(hi, background, background_rows, totals, n_ops: int) -> np
     subgroup is certified when every defined metric (and background weight)
     is within WEIGHTED_RELATIVE_TOLERANCE of itself or
     WEIGHTED_ABSOLUTE_TOLERANCE in metric units; otherwise its counts are
-    recomputed from its explicit cells.
+    recomputed from its explicit cells. ``eps``: the relative bound of sums computed
+    otherwise (the first call's numpy sums, :mod:`fastbias.sweep.first_call`).
     """
-    eps = 8.0 * (n_ops + 16) * _DD_UNIT
+    eps = 8.0 * (n_ops + 16) * _DD_UNIT if eps is None else eps
     total_neg, total_pos = totals
     w_sn, w_sp = hi[:, K.CELL_SUBGROUP_NEG], hi[:, K.CELL_SUBGROUP_POS]
     w_bn, w_bp = background[:, 0], background[:, 1]
@@ -170,6 +172,29 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
         order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
         order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
         n_weighted_neg, n_weighted_pos, m.n_groups)
+
+    def explicit(g):
+        return K.explicit_cell_counts(group_mask(m, g), order.neg_rows, order.neg_sorted,
+                                      order.pos_rows, order.pos_sorted, weights)
+
+    return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), (neg_hi[-1], neg_lo[-1]),
+                           (pos_hi[-1], pos_lo[-1]), (u_hi, u_lo), scale,
+                           explicit if certify else None)
+
+
+def finish_weighted(m: Memberships, sums: tuple, neg_total: tuple, pos_total: tuple,
+                    twice_u: tuple, scale: float, explicit=None, eps: float | None = None
+                    ) -> SweepCounts:
+    """A weighted :class:`SweepCounts` from the double-double sums of a weighted count.
+
+    ``sums`` is ``(hi, lo, background_hi, background_lo, background_rows)`` as the
+    weighted counting kernel returns them; ``neg_total``, ``pos_total`` and
+    ``twice_u`` are (hi, lo) pairs. A background without weighted rows gets
+    exactly 0 in its U columns; with ``explicit`` (``g -> (hi, lo, background_hi,
+    background_lo)`` of subgroup g from its explicit cells), each subgroup the sums
+    cannot certify (``eps``: their relative bound, default the kernel's) is recomputed.
+    """
+    hi, lo, bg_hi, bg_lo, bg_rows = sums
     # a background without weighted rows has no pairs at all: exactly 0, not the residue of
     # "class total minus subgroup" (it matters where counts are added up, as across chunks)
     for c, columns in ((0, _NEGATIVE_BACKGROUND_COLUMNS), (1, _POSITIVE_BACKGROUND_COLUMNS)):
@@ -177,15 +202,14 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
         if empty.any():
             hi[np.ix_(empty, columns)] = 0.0
             lo[np.ix_(empty, columns)] = 0.0
-    totals = (float(neg_hi[-1]), float(pos_hi[-1]))
-    if certify and m.n_groups:
-        for g in _untrusted_groups(hi, bg_hi, bg_rows, totals, m.n_rows + m.row_groups.shape[0]):
-            hi[g], lo[g], bg_hi[g], bg_lo[g] = K.explicit_cell_counts(
-                group_mask(m, int(g)), order.neg_rows, order.neg_sorted, order.pos_rows,
-                order.pos_sorted, weights)
-    low = WeightedLow(lo, bg_lo, np.array([neg_lo[-1], pos_lo[-1]]), float(u_lo))
-    return SweepCounts(m.names, hi, totals[0], totals[1], float(u_hi), m.cell_rows, m.class_rows,
-                       True, bg_hi, low, scale)
+    totals = (float(neg_total[0]), float(pos_total[0]))
+    if explicit is not None and m.n_groups:
+        for g in _untrusted_groups(hi, bg_hi, bg_rows, totals, m.n_rows + m.row_groups.shape[0],
+                                   eps):
+            hi[g], lo[g], bg_hi[g], bg_lo[g] = explicit(int(g))
+    low = WeightedLow(lo, bg_lo, np.array([neg_total[1], pos_total[1]]), float(twice_u[1]))
+    return SweepCounts(m.names, hi, totals[0], totals[1], float(twice_u[0]), m.cell_rows,
+                       m.class_rows, True, bg_hi, low, scale)
 
 
 _NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row weighs 1"

@@ -21,16 +21,23 @@ import threading
 
 import numpy as np
 
-from ..prepare.memberships import Memberships
+from ..prepare.memberships import Memberships, group_mask
+from ..validate.values import power_of_two_scale
 from . import _kernels as K
-from .counts import SweepCounts
+from .counts import SweepCounts, finish_weighted
+from .double_double import dd_add, dd_mul, dd_prefix_sums, dd_sum_error_bound, dd_total
 
 # above this many rows the numpy counts take longer than the kernels take to compile
 FIRST_CALL_MAX_ROWS = 20_000_000
 
 
-def counts_in_numpy(scores: np.ndarray, memberships: Memberships) -> SweepCounts:
-    """Every subgroup's exact U counts (:class:`SweepCounts`, unweighted) with numpy alone.
+def counts_in_numpy(scores: np.ndarray, memberships: Memberships,
+                    sample_weight: np.ndarray | None = None, certify: bool = True,
+                    weight_scale: float | None = None) -> SweepCounts:
+    """Every subgroup's U counts (:class:`SweepCounts`) with numpy alone.
+
+    Unweighted they are exact int64 (below); with ``sample_weight`` see
+    :func:`weighted_counts_in_numpy`.
 
     For each membership, the numbers of negatives and of positives below it
     and tied with it come from ``searchsorted`` in the sorted classes; the
@@ -38,6 +45,9 @@ def counts_in_numpy(scores: np.ndarray, memberships: Memberships) -> SweepCounts
     int64 over one subgroup's memberships. Same columns and meaning as the
     counting kernel (see ``_kernels``).
     """
+    if sample_weight is not None:
+        return weighted_counts_in_numpy(scores, memberships, sample_weight, certify,
+                                        weight_scale)
     m = memberships
     labels = m.labels
     neg, pos = np.sort(scores[~labels]), np.sort(scores[labels])
@@ -69,6 +79,123 @@ def counts_in_numpy(scores: np.ndarray, memberships: Memberships) -> SweepCounts
                        False)
 
 
+def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
+                             sample_weight: np.ndarray, certify: bool = True,
+                             weight_scale: float | None = None) -> SweepCounts:
+    """Weighted counts (:class:`SweepCounts`) with numpy alone, as the weighted sweep makes them.
+
+    The same sums as the weighted counting kernel, each in double-double
+    (:mod:`fastbias.sweep.double_double`): the classes' prefix weights along
+    their sorted scores, each identity row's weight times twice the weight of
+    each class below it (ties 1/2), added up per subgroup, the subgroup U from
+    its own sorted negatives. The sums' relative bound
+    (:func:`~fastbias.sweep.double_double.dd_sum_error_bound`) is looser than
+    the kernel's, so the certification (``certify``) recomputes from the
+    explicit cells, also in numpy, every subgroup it cannot vouch for; the
+    metrics then agree with the kernel's to the same tolerance (2**-50 relative).
+    """
+    m = memberships
+    scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    weights = weights if scale == 1.0 else weights / scale
+    classes = []
+    for in_class in (~m.labels, m.labels):
+        rows = np.flatnonzero(in_class)
+        rows = rows[np.argsort(scores[rows], kind="stable")]
+        w = weights[rows]
+        classes.append((rows, scores[rows], w, *dd_prefix_sums(w), int(np.count_nonzero(w > 0))))
+    (neg_rows, neg_sorted, _, neg_hi, neg_lo, n_weighted_neg), \
+        (pos_rows, pos_sorted, pos_w, pos_hi, pos_lo, n_weighted_pos) = classes
+    tn, tp = (neg_hi[-1], neg_lo[-1]), (pos_hi[-1], pos_lo[-1])
+    id_scores, id_w = scores[m.identity_rows], weights[m.identity_rows]
+    positive = m.identity_labels
+    # twice the weight of each class below each identity row, ties 1/2, and above it
+    nb = _twice_weight_below(neg_sorted, neg_hi, neg_lo, id_scores)
+    pb = _twice_weight_below(pos_sorted, pos_hi, pos_lo, id_scores)
+    pa = dd_add(2.0 * tp[0], 2.0 * tp[1], -pb[0], -pb[1])
+    na = dd_add(2.0 * tn[0], 2.0 * tn[1], -nb[0], -nb[1])
+    first = [np.where(positive, a, b)
+             for a, b in zip(dd_mul(*nb, id_w, 0.0), dd_mul(*pa, id_w, 0.0))]
+    second = [np.where(positive, a, b)
+              for a, b in zip(dd_mul(*pa, id_w, 0.0), dd_mul(*na, id_w, 0.0))]
+    per_row = np.diff(m.row_ptr)
+    owner = np.repeat(np.arange(m.identity_rows.shape[0]), per_row)
+    by_group = owner[np.argsort(m.row_groups, kind="stable")]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups, minlength=m.n_groups))])
+    k = m.n_groups
+    hi, lo = np.zeros((k, K.N_COUNT_COLUMNS)), np.zeros((k, K.N_COUNT_COLUMNS))
+    weighted_rows = np.zeros((k, 2), dtype=np.int64)
+    for g in range(k):
+        rows = by_group[bounds[g]:bounds[g + 1]]
+        for c, in_cell in enumerate((rows[~positive[rows]], rows[positive[rows]])):
+            w = id_w[in_cell]
+            hi[g, c], lo[g, c] = dd_total(w)
+            weighted_rows[g, c] = np.count_nonzero(w > 0)
+            col1, col2 = ((K.TWICE_BPSN_U, K.TWICE_NEG_BG_ABOVE_U) if c == 0 else
+                          (K.TWICE_BNSP_U, K.TWICE_POS_BG_ABOVE_U))
+            hi[g, col1], lo[g, col1] = dd_total(first[0][in_cell], first[1][in_cell])
+            hi[g, col2], lo[g, col2] = dd_total(second[0][in_cell], second[1][in_cell])
+        sub_neg = rows[~positive[rows]]
+        sub_neg = sub_neg[np.argsort(id_scores[sub_neg], kind="stable")]
+        sub_pos = rows[positive[rows]]
+        u = _twice_u(id_scores[sub_pos], id_w[sub_pos], id_scores[sub_neg], id_w[sub_neg])
+        hi[g, K.TWICE_SUBGROUP_U], lo[g, K.TWICE_SUBGROUP_U] = u
+    # the background columns from the class sums: take the subgroup's own pairs out
+    bg_hi, bg_lo = np.zeros((k, 2)), np.zeros((k, 2))
+    for g in range(k):
+        for col in (K.TWICE_BPSN_U, K.TWICE_BNSP_U):
+            hi[g, col], lo[g, col] = dd_add(hi[g, col], lo[g, col], -hi[g, K.TWICE_SUBGROUP_U],
+                                            -lo[g, K.TWICE_SUBGROUP_U])
+        for c, col in ((0, K.TWICE_NEG_BG_ABOVE_U), (1, K.TWICE_POS_BG_ABOVE_U)):
+            q = dd_mul(hi[g, c], lo[g, c], hi[g, c], lo[g, c])
+            hi[g, col], lo[g, col] = dd_add(hi[g, col], lo[g, col], -q[0], -q[1])
+        for c, (total, n_weighted) in enumerate(((tn, n_weighted_neg), (tp, n_weighted_pos))):
+            if n_weighted > weighted_rows[g, c]:
+                bg_hi[g, c], bg_lo[g, c] = dd_add(total[0], total[1], -hi[g, c], -lo[g, c])
+    bg_rows = np.array([n_weighted_neg, n_weighted_pos]) - weighted_rows
+    overall = dd_total(*dd_mul(*_twice_weight_below(neg_sorted, neg_hi, neg_lo, pos_sorted),
+                               pos_w, 0.0))
+
+    def explicit(g: int) -> tuple:
+        member = group_mask(m, g)
+        cells = []
+        for rows, sorted_scores in ((neg_rows, neg_sorted), (pos_rows, pos_sorted)):
+            inside = member[rows]
+            cells.append((sorted_scores[inside], weights[rows[inside]]))
+            cells.append((sorted_scores[~inside], weights[rows[~inside]]))
+        (sn, sn_w), (bn, bn_w), (sp, sp_w), (bp, bp_w) = cells
+        c_hi, c_lo = np.zeros(K.N_COUNT_COLUMNS), np.zeros(K.N_COUNT_COLUMNS)
+        c_hi[K.CELL_SUBGROUP_NEG], c_lo[K.CELL_SUBGROUP_NEG] = dd_total(sn_w)
+        c_hi[K.CELL_SUBGROUP_POS], c_lo[K.CELL_SUBGROUP_POS] = dd_total(sp_w)
+        for col, x, x_w, y, y_w in ((K.TWICE_SUBGROUP_U, sp, sp_w, sn, sn_w),
+                                    (K.TWICE_BPSN_U, bp, bp_w, sn, sn_w),
+                                    (K.TWICE_BNSP_U, sp, sp_w, bn, bn_w),
+                                    (K.TWICE_NEG_BG_ABOVE_U, bn, bn_w, sn, sn_w),
+                                    (K.TWICE_POS_BG_ABOVE_U, bp, bp_w, sp, sp_w)):
+            c_hi[col], c_lo[col] = _twice_u(x, x_w, y, y_w)
+        b_hi, b_lo = zip(dd_total(bn_w), dd_total(bp_w))
+        return c_hi, c_lo, np.array(b_hi), np.array(b_lo)
+
+    return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), tn, tp, overall, scale,
+                           explicit if certify else None,
+                           eps=dd_sum_error_bound(m.n_rows + m.row_groups.shape[0]))
+
+
+def _twice_weight_below(sorted_values, cum_hi, cum_lo, queries) -> tuple:
+    """Twice the weight of ``sorted_values`` below each query, ties 1/2, as (hi, lo) arrays
+    (``cum_*``: their prefix sums)."""
+    lt = np.searchsorted(sorted_values, queries, side="left")
+    le = np.searchsorted(sorted_values, queries, side="right")
+    return dd_add(cum_hi[lt], cum_lo[lt], cum_hi[le], cum_lo[le])
+
+
+def _twice_u(x, x_weights, y_sorted, y_weights) -> tuple:
+    """Twice the weighted U of cell X over cell Y (Y sorted), from Y's own prefix sums: every
+    term is non-negative, so the pair (hi, lo) is accurate to the bound of its sums."""
+    below = _twice_weight_below(y_sorted, *dd_prefix_sums(y_weights), x)
+    return dd_total(*dd_mul(*below, x_weights, 0.0))
+
+
 def _twice_below(sorted_values: np.ndarray, queries: np.ndarray) -> int:
     """Sum over the queries of 2 * #values below + #values tied (exact int64)."""
     below = np.searchsorted(sorted_values, queries, side="left").astype(np.int64)
@@ -77,35 +204,61 @@ def _twice_below(sorted_values: np.ndarray, queries: np.ndarray) -> int:
 
 
 _lock = threading.Lock()
-_children: dict = {}
+_requested: list = []  # the kernel families asked for, in order
+_children: dict = {}  # family -> its process, once started
+_runner: list = []  # the thread that starts the children one after another (at most one)
 
 
 def compile_in_background(name: str = "counting") -> None:
-    """Compile and cache the counting kernels in a separate Python process, once.
+    """Compile and cache a family of kernels in a separate Python process, once.
 
-    The child (``python -m fastbias.sweep.warm_up``) compiles the kernels an
-    unweighted count needs, for float32 and float64 scores and the usual
-    identity-column types, and writes them to the same private cache; this
-    process then loads them on its next call. A separate process rather than
-    a thread: compiling changes interpreter-wide state (numba's type inference
-    enters ``warnings.catch_warnings``, which would undo the caller's own
-    warning filters meanwhile). At exit this process waits for the child, so
-    that a script that ends right after its first call still leaves a warm cache.
+    ``name`` is a family of :mod:`fastbias.sweep.warm_up` (``"counting"``,
+    ``"weighted"``, ``"delong"``, ``"bootstrap"``). A child (``python -m
+    fastbias.sweep.warm_up <name>``) compiles the kernels such a call needs, for
+    float32 and float64 scores and the usual identity-column types, and writes
+    them to the same private cache; this process then loads them on its next
+    call. Families asked for while one compiles wait their turn (one child at
+    a time, so the compiler takes one core beside the caller's numpy). A
+    separate process rather than a thread: compiling changes interpreter-wide
+    state (numba's type inference enters ``warnings.catch_warnings``, which would
+    undo the caller's own warning filters meanwhile). At exit this process waits
+    for the children, so that a script that ends right after its first call
+    still leaves a warm cache.
     """
     if getattr(sys, "frozen", False) or not sys.executable:
         return  # a frozen application's executable is not Python: the next call compiles
     with _lock:
-        if name in _children:
+        if name in _requested:
             return
-        try:
-            child = subprocess.Popen([sys.executable, "-m", "fastbias.sweep.warm_up"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, env=_child_environment())
-        except OSError:  # no process can start: the next call compiles as usual
-            return
-        if not _children:
+        if not _requested:
             atexit.register(wait_until_compiled)
-        _children[name] = child
+        _requested.append(name)
+        if not _runner:
+            thread = threading.Thread(target=_start_children, name="fastbias-compile",
+                                      daemon=True)
+            _runner.append(thread)
+            thread.start()
+
+
+def _start_children() -> None:
+    """Start each family's child in turn and wait for it (this thread runs no numba)."""
+    while True:
+        with _lock:
+            pending = [name for name in _requested if name not in _children]
+            if not pending:
+                _runner.clear()
+                return
+            name = pending[0]
+            try:
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "fastbias.sweep.warm_up", name],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, env=_child_environment())
+            except OSError:  # no process can start: the next call compiles as usual
+                child = None
+            _children[name] = child
+        if child is not None:
+            child.wait()
 
 
 def _child_environment() -> dict:
@@ -121,12 +274,21 @@ def _child_environment() -> dict:
 
 def wait_until_compiled() -> None:
     """Wait for the background compilation (e.g. before timing the kernels)."""
-    for child in list(_children.values()):
-        child.wait()
+    while True:
+        with _lock:
+            thread = _runner[0] if _runner else None
+        if thread is None:
+            return
+        thread.join()
 
 
 def still_compiling(name: str = "counting") -> bool:
-    """Whether the background compilation ``name`` is still running: a call that needs those
-    kernels now would compile them itself."""
-    child = _children.get(name)
+    """Whether the background compilation ``name`` was asked for and has not finished: a
+    call that needs those kernels now would compile them itself."""
+    with _lock:
+        if name not in _requested:
+            return False
+        if name not in _children:
+            return True  # waiting for its turn
+        child = _children[name]
     return child is not None and child.poll() is None

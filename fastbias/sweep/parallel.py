@@ -32,7 +32,8 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     if weighted:
         return announce_compiling("weighted counting", [
             PK.split_rows_by_label, PK.cell_row_counts, SK.radix_sort_gathered,
-            SK.gather_scores, K.cumulative_weights_compensated, K.subgroup_counts_weighted])
+            SK.gather_scores, K.cumulative_weights_compensated, K.subgroup_counts_weighted],
+            note)
     return announce_compiling("counting", COUNTING_KERNELS, note)
 
 
@@ -56,10 +57,11 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     number of threads. ``with_rows`` makes the sorts carry the rows (what
     the bootstrap needs, see :class:`SortedScores`).
 
-    With ``numpy_if_cold`` (the caller needs no sorts afterwards), an
-    unweighted call whose kernels must still compile counts in numpy while
-    they compile in a background process (see :mod:`fastbias.sweep.first_call`);
-    its sorted scores are then None.
+    With ``numpy_if_cold`` (what the caller does afterwards needs no sorts: the
+    intervals of such a call are computed in numpy too), a call whose counting
+    kernels must still compile counts in numpy while they compile in a
+    background process (see :mod:`fastbias.sweep.first_call`); its sorted
+    scores are then None.
 
     Unweighted, with memberships still to build (``prepare`` and the
     ``labels``) and enough rows, the class sort (it needs only the labels
@@ -68,12 +70,12 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     computation, so the two overlap better than either splits.
     """
     if count_in_numpy_now(sample_weight is not None,
-                          numpy_if_cold and memberships is None and not with_rows
+                          numpy_if_cold and memberships is None
                           and scores.shape[0] <= FIRST_CALL_MAX_ROWS):
-        # a fresh environment: the same exact counts in numpy while the kernels compile
-        compile_in_background()
+        # a fresh environment: the same counts in numpy while the kernels compile
+        compile_in_background(counting_family(sample_weight is not None))
         memberships = prepare(1, False)
-        return memberships, None, counts_in_numpy(scores, memberships)
+        return memberships, None, counts_in_numpy(scores, memberships, sample_weight)
     overlap = (memberships is None and labels is not None and sample_weight is None
                and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
     if not overlap:
@@ -93,13 +95,17 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
 
 def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
     """Announce a first use (:func:`announce_first_use`) and say whether this call should
-    count in numpy (see :mod:`fastbias.sweep.first_call`): it is ``eligible`` (unweighted,
-    no sorts needed afterwards) and the counting kernels must still compile, or are
+    count in numpy (see :mod:`fastbias.sweep.first_call`): it is ``eligible`` (no sorts
+    needed afterwards) and the counting kernels (weighted or not) must still compile, or are
     compiling in the background."""
-    eligible = eligible and not weighted
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
-    return eligible and (cold or still_compiling())
+    return eligible and (cold or still_compiling(counting_family(weighted)))
+
+
+def counting_family(weighted: bool) -> str:
+    """The family of kernels (:mod:`fastbias.sweep.warm_up`) a count without intervals needs."""
+    return "weighted" if weighted else "counting"
 
 
 def helper_thread(enabled: bool = True):

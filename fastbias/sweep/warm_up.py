@@ -1,51 +1,28 @@
-"""``python -m fastbias.sweep.warm_up``: compile and cache the counting kernels, then exit.
+"""``python -m fastbias.sweep.warm_up [family ...]``: compile and cache kernels, then exit.
 
 Started by :func:`fastbias.sweep.first_call.compile_in_background` in a fresh
-environment while the first call counts in numpy. It runs the unweighted
-counting path on small made-up data of every type the kernels are compiled
-for (float32 and float64 scores, a dense boolean matrix, identity columns of
-the usual dtypes, work split into several pieces), so that the parent
-process finds them all in its cache.
+environment while the first call computes in numpy. Each family runs the
+path of one kind of call on small made-up data of every type its kernels
+are compiled for (float32 and float64 scores, writable and read-only arrays,
+a dense boolean matrix, identity columns of the usual dtypes, work split into
+several pieces), so that the parent process finds them all in its cache:
+
+``counting``
+    an unweighted call without intervals (the default family);
+``weighted``
+    a call with ``sample_weight`` (also the explicit-cell recount);
+``delong``
+    ``ci="delong"``, unweighted and weighted (with the sorts it reads);
+``bootstrap``
+    ``ci="bootstrap"``, unweighted and weighted.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-
-def main() -> None:
-    from ..prepare import memberships as prep
-    from ..sort import order
-    from ..sort.order import SortedScores
-    from . import counts
-
-    # small data, split anyway: the kernels of several pieces compile too
-    order.PARALLEL_SORT_MIN_KEYS = 1
-    counts.PARALLEL_COUNT_MIN_MEMBERSHIPS = 1
-    prep.PARALLEL_SCAN_MIN_ROWS = 1
-    rng = np.random.default_rng(0)
-    n = 512
-    buffer = np.empty(n, dtype=np.int64)
-    for writable in (True, False):  # users' arrays are often read-only (pandas copy-on-write)
-        labels = _as(rng.random(n) < 0.3, writable)
-        matrix = _as(rng.random((n, 3)) < 0.3, writable)
-        for dtype in (np.float32, np.float64):
-            scores = _as(rng.random(n).astype(dtype), writable)
-            memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"],
-                                                         workers=2)
-            for workers in (1, 2):
-                counts.count_sorted(SortedScores(scores, memberships, workers=workers))
-        rows = []
-        for dtype in (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint16,
-                      np.uint32, np.uint64, np.float32, np.float64):
-            values = _as((rng.random(n) < 0.3).astype(dtype), writable)
-            for threshold in (0.5, 2.0):
-                rows.append(prep.column_rows(values, threshold, buffer))
-        prep.prepare_memberships(labels, rows[:3], ["a", "b", "c"])
-    # the class sort reads the caller's scores and labels: either may be read-only alone
-    for dtype in (np.float32, np.float64):
-        for scores_writable, labels_writable in ((True, False), (False, True)):
-            order.sort_classes(_as(rng.random(n).astype(dtype), scores_writable),
-                               _as(rng.random(n) < 0.3, labels_writable), workers=2)
+N_ROWS = 512
 
 
 def _as(values: np.ndarray, writable: bool) -> np.ndarray:
@@ -53,5 +30,112 @@ def _as(values: np.ndarray, writable: bool) -> np.ndarray:
     return values
 
 
+def _inputs(rng, writable: bool):
+    """(labels, dense identity matrix, weights) of N_ROWS rows."""
+    return (_as(rng.random(N_ROWS) < 0.3, writable),
+            _as(rng.random((N_ROWS, 3)) < 0.3, writable),
+            _as(rng.random(N_ROWS), writable))
+
+
+def _scores(rng, dtype, writable: bool) -> np.ndarray:
+    return _as(rng.random(N_ROWS).astype(dtype), writable)
+
+
+def counting(rng) -> None:
+    from ..prepare import memberships as prep
+    from ..sort import order
+    from ..sort.order import SortedScores
+    from . import counts
+
+    buffer = np.empty(N_ROWS, dtype=np.int64)
+    for writable in (True, False):  # users' arrays are often read-only (pandas copy-on-write)
+        labels, matrix, _ = _inputs(rng, writable)
+        for dtype in (np.float32, np.float64):
+            scores = _scores(rng, dtype, writable)
+            memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"],
+                                                         workers=2)
+            for workers in (1, 2):
+                counts.count_sorted(SortedScores(scores, memberships, workers=workers))
+        rows = []
+        for dtype in (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint16,
+                      np.uint32, np.uint64, np.float32, np.float64):
+            values = _as((rng.random(N_ROWS) < 0.3).astype(dtype), writable)
+            for threshold in (0.5, 2.0):
+                rows.append(prep.column_rows(values, threshold, buffer))
+        prep.prepare_memberships(labels, rows[:3], ["a", "b", "c"])
+    # the class sort reads the caller's scores and labels: either may be read-only alone
+    for dtype in (np.float32, np.float64):
+        for scores_writable, labels_writable in ((True, False), (False, True)):
+            order.sort_classes(_scores(rng, dtype, scores_writable),
+                               _as(rng.random(N_ROWS) < 0.3, labels_writable), workers=2)
+
+
+def _each_input(rng):
+    """(scores, memberships, weights) of each type a weighted or interval call meets."""
+    from ..prepare import memberships as prep
+
+    for writable in (True, False):
+        labels, matrix, weights = _inputs(rng, writable)
+        memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"], workers=2)
+        for dtype in (np.float32, np.float64):
+            yield _scores(rng, dtype, writable), memberships, weights
+
+
+def weighted(rng) -> None:
+    from ..prepare.memberships import group_mask
+    from ..sort.order import SortedScores
+    from . import _kernels as K
+    from . import counts
+
+    for scores, memberships, weights in _each_input(rng):
+        sorted_scores = SortedScores(scores, memberships)
+        counts.count_sorted(sorted_scores, weights)
+        order = sorted_scores.order()
+        K.explicit_cell_counts(group_mask(memberships, 0), order.neg_rows, order.neg_sorted,
+                               order.pos_rows, order.pos_sorted, np.ascontiguousarray(weights))
+
+
+def delong(rng) -> None:
+    from ..intervals.delong import standard_errors
+    from ..sort.order import SortedScores
+
+    counting(rng)
+    for scores, memberships, weights in _each_input(rng):
+        for workers in (1, 2):
+            sorted_scores = SortedScores(scores, memberships, workers=workers)
+            standard_errors(sorted_scores)
+            standard_errors(sorted_scores, np.ascontiguousarray(weights))
+
+
+def bootstrap(rng) -> None:
+    from ..intervals.bootstrap import replicates
+    from ..sort.order import SortedScores
+
+    for scores, memberships, weights in _each_input(rng):
+        replicates(SortedScores(scores, memberships, with_rows=True), n_boot=2, random_state=0,
+                   progress=False, n_jobs=1)
+        replicates(SortedScores(scores, memberships), np.ascontiguousarray(weights), n_boot=2,
+                   random_state=0, progress=False, n_jobs=1)
+    counting(rng)
+
+
+FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
+            "bootstrap": bootstrap}
+
+
+def main(families=None) -> None:
+    from ..prepare import memberships as prep
+    from ..sort import order
+    from . import counts
+
+    # small data, split anyway: the kernels of several pieces compile too
+    order.PARALLEL_SORT_MIN_KEYS = 1
+    counts.PARALLEL_COUNT_MIN_MEMBERSHIPS = 1
+    prep.PARALLEL_SCAN_MIN_ROWS = 1
+    rng = np.random.default_rng(0)
+    for name in families or ["counting"]:
+        FAMILIES[name](rng)
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

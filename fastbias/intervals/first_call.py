@@ -1,0 +1,262 @@
+"""Intervals on a first call that does not wait for the compiler: DeLong and the bootstrap in numpy.
+
+In a fresh environment a call with ``ci="delong"`` or ``ci="bootstrap"`` would
+first compile the sorting, counting and interval kernels (10-20 s). Instead,
+while a background process compiles them (:mod:`fastbias.sweep.first_call`),
+such a call computes in numpy:
+
+* DeLong: the memberships in score order (:func:`walk_in_numpy`) and the same
+  placement sums as the walk kernel (:func:`delong_sums_in_numpy`), block of
+  equal scores by block, vectorised per subgroup; the standard errors then
+  come from :func:`fastbias.intervals.delong.standard_errors_from_sums`, as
+  for the kernels. Unweighted, every sum is of integers and halves, so only
+  the order of the float additions differs from the kernel's (a few ulps).
+* The bootstrap: each replicate's exact integer counts (:class:`NumpyReplicates`)
+  from the same counter-based Poisson(1) draws, so the replicates, and the
+  intervals, are those of the kernels bit for bit; replicates switch to the
+  kernels as soon as the background process has compiled them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..prepare.memberships import Memberships
+from ..sweep import _kernels as SK
+from ..sweep.walk import MemberWalk
+from . import _kernels as IK
+
+
+def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
+                  sample_weight: np.ndarray | None = None) -> MemberWalk:
+    """The memberships in score order with the classes sorted (a :class:`MemberWalk` whose
+    keys are the scores themselves), by numpy sorts."""
+    m = memberships
+    owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
+    rows = m.identity_rows[owner]
+    order = np.argsort(scores[rows], kind="stable")
+    rows = rows[order]
+    codes = (2 * m.row_groups.astype(np.int64) + m.identity_labels[owner])[order]
+    classes = []
+    for in_class in (~m.labels, m.labels):
+        class_rows = np.flatnonzero(in_class)
+        class_rows = class_rows[np.argsort(scores[class_rows], kind="stable")]
+        classes.append(class_rows)
+    neg_rows, pos_rows = classes
+    none = np.empty(0, dtype=np.float64)
+    if sample_weight is None:
+        n_neg, n_pos = m.class_rows
+        return MemberWalk(scores[rows], codes, none, scores[neg_rows], scores[pos_rows], none,
+                          none, m.cell_rows.astype(np.float64), (float(n_neg), float(n_pos)))
+    w = np.asarray(sample_weight, dtype=np.float64)
+    neg_cum, pos_cum = (np.concatenate([[0.0], np.cumsum(w[r])]) for r in classes)
+    weights = w[rows]
+    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
+    return MemberWalk(scores[rows], codes, weights, scores[neg_rows], scores[pos_rows], neg_cum,
+                      pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
+
+
+def _blocks(sorted_values: np.ndarray) -> tuple:
+    """Start and stop of each block of equal values in a sorted array."""
+    n = sorted_values.shape[0]
+    starts = np.flatnonzero(np.concatenate([[True], sorted_values[1:] != sorted_values[:-1]])) \
+        if n else np.empty(0, dtype=np.int64)
+    return starts, np.append(starts[1:], n)
+
+
+def _class_weight_to(sorted_values, cumulative, values) -> tuple:
+    """Weight of a sorted class below and at each value (counts when ``cumulative`` is empty)."""
+    lt = np.searchsorted(sorted_values, values, side="left")
+    le = np.searchsorted(sorted_values, values, side="right")
+    if cumulative.shape[0]:
+        return cumulative[lt], cumulative[le] - cumulative[lt]
+    return lt.astype(np.float64), (le - lt).astype(np.float64)
+
+
+def _moments(values, cumulative, others, others_cumulative, above: bool) -> tuple:
+    """Sum and sum of squares over ``values`` (sorted) of each row's placement among
+    ``others`` (below it, ties 1/2; above it when ``above``)."""
+    starts, stops = _blocks(values)
+    below, tied = _class_weight_to(others, others_cumulative, values[starts])
+    place = below + 0.5 * tied
+    if above:
+        total = others_cumulative[-1] if others_cumulative.shape[0] else float(others.shape[0])
+        place = total - place
+    w = (cumulative[stops] - cumulative[starts] if cumulative.shape[0]
+         else (stops - starts).astype(np.float64))
+    return float(np.sum(w * place)), float(np.sum(w * place * place))
+
+
+def delong_sums_in_numpy(walk: MemberWalk, n_groups: int) -> tuple:
+    """``(sums (k, 15), (u, sq_pos, sq_neg))``: what the DeLong walk kernels give, in numpy.
+
+    For each subgroup, its memberships' blocks of equal scores, with its own
+    negatives and positives at, below and above each block and the classes'
+    weight below and at it; then each block's placements, as
+    ``_kernels._add_block_placements`` adds them, summed over the blocks.
+    """
+    w = walk
+    total_neg, total_pos = w.class_totals
+    sums = np.zeros((n_groups, SK.N_DELONG_COLUMNS))
+    group_of = w.codes // 2
+    by_group = np.argsort(group_of, kind="stable")  # each subgroup's memberships, in score order
+    bounds = np.searchsorted(group_of[by_group], np.arange(n_groups + 1))
+    for g in range(n_groups):
+        mine = by_group[bounds[g]:bounds[g + 1]]
+        if mine.shape[0] == 0:
+            continue
+        keys = w.keys[mine]
+        positive = (w.codes[mine] & 1).astype(bool)
+        weights = w.weights[mine] if w.weights.shape[0] else np.ones(mine.shape[0])
+        starts, _ = _blocks(keys)
+        block = np.zeros(keys.shape[0], dtype=np.int64)
+        block[starts[1:]] = 1
+        block = np.cumsum(block)  # each membership's block
+        n_eq = np.bincount(block, np.where(positive, 0.0, weights), minlength=starts.shape[0])
+        p_eq = np.bincount(block, np.where(positive, weights, 0.0), minlength=starts.shape[0])
+        n_lt = np.cumsum(n_eq) - n_eq
+        p_lt = np.cumsum(p_eq) - p_eq
+        n_all, p_all = w.cells[g]
+        n_gt = n_all - n_lt - n_eq
+        p_gt = p_all - p_lt - p_eq
+        big_n_lt, big_n_eq = _class_weight_to(w.neg, w.neg_cum, keys[starts])
+        big_p_lt, big_p_eq = _class_weight_to(w.pos, w.pos_cum, keys[starts])
+        big_p_gt = total_pos - big_p_lt - big_p_eq
+        big_n_gt = total_neg - big_n_lt - big_n_eq
+        a = n_lt + 0.5 * n_eq  # Dg- below the positives here
+        b = p_gt + 0.5 * p_eq  # Dg+ above the negatives here
+        # metric, side of the sum of squares, rows here on that side, their placement, U?
+        for metric, side, rows_here, place, with_u in (
+                (0, SK.DELONG_SQ_X, p_eq, a, True),
+                (0, SK.DELONG_SQ_Y, n_eq, b, False),  # U counted on the X side
+                (1, SK.DELONG_SQ_Y, n_eq, big_p_gt + 0.5 * big_p_eq - b, True),
+                (2, SK.DELONG_SQ_X, p_eq, big_n_lt + 0.5 * big_n_eq - a, True),
+                (3, SK.DELONG_SQ_Y, n_eq, (big_n_gt + 0.5 * big_n_eq) - (n_gt + 0.5 * n_eq),
+                 True),
+                (4, SK.DELONG_SQ_Y, p_eq, (big_p_gt + 0.5 * big_p_eq) - (p_gt + 0.5 * p_eq),
+                 True)):
+            if with_u:
+                sums[g, SK.DELONG_U + metric] = np.sum(rows_here * place)
+            sums[g, side + metric] = np.sum(rows_here * place * place)
+        sums[g, SK.DELONG_SELF + 0] = np.sum(n_eq * a * a)
+        sums[g, SK.DELONG_SELF + 1] = np.sum(p_eq * (p_lt + 0.5 * p_eq) ** 2)
+        for column, rows_here, own_other, beyond, tied in (
+                (0, n_eq, n_lt, big_p_gt, big_p_eq), (1, p_eq, p_gt, big_n_lt, big_n_eq),
+                (2, n_eq, n_lt, big_n_gt, big_n_eq), (3, p_eq, p_lt, big_p_gt, big_p_eq)):
+            sums[g, SK.DELONG_ALL + column] = np.sum(
+                rows_here * (2.0 * own_other * (beyond + 0.5 * tied)
+                             + rows_here * (beyond + 0.25 * tied)))
+    out = sums[:, :15].copy()
+    out[:, SK.DELONG_SQ_X + 1] = sums[:, SK.DELONG_ALL + 0] - sums[:, SK.DELONG_SQ_X + 0]
+    out[:, SK.DELONG_SQ_Y + 2] = sums[:, SK.DELONG_ALL + 1] - sums[:, SK.DELONG_SQ_Y + 0]
+    out[:, SK.DELONG_SQ_X + 3] = sums[:, SK.DELONG_ALL + 2] - sums[:, SK.DELONG_SELF + 0]
+    out[:, SK.DELONG_SQ_X + 4] = sums[:, SK.DELONG_ALL + 3] - sums[:, SK.DELONG_SELF + 1]
+    u, sq_pos = _moments(w.pos, w.pos_cum, w.neg, w.neg_cum, False)
+    _, sq_neg = _moments(w.neg, w.neg_cum, w.pos, w.pos_cum, True)
+    return out, (u, sq_pos, sq_neg)
+
+
+def delong_in_numpy(scores: np.ndarray, memberships: Memberships,
+                    sample_weight: np.ndarray | None = None) -> tuple:
+    """DeLong ``(se, overall_se)`` as :func:`fastbias.intervals.delong.standard_errors`
+    gives them, in numpy (no kernel compiles)."""
+    from .delong import standard_errors_from_sums
+
+    walk = walk_in_numpy(scores, memberships, sample_weight)
+    return standard_errors_from_sums(walk, memberships,
+                                     *delong_sums_in_numpy(walk, memberships.n_groups))
+
+
+def poisson_counts_in_numpy(key: np.uint64, n: int) -> np.ndarray:
+    """``IK.poisson_counts(key, ...)`` for rows 0..n-1 in numpy: the same counts (uint8)."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(key) + np.arange(n, dtype=np.uint64) * IK._GOLDEN  # wraps, as uint64 does
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    # a count is how many thresholds the 32 high bits reach
+    return np.searchsorted(IK.POISSON_ONE_THRESHOLDS, z >> np.uint64(32),
+                           side="right").astype(np.uint8)
+
+
+class NumpyReplicates:
+    """Each bootstrap replicate's counts in numpy, from ranks found once.
+
+    Unweighted, a replicate weighs each row by its Poisson(1) count, so its
+    counts are integer sums: the same int64 as the kernels give (the ranks of
+    each identity row in the classes, and of each subgroup's positives among
+    its negatives, do not change between replicates; only the prefix sums of the
+    counts do). Weighted, each replicate is a weighted count in numpy
+    (:func:`fastbias.sweep.first_call.weighted_counts_in_numpy`, uncertified as the
+    kernels' replicates are), equal to the kernels' to rounding.
+    """
+
+    def __init__(self, scores: np.ndarray, memberships: Memberships,
+                 sample_weight: np.ndarray | None = None):
+        m = self.m = memberships
+        self.scores, self.base = scores, sample_weight
+        if sample_weight is not None:
+            return
+        self.classes = []
+        for in_class in (~m.labels, m.labels):
+            rows = np.flatnonzero(in_class)
+            self.classes.append(rows[np.argsort(scores[rows], kind="stable")])
+        neg_sorted, pos_sorted = (scores[rows] for rows in self.classes)
+        id_scores = scores[m.identity_rows]
+        self.neg_ranks = (np.searchsorted(neg_sorted, id_scores, "left"),
+                          np.searchsorted(neg_sorted, id_scores, "right"))
+        self.pos_ranks = (np.searchsorted(pos_sorted, id_scores, "left"),
+                          np.searchsorted(pos_sorted, id_scores, "right"))
+        self.overall_ranks = (np.searchsorted(neg_sorted, pos_sorted, "left"),
+                              np.searchsorted(neg_sorted, pos_sorted, "right"))
+        owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
+        by_group = np.argsort(m.row_groups, kind="stable")
+        self.owner = owner[by_group]  # each membership's identity row, subgroup by subgroup
+        self.bounds = np.searchsorted(m.row_groups[by_group], np.arange(m.n_groups + 1))
+        self.subgroups = []  # per subgroup: its negatives by score, its positives' ranks there
+        for g in range(m.n_groups):
+            mine = self.owner[self.bounds[g]:self.bounds[g + 1]]
+            positive = m.identity_labels[mine]
+            negatives = mine[~positive][np.argsort(id_scores[mine[~positive]], kind="stable")]
+            positives = mine[positive]
+            below = id_scores[negatives]
+            self.subgroups.append((negatives, positives,
+                                   np.searchsorted(below, id_scores[positives], "left"),
+                                   np.searchsorted(below, id_scores[positives], "right")))
+
+    def counts(self, key) -> tuple:
+        """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
+        from ..sweep.first_call import weighted_counts_in_numpy
+
+        m = self.m
+        draws = poisson_counts_in_numpy(key, m.n_rows)
+        if self.base is not None:
+            sc = weighted_counts_in_numpy(self.scores, m, draws * self.base, certify=False)
+            return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
+        draws = draws.astype(np.int64)
+        neg_cum, pos_cum = (np.concatenate([[0], np.cumsum(draws[rows])]) for rows in self.classes)
+        total_neg, total_pos = int(neg_cum[-1]), int(pos_cum[-1])
+        c = draws[m.identity_rows]
+        nb = neg_cum[self.neg_ranks[0]] + neg_cum[self.neg_ranks[1]]
+        pb = pos_cum[self.pos_ranks[0]] + pos_cum[self.pos_ranks[1]]
+        pa, na = 2 * total_pos - pb, 2 * total_neg - nb
+        positive = m.identity_labels
+        columns = {SK.CELL_SUBGROUP_NEG: np.where(positive, 0, c),
+                   SK.CELL_SUBGROUP_POS: np.where(positive, c, 0),
+                   SK.TWICE_BPSN_U: np.where(positive, 0, c * pa),
+                   SK.TWICE_BNSP_U: np.where(positive, c * nb, 0),
+                   SK.TWICE_NEG_BG_ABOVE_U: np.where(positive, 0, c * na),
+                   SK.TWICE_POS_BG_ABOVE_U: np.where(positive, c * pa, 0)}
+        counts = np.zeros((m.n_groups, SK.N_COUNT_COLUMNS), dtype=np.int64)
+        for column, per_row in columns.items():  # exact int64 sums per subgroup
+            running = np.concatenate([[0], np.cumsum(per_row[self.owner])])
+            counts[:, column] = running[self.bounds[1:]] - running[self.bounds[:-1]]
+        for g, (negatives, positives, lt, le) in enumerate(self.subgroups):
+            below = np.concatenate([[0], np.cumsum(c[negatives])])
+            counts[g, SK.TWICE_SUBGROUP_U] = int(np.sum(c[positives] * (below[lt] + below[le])))
+        counts[:, SK.TWICE_BPSN_U] -= counts[:, SK.TWICE_SUBGROUP_U]
+        counts[:, SK.TWICE_BNSP_U] -= counts[:, SK.TWICE_SUBGROUP_U]
+        counts[:, SK.TWICE_NEG_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_NEG] ** 2
+        counts[:, SK.TWICE_POS_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_POS] ** 2
+        lt, le = self.overall_ranks
+        twice_u = int(np.sum(draws[self.classes[1]] * (neg_cum[lt] + neg_cum[le])))
+        return counts, total_neg, total_pos, twice_u

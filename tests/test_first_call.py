@@ -146,7 +146,7 @@ def test_the_warm_up_child_compiles_into_a_given_cache(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     env = dict(first_call._child_environment(), NUMBA_CACHE_DIR=str(cache))
-    subprocess.run([sys.executable, "-m", "fastbias.sweep.warm_up"], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "fastbias._warm_up"], env=env, check=True,
                    timeout=600)
     cached = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
     for name in ("_kernels.member_counts_in_range", "_kernels.sort_buckets",
@@ -371,9 +371,10 @@ def test_a_cold_weighted_evaluate_equals_the_kernels(compiling, ci, monkeypatch)
                     reason="about compiling kernels")
 def test_every_warm_up_family_runs(monkeypatch):
     # what each background process runs, here (cheap on kernels this process has cached)
+    from fastbias import _warm_up as warm_up
     from fastbias.prepare import memberships as prep
     from fastbias.sort import order
-    from fastbias.sweep import counts, warm_up
+    from fastbias.sweep import counts
 
     for module, name in ((order, "PARALLEL_SORT_MIN_KEYS"),
                          (counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS"),

@@ -212,9 +212,9 @@ _runner: list = []  # the thread that starts the children one after another (at 
 def compile_in_background(name: str = "counting") -> None:
     """Compile and cache a family of kernels in a separate Python process, once.
 
-    ``name`` is a family of :mod:`fastbias.sweep.warm_up` (``"counting"``,
+    ``name`` is a family of :mod:`fastbias._warm_up` (``"counting"``,
     ``"weighted"``, ``"delong"``, ``"bootstrap"``). A child (``python -m
-    fastbias.sweep.warm_up <name>``) compiles the kernels such a call needs, for
+    fastbias._warm_up <name>``) compiles the kernels such a call needs, for
     float32 and float64 scores and the usual identity-column types, and writes
     them to the same private cache; this process then loads them on its next
     call. Families asked for while one compiles wait their turn (one child at
@@ -251,7 +251,7 @@ def _start_children() -> None:
             name = pending[0]
             try:
                 child = subprocess.Popen(
-                    [sys.executable, "-m", "fastbias.sweep.warm_up", name],
+                    [sys.executable, "-m", "fastbias._warm_up", name],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL, env=_child_environment())
             except OSError:  # no process can start: the next call compiles as usual

@@ -37,7 +37,7 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     return announce_compiling("counting", COUNTING_KERNELS, note)
 
 
-#: the kernels of an unweighted count after the memberships (``fastbias.sweep.warm_up``)
+#: the kernels of an unweighted count after the memberships (``fastbias._warm_up``)
 COUNTING_KERNELS = [SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_top_digit_counts,
                     SK.scatter_member_keys, SK.sort_buckets, K.member_counts_in_range,
                     K.add_member_counts, K.finish_member_counts, K.twice_auc_numerator_sorted,
@@ -104,7 +104,7 @@ def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
 
 
 def counting_family(weighted: bool) -> str:
-    """The family of kernels (:mod:`fastbias.sweep.warm_up`) a count without intervals needs."""
+    """The family of kernels (:mod:`fastbias._warm_up`) a count without intervals needs."""
     return "weighted" if weighted else "counting"
 
 

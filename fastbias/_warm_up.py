@@ -1,4 +1,4 @@
-"""``python -m fastbias.sweep.warm_up [family ...]``: compile and cache kernels, then exit.
+"""``python -m fastbias._warm_up [family ...]``: compile and cache kernels, then exit.
 
 Started by :func:`fastbias.sweep.first_call.compile_in_background` in a fresh
 environment while the first call computes in numpy. Each family runs the
@@ -42,10 +42,10 @@ def _scores(rng, dtype, writable: bool) -> np.ndarray:
 
 
 def counting(rng) -> None:
-    from ..prepare import memberships as prep
-    from ..sort import order
-    from ..sort.order import SortedScores
-    from . import counts
+    from .prepare import memberships as prep
+    from .sort import order
+    from .sort.order import SortedScores
+    from .sweep import counts
 
     buffer = np.empty(N_ROWS, dtype=np.int64)
     for writable in (True, False):  # users' arrays are often read-only (pandas copy-on-write)
@@ -72,7 +72,7 @@ def counting(rng) -> None:
 
 def _each_input(rng):
     """(scores, memberships, weights) of each type a weighted or interval call meets."""
-    from ..prepare import memberships as prep
+    from .prepare import memberships as prep
 
     for writable in (True, False):
         labels, matrix, weights = _inputs(rng, writable)
@@ -82,10 +82,10 @@ def _each_input(rng):
 
 
 def weighted(rng) -> None:
-    from ..prepare.memberships import group_mask
-    from ..sort.order import SortedScores
-    from . import _kernels as K
-    from . import counts
+    from .prepare.memberships import group_mask
+    from .sort.order import SortedScores
+    from .sweep import _kernels as K
+    from .sweep import counts
 
     for scores, memberships, weights in _each_input(rng):
         sorted_scores = SortedScores(scores, memberships)
@@ -96,8 +96,8 @@ def weighted(rng) -> None:
 
 
 def delong(rng) -> None:
-    from ..intervals.delong import standard_errors
-    from ..sort.order import SortedScores
+    from .intervals.delong import standard_errors
+    from .sort.order import SortedScores
 
     counting(rng)
     for scores, memberships, weights in _each_input(rng):
@@ -108,8 +108,8 @@ def delong(rng) -> None:
 
 
 def bootstrap(rng) -> None:
-    from ..intervals.bootstrap import replicates
-    from ..sort.order import SortedScores
+    from .intervals.bootstrap import replicates
+    from .sort.order import SortedScores
 
     for scores, memberships, weights in _each_input(rng):
         replicates(SortedScores(scores, memberships, with_rows=True), n_boot=2, random_state=0,
@@ -124,9 +124,9 @@ FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
 
 
 def main(families=None) -> None:
-    from ..prepare import memberships as prep
-    from ..sort import order
-    from . import counts
+    from .prepare import memberships as prep
+    from .sort import order
+    from .sweep import counts
 
     # small data, split anyway: the kernels of several pieces compile too
     order.PARALLEL_SORT_MIN_KEYS = 1

@@ -18,6 +18,7 @@ several pieces), so that the parent process finds them all in its cache:
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -123,6 +124,27 @@ FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
             "bootstrap": bootstrap}
 
 
+def _take_turn():
+    """Block until no other warm-up process compiles into this cache, then hold its lock (an
+    open file; None where there is no ``fcntl`` or no file can be made): children of several
+    processes (a loop of short scripts) take turns instead of all compiling at once, and
+    later ones mostly load what an earlier one cached."""
+    try:
+        import fcntl
+
+        import numba
+    except ImportError:
+        return None
+    directory = numba.config.CACHE_DIR or os.path.join(os.path.dirname(__file__), "__pycache__")
+    try:
+        fd = os.open(os.path.join(directory, "fastbias-warm-up.lock"),
+                     os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
 def main(families=None) -> None:
     from .prepare import memberships as prep
     from .sort import order
@@ -138,4 +160,5 @@ def main(families=None) -> None:
 
 
 if __name__ == "__main__":
+    turn = _take_turn()  # (importing the package chose the private cache directory)
     main(sys.argv[1:])

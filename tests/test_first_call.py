@@ -138,16 +138,35 @@ def test_a_cold_evaluate_counts_in_numpy_and_equals_the_kernels(cold, missing_su
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"),
                     reason="kernels are cached only when they are compiled")
-def test_the_warm_up_child_compiles_into_a_given_cache(tmp_path):
-    # what the background process does, run here: it leaves the counting kernels cached
+def test_a_script_ends_at_once_and_its_child_fills_the_cache(tmp_path):
+    # a fresh environment: the script answers in numpy and exits; the child outlives it and
+    # leaves the counting kernels cached
+    import fcntl
     import subprocess
     import sys
+    import time
 
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
+    script = ("import numpy as np, fastbias\n"
+              "from fastbias.sweep import first_call\n"
+              "rng = np.random.default_rng(0)\n"
+              "y, s = rng.random(500) < 0.3, rng.random(500)\n"
+              "fastbias.bias_metrics(y, s, rng.random((500, 2)) < 0.3)\n"
+              "print(first_call._requested)\n")
     env = dict(first_call._child_environment(), NUMBA_CACHE_DIR=str(cache))
-    subprocess.run([sys.executable, "-m", "fastbias._warm_up"], env=env, check=True,
-                   timeout=600)
+    out = subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300,
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "['counting']"
+    lock = cache / "fastbias-warm-up.lock"
+    for _ in range(600):  # the child takes its turn once it has imported fastbias
+        if lock.exists():
+            break
+        time.sleep(0.1)
+    with open(lock) as handle:
+        with pytest.raises(BlockingIOError):  # still compiling after the script ended
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(handle, fcntl.LOCK_EX)  # its turn is over: the cache is filled
     cached = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
     for name in ("_kernels.member_counts_in_range", "_kernels.sort_buckets",
                  "_kernels.csr_from_dense_rows", "_kernels.build_row_csr",

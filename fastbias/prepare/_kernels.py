@@ -233,18 +233,6 @@ def place_csr_part(part_rows, part_ptr, part_groups, first_row, identity_offset,
 
 
 @njit(cache=True, nogil=True)
-def cell_row_counts(identity_labels, row_ptr, row_groups, n_groups):
-    """(n_groups, 2) int64: subgroup rows with label 0 and with label 1."""
-    cells = np.zeros((n_groups, 2), dtype=np.int64)
-    for r in range(identity_labels.shape[0]):
-        col = 1 if identity_labels[r] else 0
-        for p in range(row_ptr[r], row_ptr[r + 1]):
-            cells[row_groups[p], col] += 1
-    return cells
-
-
-
-@njit(cache=True, nogil=True)
 def identity_positions_of(identity_rows, n_rows):
     """Row -> position in ``identity_rows`` (-1 for rows in no subgroup)."""
     out = np.full(n_rows, -1, dtype=np.int64)

@@ -218,12 +218,14 @@ def compile_in_background(name: str = "counting") -> None:
     float32 and float64 scores and the usual identity-column types, and writes
     them to the same private cache; this process then loads them on its next
     call. Families asked for while one compiles wait their turn (one child at
-    a time, so the compiler takes one core beside the caller's numpy). A
+    a time, so the compiler takes one core beside the caller's numpy; children of
+    several processes take turns too, by a lock in the cache directory). A
     separate process rather than a thread: compiling changes interpreter-wide
     state (numba's type inference enters ``warnings.catch_warnings``, which would
-    undo the caller's own warning filters meanwhile). At exit this process waits
-    for the children, so that a script that ends right after its first call
-    still leaves a warm cache.
+    undo the caller's own warning filters meanwhile). This process does not wait
+    for them at exit: a script that ends right after its first call ends then,
+    and the families still waiting are handed to one last child, which finishes
+    filling the cache after it (:func:`wait_until_compiled` waits instead).
     """
     if getattr(sys, "frozen", False) or not sys.executable:
         return  # a frozen application's executable is not Python: the next call compiles
@@ -231,7 +233,7 @@ def compile_in_background(name: str = "counting") -> None:
         if name in _requested:
             return
         if not _requested:
-            atexit.register(wait_until_compiled)
+            atexit.register(_hand_over)
         _requested.append(name)
         if not _runner:
             thread = threading.Thread(target=_start_children, name="fastbias-compile",
@@ -245,20 +247,39 @@ def _start_children() -> None:
     while True:
         with _lock:
             pending = [name for name in _requested if name not in _children]
-            if not pending:
+            if not pending or _closing:
                 _runner.clear()
                 return
             name = pending[0]
-            try:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "fastbias._warm_up", name],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, env=_child_environment())
-            except OSError:  # no process can start: the next call compiles as usual
-                child = None
+            child = _start_child([name])
             _children[name] = child
         if child is not None:
             child.wait()
+
+
+_closing: list = []  # non-empty once this process exits: no child starts any more
+
+
+def _start_child(families: list):
+    """``python -m fastbias._warm_up <families>`` (None if no process can start: the next
+    call compiles as usual)."""
+    try:
+        return subprocess.Popen([sys.executable, "-m", "fastbias._warm_up", *families],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=_child_environment())
+    except OSError:
+        return None
+
+
+def _hand_over() -> None:
+    """At exit: the families that have not started yet go to one last child, left running."""
+    with _lock:
+        _closing.append(True)
+        pending = [name for name in _requested if name not in _children]
+        for name in pending:
+            _children[name] = None
+    if pending:
+        _start_child(pending)
 
 
 def _child_environment() -> dict:

@@ -31,7 +31,7 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     # kind of input: a set that is never compiled would make every call look cold)
     if weighted:
         return announce_compiling("weighted counting", [
-            PK.split_rows_by_label, PK.cell_row_counts, SK.radix_sort_gathered,
+            PK.split_rows_by_label, SK.radix_sort_gathered,
             SK.gather_scores, K.cumulative_weights_compensated, K.subgroup_counts_weighted],
             note)
     return announce_compiling("counting", COUNTING_KERNELS, note)

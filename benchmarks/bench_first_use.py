@@ -1,7 +1,7 @@
 """First use: import + the first call of each kind in a fresh process, cold and warm cache.
 
 For each variant (float32 scores, float64 scores, sample weights, ``ci="delong"``,
-``ci="bootstrap"`` with 20 replicates) it starts a new Python process with an empty
+``ci="bootstrap"`` with 20 replicates, or ``--n-boot``) it starts a new Python process with an empty
 private ``NUMBA_CACHE_DIR`` and measures, on the Jigsaw-sized synthetic arrays
 (1.8M x 24 unless ``--rows``): the import, the first call (time to the answer),
 and how long the kernels go on compiling in the background after the answer
@@ -29,7 +29,7 @@ t0 = time.perf_counter()
 import numpy as np, fastbias
 t1 = time.perf_counter()
 from fastbias.synthetic import make_jigsaw_like, to_arrays
-rows, variant = int(sys.argv[1]), sys.argv[2]
+rows, variant, n_boot = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 y, s, g = to_arrays(make_jigsaw_like(n_rows=rows))
 kwargs = {}
 if variant == "float64":
@@ -39,7 +39,7 @@ elif variant == "weighted":
 elif variant == "delong":
     kwargs["ci"] = "delong"
 elif variant == "bootstrap":
-    kwargs.update(ci="bootstrap", n_boot=20, random_state=0)
+    kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0)
 t2 = time.perf_counter()
 fastbias.bias_metrics(y, s, g, **kwargs)
 t3 = time.perf_counter()
@@ -52,10 +52,10 @@ print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "compiling": t4 - t3
 VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap"]
 
 
-def run_child(rows: int, variant: str, cache: str) -> dict:
+def run_child(rows: int, variant: str, cache: str, n_boot: int = 20) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, str(rows), variant], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, str(rows), variant, str(n_boot)], env=env,
                          capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["process"] = time.perf_counter() - start
@@ -66,6 +66,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_804_875)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
+    parser.add_argument("--n-boot", type=int, default=20, help="replicates of the bootstrap")
     args = parser.parse_args(argv)
     print(f"# {args.rows:,} rows x 24 subgroups, load average {os.getloadavg()[0]:.2f}\n")
     print("| first call | cold: import + first call | cold: compiling after the answer | "
@@ -74,8 +75,8 @@ def main(argv=None):
     for variant in args.variants:
         with tempfile.TemporaryDirectory() as cache:
             os.chmod(cache, 0o700)
-            cold = run_child(args.rows, variant, cache)
-            warm = run_child(args.rows, variant, cache)
+            cold = run_child(args.rows, variant, cache, args.n_boot)
+            warm = run_child(args.rows, variant, cache, args.n_boot)
         print(f"| {variant} | {cold['import'] + cold['first_call']:.2f} s | "
               f"{cold['compiling']:.1f} s | {warm['import'] + warm['first_call']:.2f} s |",
               flush=True)

@@ -166,16 +166,37 @@ def delong_in_numpy(scores: np.ndarray, memberships: Memberships,
                                      *delong_sums_in_numpy(walk, memberships.n_groups))
 
 
-def poisson_counts_in_numpy(key: np.uint64, n: int) -> np.ndarray:
-    """``IK.poisson_counts(key, ...)`` for rows 0..n-1 in numpy: the same counts (uint8)."""
+def poisson_counts_in_numpy(key: np.uint64, n: int, counters: np.ndarray | None = None
+                            ) -> np.ndarray:
+    """``IK.poisson_counts(key, ...)`` for rows 0..n-1 in numpy: the same counts (uint8).
+
+    ``counters``: ``arange(n) * golden`` (uint64) made once for many replicates.
+    """
+    if counters is None:
+        counters = poisson_counters(n)
     with np.errstate(over="ignore"):
-        z = np.uint64(key) + np.arange(n, dtype=np.uint64) * IK._GOLDEN  # wraps, as uint64 does
+        z = counters + np.uint64(key)  # wraps, as uint64 does
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z ^= z >> np.uint64(31)
-    # a count is how many thresholds the 32 high bits reach
-    return np.searchsorted(IK.POISSON_ONE_THRESHOLDS, z >> np.uint64(32),
-                           side="right").astype(np.uint8)
+    # a count is how many thresholds the 32 high bits reach: the first few compared on every
+    # row (no branch), the rest only on the rows past them (P(K >= 4) is about 2%)
+    u = (z >> np.uint64(32)).astype(np.uint32)
+    thresholds = IK.POISSON_ONE_THRESHOLDS.astype(np.uint32)
+    counts = (u >= thresholds[0]).astype(np.uint8)
+    for threshold in thresholds[1:4]:
+        counts += u >= threshold
+    tail = np.flatnonzero(u >= thresholds[4])
+    tail_u = u[tail]
+    for threshold in thresholds[4:]:
+        counts[tail] += tail_u >= threshold
+    return counts
+
+
+def poisson_counters(n: int) -> np.ndarray:
+    """The counter part of every row's SplitMix64 input: ``row * golden`` (uint64, wrapping)."""
+    with np.errstate(over="ignore"):
+        return np.arange(n, dtype=np.uint64) * IK._GOLDEN
 
 
 class NumpyReplicates:
@@ -194,6 +215,7 @@ class NumpyReplicates:
                  sample_weight: np.ndarray | None = None):
         m = self.m = memberships
         self.scores, self.base = scores, sample_weight
+        self.counters = poisson_counters(m.n_rows)
         if sample_weight is not None:
             return
         self.classes = []
@@ -228,14 +250,14 @@ class NumpyReplicates:
         from ..sweep.first_call import weighted_counts_in_numpy
 
         m = self.m
-        draws = poisson_counts_in_numpy(key, m.n_rows)
+        draws = poisson_counts_in_numpy(key, m.n_rows, self.counters)
         if self.base is not None:
             sc = weighted_counts_in_numpy(self.scores, m, draws * self.base, certify=False)
             return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
-        draws = draws.astype(np.int64)
-        neg_cum, pos_cum = (np.concatenate([[0], np.cumsum(draws[rows])]) for rows in self.classes)
+        neg_cum, pos_cum = (np.concatenate([[0], np.cumsum(draws[rows], dtype=np.int64)])
+                            for rows in self.classes)
         total_neg, total_pos = int(neg_cum[-1]), int(pos_cum[-1])
-        c = draws[m.identity_rows]
+        c = draws[m.identity_rows].astype(np.int64)
         nb = neg_cum[self.neg_ranks[0]] + neg_cum[self.neg_ranks[1]]
         pb = pos_cum[self.pos_ranks[0]] + pos_cum[self.pos_ranks[1]]
         pa, na = 2 * total_pos - pb, 2 * total_neg - nb
@@ -258,5 +280,5 @@ class NumpyReplicates:
         counts[:, SK.TWICE_NEG_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_NEG] ** 2
         counts[:, SK.TWICE_POS_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_POS] ** 2
         lt, le = self.overall_ranks
-        twice_u = int(np.sum(draws[self.classes[1]] * (neg_cum[lt] + neg_cum[le])))
+        twice_u = int(np.sum(draws[self.classes[1]].astype(np.int64) * (neg_cum[lt] + neg_cum[le])))
         return counts, total_neg, total_pos, twice_u

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -124,25 +125,47 @@ FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
             "bootstrap": bootstrap}
 
 
+#: a warm-up process waits at most this long for another's turn to end, then compiles anyway
+TURN_TIMEOUT_SECONDS = 900
+
+
 def _take_turn():
-    """Block until no other warm-up process compiles into this cache, then hold its lock (an
-    open file; None where there is no ``fcntl`` or no file can be made): children of several
-    processes (a loop of short scripts) take turns instead of all compiling at once, and
-    later ones mostly load what an earlier one cached."""
+    """Wait until no other warm-up process compiles into this cache, then hold its lock (an
+    open file; None where there is no ``fcntl`` or no safe place for the file): children of
+    several processes (a loop of short scripts) take turns instead of all compiling at
+    once, and later ones mostly load what an earlier one cached.
+
+    The file lives in the cache directory numba writes to (``NUMBA_CACHE_DIR``, else the
+    first kernel module's ``__pycache__``), which :mod:`fastbias._numba_cache` made sure
+    only this user can write, checked again here; it is opened without following a link.
+    A turn that does not end within TURN_TIMEOUT_SECONDS (a hung process) is not waited
+    for any longer.
+    """
     try:
         import fcntl
 
         import numba
     except ImportError:
         return None
-    directory = numba.config.CACHE_DIR or os.path.join(os.path.dirname(__file__), "__pycache__")
+    from ._numba_cache import _numba_cache_paths, is_private_directory
+
+    directory = numba.config.CACHE_DIR or (_numba_cache_paths() or [None])[0]
+    if not directory or not is_private_directory(directory):
+        return None
     try:
         fd = os.open(os.path.join(directory, "fastbias-warm-up.lock"),
                      os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError:
         return None
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
+    deadline = time.monotonic() + TURN_TIMEOUT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return fd
+            time.sleep(0.2)
 
 
 def main(families=None) -> None:

@@ -365,7 +365,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     model_workers = max(1, resolve_workers(n_jobs) // model_threads)
     # one bootstrap bar for every model and universe: it only counts up
     bar = (Bar(len(models) * len(universes) * n_boot, "bootstrap", unit="replicate")
-           if ci == "bootstrap" and compiled else None)
+           if ci == "bootstrap" else None)
     try:
         results = map_in_threads(run_model, models, model_threads)
     finally:

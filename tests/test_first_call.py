@@ -273,6 +273,49 @@ def test_numpy_delong_equals_the_kernels_and_the_pair_matrix(weighted):
                 np.testing.assert_allclose(value[j] ** 2, ref, rtol=1e-9, atol=1e-14)
 
 
+@pytest.mark.parametrize("spread", [0, 6])
+def test_numpy_delong_with_real_weights_equals_the_kernels(spread):
+    from fastbias.intervals.delong import standard_errors
+    from fastbias.intervals.first_call import delong_in_numpy
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(21 + spread)
+    for _ in range(25):
+        n = int(rng.integers(2, 300))
+        y, s, groups, _ = tied_case(rng, n, 3, weighted=False)
+        w = rng.random(n) * 10.0 ** rng.uniform(-spread, spread, n)
+        w[rng.random(n) < 0.1] = 0.0
+        m = prepare_subgroups(y, groups)
+        with np.errstate(all="ignore"):
+            se, overall = delong_in_numpy(s, m, w)
+            se_k, overall_k = standard_errors(SortedScores(s, m), w)
+        # float sums of weights over 12 decades, added in another order, and their
+        # differences: to rounding, which such weights make large (1e-8 on a 6e-4 standard
+        # error of a positive AEG, with background sums that cancel)
+        np.testing.assert_allclose(overall, overall_k, rtol=1e-6, atol=1e-7)
+        for metric, value in se.items():
+            np.testing.assert_allclose(value, se_k[metric], rtol=1e-6, atol=1e-7,
+                                       err_msg=metric)
+
+
+def test_a_variance_that_is_zero_up_to_rounding_is_zero_in_both_tiers():
+    # the subgroup's positives all score above its negatives: its subgroup AUC is 1 with no
+    # spread at all; weighted float sums leave a residue, taken as 0 in both tiers
+    from fastbias.intervals.delong import standard_errors
+    from fastbias.intervals.first_call import delong_in_numpy
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(4)
+    n = 5_000
+    y = rng.random(n) < 0.4
+    s = rng.random(n) + 2.0 * y
+    groups = (rng.random((n, 1)) < 0.3)
+    w = rng.random(n) * 10.0 ** rng.uniform(-3, 3, n)
+    m = prepare_subgroups(y, groups)
+    for se in (delong_in_numpy(s, m, w)[0], standard_errors(SortedScores(s, m), w)[0]):
+        assert se["subgroup_auc"][0] == 0.0
+
+
 def test_numpy_poisson_counts_equal_the_kernel():
     from fastbias.intervals import _kernels as IK
     from fastbias.intervals.first_call import poisson_counts_in_numpy
@@ -289,6 +332,7 @@ def test_numpy_replicates_equal_the_kernels(seed):
     from fastbias.intervals.bootstrap import _CountReplicate, replicate_key
     from fastbias.intervals.first_call import NumpyReplicates
     from fastbias.sort.order import SortedScores
+    from fastbias.sweep.counts import sweep_weighted
 
     rng = np.random.default_rng(seed)
     y, s, groups, w = tied_case(rng, int(rng.integers(1, 300)), 4)
@@ -301,10 +345,14 @@ def test_numpy_replicates_equal_the_kernels(seed):
         got, want = numpy.counts(key), kernels.counts(key)
         np.testing.assert_array_equal(got[0], want[0])
         assert got[1:] == tuple(int(v) for v in want[1:])
-        # weighted: the replicate's weighted counts in numpy (checked above against the kernels)
+        # weighted: the kernels' weighted sweep of the same draws, to rounding
         draws = first_call_poisson(key, len(y))
-        expected = counts_in_numpy(s, m, draws * w, certify=False)
-        np.testing.assert_array_equal(weighted.counts(key)[0], expected.counts)
+        expected = sweep_weighted(SortedScores(s, m).order(), m, draws * w, certify=False)
+        got = weighted.counts(key)
+        scale = max(float(np.abs(expected.counts).max(initial=0.0)), 1e-300)
+        np.testing.assert_allclose(got[0], expected.counts, rtol=1e-12, atol=1e-14 * scale)
+        np.testing.assert_allclose(got[1:], (expected.total_neg, expected.total_pos,
+                                             expected.twice_overall_u), rtol=1e-14)
 
 
 def first_call_poisson(key, n):
@@ -340,11 +388,36 @@ def test_a_cold_weighted_or_interval_call_computes_in_numpy(compiling, kwargs, c
     first_call._requested.clear()  # what the kernels give (this process compiles them)
     _numba_cache._needs_compiling = lambda dispatcher: False
     expected = fastbias.bias_metrics(y, s, groups, **kwargs)
-    # unweighted everything is the same integers: the same bits; weighted sums and DeLong's
-    # float sums are added in another order
-    exact = not weighted and kwargs.get("ci") != "delong"
-    pd.testing.assert_frame_equal(got, expected, check_exact=exact, rtol=1e-12, atol=1e-7)
-    assert got.attrs.keys() == expected.attrs.keys()
+    assert_same_results(got, expected, exact=not weighted and kwargs.get("ci") != "delong")
+
+
+def assert_same_results(got, expected, exact):
+    """Unweighted counts and replicates are the same integers: the same bits. Weighted point
+    estimates agree to their certified 2**-50; interval columns (DeLong's float sums, added
+    in another order, or weighted replicates) to rounding."""
+    assert list(got.columns) == list(expected.columns) and got.attrs.keys() == expected.attrs.keys()
+    if exact:
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+        np.testing.assert_equal(got.attrs, expected.attrs)  # (NaN equals NaN here)
+        return
+    for column in got.columns:
+        if not pd.api.types.is_numeric_dtype(got[column]):
+            assert got[column].equals(expected[column]), column
+            continue
+        tight = not column.endswith(("_low", "_high", "_se"))
+        np.testing.assert_allclose(got[column].to_numpy(float), expected[column].to_numpy(float),
+                                   rtol=2.0 ** -50 if tight else 1e-9,
+                                   atol=2.0 ** -70 if tight else 1e-12, err_msg=column)
+    for key, value in got.attrs.items():
+        if isinstance(value, float) and np.isnan(value):
+            assert np.isnan(expected.attrs[key]), key
+        elif isinstance(value, float):
+            tight = key == "overall_auc"
+            np.testing.assert_allclose(value, expected.attrs[key],
+                                       rtol=2.0 ** -50 if tight else 1e-9,
+                                       atol=2.0 ** -70 if tight else 1e-12, err_msg=key)
+        else:
+            assert value == expected.attrs[key], key
 
 
 def test_a_cold_bootstrap_switches_to_the_kernels_when_they_are_ready(compiling, monkeypatch):
@@ -380,10 +453,8 @@ def test_a_cold_weighted_evaluate_equals_the_kernels(compiling, ci, monkeypatch)
     monkeypatch.setattr(first_call, "_requested", [])
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
     expected = fastbias.evaluate(df, **kwargs)
-    pd.testing.assert_frame_equal(got.table, expected.table, check_exact=False, rtol=1e-12,
-                                  atol=1e-7)
-    pd.testing.assert_series_equal(got.overall_auc, expected.overall_auc, check_exact=False,
-                                   rtol=1e-15)
+    assert_same_results(got.table, expected.table, exact=False)
+    np.testing.assert_allclose(got.overall_auc, expected.overall_auc, rtol=2.0 ** -50)
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"),
@@ -401,3 +472,38 @@ def test_every_warm_up_family_runs(monkeypatch):
         monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
     warm_up.main(list(warm_up.FAMILIES))
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap"}
+
+
+def test_the_warm_up_lock_never_follows_a_link_nor_lives_where_others_write(tmp_path,
+                                                                            monkeypatch):
+    import numba
+
+    from fastbias import _warm_up
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    (cache / "fastbias-warm-up.lock").symlink_to(target)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(cache))
+    assert _warm_up._take_turn() is None  # O_NOFOLLOW: no lock through a planted link
+    assert target.read_text() == "keep"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(shared))
+    assert _warm_up._take_turn() is None and not (shared / "fastbias-warm-up.lock").exists()
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(private))
+    fd = _warm_up._take_turn()
+    assert fd is not None and (private / "fastbias-warm-up.lock").is_file()
+    os.close(fd)
+
+
+def test_a_forked_process_forgets_its_parents_compilation(cold):
+    first_call._requested.append("counting")
+    first_call._children["counting"] = None
+    first_call._forget_in_fork()  # what os.register_at_fork runs in the child
+    assert first_call._requested == [] and first_call._children == {}
+    assert not first_call.still_compiling()

@@ -1,6 +1,7 @@
 """Intervals attached to a metrics table: DeLong, bootstrap or Bernstein columns."""
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -21,7 +22,12 @@ from ..sort import _kernels as SortK
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.counts import count_sorted
-from ..sweep.first_call import compile_in_background, counts_in_numpy, still_compiling
+from ..sweep.first_call import (
+    FIRST_CALL_MAX_ROWS,
+    compile_in_background,
+    counts_in_numpy,
+    still_compiling,
+)
 from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.rows import validated_rows
@@ -170,19 +176,26 @@ INTERVAL_KERNELS = {
 }
 
 
-def intervals_in_numpy_now(method: str, no_sorts: bool) -> bool:
+_decision_lock = threading.Lock()
+
+
+def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
     """Whether this call's intervals are computed in numpy while their kernels compile in a
-    background process (see :mod:`fastbias.intervals.first_call`): the kernels must still
-    compile (one log line says so) or are compiling, or the point estimate made no sorts
-    (it counted in numpy itself)."""
+    background process (see :mod:`fastbias.intervals.first_call`): the point estimate made
+    no sorts (it counted in numpy itself), or the kernels must still compile (one log line
+    says so) or are compiling, and there are at most ``FIRST_CALL_MAX_ROWS`` rows (beyond,
+    numpy's temporaries would outgrow the compile time). Decided under one lock: models
+    evaluated in threads all see the background compilation the first of them asked for."""
     if method not in INTERVAL_KERNELS:
         return False
-    cold = announce_compiling("DeLong" if method == "delong" else method,
-                              INTERVAL_KERNELS[method](),
-                              "; this call computes its intervals in numpy meanwhile") > 0
-    if cold or no_sorts:
-        compile_in_background(method)
-    return cold or no_sorts or still_compiling(method)
+    with _decision_lock:
+        cold = announce_compiling("DeLong" if method == "delong" else method,
+                                  INTERVAL_KERNELS[method](),
+                                  "; this call computes its intervals in numpy meanwhile") > 0
+        eligible = no_sorts or n_rows <= FIRST_CALL_MAX_ROWS
+        if eligible and (cold or no_sorts):
+            compile_in_background(method)
+        return no_sorts or (eligible and (cold or still_compiling(method)))
 
 
 def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores | None,
@@ -202,7 +215,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     """
     if sorted_scores is not None:
         scores, memberships = sorted_scores.scores, sorted_scores.memberships
-    in_numpy = intervals_in_numpy_now(method, sorted_scores is None)
+    in_numpy = intervals_in_numpy_now(method, sorted_scores is None, memberships.n_rows)
     out = table
     overall_point = out.attrs.get("overall_auc")
     if overall_point is None:

@@ -20,21 +20,32 @@ def _z_value(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
-def _delong_variance(u, sq_x, sq_y, w_x, w_y):
+def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms: int | None = None):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
     ``S01 = (sq_y / w_x^2 - w_y theta^2) / (w_y - 1)``; var = S10/w_x + S01/w_y.
-    NaN where a sample has total weight <= 1.
+    NaN where a sample has total weight <= 1. Each numerator is a difference of two
+    float sums; given ``n_terms`` (at most how many terms each sum added), one within
+    their rounding (``4 (n_terms + 4) 2**-53`` of its first term: all its terms are
+    non-negative) is taken as 0, so that sums added in another order (threads, chunks,
+    the first call's numpy) give the same zero rather than different residues.
     """
     u, sq_x, sq_y, w_x, w_y = (np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y))
     ok = (w_x > 1) & (w_y > 1)
     wx = np.where(ok, w_x, 2.0)
     wy = np.where(ok, w_y, 2.0)
     theta = u / (wx * wy)
-    s10 = np.maximum(sq_x / (wy * wy) - wx * theta * theta, 0.0) / (wx - 1.0)
-    s01 = np.maximum(sq_y / (wx * wx) - wy * theta * theta, 0.0) / (wy - 1.0)
+    share = 0.0 if n_terms is None else 4.0 * (n_terms + 4) * 2.0 ** -53
+    s10 = _above_rounding(sq_x / (wy * wy), wx * theta * theta, share) / (wx - 1.0)
+    s01 = _above_rounding(sq_y / (wx * wx), wy * theta * theta, share) / (wy - 1.0)
     return np.where(ok, s10 / wx + s01 / wy, np.nan)
+
+
+def _above_rounding(first, second, share: float):
+    """``first - second`` (both non-negative), 0 where it is at most ``share`` of ``first``."""
+    difference = first - second
+    return np.where(difference > share * first, difference, 0.0)
 
 
 def delong_standard_errors(scores: np.ndarray, memberships: Memberships,
@@ -73,7 +84,9 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
     u, sq_pos, sq_neg = overall
-    overall_se = float(np.sqrt(_delong_variance(u, sq_pos, sq_neg, total_pos, total_neg)))
+    n_terms = m.n_rows + m.row_groups.shape[0]
+    overall_se = float(np.sqrt(_delong_variance(u, sq_pos, sq_neg, total_pos, total_neg,
+                                                n_terms)))
     if m.n_groups == 0:
         return {metric: np.empty(0) for metric in METRIC_COLUMNS}, overall_se
     # cell weights; a background cell with no rows has weight 0 (not a float remainder)
@@ -88,7 +101,8 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
         var = _delong_variance(sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
-                               sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell])
+                               sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell],
+                               n_terms)
         se[metric] = np.sqrt(var)
     return se, overall_se
 

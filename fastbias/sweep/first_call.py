@@ -1,15 +1,18 @@
-"""A first call that does not wait for the compiler: the same exact counts in numpy.
+"""A first call that does not wait for the compiler: the same counts in numpy.
 
 In a fresh environment (an empty Numba cache: a new container, a CI job, a
-Colab session) the counting kernels take several seconds to compile before
-the first answer. While they compile in a background process
-(:func:`compile_in_background`), an unweighted call without intervals gets
-its counts from :func:`counts_in_numpy`: the class sorts, the ranks of every
-membership in each class by ``searchsorted``, and each subgroup's sums in
-int64, so the counts are exactly those of the kernels (a test checks it, bit
-for bit). It is slower than the kernels once compiled (a few hundred ms at
-1.8M x 24) but far faster than compiling them; later calls use the kernels
-as soon as they are ready.
+Colab session) the kernels take 10-20 s to compile before the first answer.
+While they compile in a background process (:func:`compile_in_background`), a
+call gets its counts from :func:`counts_in_numpy`. Unweighted: the class
+sorts, the ranks of every membership in each class by ``searchsorted``, and
+each subgroup's sums in int64, so the counts are exactly those of the kernels
+(a test checks it, bit for bit). Weighted: the same sums as the weighted
+kernel in double-double (:mod:`fastbias.sweep.double_double`), certified to the
+same tolerance (2**-50 relative; the last bits may differ from the kernel's).
+Its intervals are computed in numpy too (:mod:`fastbias.intervals.first_call`).
+It is slower than the kernels once compiled (a few hundred ms at 1.8M x 24)
+but far faster than compiling them; later calls use the kernels as soon as
+they are ready.
 """
 from __future__ import annotations
 
@@ -246,18 +249,37 @@ def _start_children() -> None:
     """Start each family's child in turn and wait for it (this thread runs no numba)."""
     while True:
         with _lock:
-            pending = [name for name in _requested if name not in _children]
+            pending = [name for name in _requested if name not in _children
+                       and name not in _starting]
             if not pending or _closing:
                 _runner.clear()
                 return
             name = pending[0]
-            child = _start_child([name])
+            _starting.append(name)
+        child = _start_child([name])  # (not under the lock: a fork meanwhile must not inherit it)
+        with _lock:
             _children[name] = child
+            _starting.remove(name)
         if child is not None:
             child.wait()
 
 
+_starting: list = []  # the family whose child is being started
 _closing: list = []  # non-empty once this process exits: no child starts any more
+
+
+def _forget_in_fork() -> None:
+    """In a forked child process: no compilation of the parent's is this process's own (its
+    thread does not exist here); a call here starts its own."""
+    global _lock
+    _lock = threading.Lock()
+    for state in (_requested, _runner, _starting, _closing):
+        state.clear()
+    _children.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_fork)
 
 
 def _start_child(families: list):
@@ -275,7 +297,8 @@ def _hand_over() -> None:
     """At exit: the families that have not started yet go to one last child, left running."""
     with _lock:
         _closing.append(True)
-        pending = [name for name in _requested if name not in _children]
+        pending = [name for name in _requested if name not in _children
+                   and name not in _starting]
         for name in pending:
             _children[name] = None
     if pending:
@@ -310,6 +333,6 @@ def still_compiling(name: str = "counting") -> bool:
         if name not in _requested:
             return False
         if name not in _children:
-            return True  # waiting for its turn
+            return True  # waiting for its turn, or starting
         child = _children[name]
     return child is not None and child.poll() is None

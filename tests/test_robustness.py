@@ -36,6 +36,10 @@ METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg
 # computed in a child process, printed as JSON, compared with the parent's numbers
 CHILD_CODE = """
 import json, os, warnings, numpy as np, fastbias
+import fastbias.sweep.parallel
+# compile here, only what this call needs (the test is about where kernels are cached), instead
+# of the first call's numpy tier and a background child compiling every kernel of its family
+fastbias.sweep.parallel.FIRST_CALL_MAX_ROWS = 0
 warnings.simplefilter("ignore")
 with_weights = os.environ.get("CHILD_WITH_WEIGHTS") == "1"
 rng = np.random.default_rng(3)

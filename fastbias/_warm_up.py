@@ -12,9 +12,9 @@ several pieces), so that the parent process finds them all in its cache:
 ``weighted``
     a call with ``sample_weight`` (also the explicit-cell recount);
 ``delong``
-    ``ci="delong"``, unweighted and weighted (with the sorts it reads);
+    ``ci="delong"``, unweighted and weighted (with ``counting`` first);
 ``bootstrap``
-    ``ci="bootstrap"``, unweighted and weighted.
+    ``ci="bootstrap"``'s replicates, unweighted and weighted.
 """
 from __future__ import annotations
 
@@ -107,6 +107,7 @@ def delong(rng) -> None:
             sorted_scores = SortedScores(scores, memberships, workers=workers)
             standard_errors(sorted_scores)
             standard_errors(sorted_scores, np.ascontiguousarray(weights))
+    # (first_call.INCLUDES says what this family compiles besides its own)
 
 
 def bootstrap(rng) -> None:
@@ -118,7 +119,8 @@ def bootstrap(rng) -> None:
                    progress=False, n_jobs=1)
         replicates(SortedScores(scores, memberships), np.ascontiguousarray(weights), n_boot=2,
                    random_state=0, progress=False, n_jobs=1)
-    counting(rng)
+    # (alone: a call switches to these kernels as soon as this family's child has ended; its
+    # point estimate's family is compiled next, by another child)
 
 
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,

@@ -31,6 +31,7 @@ from .prepare.memberships import (
     with_intersections,
 )
 from .sweep.counts import sweep_counts
+from .sweep.first_call import families_for
 from .sweep.parallel import sort_and_count
 from .validate.columns import check_aligned
 from .validate.errors import UndefinedMetricWarning
@@ -153,7 +154,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                               compiled=compiled, min_subgroup_size=min_size), order, min_size,
             compiled),
         labels, weights, workers=workers, with_rows=ci == "bootstrap",
-        numpy_if_cold=significance is None)
+        numpy_if_cold=significance is None, families=families_for(weights is not None, ci))
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if memberships.intersections:

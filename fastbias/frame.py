@@ -35,11 +35,11 @@ from .sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
     compile_in_background,
     counts_in_numpy,
+    families_for,
 )
 from .sweep.parallel import (
     CONCURRENT_SWEEP_MIN_ROWS,
     count_in_numpy_now,
-    counting_family,
     helper_thread,
     map_in_threads,
 )
@@ -312,7 +312,8 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
     if not compiled:
-        compile_in_background(counting_family(weights is not None))
+        for family in families_for(weights is not None, ci):
+            compile_in_background(family)
 
     cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])
 

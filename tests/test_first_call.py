@@ -381,8 +381,11 @@ def test_a_cold_weighted_or_interval_call_computes_in_numpy(compiling, kwargs, c
     with caplog.at_level("INFO", logger="fastbias"):
         got = fastbias.bias_metrics(y, s, groups, **kwargs)
     weighted = "sample_weight" in kwargs
-    families = ["weighted" if weighted else "counting"]
-    families += [kwargs["ci"]] if kwargs.get("ci") in ("delong", "bootstrap") else []
+    # the intervals' kernels first; the delong family compiles the unweighted counting too
+    families = {(True, None): ["weighted"], (True, "delong"): ["delong", "weighted"],
+                (False, "delong"): ["delong"], (False, "bootstrap"): ["bootstrap", "counting"],
+                (True, "bootstrap"): ["bootstrap", "weighted"],
+                (False, "bernstein"): ["counting"]}[weighted, kwargs.get("ci")]
     assert first_call._requested == families
     assert any("in numpy meanwhile" in r.getMessage() for r in caplog.records)
     first_call._requested.clear()  # what the kernels give (this process compiles them)
@@ -449,7 +452,7 @@ def test_a_cold_weighted_evaluate_equals_the_kernels(compiling, ci, monkeypatch)
                   missing_subgroup="exclude", sample_weight="w", ci=ci, n_boot=20,
                   random_state=0)
     got = fastbias.evaluate(df, **kwargs)
-    assert first_call._requested[0] == "weighted"
+    assert first_call._requested == ([ci, "weighted"] if ci else ["weighted"])
     monkeypatch.setattr(first_call, "_requested", [])
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
     expected = fastbias.evaluate(df, **kwargs)
@@ -499,6 +502,14 @@ def test_the_warm_up_lock_never_follows_a_link_nor_lives_where_others_write(tmp_
     fd = _warm_up._take_turn()
     assert fd is not None and (private / "fastbias-warm-up.lock").is_file()
     os.close(fd)
+
+
+def test_a_family_that_includes_another_counts_as_compiling_it(compiling):
+    first_call.compile_in_background("delong")  # its child also compiles the counting kernels
+    assert first_call.still_compiling("delong") and first_call.still_compiling("counting")
+    assert not first_call.still_compiling("weighted") and not first_call.still_compiling("bootstrap")
+    first_call._children["delong"] = None  # (its child has ended)
+    assert not first_call.still_compiling("delong") and not first_call.still_compiling("counting")
 
 
 def test_a_forked_process_forgets_its_parents_compilation(cold):

@@ -327,12 +327,29 @@ def wait_until_compiled() -> None:
 
 
 def still_compiling(name: str = "counting") -> bool:
-    """Whether the background compilation ``name`` was asked for and has not finished: a
-    call that needs those kernels now would compile them itself."""
+    """Whether the kernels of family ``name`` are being compiled in the background (by its
+    own child, or one whose family includes it, see INCLUDES) and are not ready yet: a call
+    that needs them now would compile them itself."""
     with _lock:
-        if name not in _requested:
-            return False
-        if name not in _children:
-            return True  # waiting for its turn, or starting
-        child = _children[name]
-    return child is not None and child.poll() is None
+        for family in _requested:
+            if name != family and name not in INCLUDES.get(family, ()):
+                continue
+            child = _children.get(family, "waiting")
+            if child == "waiting" or (child is not None and child.poll() is None):
+                return True
+    return False
+
+
+#: the families whose warm-up (:mod:`fastbias._warm_up`) also compiles others' kernels
+INCLUDES = {"delong": ("counting",)}
+
+
+def families_for(weighted: bool, ci: str | None = None) -> list:
+    """The kernel families a call with these settings needs, in the order they should compile:
+    its intervals' first (a bootstrap switches to its kernels as soon as they are ready),
+    then its counts' unless the first family includes them."""
+    families = [ci] if ci in ("delong", "bootstrap") else []
+    counting = "weighted" if weighted else "counting"
+    if not any(counting in INCLUDES.get(family, ()) for family in families):
+        families.append(counting)
+    return families

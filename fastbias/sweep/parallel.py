@@ -16,6 +16,7 @@ from .first_call import (
     FIRST_CALL_MAX_ROWS,
     compile_in_background,
     counts_in_numpy,
+    families_for,
     still_compiling,
 )
 
@@ -47,7 +48,7 @@ COUNTING_KERNELS = [SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_
 def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=None,
                    labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
                    workers: int = 1, with_rows: bool = False,
-                   numpy_if_cold: bool = False) -> tuple:
+                   numpy_if_cold: bool = False, families: list | None = None) -> tuple:
     """Sort once and count: ``(memberships, sorted scores, counts)``.
 
     ``prepare(workers, compiled=True)`` builds the memberships on that many
@@ -60,8 +61,9 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     With ``numpy_if_cold`` (what the caller does afterwards needs no sorts: the
     intervals of such a call are computed in numpy too), a call whose counting
     kernels must still compile counts in numpy while they compile in a
-    background process (see :mod:`fastbias.sweep.first_call`); its sorted
-    scores are then None.
+    background process (see :mod:`fastbias.sweep.first_call`; ``families``: the
+    kernel families to compile, default those of the counts); its sorted scores
+    are then None.
 
     Unweighted, with memberships still to build (``prepare`` and the
     ``labels``) and enough rows, the class sort (it needs only the labels
@@ -73,7 +75,8 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
                           numpy_if_cold and memberships is None
                           and scores.shape[0] <= FIRST_CALL_MAX_ROWS):
         # a fresh environment: the same counts in numpy while the kernels compile
-        compile_in_background(counting_family(sample_weight is not None))
+        for family in families or families_for(sample_weight is not None):
+            compile_in_background(family)
         memberships = prepare(1, False)
         return memberships, None, counts_in_numpy(scores, memberships, sample_weight)
     overlap = (memberships is None and labels is not None and sample_weight is None
@@ -100,12 +103,7 @@ def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
     compiling in the background."""
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
-    return eligible and (cold or still_compiling(counting_family(weighted)))
-
-
-def counting_family(weighted: bool) -> str:
-    """The family of kernels (:mod:`fastbias._warm_up`) a count without intervals needs."""
-    return "weighted" if weighted else "counting"
+    return eligible and (cold or still_compiling("weighted" if weighted else "counting"))
 
 
 def helper_thread(enabled: bool = True):

@@ -518,3 +518,28 @@ def test_a_forked_process_forgets_its_parents_compilation(cold):
     first_call._forget_in_fork()  # what os.register_at_fork runs in the child
     assert first_call._requested == [] and first_call._children == {}
     assert not first_call.still_compiling()
+
+
+def test_a_long_cold_bootstrap_compiles_its_kernels_rather_than_wait(compiling, monkeypatch,
+                                                                      caplog):
+    # replicates left that would take longer in numpy than compiling: the kernels, at once
+    from fastbias.intervals import bootstrap
+
+    monkeypatch.setattr(bootstrap, "NUMPY_REPLICATES_SECONDS", 0.0)
+    calls = []
+    monkeypatch.setattr(bootstrap.NumpyReplicates, "counts",
+                        lambda self, key, f=bootstrap.NumpyReplicates.counts:
+                        calls.append(key) or f(self, key))
+    rng = np.random.default_rng(13)
+    n = 1_500
+    y, s = rng.random(n) < 0.4, rng.random(n)
+    groups = rng.random((n, 2)) < 0.3
+    with caplog.at_level("INFO", logger="fastbias"):
+        got = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=25, random_state=2)
+    assert len(calls) == 1  # one replicate in numpy, to time it; 24 by the kernels
+    assert any("compiling the bootstrap kernels now: 24 replicates" in r.getMessage()
+               for r in caplog.records)
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
+    expected = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=25, random_state=2)
+    assert_same_results(got, expected, exact=True)

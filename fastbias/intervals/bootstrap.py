@@ -1,7 +1,9 @@
 """The Poisson bootstrap: each replicate weights every row by a Poisson(1) count; one sort."""
 from __future__ import annotations
 
+import logging
 import numbers
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -19,6 +21,8 @@ from ..sweep.parallel import map_in_threads
 from ..validate.settings import resolve_n_jobs
 from . import _kernels as IK
 from .first_call import NumpyReplicates
+
+logger = logging.getLogger("fastbias")
 
 
 def check_n_boot(n_boot) -> int:
@@ -140,6 +144,11 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                       progress=progress, n_jobs=n_jobs)
 
 
+#: a first call's bootstrap stops counting in numpy (and compiles its kernels, about 10 s) when
+#: the replicates left would take longer than this there
+NUMPY_REPLICATES_SECONDS = 10.0
+
+
 def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | None = None, *,
                n_boot: int = 1000, random_state=None, progress=None,
                n_jobs: int | None = None, first_call: tuple | None = None) -> BootstrapReplicates:
@@ -151,7 +160,9 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     memberships)`` of a first call whose kernels still compile in the background
     (:mod:`fastbias.intervals.first_call`): replicates are counted in numpy
     (the same counts, unweighted) until the kernels are ready, then by them
-    (``sorted_scores`` may then be None: they sort when they take over).
+    (``sorted_scores`` may then be None: they sort when they take over); when the
+    replicates left would take more than NUMPY_REPLICATES_SECONDS in numpy, the kernels
+    are compiled at once instead (this call's only).
     """
     n_boot = check_n_boot(n_boot)
     m = sorted_scores.memberships if sorted_scores is not None else first_call[1]
@@ -165,11 +176,19 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
         done = 0
         if first_call is not None:
             in_numpy = NumpyReplicates(*first_call, base)
+            start = time.perf_counter()
             while done < n_boot and still_compiling("bootstrap"):
                 counts[done], class_totals[done, 0], class_totals[done, 1], \
                     twice_overall_u[done] = in_numpy.counts(replicate_key(seeds[done]))
                 bar.update(1)
                 done += 1
+                per_replicate = (time.perf_counter() - start) / done
+                if (n_boot - done) * per_replicate > NUMPY_REPLICATES_SECONDS:
+                    # compiling here (only this call's kernels) is quicker than the rest in numpy
+                    logger.info("compiling the bootstrap kernels now: %d replicates left would "
+                                "take about %.0f s in numpy", n_boot - done,
+                                (n_boot - done) * per_replicate)
+                    break
         if done < n_boot:
             if sorted_scores is None:
                 sorted_scores = SortedScores(first_call[0], m, with_rows=base is None)

@@ -166,6 +166,7 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     """
     n_boot = check_n_boot(n_boot)
     m = sorted_scores.memberships if sorted_scores is not None else first_call[1]
+    n = m.n_rows
     seeds = _seed_sequence(random_state).spawn(n_boot)
     counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
     class_totals = np.empty((n_boot, 2))
@@ -174,12 +175,19 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     bar, own_bar = bootstrap_bar(progress, n_boot)  # opened where the finally closes it
     try:
         done = 0
-        if first_call is not None:
-            in_numpy = NumpyReplicates(*first_call, base)
+        # about what a replicate takes in numpy (30 ns a row, measured on 2 cores), before
+        # timing one: a long bootstrap compiles at once, without building the numpy ranks
+        in_numpy = first_call is not None
+        if in_numpy and n_boot * 3e-8 * n > NUMPY_REPLICATES_SECONDS:
+            logger.info("compiling the bootstrap kernels now: %d replicates would take about "
+                        "%.0f s in numpy", n_boot, n_boot * 3e-8 * n)
+            in_numpy = False
+        if in_numpy:
+            numpy_replicates = NumpyReplicates(*first_call, base)
             start = time.perf_counter()
             while done < n_boot and still_compiling("bootstrap"):
                 counts[done], class_totals[done, 0], class_totals[done, 1], \
-                    twice_overall_u[done] = in_numpy.counts(replicate_key(seeds[done]))
+                    twice_overall_u[done] = numpy_replicates.counts(replicate_key(seeds[done]))
                 bar.update(1)
                 done += 1
                 per_replicate = (time.perf_counter() - start) / done

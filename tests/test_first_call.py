@@ -525,7 +525,9 @@ def test_a_long_cold_bootstrap_compiles_its_kernels_rather_than_wait(compiling, 
     # replicates left that would take longer in numpy than compiling: the kernels, at once
     from fastbias.intervals import bootstrap
 
-    monkeypatch.setattr(bootstrap, "NUMPY_REPLICATES_SECONDS", 0.0)
+    # the estimate (25 x 1,500 rows x 30 ns: 1.1 ms) is within 1.2 ms; the first replicate, timed,
+    # (dozens of numpy calls: well over 50 us) says the 24 left are not
+    monkeypatch.setattr(bootstrap, "NUMPY_REPLICATES_SECONDS", 1.2e-3)
     calls = []
     monkeypatch.setattr(bootstrap.NumpyReplicates, "counts",
                         lambda self, key, f=bootstrap.NumpyReplicates.counts:
@@ -543,3 +545,15 @@ def test_a_long_cold_bootstrap_compiles_its_kernels_rather_than_wait(compiling, 
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
     expected = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=25, random_state=2)
     assert_same_results(got, expected, exact=True)
+
+    # an estimate already over the budget: no replicate in numpy at all
+    monkeypatch.setattr(bootstrap, "NUMPY_REPLICATES_SECONDS", 0.0)
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    calls.clear()
+    with caplog.at_level("INFO", logger="fastbias"):
+        again = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=25, random_state=2)
+    assert calls == []
+    assert any("25 replicates would take" in r.getMessage() for r in caplog.records)
+    assert_same_results(again, expected, exact=True)

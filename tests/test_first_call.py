@@ -78,7 +78,9 @@ def test_numpy_memberships_equal_the_kernels_for_columns(dtype, threshold):
 
 @pytest.fixture
 def cold(monkeypatch):
-    """A process whose kernels look uncompiled, with no background compilation yet."""
+    """A process whose kernels look uncompiled, with no background compilation yet (and the
+    first-call tier on, as it is outside the test suite)."""
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "1")
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
     monkeypatch.setattr(_numba_cache, "_ready", set())
     monkeypatch.setattr(first_call, "_children", {})
@@ -154,7 +156,8 @@ def test_a_script_ends_at_once_and_its_child_fills_the_cache(tmp_path):
               "y, s = rng.random(500) < 0.3, rng.random(500)\n"
               "fastbias.bias_metrics(y, s, rng.random((500, 2)) < 0.3)\n"
               "print(first_call._requested)\n")
-    env = dict(first_call._child_environment(), NUMBA_CACHE_DIR=str(cache))
+    env = dict(first_call._child_environment(), NUMBA_CACHE_DIR=str(cache),
+               FASTBIAS_FIRST_CALL="1")
     out = subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300,
                          capture_output=True, text=True)
     assert out.stdout.strip() == "['counting']"
@@ -557,3 +560,12 @@ def test_a_long_cold_bootstrap_compiles_its_kernels_rather_than_wait(compiling, 
     assert calls == []
     assert any("25 replicates would take" in r.getMessage() for r in caplog.records)
     assert_same_results(again, expected, exact=True)
+
+
+def test_the_tier_can_be_turned_off(cold, monkeypatch):
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "0")  # compile first: the kernels' bits
+    rng = np.random.default_rng(14)
+    y, s = rng.random(400) < 0.4, rng.random(400)
+    groups = rng.random((400, 2)) < 0.3
+    fastbias.bias_metrics(y, s, groups, sample_weight=rng.random(400), ci="delong")
+    assert first_call._requested == []

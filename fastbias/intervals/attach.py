@@ -27,6 +27,7 @@ from ..sweep.first_call import (
     compile_in_background,
     counts_in_numpy,
     still_compiling,
+    tier_enabled,
 )
 from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
@@ -192,7 +193,7 @@ def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
         cold = announce_compiling("DeLong" if method == "delong" else method,
                                   INTERVAL_KERNELS[method](),
                                   "; this call computes its intervals in numpy meanwhile") > 0
-        eligible = no_sorts or n_rows <= FIRST_CALL_MAX_ROWS
+        eligible = no_sorts or (n_rows <= FIRST_CALL_MAX_ROWS and tier_enabled())
         if eligible and (cold or no_sorts):
             compile_in_background(method)
         return no_sorts or (eligible and (cold or still_compiling(method)))

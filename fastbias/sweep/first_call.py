@@ -34,6 +34,14 @@ from .double_double import dd_add, dd_mul, dd_prefix_sums, dd_sum_error_bound, d
 FIRST_CALL_MAX_ROWS = 20_000_000
 
 
+def tier_enabled() -> bool:
+    """Whether a cold call may compute in numpy (the default). ``FASTBIAS_FIRST_CALL=0`` in the
+    environment turns the tier off: every call then compiles what it needs first and gives
+    the kernels' bits (weighted sums and DeLong's float sums can differ from the tier's in
+    the last bits); the test suite runs so, but for the tests of the tier itself."""
+    return os.environ.get("FASTBIAS_FIRST_CALL", "1").strip() != "0"
+
+
 def counts_in_numpy(scores: np.ndarray, memberships: Memberships,
                     sample_weight: np.ndarray | None = None, certify: bool = True,
                     weight_scale: float | None = None) -> SweepCounts:

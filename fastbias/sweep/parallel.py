@@ -18,6 +18,7 @@ from .first_call import (
     counts_in_numpy,
     families_for,
     still_compiling,
+    tier_enabled,
 )
 
 # below this many rows a helper thread that sorts while the caller reads columns does not pay
@@ -101,6 +102,7 @@ def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
     count in numpy (see :mod:`fastbias.sweep.first_call`): it is ``eligible`` (no sorts
     needed afterwards) and the counting kernels (weighted or not) must still compile, or are
     compiling in the background."""
+    eligible = eligible and tier_enabled()
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
     return eligible and (cold or still_compiling("weighted" if weighted else "counting"))

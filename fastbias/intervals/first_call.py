@@ -22,6 +22,7 @@ import numpy as np
 
 from ..prepare.memberships import Memberships
 from ..sweep import _kernels as SK
+from ..sweep.first_call import class_orders, weighted_counts_in_numpy
 from ..sweep.walk import MemberWalk
 from . import _kernels as IK
 
@@ -31,17 +32,11 @@ def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
     """The memberships in score order with the classes sorted (a :class:`MemberWalk` whose
     keys are the scores themselves), by numpy sorts."""
     m = memberships
-    owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
-    rows = m.identity_rows[owner]
+    rows = m.identity_rows[m.owners]
     order = np.argsort(scores[rows], kind="stable")
     rows = rows[order]
-    codes = (2 * m.row_groups.astype(np.int64) + m.identity_labels[owner])[order]
-    classes = []
-    for in_class in (~m.labels, m.labels):
-        class_rows = np.flatnonzero(in_class)
-        class_rows = class_rows[np.argsort(scores[class_rows], kind="stable")]
-        classes.append(class_rows)
-    neg_rows, pos_rows = classes
+    codes = (2 * m.row_groups.astype(np.int64) + m.identity_labels[m.owners])[order]
+    neg_rows, pos_rows = classes = class_orders(scores, m.labels)
     none = np.empty(0, dtype=np.float64)
     if sample_weight is None:
         n_neg, n_pos = m.class_rows
@@ -218,10 +213,7 @@ class NumpyReplicates:
         self.counters = poisson_counters(m.n_rows)
         if sample_weight is not None:
             return
-        self.classes = []
-        for in_class in (~m.labels, m.labels):
-            rows = np.flatnonzero(in_class)
-            self.classes.append(rows[np.argsort(scores[rows], kind="stable")])
+        self.classes = class_orders(scores, m.labels)
         neg_sorted, pos_sorted = (scores[rows] for rows in self.classes)
         id_scores = scores[m.identity_rows]
         self.neg_ranks = (np.searchsorted(neg_sorted, id_scores, "left"),
@@ -230,9 +222,8 @@ class NumpyReplicates:
                           np.searchsorted(pos_sorted, id_scores, "right"))
         self.overall_ranks = (np.searchsorted(neg_sorted, pos_sorted, "left"),
                               np.searchsorted(neg_sorted, pos_sorted, "right"))
-        owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
         by_group = np.argsort(m.row_groups, kind="stable")
-        self.owner = owner[by_group]  # each membership's identity row, subgroup by subgroup
+        self.owner = m.owners[by_group]  # each membership's identity row, subgroup by subgroup
         self.bounds = np.searchsorted(m.row_groups[by_group], np.arange(m.n_groups + 1))
         self.subgroups = []  # per subgroup: its negatives by score, its positives' ranks there
         for g in range(m.n_groups):
@@ -247,8 +238,6 @@ class NumpyReplicates:
 
     def counts(self, key) -> tuple:
         """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
-        from ..sweep.first_call import weighted_counts_in_numpy
-
         m = self.m
         draws = poisson_counts_in_numpy(key, m.n_rows, self.counters)
         if self.base is not None:

@@ -78,6 +78,11 @@ class Memberships:
         return cells.reshape(self.n_groups, 2).astype(np.int64)
 
     @cached_property
+    def owners(self) -> np.ndarray:
+        """Each membership's position in ``identity_rows`` (int64; memberships in CSR order)."""
+        return np.repeat(np.arange(self.identity_rows.shape[0]), np.diff(self.row_ptr))
+
+    @cached_property
     def class_rows(self) -> tuple:
         """(number of negative rows, number of positive rows) over all rows."""
         n_pos = int(np.count_nonzero(self.labels))
@@ -312,9 +317,8 @@ def group_by_missing(missing_masks: list) -> list:
 def group_mask(memberships: Memberships, g: int) -> np.ndarray:
     """Boolean row mask of subgroup ``g`` (O(memberships))."""
     m = memberships
-    owner = np.repeat(np.arange(m.identity_rows.shape[0]), np.diff(m.row_ptr))
     mask = np.zeros(m.n_rows, dtype=np.bool_)
-    mask[m.identity_rows[owner[m.row_groups == g]]] = True
+    mask[m.identity_rows[m.owners[m.row_groups == g]]] = True
     return mask
 
 

@@ -110,9 +110,7 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
     weights = np.asarray(sample_weight, dtype=np.float64)
     weights = weights if scale == 1.0 else weights / scale
     classes = []
-    for in_class in (~m.labels, m.labels):
-        rows = np.flatnonzero(in_class)
-        rows = rows[np.argsort(scores[rows], kind="stable")]
+    for rows in class_orders(scores, m.labels):
         w = weights[rows]
         classes.append((rows, scores[rows], w, *dd_prefix_sums(w), int(np.count_nonzero(w > 0))))
     (neg_rows, neg_sorted, _, neg_hi, neg_lo, n_weighted_neg), \
@@ -129,9 +127,7 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
              for a, b in zip(dd_mul(*nb, id_w, 0.0), dd_mul(*pa, id_w, 0.0))]
     second = [np.where(positive, a, b)
               for a, b in zip(dd_mul(*pa, id_w, 0.0), dd_mul(*na, id_w, 0.0))]
-    per_row = np.diff(m.row_ptr)
-    owner = np.repeat(np.arange(m.identity_rows.shape[0]), per_row)
-    by_group = owner[np.argsort(m.row_groups, kind="stable")]
+    by_group = m.owners[np.argsort(m.row_groups, kind="stable")]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups, minlength=m.n_groups))])
     k = m.n_groups
     hi, lo = np.zeros((k, K.N_COUNT_COLUMNS)), np.zeros((k, K.N_COUNT_COLUMNS))
@@ -190,6 +186,15 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
     return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), tn, tp, overall, scale,
                            explicit if certify else None,
                            eps=dd_sum_error_bound(m.n_rows + m.row_groups.shape[0]))
+
+
+def class_orders(scores: np.ndarray, labels: np.ndarray) -> tuple:
+    """The rows of each class (negatives, positives) in score order, by numpy's stable sort."""
+    orders = []
+    for in_class in (~labels, labels):
+        rows = np.flatnonzero(in_class)
+        orders.append(rows[np.argsort(scores[rows], kind="stable")])
+    return tuple(orders)
 
 
 def _twice_weight_below(sorted_values, cum_hi, cum_lo, queries) -> tuple:

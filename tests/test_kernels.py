@@ -235,3 +235,36 @@ def test_column_rows_equal_numpy(n, threshold, dtype, offset):
     values = base.astype(dtype)[offset:]
     got = column_rows(values, threshold, np.empty(values.shape[0], dtype=np.int64))
     np.testing.assert_array_equal(got, np.flatnonzero(values.astype(np.float64) >= threshold))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), levels=st.integers(1, 40), n=st.integers(0, 300),
+       n_queries=st.integers(0, 60), scale_exponent=st.integers(-3, 3))
+def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_exponent):
+    """Twice the weight below each query, ties 1/2, against exact rational sums; the class
+    total and its positive-weight rows; queries given in order or through ``query_order``."""
+    from fractions import Fraction
+
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(2 * n + 5)[:n].astype(np.int64)
+    values = np.sort(rng.integers(0, levels, n) / levels)
+    weights = np.where(rng.random(2 * n + 5) < 0.2, 0.0, np.exp(rng.normal(0, 8, 2 * n + 5)))
+    scale = 2.0 ** scale_exponent
+    queries = rng.integers(-1, levels + 1, n_queries) / levels
+    order = np.argsort(queries, kind="stable").astype(np.int64)
+    hi, lo, total_hi, total_lo, n_positive = K.twice_class_weight_below(
+        values, rows, weights, scale, queries, order)
+    w = [Fraction(weights[r]) / Fraction(scale) for r in rows]
+    for q, h, lw in zip(queries, hi, lo):
+        exact = (2 * sum((x for x, v in zip(w, values) if v < q), Fraction(0))
+                 + sum((x for x, v in zip(w, values) if v == q), Fraction(0)))
+        assert abs(Fraction(h) + Fraction(lw) - exact) <= exact * Fraction(2) ** -100
+    exact_total = sum(w, Fraction(0))
+    assert abs(Fraction(total_hi) + Fraction(total_lo) - exact_total) <= \
+        exact_total * Fraction(2) ** -100
+    assert n_positive == sum(1 for x in w if x > 0)
+    in_order = K.twice_class_weight_below(values, rows, weights, scale, queries[order],
+                                          np.empty(0, dtype=np.int64))
+    np.testing.assert_array_equal(in_order[0], hi[order])
+    np.testing.assert_array_equal(in_order[1], lo[order])

@@ -128,54 +128,57 @@ def lsd_radix_passes(keys, spare, payload, spare_payload, hist):
     return sorted_keys, sorted_payload
 
 
+#: what :func:`radix_sort_gathered` carries along the sorted values: nothing, the positions
+#: into ``rows``, or the rows themselves
+PAYLOAD_NONE, PAYLOAD_POSITIONS, PAYLOAD_ROWS = 0, 1, 2
+
+
 @njit(inline="always")
-def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, hist):
+def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, payload_kind, hist):
     sign = np.uint64(1) << np.uint64(n_bits - 1)
     full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    with_payload = payload.shape[0] > 0
     for j in range(rows.shape[0]):
         k = _sortable_key(np.uint64(bits[rows[j]]), sign, full)
         keys[j] = k
-        if with_payload:
+        if payload_kind == PAYLOAD_POSITIONS:
             payload[j] = j
+        elif payload_kind == PAYLOAD_ROWS:
+            payload[j] = rows[j]
         _count_digits(hist, k, n_passes)
 
 
 @njit(cache=True, nogil=True)
-def radix_sort_gathered(bits, rows, n_bits, out_bits, order, as_keys=False):
+def radix_sort_gathered(bits, rows, n_bits, payload_kind, as_keys=False):
     """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
 
     ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
-    or 64). Writes the sorted bit patterns to ``out_bits`` (same width; -0.0
-    written as +0.0), or with ``as_keys`` their sortable keys (see
-    :func:`_sortable_key`), and, if ``order`` is not empty, the positions ``j``
-    (into ``rows``) in sorted order (stable). NaN must not occur.
+    or 64). Returns ``(sorted, payload)``: the sorted bit patterns (-0.0 given
+    as +0.0), or with ``as_keys`` their sortable keys (see
+    :func:`_sortable_key`), in an array of ``bits``' dtype; and an int64 array
+    in the same (stable) order: empty (``payload_kind`` ``PAYLOAD_NONE``), the
+    positions ``j`` into ``rows`` (``PAYLOAD_POSITIONS``) or the rows
+    ``rows[j]`` themselves (``PAYLOAD_ROWS``). Both are the sort's own buffers,
+    so it needs about 3 words of scratch per row (beside what it returns).
+    NaN must not occur.
     """
     m = rows.shape[0]
     sign = np.uint64(1) << np.uint64(n_bits - 1)
     full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
     n_passes = _radix_passes(n_bits)
-    with_order = order.shape[0] > 0
-    keys = np.empty(m, dtype=out_bits.dtype)
-    n_payload = m if with_order else 0
-    payload = np.empty(n_payload, dtype=np.int64)
+    keys = np.empty(m, dtype=bits.dtype)
+    payload = np.empty(m if payload_kind != PAYLOAD_NONE else 0, dtype=np.int64)
     hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
     # literal pass counts let the compiler unroll the histogram updates
     if n_bits == 32:
-        _gather_keys(bits, rows, 32, 3, keys, payload, hist)
+        _gather_keys(bits, rows, 32, 3, keys, payload, payload_kind, hist)
     else:
-        _gather_keys(bits, rows, 64, 6, keys, payload, hist)
+        _gather_keys(bits, rows, 64, 6, keys, payload, payload_kind, hist)
     sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
                                                    np.empty_like(payload), hist)
-    if as_keys:
+    if not as_keys:
         for j in range(m):
-            out_bits[j] = sorted_keys[j]
-    else:
-        for j in range(m):
-            out_bits[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
-    if with_order:
-        for j in range(m):
-            order[j] = sorted_payload[j]
+            sorted_keys[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
+    return sorted_keys, sorted_payload
 
 
 @njit(inline="always")

@@ -220,6 +220,15 @@ class ScoreOrder:
     pos_sorted: np.ndarray
 
 
+def _radix(scores: np.ndarray, rows: np.ndarray, payload: int, as_keys: bool = False) -> tuple:
+    """:func:`~fastbias.sort._kernels.radix_sort_gathered` on ``scores[rows]``: ``(sorted values,
+    or their sortable keys with ``as_keys``; the payload)``."""
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    out, carried = K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8,
+                                         payload, as_keys)
+    return (out if as_keys else out.view(scores.dtype)), carried
+
+
 def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False):
     """``np.sort(scores[rows] + 0.0)`` (and its stable argsort) by an LSD radix sort.
 
@@ -228,10 +237,7 @@ def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False
     is None unless asked for. On 1.8M float32 scores this is several times
     faster than ``np.sort`` and far faster than ``np.argsort`` here.
     """
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    out = np.empty(rows.shape[0], dtype=scores.dtype)
-    order = np.empty(rows.shape[0] if with_order else 0, dtype=np.int64)
-    K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, out.view(uint), order)
+    out, order = _radix(scores, rows, K.PAYLOAD_POSITIONS if with_order else K.PAYLOAD_NONE)
     return out, (order if with_order else None)
 
 
@@ -240,27 +246,18 @@ def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1)
     side on up to ``workers`` threads)."""
     m = memberships
     id_scores = K.gather_scores(scores, m.identity_rows)
-    (_, id_order), (neg_sorted, neg_order), (pos_sorted, pos_order) = run_pieces(
-        lambda rows: sorted_scores(scores, rows, with_order=True),
-        [m.identity_rows, m.neg_rows, m.pos_rows], workers)
-    return ScoreOrder(id_scores, id_order, m.neg_rows[neg_order], m.pos_rows[pos_order],
-                      neg_sorted, pos_sorted)
-
-
-def _sorted_keys_with_rows(scores: np.ndarray, rows: np.ndarray) -> tuple:
-    """The sortable keys of ``scores[rows]`` ascending and the ``rows`` in that order (stable)."""
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    keys = np.empty(rows.shape[0], dtype=uint)
-    order = np.empty(rows.shape[0], dtype=np.int64)
-    K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, keys, order, True)
-    return keys, rows[order]
+    (_, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
+        lambda task: _radix(scores, *task),
+        [(m.identity_rows, K.PAYLOAD_POSITIONS), (m.neg_rows, K.PAYLOAD_ROWS),
+         (m.pos_rows, K.PAYLOAD_ROWS)], workers)
+    return ScoreOrder(id_scores, id_order, neg_rows, pos_rows, neg_sorted, pos_sorted)
 
 
 def sort_classes_with_rows(scores: np.ndarray, memberships: Memberships) -> tuple:
     """:func:`sort_classes` that also gives each class's rows in that order:
     ``(SortedClasses, negative rows, positive rows)``."""
-    neg_keys, neg_rows = _sorted_keys_with_rows(scores, memberships.neg_rows)
-    pos_keys, pos_rows = _sorted_keys_with_rows(scores, memberships.pos_rows)
+    neg_keys, neg_rows = _radix(scores, memberships.neg_rows, K.PAYLOAD_ROWS, as_keys=True)
+    pos_keys, pos_rows = _radix(scores, memberships.pos_rows, K.PAYLOAD_ROWS, as_keys=True)
     return SortedClasses(neg_keys, pos_keys), neg_rows, pos_rows
 
 
@@ -271,10 +268,7 @@ def sort_memberships_with_rows(scores: np.ndarray, memberships: Memberships) -> 
     rows = np.repeat(m.identity_rows, per_row)
     code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
     codes = (2 * m.row_groups + np.repeat(m.identity_labels, per_row)).astype(code)
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    keys = np.empty(rows.shape[0], dtype=uint)
-    order = np.empty(rows.shape[0], dtype=np.int64)
-    K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8, keys, order, True)
+    keys, order = _radix(scores, rows, K.PAYLOAD_POSITIONS, as_keys=True)
     return keys, codes[order], rows[order]
 
 

@@ -326,26 +326,49 @@ def _dd_mul(a_hi, a_lo, b_hi, b_lo):
 
 
 @njit(cache=True, nogil=True)
-def cumulative_weights_compensated(rows, weights):
-    """Prefix sums of ``weights[rows]`` as pairs (hi, lo), length m + 1, starting at 0.
+def twice_class_weight_below(class_sorted, class_rows, weights, scale, queries, query_order):
+    """Twice a class's weight below each query, ties 1/2, in double-double, in one walk.
 
-    Returns ``(hi, lo, gathered, n_positive)``: also ``weights[rows]`` and how
-    many of them are > 0, from the same (random-access) pass.
+    The class's rows ``class_rows`` in increasing score order ``class_sorted``
+    weigh ``weights[row] / scale`` (``scale`` a power of two: exact). For
+    query ``q`` the result is ``P(#below) + P(#below or tied)``, where ``P(k)``
+    is the compensated sum of the first ``k`` weights (``_dd_add`` one weight at
+    a time from 0, the same bits as a prefix-sum array would hold); the
+    queries are walked in increasing order (``query_order``, or as given when
+    it is empty), so the two running sums only move forward and no array of
+    the class's length is made. Returns ``(hi, lo, total_hi, total_lo,
+    n_positive)``: per query (in the queries' own order), then the class's
+    total weight and how many of its rows weigh more than 0.
     """
-    m = rows.shape[0]
-    hi = np.empty(m + 1, dtype=np.float64)
-    lo = np.empty(m + 1, dtype=np.float64)
-    gathered = np.empty(m, dtype=np.float64)
-    hi[0] = 0.0
-    lo[0] = 0.0
+    m = class_rows.shape[0]
+    n_queries = queries.shape[0]
+    ordered = query_order.shape[0] == 0
+    out_hi = np.empty(n_queries, dtype=np.float64)
+    out_lo = np.empty(n_queries, dtype=np.float64)
+    lt = 0
+    le = 0
+    lt_hi = lt_lo = le_hi = le_lo = 0.0
     n_positive = 0
-    for j in range(m):
-        w = weights[rows[j]]
-        gathered[j] = w
+    for t in range(n_queries):
+        q_index = t if ordered else query_order[t]
+        q = queries[q_index]
+        while lt < m and class_sorted[lt] < q:
+            lt_hi, lt_lo = _dd_add(lt_hi, lt_lo, weights[class_rows[lt]] / scale, 0.0)
+            lt += 1
+        while le < m and class_sorted[le] <= q:
+            w = weights[class_rows[le]] / scale
+            if w > 0:
+                n_positive += 1
+            le_hi, le_lo = _dd_add(le_hi, le_lo, w, 0.0)
+            le += 1
+        out_hi[q_index], out_lo[q_index] = _dd_add(lt_hi, lt_lo, le_hi, le_lo)
+    while le < m:
+        w = weights[class_rows[le]] / scale
         if w > 0:
             n_positive += 1
-        hi[j + 1], lo[j + 1] = _dd_add(hi[j], lo[j], w, 0.0)
-    return hi, lo, gathered, n_positive
+        le_hi, le_lo = _dd_add(le_hi, le_lo, w, 0.0)
+        le += 1
+    return out_hi, out_lo, le_hi, le_lo, n_positive
 
 
 @njit(cache=True, nogil=True)
@@ -354,30 +377,30 @@ def _add_to(hi, lo, g, col, v_hi, v_lo):
 
 
 @njit(cache=True, nogil=True)
-def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr, row_groups,
-                             neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_cum_hi,
-                             pos_cum_lo, pos_w_sorted, n_weighted_neg, n_weighted_pos, n_groups):
+def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_rows, row_ptr,
+                             row_groups, neg_sorted, neg_rows, pos_sorted, pos_rows, n_groups):
     """Weighted per-subgroup counts, every sum carried as a double-double pair (hi, lo).
 
-    Same quantities as the unweighted ``member_counts``, walking rows.
-    ``*_cum_hi/lo`` are compensated prefix sums of the class weights along the
-    sorted class scores. Returns ``(hi, lo, background_hi, background_lo,
-    background_rows, twice_u_hi, twice_u_lo)``: the counts (n_groups, 7) as
-    in the unweighted kernel, the background negative/positive weights
-    (n_groups, 2) as class total minus subgroup (exactly 0 when no background
-    row of that class has a positive weight: ``n_weighted_neg``/
-    ``n_weighted_pos`` count such rows over the whole data), how many
-    background rows of each class have a positive weight, and twice the
-    overall U. Each value is ``hi + lo``
-    to about 2**-106 of the sums it came from; :func:`explicit_cell_counts`
-    recomputes a subgroup whose background is too small for that.
+    Same quantities as the unweighted ``member_counts``, walking rows. Each
+    row weighs ``weights[row] / scale`` (``scale`` a power of two); the
+    identity rows ``id_rows`` have scores ``id_scores``, sorted by
+    ``id_order``; each class's rows are given in increasing score order
+    (``*_rows``, scores ``*_sorted``), and the weight of each class below each
+    identity row comes from :func:`twice_class_weight_below`. Returns ``(hi,
+    lo, background_hi, background_lo, background_rows, twice_u_hi, twice_u_lo,
+    negative total, positive total)``: the counts (n_groups, 7) as in the
+    unweighted kernel, the background negative/positive weights (n_groups, 2)
+    as class total minus subgroup (exactly 0 when no background row of that
+    class has a positive weight), how many background rows of each class have
+    a positive weight, twice the overall U, and each class's total weight as
+    (hi, lo). Each value is ``hi + lo`` to about 2**-106 of the sums it came
+    from; :func:`explicit_cell_counts` recomputes a subgroup whose
+    background is too small for that.
     """
-    neg_lt, neg_le = rank_bounds_in_sorted(neg_sorted, id_scores, id_order)
-    pos_lt, pos_le = rank_bounds_in_sorted(pos_sorted, id_scores, id_order)
-    last_neg = neg_cum_hi.shape[0] - 1
-    last_pos = pos_cum_hi.shape[0] - 1
-    tn_hi, tn_lo = neg_cum_hi[last_neg], neg_cum_lo[last_neg]
-    tp_hi, tp_lo = pos_cum_hi[last_pos], pos_cum_lo[last_pos]
+    nb_all_hi, nb_all_lo, tn_hi, tn_lo, n_weighted_neg = twice_class_weight_below(
+        neg_sorted, neg_rows, weights, scale, id_scores, id_order)
+    pb_all_hi, pb_all_lo, tp_hi, tp_lo, n_weighted_pos = twice_class_weight_below(
+        pos_sorted, pos_rows, weights, scale, id_scores, id_order)
     hi = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
     lo = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
     neg_block = np.zeros((n_groups, 2), dtype=np.float64)
@@ -393,12 +416,10 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr
         block_score = id_scores[id_order[t]]
         while t < m and id_scores[id_order[t]] == block_score:
             r = id_order[t]
-            w = id_weights[r]
+            w = weights[id_rows[r]] / scale
             # twice "#class below + 1/2 tied" for this row, both classes
-            nb_hi, nb_lo = _dd_add(neg_cum_hi[neg_lt[r]], neg_cum_lo[neg_lt[r]],
-                                   neg_cum_hi[neg_le[r]], neg_cum_lo[neg_le[r]])
-            pb_hi, pb_lo = _dd_add(pos_cum_hi[pos_lt[r]], pos_cum_lo[pos_lt[r]],
-                                   pos_cum_hi[pos_le[r]], pos_cum_lo[pos_le[r]])
+            nb_hi, nb_lo = nb_all_hi[r], nb_all_lo[r]
+            pb_hi, pb_lo = pb_all_hi[r], pb_all_lo[r]
             # twice "#positives above + 1/2 tied"
             pa_hi, pa_lo = _dd_add(2.0 * tp_hi, 2.0 * tp_lo, -pb_hi, -pb_lo)
             if id_labels[r]:
@@ -464,20 +485,21 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, id_weights, row_ptr
             background_lo[g, c] = b_lo if live else 0.0
         background_rows[g, 0] = n_weighted_neg - weighted_rows[g, 0]
         background_rows[g, 1] = n_weighted_pos - weighted_rows[g, 1]
-    u_hi, u_lo = twice_u_weighted_dd(neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_w_sorted)
-    return hi, lo, background_hi, background_lo, background_rows, u_hi, u_lo
+    u_hi, u_lo = twice_u_weighted_dd(neg_sorted, neg_rows, pos_sorted, pos_rows, weights, scale)
+    return (hi, lo, background_hi, background_lo, background_rows, u_hi, u_lo, (tn_hi, tn_lo),
+            (tp_hi, tp_lo))
 
 
 @njit(cache=True, nogil=True)
-def twice_u_weighted_dd(neg_sorted, neg_cum_hi, neg_cum_lo, pos_sorted, pos_w_sorted):
-    """Twice the weighted U of positives over negatives, summed in double-double: (hi, lo)."""
-    lt, le = rank_bounds_in_sorted(neg_sorted, pos_sorted, np.arange(pos_sorted.shape[0]))
+def twice_u_weighted_dd(neg_sorted, neg_rows, pos_sorted, pos_rows, weights, scale):
+    """Twice the weighted U of positives over negatives, summed in double-double: (hi, lo)
+    (each class's rows in increasing score order; weights ``weights[row] / scale``)."""
+    b_hi, b_lo, _, _, _ = twice_class_weight_below(neg_sorted, neg_rows, weights, scale,
+                                                   pos_sorted, np.empty(0, dtype=np.int64))
     u_hi = 0.0
     u_lo = 0.0
     for j in range(pos_sorted.shape[0]):
-        b_hi, b_lo = _dd_add(neg_cum_hi[lt[j]], neg_cum_lo[lt[j]], neg_cum_hi[le[j]],
-                             neg_cum_lo[le[j]])
-        t_hi, t_lo = _dd_mul(b_hi, b_lo, pos_w_sorted[j], 0.0)
+        t_hi, t_lo = _dd_mul(b_hi[j], b_lo[j], weights[pos_rows[j]] / scale, 0.0)
         u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
     return u_hi, u_lo
 

@@ -163,23 +163,21 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     """
     m = memberships
     scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
-    weights = sample_weight if scale == 1.0 else sample_weight / scale
-    neg_hi, neg_lo, _, n_weighted_neg = K.cumulative_weights_compensated(order.neg_rows, weights)
-    pos_hi, pos_lo, pos_w_sorted, n_weighted_pos = K.cumulative_weights_compensated(
-        order.pos_rows, weights)
-    id_weights = np.ascontiguousarray(weights[m.identity_rows], dtype=np.float64)
-    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo = K.subgroup_counts_weighted(
-        order.id_scores, order.id_order, m.identity_labels, id_weights, m.row_ptr, m.row_groups,
-        order.neg_sorted, neg_hi, neg_lo, order.pos_sorted, pos_hi, pos_lo, pos_w_sorted,
-        n_weighted_neg, n_weighted_pos, m.n_groups)
+    # the kernels divide each weight by the scale as they read it: no scaled copy of the weights,
+    # and no prefix sums of a class's length (the peak memory of a weighted call)
+    weights = np.ascontiguousarray(sample_weight, dtype=np.float64)
+    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total = \
+        K.subgroup_counts_weighted(order.id_scores, order.id_order, m.identity_labels, weights,
+                                   scale, m.identity_rows, m.row_ptr, m.row_groups,
+                                   order.neg_sorted, order.neg_rows, order.pos_sorted,
+                                   order.pos_rows, m.n_groups)
 
     def explicit(g):
         return K.explicit_cell_counts(group_mask(m, g), order.neg_rows, order.neg_sorted,
-                                      order.pos_rows, order.pos_sorted, weights)
+                                      order.pos_rows, order.pos_sorted, weights / scale)
 
-    return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), (neg_hi[-1], neg_lo[-1]),
-                           (pos_hi[-1], pos_lo[-1]), (u_hi, u_lo), scale,
-                           explicit if certify else None)
+    return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), neg_total, pos_total,
+                           (u_hi, u_lo), scale, explicit if certify else None)
 
 
 def finish_weighted(m: Memberships, sums: tuple, neg_total: tuple, pos_total: tuple,

@@ -34,7 +34,7 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     if weighted:
         return announce_compiling("weighted counting", [
             PK.split_rows_by_label, SK.radix_sort_gathered,
-            SK.gather_scores, K.cumulative_weights_compensated, K.subgroup_counts_weighted],
+            SK.gather_scores, K.subgroup_counts_weighted],
             note)
     return announce_compiling("counting", COUNTING_KERNELS, note)
 

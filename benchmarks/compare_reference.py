@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 import fastbias
-from fastbias.synthetic import JIGSAW_ROWS, make_jigsaw_like, to_arrays
 from fastbias.sweep.first_call import wait_until_compiled
+from fastbias.synthetic import JIGSAW_ROWS, make_jigsaw_like, to_arrays
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 

@@ -9,7 +9,6 @@ bit for bit; weighted sums are added in another order, hence 1e-12.
 import warnings
 
 import dask
-
 import numpy as np
 import pandas as pd
 import pytest

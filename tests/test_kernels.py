@@ -242,7 +242,8 @@ def test_column_rows_equal_numpy(n, threshold, dtype, offset):
        n_queries=st.integers(0, 60), scale_exponent=st.integers(-3, 3))
 def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_exponent):
     """Twice the weight below each query, ties 1/2, against exact rational sums; the class
-    total and its positive-weight rows; queries given in order or through ``query_order``."""
+    total and its positive-weight rows; queries given in order or through ``query_order``,
+    and a second set of queries in the same walk (ties within and across the sets)."""
     from fractions import Fraction
 
     seed = data.draw(st.integers(0, 2**32 - 1))
@@ -253,10 +254,12 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
     scale = 2.0 ** scale_exponent
     queries = rng.integers(-1, levels + 1, n_queries) / levels
     order = np.argsort(queries, kind="stable").astype(np.int64)
-    hi, lo, total_hi, total_lo, n_positive = K.twice_class_weight_below(
-        values, rows, weights, scale, queries, order)
+    more = np.sort(rng.integers(-1, levels + 1, n_queries // 2) / levels)
+    hi, lo, more_hi, more_lo, total_hi, total_lo, n_positive = K.twice_class_weight_below(
+        values, rows, weights, scale, queries, order, more)
     w = [Fraction(weights[r]) / Fraction(scale) for r in rows]
-    for q, h, lw in zip(queries, hi, lo):
+    for q, h, lw in zip(np.concatenate([queries, more]), np.concatenate([hi, more_hi]),
+                        np.concatenate([lo, more_lo])):
         exact = (2 * sum((x for x, v in zip(w, values) if v < q), Fraction(0))
                  + sum((x for x, v in zip(w, values) if v == q), Fraction(0)))
         assert abs(Fraction(h) + Fraction(lw) - exact) <= exact * Fraction(2) ** -100
@@ -264,7 +267,11 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
     assert abs(Fraction(total_hi) + Fraction(total_lo) - exact_total) <= \
         exact_total * Fraction(2) ** -100
     assert n_positive == sum(1 for x in w if x > 0)
-    in_order = K.twice_class_weight_below(values, rows, weights, scale, queries[order],
-                                          np.empty(0, dtype=np.int64))
+    empty = np.empty(0, dtype=np.int64)
+    in_order = K.twice_class_weight_below(values, rows, weights, scale, queries[order], empty,
+                                          queries[:0])
     np.testing.assert_array_equal(in_order[0], hi[order])
     np.testing.assert_array_equal(in_order[1], lo[order])
+    alone = K.twice_class_weight_below(values, rows, weights, scale, more, empty, more[:0])
+    np.testing.assert_array_equal(alone[0], more_hi)
+    np.testing.assert_array_equal(alone[1], more_lo)

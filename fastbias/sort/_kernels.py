@@ -148,6 +148,22 @@ def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, payload_kind, hist
 
 
 @njit(cache=True, nogil=True)
+def _sorted_with_payload(bits, rows, n_bits, payload, payload_kind):
+    """The LSD sort of :func:`radix_sort_gathered` with a payload buffer of the caller's
+    integer width: ``(sorted keys, sorted payload)`` (its scratch freed on return)."""
+    m = rows.shape[0]
+    n_passes = _radix_passes(n_bits)
+    keys = np.empty(m, dtype=bits.dtype)
+    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
+    # literal pass counts let the compiler unroll the histogram updates
+    if n_bits == 32:
+        _gather_keys(bits, rows, 32, 3, keys, payload, payload_kind, hist)
+    else:
+        _gather_keys(bits, rows, 64, 6, keys, payload, payload_kind, hist)
+    return lsd_radix_passes(keys, np.empty_like(keys), payload, np.empty_like(payload), hist)
+
+
+@njit(cache=True, nogil=True)
 def radix_sort_gathered(bits, rows, n_bits, payload_kind, as_keys=False):
     """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
 
@@ -157,24 +173,30 @@ def radix_sort_gathered(bits, rows, n_bits, payload_kind, as_keys=False):
     :func:`_sortable_key`), in an array of ``bits``' dtype; and an int64 array
     in the same (stable) order: empty (``payload_kind`` ``PAYLOAD_NONE``), the
     positions ``j`` into ``rows`` (``PAYLOAD_POSITIONS``) or the rows
-    ``rows[j]`` themselves (``PAYLOAD_ROWS``). Both are the sort's own buffers,
-    so it needs about 3 words of scratch per row (beside what it returns).
+    ``rows[j]`` themselves (``PAYLOAD_ROWS``). The payload travels through the
+    passes as int32 where it fits (fewer bytes moved, half the scratch), so a
+    sort needs about 16 bytes a row at its peak, what it returns included.
     NaN must not occur.
     """
     m = rows.shape[0]
     sign = np.uint64(1) << np.uint64(n_bits - 1)
     full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    n_passes = _radix_passes(n_bits)
-    keys = np.empty(m, dtype=bits.dtype)
-    payload = np.empty(m if payload_kind != PAYLOAD_NONE else 0, dtype=np.int64)
-    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
-    # literal pass counts let the compiler unroll the histogram updates
-    if n_bits == 32:
-        _gather_keys(bits, rows, 32, 3, keys, payload, payload_kind, hist)
+    narrow = payload_kind != PAYLOAD_NONE and m < 2**31
+    if narrow and payload_kind == PAYLOAD_ROWS:
+        for j in range(m):
+            if rows[j] >= 2**31:
+                narrow = False
+                break
+    if narrow:
+        sorted_keys, narrow_payload = _sorted_with_payload(
+            bits, rows, n_bits, np.empty(m, dtype=np.int32), payload_kind)
+        sorted_payload = np.empty(m, dtype=np.int64)
+        for j in range(m):
+            sorted_payload[j] = narrow_payload[j]
     else:
-        _gather_keys(bits, rows, 64, 6, keys, payload, payload_kind, hist)
-    sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
-                                                   np.empty_like(payload), hist)
+        sorted_keys, sorted_payload = _sorted_with_payload(
+            bits, rows, n_bits, np.empty(m if payload_kind != PAYLOAD_NONE else 0, dtype=np.int64),
+            payload_kind)
     if not as_keys:
         for j in range(m):
             sorted_keys[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)

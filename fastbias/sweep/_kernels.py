@@ -326,49 +326,72 @@ def _dd_mul(a_hi, a_lo, b_hi, b_lo):
 
 
 @njit(cache=True, nogil=True)
-def twice_class_weight_below(class_sorted, class_rows, weights, scale, queries, query_order):
+def twice_class_weight_below(class_sorted, class_rows, weights, scale, queries, query_order,
+                             more_queries):
     """Twice a class's weight below each query, ties 1/2, in double-double, in one walk.
 
     The class's rows ``class_rows`` in increasing score order ``class_sorted``
     weigh ``weights[row] / scale`` (``scale`` a power of two: exact). For
     query ``q`` the result is ``P(#below) + P(#below or tied)``, where ``P(k)``
     is the compensated sum of the first ``k`` weights (``_dd_add`` one weight at
-    a time from 0, the same bits as a prefix-sum array would hold); the
-    queries are walked in increasing order (``query_order``, or as given when
-    it is empty), so the two running sums only move forward and no array of
-    the class's length is made. Returns ``(hi, lo, total_hi, total_lo,
-    n_positive)``: per query (in the queries' own order), then the class's
-    total weight and how many of its rows weigh more than 0.
+    a time from 0: the same bits as a prefix-sum array would hold). Two sets of
+    queries are answered in the same walk: ``queries`` in the order
+    ``query_order`` (or as given when it is empty) and ``more_queries`` as
+    given, each in increasing order; the walk takes the smaller next query of
+    the two, so the running sum only moves forward, each weight is read once,
+    and no array of the class's length is made. Returns ``(hi, lo, more_hi,
+    more_lo, total_hi, total_lo, n_positive)``: per query (in each set's own
+    order), then the class's total weight and how many of its rows weigh
+    more than 0.
     """
     m = class_rows.shape[0]
-    n_queries = queries.shape[0]
+    n_a = queries.shape[0]
+    n_b = more_queries.shape[0]
     ordered = query_order.shape[0] == 0
-    out_hi = np.empty(n_queries, dtype=np.float64)
-    out_lo = np.empty(n_queries, dtype=np.float64)
-    lt = 0
-    le = 0
-    lt_hi = lt_lo = le_hi = le_lo = 0.0
+    a_hi = np.empty(n_a, dtype=np.float64)
+    a_lo = np.empty(n_a, dtype=np.float64)
+    b_hi = np.empty(n_b, dtype=np.float64)
+    b_lo = np.empty(n_b, dtype=np.float64)
+    k = 0
+    sum_hi = sum_lo = 0.0  # P(k)
     n_positive = 0
-    for t in range(n_queries):
-        q_index = t if ordered else query_order[t]
-        q = queries[q_index]
-        while lt < m and class_sorted[lt] < q:
-            lt_hi, lt_lo = _dd_add(lt_hi, lt_lo, weights[class_rows[lt]] / scale, 0.0)
-            lt += 1
-        while le < m and class_sorted[le] <= q:
-            w = weights[class_rows[le]] / scale
-            if w > 0:
-                n_positive += 1
-            le_hi, le_lo = _dd_add(le_hi, le_lo, w, 0.0)
-            le += 1
-        out_hi[q_index], out_lo[q_index] = _dd_add(lt_hi, lt_lo, le_hi, le_lo)
-    while le < m:
-        w = weights[class_rows[le]] / scale
-        if w > 0:
-            n_positive += 1
-        le_hi, le_lo = _dd_add(le_hi, le_lo, w, 0.0)
-        le += 1
-    return out_hi, out_lo, le_hi, le_lo, n_positive
+    ta = 0
+    tb = 0
+    while ta < n_a or tb < n_b:
+        if tb == n_b or (ta < n_a and queries[ta if ordered else query_order[ta]] <
+                         more_queries[tb]):
+            q = queries[ta if ordered else query_order[ta]]
+        else:
+            q = more_queries[tb]
+        while k < m and class_sorted[k] < q:
+            sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
+                                                     weights[class_rows[k]] / scale)
+            k += 1
+        lt_hi, lt_lo = sum_hi, sum_lo
+        while k < m and class_sorted[k] == q:
+            sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
+                                                     weights[class_rows[k]] / scale)
+            k += 1
+        v_hi, v_lo = _dd_add(lt_hi, lt_lo, sum_hi, sum_lo)
+        while ta < n_a and queries[ta if ordered else query_order[ta]] == q:
+            index = ta if ordered else query_order[ta]
+            a_hi[index], a_lo[index] = v_hi, v_lo
+            ta += 1
+        while tb < n_b and more_queries[tb] == q:
+            b_hi[tb], b_lo[tb] = v_hi, v_lo
+            tb += 1
+    while k < m:
+        sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
+                                                 weights[class_rows[k]] / scale)
+        k += 1
+    return a_hi, a_lo, b_hi, b_lo, sum_hi, sum_lo, n_positive
+
+
+@njit(inline="always")
+def _add_weight(sum_hi, sum_lo, n_positive, w):
+    """A running double-double sum and its count of positive weights, one weight on."""
+    hi, lo = _dd_add(sum_hi, sum_lo, w, 0.0)
+    return hi, lo, n_positive + (1 if w > 0 else 0)
 
 
 @njit(cache=True, nogil=True)
@@ -397,10 +420,12 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_
     from; :func:`explicit_cell_counts` recomputes a subgroup whose
     background is too small for that.
     """
-    nb_all_hi, nb_all_lo, tn_hi, tn_lo, n_weighted_neg = twice_class_weight_below(
-        neg_sorted, neg_rows, weights, scale, id_scores, id_order)
-    pb_all_hi, pb_all_lo, tp_hi, tp_lo, n_weighted_pos = twice_class_weight_below(
-        pos_sorted, pos_rows, weights, scale, id_scores, id_order)
+    # the negatives' walk also answers each positive (for the overall U)
+    nb_all_hi, nb_all_lo, u_below_hi, u_below_lo, tn_hi, tn_lo, n_weighted_neg = \
+        twice_class_weight_below(neg_sorted, neg_rows, weights, scale, id_scores, id_order,
+                                 pos_sorted)
+    pb_all_hi, pb_all_lo, _, _, tp_hi, tp_lo, n_weighted_pos = twice_class_weight_below(
+        pos_sorted, pos_rows, weights, scale, id_scores, id_order, pos_sorted[:0])
     hi = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
     lo = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
     neg_block = np.zeros((n_groups, 2), dtype=np.float64)
@@ -485,23 +510,13 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_
             background_lo[g, c] = b_lo if live else 0.0
         background_rows[g, 0] = n_weighted_neg - weighted_rows[g, 0]
         background_rows[g, 1] = n_weighted_pos - weighted_rows[g, 1]
-    u_hi, u_lo = twice_u_weighted_dd(neg_sorted, neg_rows, pos_sorted, pos_rows, weights, scale)
-    return (hi, lo, background_hi, background_lo, background_rows, u_hi, u_lo, (tn_hi, tn_lo),
-            (tp_hi, tp_lo))
-
-
-@njit(cache=True, nogil=True)
-def twice_u_weighted_dd(neg_sorted, neg_rows, pos_sorted, pos_rows, weights, scale):
-    """Twice the weighted U of positives over negatives, summed in double-double: (hi, lo)
-    (each class's rows in increasing score order; weights ``weights[row] / scale``)."""
-    b_hi, b_lo, _, _, _ = twice_class_weight_below(neg_sorted, neg_rows, weights, scale,
-                                                   pos_sorted, np.empty(0, dtype=np.int64))
     u_hi = 0.0
     u_lo = 0.0
-    for j in range(pos_sorted.shape[0]):
-        t_hi, t_lo = _dd_mul(b_hi[j], b_lo[j], weights[pos_rows[j]] / scale, 0.0)
+    for j in range(pos_sorted.shape[0]):  # twice the overall U, positive by positive
+        t_hi, t_lo = _dd_mul(u_below_hi[j], u_below_lo[j], weights[pos_rows[j]] / scale, 0.0)
         u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
-    return u_hi, u_lo
+    return (hi, lo, background_hi, background_lo, background_rows, u_hi, u_lo, (tn_hi, tn_lo),
+            (tp_hi, tp_lo))
 
 
 @njit(cache=True, nogil=True)

@@ -275,3 +275,32 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
     alone = K.twice_class_weight_below(values, rows, weights, scale, more, empty, more[:0])
     np.testing.assert_array_equal(alone[0], more_hi)
     np.testing.assert_array_equal(alone[1], more_lo)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), levels=st.integers(1, 30), n_neg=st.integers(0, 200),
+       n_pos=st.integers(0, 200), n_members=st.integers(0, 150), n_groups=st.integers(1, 4))
+def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels, n_neg, n_pos,
+                                                                     n_members, n_groups):
+    """A replicate's counts from one walk equal the prefix-sum kernel's, and its overall U a
+    brute-force pair count; integer draws 0-12 (zeros included), heavy ties across and
+    within the classes and the memberships."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    neg_keys = np.sort(rng.integers(0, levels, n_neg)).astype(np.uint32)
+    pos_keys = np.sort(rng.integers(0, levels, n_pos)).astype(np.uint32)
+    neg_draws = rng.integers(0, 13, n_neg).astype(np.uint8)
+    pos_draws = rng.integers(0, 13, n_pos).astype(np.uint8)
+    member_keys = np.sort(rng.integers(0, levels, n_members)).astype(np.uint32)
+    member_codes = rng.integers(0, 2 * n_groups, n_members).astype(np.int32)
+    member_w = rng.integers(0, 13, n_members).astype(np.int64)
+    counts, total_neg, total_pos, twice_u = K.replicate_counts_by_walk(
+        member_keys, member_codes, member_w, neg_keys, neg_draws, pos_keys, pos_draws, n_groups)
+    neg_cum = np.concatenate([[0], np.cumsum(neg_draws, dtype=np.int64)])
+    pos_cum = np.concatenate([[0], np.cumsum(pos_draws, dtype=np.int64)])
+    expected = K.finish_member_counts(K.member_counts_in_range(
+        member_keys, member_codes, 0, n_members, neg_keys, pos_keys, n_groups, member_w,
+        neg_cum, pos_cum))
+    np.testing.assert_array_equal(counts, expected)
+    assert total_neg == int(neg_draws.sum()) and total_pos == int(pos_draws.sum())
+    pairs = (2 * (neg_keys[None, :] < pos_keys[:, None]) + (neg_keys[None, :] == pos_keys[:, None]))
+    assert twice_u == int((pos_draws[:, None].astype(np.int64) * neg_draws[None, :] * pairs).sum())

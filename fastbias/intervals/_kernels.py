@@ -159,30 +159,9 @@ def poisson_counts(key, out):
 
 
 @njit(cache=True, nogil=True)
-def class_prefix_of_replicate(key, rows_sorted, draws, cumulative, counts):
-    """The replicate's counts of ``rows_sorted`` (a class in score order) and their prefix sums.
-
-    Draws every count into ``draws`` (uint8 scratch of the same length; the
-    loop has no branch, so it vectorizes), then writes ``cumulative`` (length
-    + 1, from 0) and, unless ``counts`` is empty, ``counts[j]`` (int64). Reads
-    the rows in order: no gather of a count array.
-    """
-    for j in range(rows_sorted.shape[0]):
-        draws[j] = _poisson_one(key, rows_sorted[j])
-    with_counts = counts.shape[0] > 0
-    cumulative[0] = 0
-    total = np.int64(0)
-    for j in range(rows_sorted.shape[0]):
-        c = np.int64(draws[j])
-        if with_counts:
-            counts[j] = c
-        total += c
-        cumulative[j + 1] = total
-
-
-@njit(cache=True, nogil=True)
 def counts_of_replicate(key, rows, out):
-    """``out[j]`` (int64) = the replicate's count of ``rows[j]``."""
+    """``out[j]`` = the replicate's count of ``rows[j]`` (``out`` int64, or uint8: a count
+    is at most 12). The loop has no branch, so it vectorizes."""
     for j in range(rows.shape[0]):
         out[j] = _poisson_one(key, rows[j])
     return out

@@ -172,8 +172,8 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
 INTERVAL_KERNELS = {
     "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
                        SK.finish_delong_sums],
-    "bootstrap": lambda: [IK.poisson_counts, IK.class_prefix_of_replicate,
-                          IK.counts_of_replicate, SortK.radix_sort_gathered],
+    "bootstrap": lambda: [IK.poisson_counts, IK.counts_of_replicate,
+                          SK.replicate_counts_by_walk, SortK.radix_sort_gathered],
 }
 
 

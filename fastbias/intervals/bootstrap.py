@@ -73,9 +73,11 @@ class _CountReplicate:
     """An unweighted replicate as an exact integer-weighted sweep of the call's sorts.
 
     Each class is visited in score order with its rows (the sorts carried
-    them), the counts made on the fly (:func:`replicate_counts` values), and
-    the memberships counted with their rows' counts: no sort, no gather of a
-    count array. One per thread (it holds the scratch arrays).
+    them), the counts drawn on the fly (:func:`replicate_counts` values, one
+    byte a row), and the memberships counted with their rows' counts, the
+    classes walked in step with them: no sort, no gather of a count array, no
+    prefix sums. One per thread (it holds the scratch arrays: about a byte a
+    row and a word a membership).
     """
 
     def __init__(self, sorted_scores: SortedScores):
@@ -84,26 +86,18 @@ class _CountReplicate:
         self.neg_keys, self.pos_keys = sorted_scores.classes
         self.neg_rows, self.pos_rows = sorted_scores.class_rows
         self.n_groups = sorted_scores.memberships.n_groups
-        self.neg_cum = np.empty(self.neg_rows.shape[0] + 1, dtype=np.int64)
-        self.pos_cum = np.empty(self.pos_rows.shape[0] + 1, dtype=np.int64)
-        self.neg_w = np.empty(0, dtype=np.int64)  # the negatives' counts are not needed
-        self.pos_w = np.empty(self.pos_rows.shape[0], dtype=np.int64)
+        self.neg_draws = np.empty(self.neg_rows.shape[0], dtype=np.uint8)
+        self.pos_draws = np.empty(self.pos_rows.shape[0], dtype=np.uint8)
         self.member_w = np.empty(self.member_rows.shape[0], dtype=np.int64)
-        self.draws = np.empty(max(self.neg_rows.shape[0], self.pos_rows.shape[0]), np.uint8)
 
     def counts(self, key) -> tuple:
         """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
-        neg_draws = self.draws[:self.neg_rows.shape[0]]
-        pos_draws = self.draws[:self.pos_rows.shape[0]]
-        IK.class_prefix_of_replicate(key, self.neg_rows, neg_draws, self.neg_cum, self.neg_w)
-        IK.class_prefix_of_replicate(key, self.pos_rows, pos_draws, self.pos_cum, self.pos_w)
+        IK.counts_of_replicate(key, self.neg_rows, self.neg_draws)
+        IK.counts_of_replicate(key, self.pos_rows, self.pos_draws)
         IK.counts_of_replicate(key, self.member_rows, self.member_w)
-        counts = K.finish_member_counts(K.member_counts_in_range(
-            self.keys, self.codes, 0, self.keys.shape[0], self.neg_keys, self.pos_keys,
-            self.n_groups, self.member_w, self.neg_cum, self.pos_cum))
-        twice_u = K.twice_auc_numerator_sorted(self.neg_keys, self.pos_keys, self.neg_cum,
-                                               self.pos_w)
-        return counts, self.neg_cum[-1], self.pos_cum[-1], twice_u
+        return K.replicate_counts_by_walk(self.keys, self.codes, self.member_w, self.neg_keys,
+                                          self.neg_draws, self.pos_keys, self.pos_draws,
+                                          self.n_groups)
 
 
 @dataclass(frozen=True)

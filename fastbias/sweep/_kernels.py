@@ -95,15 +95,13 @@ def _walk_scratch(n_groups):
 
 
 @njit(inline="always")
-def _next_block(member_keys, member_codes, member_weights, t, stop, neg_sorted, pos_sorted,
-                ranks, neg_in_block, pos_in_block, is_touched, touched):
+def _gather_block(member_keys, member_codes, member_weights, t, stop, neg_in_block,
+                  pos_in_block, is_touched, touched):
     """Add up the block of equal ``member_keys`` that starts at ``t`` (and ends by ``stop``).
 
     Each subgroup's negatives and positives in the block (counts, or the sums
     of ``member_weights`` when it is not empty) go to ``neg_in_block`` /
     ``pos_in_block``; each subgroup met is listed once in ``touched``.
-    ``ranks`` (#negatives <, <=, #positives <, <= the block's score) moves on
-    to the block by galloping through ``neg_sorted``/``pos_sorted``.
     Returns ``(end of the block, number of subgroups touched)``.
     """
     key = member_keys[t]
@@ -122,11 +120,114 @@ def _next_block(member_keys, member_codes, member_weights, t, stop, neg_sorted, 
             touched[n_touched] = g
             n_touched += 1
         t += 1
+    return t, n_touched
+
+
+@njit(inline="always")
+def _next_block(member_keys, member_codes, member_weights, t, stop, neg_sorted, pos_sorted,
+                ranks, neg_in_block, pos_in_block, is_touched, touched):
+    """:func:`_gather_block`, and ``ranks`` (#negatives <, <=, #positives <, <= the block's
+    score) moved on to the block by galloping through ``neg_sorted``/``pos_sorted``."""
+    key = member_keys[t]
+    t, n_touched = _gather_block(member_keys, member_codes, member_weights, t, stop,
+                                 neg_in_block, pos_in_block, is_touched, touched)
     ranks[0] = _count_below(neg_sorted, ranks[0], key, False)
     ranks[1] = _count_below(neg_sorted, max(ranks[1], ranks[0]), key, True)
     ranks[2] = _count_below(pos_sorted, ranks[2], key, False)
     ranks[3] = _count_below(pos_sorted, max(ranks[3], ranks[2]), key, True)
     return t, n_touched
+
+
+@njit(inline="always")
+def _add_block_counts(counts, touched, n_touched, is_touched, neg_in_block, pos_in_block,
+                      neg_strictly_below, neg_below2, pos_below2, neg_above2, pos_above2):
+    """Count one block's subgroups (``touched``) against the classes: twice the class weight
+    below (ties 1/2) and above the block's score, both classes; empties the block."""
+    for j in range(n_touched):
+        g = touched[j]
+        n_neg = neg_in_block[g]
+        n_pos = pos_in_block[g]
+        counts[g, CELL_SUBGROUP_NEG] += n_neg
+        counts[g, CELL_SUBGROUP_POS] += n_pos
+        counts[g, TWICE_SUBGROUP_U] += n_pos * (2 * neg_strictly_below[g] + n_neg)
+        counts[g, TWICE_BPSN_U] += n_neg * pos_above2
+        counts[g, TWICE_BNSP_U] += n_pos * neg_below2
+        counts[g, TWICE_NEG_BG_ABOVE_U] += n_neg * neg_above2
+        counts[g, TWICE_POS_BG_ABOVE_U] += n_pos * pos_above2
+        neg_strictly_below[g] += n_neg
+        neg_in_block[g] = 0
+        pos_in_block[g] = 0
+        is_touched[g] = False
+
+
+@njit(inline="always")
+def _draws_to(keys, draws, k, total, q, inclusive):
+    """Walk a class (sorted ``keys``, integer ``draws``) on from ``k`` (``total``: the draws
+    before it) past every key below ``q`` (or, ``inclusive``, not above it): the end found by
+    galloping, the draws on the way added in a loop without branches."""
+    end = _count_below(keys, k, q, inclusive)
+    for i in range(k, end):
+        total += np.int64(draws[i])
+    return end, total
+
+
+@njit(cache=True, nogil=True)
+def replicate_counts_by_walk(member_keys, member_codes, member_weights, neg_keys, neg_draws,
+                             pos_keys, pos_draws, n_groups):
+    """The finished counts of one integer-weighted replicate, walking the classes in step.
+
+    The same counts as :func:`member_counts_in_range` (then
+    :func:`finish_member_counts`) and :func:`twice_auc_numerator_sorted` with
+    the prefix sums of ``neg_draws``/``pos_draws`` (each class's integer
+    weights along its sorted keys ``neg_keys``/``pos_keys``), without those
+    prefix sums: one walk, in increasing score order, over the memberships'
+    blocks and the positives together moves a running sum along each class
+    (each draw read once). Scratch is O(subgroups). Returns ``(counts,
+    negative total, positive total, twice the overall U)``, exact int64.
+    """
+    counts = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.int64)
+    neg_in_block = np.zeros(n_groups, dtype=np.int64)
+    pos_in_block = np.zeros(n_groups, dtype=np.int64)
+    neg_strictly_below = np.zeros(n_groups, dtype=np.int64)
+    touched, is_touched, _ = _walk_scratch(n_groups)
+    total_neg = np.int64(0)
+    for k in range(neg_draws.shape[0]):
+        total_neg += np.int64(neg_draws[k])
+    total_pos = np.int64(0)
+    for k in range(pos_draws.shape[0]):
+        total_pos += np.int64(pos_draws[k])
+    # one walk along the negatives answers two sets of queries in increasing order: the
+    # memberships' blocks and the positives (for the overall U)
+    neg_k = pos_k = 0
+    neg_lt = pos_lt = np.int64(0)
+    twice_u = np.int64(0)
+    t = j = 0
+    n_members = member_keys.shape[0]
+    n_pos = pos_keys.shape[0]
+    while t < n_members or j < n_pos:
+        if j == n_pos or (t < n_members and member_keys[t] < pos_keys[j]):
+            key = member_keys[t]
+        else:
+            key = pos_keys[j]
+        neg_k, neg_lt = _draws_to(neg_keys, neg_draws, neg_k, neg_lt, key, False)
+        neg_end, neg_le = _draws_to(neg_keys, neg_draws, neg_k, neg_lt, key, True)
+        neg_below2 = neg_lt + neg_le
+        if t < n_members and member_keys[t] == key:
+            t, n_touched = _gather_block(member_keys, member_codes, member_weights, t,
+                                         n_members, neg_in_block, pos_in_block, is_touched,
+                                         touched)
+            pos_k, pos_lt = _draws_to(pos_keys, pos_draws, pos_k, pos_lt, key, False)
+            pos_end, pos_le = _draws_to(pos_keys, pos_draws, pos_k, pos_lt, key, True)
+            pos_below2 = pos_lt + pos_le
+            _add_block_counts(counts, touched, n_touched, is_touched, neg_in_block,
+                              pos_in_block, neg_strictly_below, neg_below2, pos_below2,
+                              2 * total_neg - neg_below2, 2 * total_pos - pos_below2)
+            pos_k, pos_lt = pos_end, pos_le
+        while j < n_pos and pos_keys[j] == key:
+            twice_u += np.int64(pos_draws[j]) * neg_below2
+            j += 1
+        neg_k, neg_lt = neg_end, neg_le
+    return finish_member_counts(counts), total_neg, total_pos, twice_u
 
 
 @njit(cache=True, nogil=True)
@@ -221,23 +322,9 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
         else:
             neg_below2 = ranks[0] + ranks[1]
             pos_below2 = ranks[2] + ranks[3]
-        neg_above2 = total_neg2 - neg_below2
-        pos_above2 = total_pos2 - pos_below2
-        for j in range(n_touched):
-            g = touched[j]
-            n_neg = neg_in_block[g]
-            n_pos = pos_in_block[g]
-            counts[g, CELL_SUBGROUP_NEG] += n_neg
-            counts[g, CELL_SUBGROUP_POS] += n_pos
-            counts[g, TWICE_SUBGROUP_U] += n_pos * (2 * neg_strictly_below[g] + n_neg)
-            counts[g, TWICE_BPSN_U] += n_neg * pos_above2
-            counts[g, TWICE_BNSP_U] += n_pos * neg_below2
-            counts[g, TWICE_NEG_BG_ABOVE_U] += n_neg * neg_above2
-            counts[g, TWICE_POS_BG_ABOVE_U] += n_pos * pos_above2
-            neg_strictly_below[g] += n_neg
-            neg_in_block[g] = 0
-            pos_in_block[g] = 0
-            is_touched[g] = False
+        _add_block_counts(counts, touched, n_touched, is_touched, neg_in_block, pos_in_block,
+                          neg_strictly_below, neg_below2, pos_below2, total_neg2 - neg_below2,
+                          total_pos2 - pos_below2)
     return counts
 
 

@@ -164,43 +164,32 @@ def _sorted_with_payload(bits, rows, n_bits, payload, payload_kind):
 
 
 @njit(cache=True, nogil=True)
-def radix_sort_gathered(bits, rows, n_bits, payload_kind, as_keys=False):
+def radix_sort_gathered(bits, rows, n_bits, payload, payload_kind, as_keys=False):
     """Sort the floats ``bits[rows]`` (given as their raw bit patterns) ascending.
 
     ``bits`` is a float32/float64 array viewed as uint32/uint64 (``n_bits`` 32
-    or 64). Returns ``(sorted, payload)``: the sorted bit patterns (-0.0 given
+    or 64). Returns ``(sorted, carried)``: the sorted bit patterns (-0.0 given
     as +0.0), or with ``as_keys`` their sortable keys (see
     :func:`_sortable_key`), in an array of ``bits``' dtype; and an int64 array
     in the same (stable) order: empty (``payload_kind`` ``PAYLOAD_NONE``), the
     positions ``j`` into ``rows`` (``PAYLOAD_POSITIONS``) or the rows
-    ``rows[j]`` themselves (``PAYLOAD_ROWS``). The payload travels through the
-    passes as int32 where it fits (fewer bytes moved, half the scratch), so a
-    sort needs about 16 bytes a row at its peak, what it returns included.
-    NaN must not occur.
+    ``rows[j]`` themselves (``PAYLOAD_ROWS``). ``payload`` is the scratch the
+    payload travels in through the passes (length ``len(rows)``, or 0 for
+    none): int32 where the values fit (fewer bytes moved, half the scratch:
+    about 16 bytes a row at the sort's peak, what it returns included), so
+    that only the width a call needs is compiled. NaN must not occur.
     """
     m = rows.shape[0]
     sign = np.uint64(1) << np.uint64(n_bits - 1)
     full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
-    narrow = payload_kind != PAYLOAD_NONE and m < 2**31
-    if narrow and payload_kind == PAYLOAD_ROWS:
-        for j in range(m):
-            if rows[j] >= 2**31:
-                narrow = False
-                break
-    if narrow:
-        sorted_keys, narrow_payload = _sorted_with_payload(
-            bits, rows, n_bits, np.empty(m, dtype=np.int32), payload_kind)
-        sorted_payload = np.empty(m, dtype=np.int64)
-        for j in range(m):
-            sorted_payload[j] = narrow_payload[j]
-    else:
-        sorted_keys, sorted_payload = _sorted_with_payload(
-            bits, rows, n_bits, np.empty(m if payload_kind != PAYLOAD_NONE else 0, dtype=np.int64),
-            payload_kind)
+    sorted_keys, sorted_payload = _sorted_with_payload(bits, rows, n_bits, payload, payload_kind)
+    carried = np.empty(sorted_payload.shape[0], dtype=np.int64)
+    for j in range(sorted_payload.shape[0]):
+        carried[j] = sorted_payload[j]
     if not as_keys:
         for j in range(m):
             sorted_keys[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
-    return sorted_keys, sorted_payload
+    return sorted_keys, carried
 
 
 @njit(inline="always")

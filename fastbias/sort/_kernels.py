@@ -176,8 +176,9 @@ def radix_sort_gathered(bits, rows, n_bits, payload, payload_kind, as_keys=False
     ``rows[j]`` themselves (``PAYLOAD_ROWS``). ``payload`` is the scratch the
     payload travels in through the passes (length ``len(rows)``, or 0 for
     none): int32 where the values fit (fewer bytes moved, half the scratch:
-    about 16 bytes a row at the sort's peak, what it returns included), so
-    that only the width a call needs is compiled. NaN must not occur.
+    about 20 bytes a row at the sort's peak, the caller's scratch and what it
+    returns included), so that only the width a call needs is compiled. NaN
+    must not occur.
     """
     m = rows.shape[0]
     sign = np.uint64(1) << np.uint64(n_bits - 1)

@@ -224,7 +224,8 @@ def _radix(scores: np.ndarray, rows: np.ndarray, payload: int, as_keys: bool = F
     """:func:`~fastbias.sort._kernels.radix_sort_gathered` on ``scores[rows]``: ``(sorted values,
     or their sortable keys with ``as_keys``; the payload)``."""
     uint = _UINT_OF_FLOAT[scores.dtype]
-    # the payload travels as int32 where the rows and positions fit (one width compiled)
+    # the payload (rows or positions) is int32 where they fit: half the memory, and one width
+    # compiled for every kernel that reads them
     width = np.int32 if max(scores.shape[0], rows.shape[0]) < 2**31 else np.int64
     scratch = np.empty(rows.shape[0] if payload != K.PAYLOAD_NONE else 0, dtype=width)
     out, carried = K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8,

@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from peak_memory import measure, save_inputs
 
 import fastbias
 from fastbias.sweep.first_call import wait_until_compiled
@@ -91,33 +92,11 @@ def fresh_process_seconds(cache_dir: str | None) -> float:
 
 
 def peak_memory_mb(y, s, groups) -> tuple:
-    """(input arrays MB, extra peak RSS MB of one bias_metrics call), in a fresh process.
-
-    The arrays are written to .npy files and loaded by the child, which resets
-    its peak RSS (Linux ``/proc/self/clear_refs``) just before the call.
-    """
-    code = """
-import sys, numpy as np, fastbias
-d = sys.argv[1]
-y, s, g = (np.load(f"{d}/{k}.npy") for k in "ysg")
-fastbias.bias_metrics(y[:1000], s[:1000], g[:1000])
-def status_kb(field):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith(field))
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # reset the peak RSS (VmHWM) to the current RSS
-base = status_kb("VmRSS:")
-fastbias.bias_metrics(y, s, g)
-peak = status_kb("VmHWM:")
-print((y.nbytes + s.nbytes + g.nbytes) / 2**20, (peak - base) / 1024)
-"""
+    """(input arrays MB, extra peak RSS MB of one bias_metrics call), in a fresh process
+    (``benchmarks/peak_memory.py``: the child resets its peak RSS just before the call)."""
     with tempfile.TemporaryDirectory() as d:
-        for k, arr in zip("ysg", (y, s, groups)):
-            np.save(os.path.join(d, f"{k}.npy"), arr)
-        out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True,
-                             check=True)
-    a, b = out.stdout.split()
-    return float(a), float(b)
+        save_inputs(d, y, s, groups)
+        return measure(d, "float32")
 
 
 def main(argv=None) -> int:

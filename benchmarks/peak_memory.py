@@ -69,8 +69,20 @@ wait_until_compiled()  # before the empty cache directory is removed
 VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap"]
 
 
-def measure(directory: str, variant: str, tier: str, n_boot: int, cache: str) -> tuple:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+def save_inputs(directory: str, y, s, g, w=None) -> None:
+    """Write the arrays a measurement loads (``w``: random weights when not given)."""
+    if w is None:
+        w = np.random.default_rng(0).random(y.shape[0])
+    for k, a in zip("ysgw", (y, s, g, w)):
+        np.save(os.path.join(directory, f"{k}.npy"), a)
+
+
+def measure(directory: str, variant: str, tier: str = "kernels", n_boot: int = 20,
+            cache: str | None = None) -> tuple:
+    """(input arrays MB, peak extra MB) of one call of ``variant`` in a new process, on the
+    arrays of :func:`save_inputs` in ``directory`` (``cache``: the Numba cache directory; by
+    default the usual one)."""
+    env = dict(os.environ) if cache is None else dict(os.environ, NUMBA_CACHE_DIR=cache)
     out = subprocess.run([sys.executable, "-c", CHILD, directory, variant, str(n_boot), tier],
                          env=env, capture_output=True, text=True, check=True)
     inputs, extra = out.stdout.split()[:2]
@@ -91,8 +103,7 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as warm_cache:
         os.chmod(warm_cache, 0o700)
-        for k, a in zip("ysgw", (y, s, g, w)):
-            np.save(os.path.join(d, f"{k}.npy"), a)
+        save_inputs(d, y, s, g, w)
         for variant in args.variants:
             if args.tier == "numpy":
                 with tempfile.TemporaryDirectory() as cold_cache:

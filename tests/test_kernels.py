@@ -237,22 +237,41 @@ def test_column_rows_equal_numpy(n, threshold, dtype, offset):
     np.testing.assert_array_equal(got, np.flatnonzero(values.astype(np.float64) >= threshold))
 
 
-@settings(max_examples=60, deadline=None)
-@given(data=st.data(), levels=st.integers(1, 40), n=st.integers(0, 300),
-       n_queries=st.integers(0, 60), scale_exponent=st.integers(-3, 3))
-def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_exponent):
-    """Twice the weight below each query, ties 1/2, against exact rational sums; the class
-    total and its positive-weight rows; queries given in order or through ``query_order``,
-    and a second set of queries in the same walk (ties within and across the sets)."""
+def _dd_prefix_sums_one_by_one(values):
+    """Compensated prefix sums as a prefix-sum array would hold them: ``_dd_add`` one value
+    at a time from 0 (the pure-Python twin of the kernels' running sums)."""
+    hi, lo = [0.0], [0.0]
+    for v in values:
+        s = hi[-1] + v  # _two_sum, then _dd_add's renormalisation, written out
+        bb = s - hi[-1]
+        err = (hi[-1] - (s - bb)) + (v - bb)
+        err += lo[-1] + 0.0
+        h = s + err
+        hi.append(h)
+        lo.append(err - (h - s))
+    return np.array(hi), np.array(lo)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), levels=st.integers(2, 40), n=st.integers(0, 300),
+       n_queries=st.integers(0, 60), scale_exponent=st.integers(-3, 3),
+       rows_dtype=st.sampled_from([np.int32, np.int64]))
+def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_exponent,
+                                                    rows_dtype):
+    """Twice the weight below each query, ties 1/2, against exact rational sums and, bit for
+    bit, against the sums of a prefix-sum array (what the kernel replaced); the class total
+    and its positive-weight rows; queries given in order or through ``query_order``, and a
+    second set of queries in the same walk (ties within and across the sets, -0.0 and 0.0)."""
     from fractions import Fraction
 
     seed = data.draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    rows = rng.permutation(2 * n + 5)[:n].astype(np.int64)
+    rows = rng.permutation(2 * n + 5)[:n].astype(rows_dtype)
     values = np.sort(rng.integers(0, levels, n) / levels)
     weights = np.where(rng.random(2 * n + 5) < 0.2, 0.0, np.exp(rng.normal(0, 8, 2 * n + 5)))
     scale = 2.0 ** scale_exponent
     queries = rng.integers(-1, levels + 1, n_queries) / levels
+    queries[queries == 0.0] = np.where(rng.random(int((queries == 0.0).sum())) < 0.5, -0.0, 0.0)
     order = np.argsort(queries, kind="stable").astype(np.int64)
     more = np.sort(rng.integers(-1, levels + 1, n_queries // 2) / levels)
     hi, lo, more_hi, more_lo, total_hi, total_lo, n_positive = K.twice_class_weight_below(
@@ -263,6 +282,14 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
         exact = (2 * sum((x for x, v in zip(w, values) if v < q), Fraction(0))
                  + sum((x for x, v in zip(w, values) if v == q), Fraction(0)))
         assert abs(Fraction(h) + Fraction(lw) - exact) <= exact * Fraction(2) ** -100
+    # bit for bit what the prefix sums gave: P(#below) + P(#below or tied), P(k) one by one
+    p_hi, p_lo = _dd_prefix_sums_one_by_one(weights[rows] / scale)
+    for q, h, lw in zip(np.concatenate([queries, more]), np.concatenate([hi, more_hi]),
+                        np.concatenate([lo, more_lo])):
+        lt, le = np.searchsorted(values, q, "left"), np.searchsorted(values, q, "right")
+        want = K._dd_add(p_hi[lt], p_lo[lt], p_hi[le], p_lo[le])
+        assert (h, lw) == (want[0], want[1])
+    assert (total_hi, total_lo) == (p_hi[-1], p_lo[-1])
     exact_total = sum(w, Fraction(0))
     assert abs(Fraction(total_hi) + Fraction(total_lo) - exact_total) <= \
         exact_total * Fraction(2) ** -100
@@ -277,8 +304,8 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
     np.testing.assert_array_equal(alone[1], more_lo)
 
 
-@settings(max_examples=80, deadline=None)
-@given(data=st.data(), levels=st.integers(1, 30), n_neg=st.integers(0, 200),
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), levels=st.integers(2, 30), n_neg=st.integers(0, 200),
        n_pos=st.integers(0, 200), n_members=st.integers(0, 150), n_groups=st.integers(1, 4))
 def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels, n_neg, n_pos,
                                                                      n_members, n_groups):
@@ -304,3 +331,36 @@ def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels
     assert total_neg == int(neg_draws.sum()) and total_pos == int(pos_draws.sum())
     pairs = (2 * (neg_keys[None, :] < pos_keys[:, None]) + (neg_keys[None, :] == pos_keys[:, None]))
     assert twice_u == int((pos_draws[:, None].astype(np.int64) * neg_draws[None, :] * pairs).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("as_keys", [False, True])
+def test_radix_sort_carries_the_same_payload_in_int64_and_int32(dtype, as_keys):
+    """The int64 payload (what more than 2**31 rows would take) gives what the int32 one does,
+    for every kind of payload; a scratch of the wrong length is refused."""
+    from fastbias.sort import _kernels as SK
+
+    rng = np.random.default_rng(7)
+    scores = np.round(rng.normal(size=3000), 1).astype(dtype)
+    scores[::17] = -0.0
+    rows = rng.permutation(3000)[:2000].astype(np.int64)
+    bits = scores.view(np.uint32 if dtype == np.float32 else np.uint64)
+    n_bits = scores.dtype.itemsize * 8
+    for kind in (SK.PAYLOAD_NONE, SK.PAYLOAD_POSITIONS, SK.PAYLOAD_ROWS):
+        size = 0 if kind == SK.PAYLOAD_NONE else rows.shape[0]
+        narrow = SK.radix_sort_gathered(bits, rows, n_bits, np.empty(size, np.int32), kind,
+                                        as_keys)
+        wide = SK.radix_sort_gathered(bits, rows, n_bits, np.empty(size, np.int64), kind,
+                                      as_keys)
+        np.testing.assert_array_equal(narrow[0], wide[0])
+        np.testing.assert_array_equal(narrow[1], wide[1])
+        assert narrow[1].dtype == np.int32 and wide[1].dtype == np.int64
+        order = np.argsort(scores[rows], kind="stable")
+        if kind == SK.PAYLOAD_POSITIONS:
+            np.testing.assert_array_equal(wide[1], order)
+        elif kind == SK.PAYLOAD_ROWS:
+            np.testing.assert_array_equal(wide[1], rows[order])
+        if not as_keys:
+            np.testing.assert_array_equal(wide[0].view(dtype), np.sort(scores[rows]) + 0.0)
+    with pytest.raises(ValueError, match="one slot per row"):
+        SK.radix_sort_gathered(bits, rows, n_bits, np.empty(3, np.int32), SK.PAYLOAD_ROWS, False)

@@ -219,6 +219,12 @@ def _hoeffding_bound(size, distance, center_offset, value_range):
     return min(1.0, 2.0 * np.exp(-2.0 * size * excess * excess / (value_range * value_range)))
 
 
+@njit(inline="always")
+def _distance(numerator, denominator, center):
+    """``|numerator / denominator - center|``, NaN where the denominator is 0 (undefined)."""
+    return abs(numerator / denominator - center) if denominator > 0 else np.nan
+
+
 @njit(cache=True, nogil=True)
 def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed_is_above, size,
                             other_total, observed, active, theta, hits, max_draws, seed,
@@ -316,11 +322,12 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
             sub += w * _fixed_weight(fixed_keys, fixed_cum, class_keys[q], fixed_is_above)
             place += w * class_rows[q, 1]
             above += w * class_rows[q, 2]
-        # a metric with an empty cell is undefined and not tested (never active): 0 stands in
-        values = (abs(sub / (w_s * fixed_total) - theta) if fixed_total > 0 else 0.0,
-                  abs((place - sub) / (w_s * (other_total - fixed_total)) - theta)
+        # a metric with an empty cell is undefined and not tested (never active): 0 stands in;
+        # a draw whose cell weighs nothing (zero weights) leaves it undefined: NaN, which counts
+        values = (_distance(sub, w_s * fixed_total, theta) if fixed_total > 0 else 0.0,
+                  _distance(place - sub, w_s * (other_total - fixed_total), theta)
                   if other_total > fixed_total else 0.0,
-                  abs(0.5 - (above - 0.5 * (w_s * w_s - w_sq)) / ((class_total - w_s) * w_s))
+                  _distance(above - 0.5 * (w_s * w_s - w_sq), (class_total - w_s) * w_s, 0.5)
                   if class_total > w_s else 0.0)
         for j in range(3):
             if done[j]:

@@ -182,6 +182,8 @@ def radix_sort_gathered(bits, rows, n_bits, payload, payload_kind, as_keys=False
     sort's spare buffer, never a copy. NaN must not occur.
     """
     m = rows.shape[0]
+    if payload.shape[0] != (0 if payload_kind == PAYLOAD_NONE else m):
+        raise ValueError("radix_sort_gathered: the payload scratch must have one slot per row")
     sign = np.uint64(1) << np.uint64(n_bits - 1)
     full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
     sorted_keys, sorted_payload = _sorted_with_payload(bits, rows, n_bits, payload, payload_kind)

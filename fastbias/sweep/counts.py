@@ -172,9 +172,13 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
                                    order.neg_sorted, order.neg_rows, order.pos_sorted,
                                    order.pos_rows, m.n_groups)
 
+    scaled = []  # the scaled weights, made once if a subgroup must be recounted (rare)
+
     def explicit(g):
+        if not scaled:
+            scaled.append(weights if scale == 1.0 else weights / scale)
         return K.explicit_cell_counts(group_mask(m, g), order.neg_rows, order.neg_sorted,
-                                      order.pos_rows, order.pos_sorted, weights / scale)
+                                      order.pos_rows, order.pos_sorted, scaled[0])
 
     return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), neg_total, pos_total,
                            (u_hi, u_lo), scale, explicit if certify else None)

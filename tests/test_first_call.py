@@ -4,6 +4,7 @@ References: the kernels' counts (themselves checked against brute force and skle
 and sklearn's roc_auc_score; heavy ties, signed zeros, empty, one-class and whole-data subgroups.
 """
 import os
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -204,23 +205,37 @@ def tied_case(rng, n, k, weighted=True):
     return y, s, groups, w
 
 
+@contextmanager
+def prefix_chunks(rows: int):
+    """The numpy tier's prefix sums made ``rows`` rows at a time (chunk joins on small data)."""
+    saved = first_call.PREFIX_CHUNK_ROWS
+    first_call.PREFIX_CHUNK_ROWS = rows
+    try:
+        yield
+    finally:
+        first_call.PREFIX_CHUNK_ROWS = saved
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 300), k=st.integers(1, 4))
-def test_numpy_weighted_counts_give_the_kernels_metrics(seed, n, k):
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 300), k=st.integers(1, 4),
+       chunk=st.sampled_from([1, 3, 64, 1 << 16]))
+def test_numpy_weighted_counts_give_the_kernels_metrics(seed, n, k, chunk):
     # double-double sums in numpy: every metric within the certified tolerance of the kernel's
     from fastbias.metrics.table import table_from_counts
 
     y, s, groups, w = tied_case(np.random.default_rng(seed), n, k)
     m = prepare_subgroups(y, groups)
     kernels = table_from_counts(sweep_counts(s, m, w), warn=False)
-    numpy = table_from_counts(counts_in_numpy(s, m, w), warn=False)
+    with prefix_chunks(chunk):
+        numpy = table_from_counts(counts_in_numpy(s, m, w), warn=False)
     pd.testing.assert_frame_equal(numpy, kernels, check_exact=False, rtol=2.0 ** -50,
                                   atol=2.0 ** -70)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(2, 40))
-def test_numpy_weighted_counts_equal_exact_rationals(seed, n):
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(2, 40),
+       chunk=st.sampled_from([1, 2, 5, 1 << 16]))
+def test_numpy_weighted_counts_equal_exact_rationals(seed, n, chunk):
     from fastbias.metrics.table import table_from_counts
     from tests.reference import brute_force_metrics
 
@@ -230,7 +245,8 @@ def test_numpy_weighted_counts_equal_exact_rationals(seed, n):
     groups[np.flatnonzero(~y)[:1], 2] = False  # a background of one negative...
     w[np.flatnonzero(~y)[:1]] = 1e-40  # ...of tiny weight: only the explicit cells keep it
     m = prepare_subgroups(y, groups)
-    table = table_from_counts(counts_in_numpy(s, m, w), warn=False)
+    with prefix_chunks(chunk):
+        table = table_from_counts(counts_in_numpy(s, m, w), warn=False)
     for j in range(3):
         want = brute_force_metrics(y, s, groups[:, j], w)
         for metric, value in want.items():

@@ -108,19 +108,18 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
     m = memberships
     scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
     weights = np.asarray(sample_weight, dtype=np.float64)
-    weights = weights if scale == 1.0 else weights / scale
-    classes = []
-    for rows in class_orders(scores, m.labels):
-        w = weights[rows]
-        classes.append((rows, scores[rows], w, *dd_prefix_sums(w), int(np.count_nonzero(w > 0))))
-    (neg_rows, neg_sorted, _, neg_hi, neg_lo, n_weighted_neg), \
-        (pos_rows, pos_sorted, pos_w, pos_hi, pos_lo, n_weighted_pos) = classes
-    tn, tp = (neg_hi[-1], neg_lo[-1]), (pos_hi[-1], pos_lo[-1])
-    id_scores, id_w = scores[m.identity_rows], weights[m.identity_rows]
+    (neg_rows, pos_rows), classes = class_orders(scores, m.labels), []
+    for rows in (neg_rows, pos_rows):
+        w = weights[rows] / scale  # (exact: a power of two)
+        classes.append((scores[rows], w, int(np.count_nonzero(w > 0))))
+    (neg_sorted, neg_w, n_weighted_neg), (pos_sorted, pos_w, n_weighted_pos) = classes
+    id_scores, id_w = scores[m.identity_rows], weights[m.identity_rows] / scale
     positive = m.identity_labels
-    # twice the weight of each class below each identity row, ties 1/2, and above it
-    nb = _twice_weight_below(neg_sorted, neg_hi, neg_lo, id_scores)
-    pb = _twice_weight_below(pos_sorted, pos_hi, pos_lo, id_scores)
+    # twice the weight of each class below each identity row, ties 1/2, and above it (the
+    # negatives also below each positive, for the overall U)
+    (nb, below_pos), tn = _twice_weight_below_sets(neg_sorted, neg_w, id_scores, pos_sorted)
+    (pb,), tp = _twice_weight_below_sets(pos_sorted, pos_w, id_scores)
+    del neg_w
     pa = dd_add(2.0 * tp[0], 2.0 * tp[1], -pb[0], -pb[1])
     na = dd_add(2.0 * tn[0], 2.0 * tn[1], -nb[0], -nb[1])
     first = [np.where(positive, a, b)
@@ -160,16 +159,15 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
             if n_weighted > weighted_rows[g, c]:
                 bg_hi[g, c], bg_lo[g, c] = dd_add(total[0], total[1], -hi[g, c], -lo[g, c])
     bg_rows = np.array([n_weighted_neg, n_weighted_pos]) - weighted_rows
-    overall = dd_total(*dd_mul(*_twice_weight_below(neg_sorted, neg_hi, neg_lo, pos_sorted),
-                               pos_w, 0.0))
+    overall = dd_total(*dd_mul(*below_pos, pos_w, 0.0))
 
     def explicit(g: int) -> tuple:
         member = group_mask(m, g)
         cells = []
         for rows, sorted_scores in ((neg_rows, neg_sorted), (pos_rows, pos_sorted)):
             inside = member[rows]
-            cells.append((sorted_scores[inside], weights[rows[inside]]))
-            cells.append((sorted_scores[~inside], weights[rows[~inside]]))
+            cells.append((sorted_scores[inside], weights[rows[inside]] / scale))
+            cells.append((sorted_scores[~inside], weights[rows[~inside]] / scale))
         (sn, sn_w), (bn, bn_w), (sp, sp_w), (bp, bp_w) = cells
         c_hi, c_lo = np.zeros(K.N_COUNT_COLUMNS), np.zeros(K.N_COUNT_COLUMNS)
         c_hi[K.CELL_SUBGROUP_NEG], c_lo[K.CELL_SUBGROUP_NEG] = dd_total(sn_w)
@@ -197,18 +195,48 @@ def class_orders(scores: np.ndarray, labels: np.ndarray) -> tuple:
     return tuple(orders)
 
 
-def _twice_weight_below(sorted_values, cum_hi, cum_lo, queries) -> tuple:
-    """Twice the weight of ``sorted_values`` below each query, ties 1/2, as (hi, lo) arrays
-    (``cum_*``: their prefix sums)."""
-    lt = np.searchsorted(sorted_values, queries, side="left")
-    le = np.searchsorted(sorted_values, queries, side="right")
-    return dd_add(cum_hi[lt], cum_lo[lt], cum_hi[le], cum_lo[le])
+#: rows of a class whose compensated prefix sums are made at once (bounds the tier's memory)
+PREFIX_CHUNK_ROWS = 1 << 16
+
+
+def _twice_weight_below_sets(sorted_values, weights, *query_sets) -> tuple:
+    """Twice the weight of ``sorted_values`` (their ``weights``) below each query, ties 1/2.
+
+    Returns ``([(hi, lo) per set of queries], (total hi, total lo))``. The
+    compensated prefix sums (:func:`dd_prefix_sums`) are made
+    :data:`PREFIX_CHUNK_ROWS` rows at a time, each chunk's carried on from the
+    last in double-double, and read only at the queries' ranks, so that no
+    array of the class's length is made beside the weights. Chunking adds one
+    double-double addition per prefix: the error stays within
+    :func:`dd_sum_error_bound` of the whole class.
+    """
+    n = sorted_values.shape[0]
+    found = []  # per set, per side (below; below or tied): sorted ranks, their order, hi, lo
+    for queries in query_sets:
+        for side in ("left", "right"):
+            ranks = np.searchsorted(sorted_values, queries, side=side)
+            order = np.argsort(ranks, kind="stable")
+            found.append((ranks[order], order, np.zeros(ranks.shape[0]),
+                          np.zeros(ranks.shape[0])))
+    carry_hi = carry_lo = 0.0
+    for start in range(0, n, PREFIX_CHUNK_ROWS):
+        stop = min(n, start + PREFIX_CHUNK_ROWS)
+        hi, lo = dd_prefix_sums(weights[start:stop])
+        hi, lo = dd_add(carry_hi, carry_lo, hi, lo)
+        for ranks, order, out_hi, out_lo in found:  # the ranks in (start, stop]; 0 stays 0
+            a, b = np.searchsorted(ranks, [start, stop], side="right")
+            out_hi[order[a:b]] = hi[ranks[a:b] - start]
+            out_lo[order[a:b]] = lo[ranks[a:b] - start]
+        carry_hi, carry_lo = float(hi[-1]), float(lo[-1])
+    below = [dd_add(found[2 * j][2], found[2 * j][3], found[2 * j + 1][2], found[2 * j + 1][3])
+             for j in range(len(query_sets))]
+    return below, (carry_hi, carry_lo)
 
 
 def _twice_u(x, x_weights, y_sorted, y_weights) -> tuple:
     """Twice the weighted U of cell X over cell Y (Y sorted), from Y's own prefix sums: every
     term is non-negative, so the pair (hi, lo) is accurate to the bound of its sums."""
-    below = _twice_weight_below(y_sorted, *dd_prefix_sums(y_weights), x)
+    (below,), _ = _twice_weight_below_sets(y_sorted, y_weights, x)
     return dd_total(*dd_mul(*below, x_weights, 0.0))
 
 

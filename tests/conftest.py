@@ -38,16 +38,19 @@ def madlibs_dir(shared_data) -> Path:
 
 #: test modules about what surrounds the kernels (reports, the command line, the browser, a
 #: Dask cluster's behaviour, threads, docs, the numpy first-call tier, cache directories, file
-#: sources, the wrappers for sklearn, fairlearn and boosting libraries): the uncompiled run, which
-#: is there to execute the kernels' code line by line, leaves them to the compiled run. Every
-#: kernel line they reach is reached by the modules that stay (measured with coverage on
-#: 2026-11-25: the same lines of every ``_kernels.py`` covered with and without them, 99%), and
-#: leaving them out takes about a third off the uncompiled run
-NOT_ABOUT_KERNELS = {"test_boosting", "test_bounded_memory", "test_browser", "test_cli",
-                     "test_compat", "test_dask", "test_docs", "test_docstrings", "test_first_call",
-                     "test_hostile_names", "test_notebooks", "test_progress", "test_report",
-                     "test_robustness", "test_sensitive_features", "test_sklearn", "test_synthetic",
-                     "test_threads"}
+#: sources, validation and fuzzing of the entry points, the wrappers for sklearn, fairlearn and
+#: boosting libraries): the uncompiled run, which is there to execute the kernels' code line by
+#: line, leaves them to the compiled run. Every kernel line they reach is reached by the modules
+#: that stay (measured with coverage on 2026-11-25: the same lines of every ``_kernels.py``
+#: covered with and without them, 98-99%), and leaving them out takes about two fifths off the
+#: uncompiled run
+NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
+                     "test_bounded_memory", "test_browser", "test_cli", "test_compat",
+                     "test_dask", "test_docs", "test_docstrings", "test_evaluate",
+                     "test_first_call", "test_fuzz", "test_hostile_names", "test_limits",
+                     "test_never_silently_wrong", "test_notebooks", "test_progress",
+                     "test_report", "test_robustness", "test_sensitive_features", "test_sklearn",
+                     "test_synthetic", "test_threads", "test_validation"}
 
 
 def pytest_collection_modifyitems(config, items):

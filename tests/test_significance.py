@@ -315,6 +315,7 @@ def test_a_subgroup_of_every_row_equals_the_overall_auc(delong_everywhere):
     assert table.attrs["n_tests"] == 6
 
 
+@pytest.mark.jit_heavy  # (about the adjustment over models; its kernels run in other tests)
 def test_evaluate_adjusts_each_model_over_all_its_subgroups():
     df = fastbias.make_jigsaw_like(n_rows=30_000, n_identities=4, random_state=2)
     names = ["male", "female", "transgender", "other_gender"]

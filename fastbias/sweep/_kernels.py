@@ -254,24 +254,6 @@ def twice_auc_numerator_sorted(neg_sorted, pos_sorted, neg_cum, pos_weights):
 
 
 @njit(cache=True, nogil=True)
-def rank_bounds_in_sorted(sorted_values, queries, query_order):
-    """For each query: (#values < q, #values <= q), walking queries in sorted order."""
-    m = queries.shape[0]
-    lt_out = np.empty(m, dtype=np.int64)
-    le_out = np.empty(m, dtype=np.int64)
-    lt = 0
-    le = 0
-    for t in range(m):
-        q_index = query_order[t]
-        q = queries[q_index]
-        lt = _count_below(sorted_values, lt, q, False)
-        le = _count_below(sorted_values, max(le, lt), q, True)
-        lt_out[q_index] = lt
-        le_out[q_index] = le
-    return lt_out, le_out
-
-
-@njit(cache=True, nogil=True)
 def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, pos_sorted,
                            n_groups, member_weights, neg_cum, pos_cum):
     """Per-subgroup counts of the memberships ``start:stop`` (in score order), before finishing.

@@ -6,7 +6,10 @@ private ``NUMBA_CACHE_DIR`` and measures, on the Jigsaw-sized synthetic arrays
 (1.8M x 24 unless ``--rows``): the import, the first call (time to the answer),
 and how long the kernels go on compiling in the background after the answer
 (the script waits for them here, so that they are cached; a script need not);
-then the same in a second process on the now warm cache. Prints a Markdown table.
+then the same in further processes on the now warm cache (median of ``--warm-repeats``).
+Prints a Markdown table, and whether numba imported scipy on the way: with scipy
+installed, numba's first dispatch checks its BLAS (``import scipy.linalg``), about
+0.13 s that an environment with only fastbias's core dependencies does not pay.
 
 Usage::
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,7 +50,8 @@ t3 = time.perf_counter()
 from fastbias.sweep.first_call import wait_until_compiled
 wait_until_compiled()  # (a script need not: its last child outlives it)
 t4 = time.perf_counter()
-print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "compiling": t4 - t3}), flush=True)
+print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "compiling": t4 - t3,
+                  "scipy": "scipy" in sys.modules}), flush=True)
 """
 
 VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap"]
@@ -67,18 +72,23 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=1_804_875)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
     parser.add_argument("--n-boot", type=int, default=20, help="replicates of the bootstrap")
+    parser.add_argument("--warm-repeats", type=int, default=5,
+                        help="warm-cache processes per variant (median)")
     args = parser.parse_args(argv)
     print(f"# {args.rows:,} rows x 24 subgroups, load average {os.getloadavg()[0]:.2f}\n")
     print("| first call | cold: import + first call | cold: compiling after the answer | "
-          "warm: import + first call |")
-    print("|---|---:|---:|---:|")
+          "warm: import + first call (median, min-max) | scipy imported |")
+    print("|---|---:|---:|---:|---|")
     for variant in args.variants:
         with tempfile.TemporaryDirectory() as cache:
             os.chmod(cache, 0o700)
             cold = run_child(args.rows, variant, cache, args.n_boot)
-            warm = run_child(args.rows, variant, cache, args.n_boot)
+            warm = [run_child(args.rows, variant, cache, args.n_boot)
+                    for _ in range(max(1, args.warm_repeats))]
+        totals = [w["import"] + w["first_call"] for w in warm]
         print(f"| {variant} | {cold['import'] + cold['first_call']:.2f} s | "
-              f"{cold['compiling']:.1f} s | {warm['import'] + warm['first_call']:.2f} s |",
+              f"{cold['compiling']:.1f} s | {statistics.median(totals):.2f} s "
+              f"({min(totals):.2f}-{max(totals):.2f}) | {'yes' if warm[0]['scipy'] else 'no'} |",
               flush=True)
 
 

@@ -62,6 +62,27 @@ def test_dense_members_across_scan_chunks():
     np.testing.assert_array_equal(cols, expected_cols)
 
 
+@pytest.mark.parametrize("n_cols", [1, 5, 24])
+def test_dense_members_every_byte_value(n_cols):
+    """Any non-zero byte is a member (0x80 alone, 0x7F, 0xFF, ...), in words that are all
+    zero, all members or mixed, across scan chunks (the branch-free list of non-zero words)."""
+    rng = np.random.default_rng(n_cols)
+    n_rows = PK.DENSE_SCAN_CHUNK_WORDS * 8 * 2 // n_cols + 7
+    values = np.zeros(n_rows * n_cols, dtype=np.uint8)
+    sparse = rng.random(values.shape[0]) < 0.01
+    values[sparse] = rng.integers(1, 256, int(sparse.sum()))
+    values[:256] = np.arange(256)  # every byte value, one per column position
+    dense_block = slice(values.shape[0] // 2, values.shape[0] // 2 + 4096)
+    values[dense_block] = rng.integers(0, 256, 4096)
+    matrix = values.reshape(n_rows, n_cols)
+    flat = matrix.reshape(-1)
+    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
+    rows, cols = PK.dense_members(words, flat, n_cols, 0)
+    expected_rows, expected_cols = np.nonzero(matrix)
+    np.testing.assert_array_equal(rows, expected_rows)
+    np.testing.assert_array_equal(cols, expected_cols)
+
+
 @settings(max_examples=40, deadline=None)
 @given(hnp.arrays(np.bool_, hnp.array_shapes(min_dims=2, max_dims=2, max_side=40)))
 def test_dense_memberships_equal_column_memberships(matrix):

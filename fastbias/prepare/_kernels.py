@@ -108,10 +108,14 @@ def _bit_of_power_mod_67() -> np.ndarray:
 _BIT_OF_POWER_MOD_67 = _bit_of_power_mod_67()
 
 
-@njit(cache=True, nogil=True)
-def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found):
+@njit(inline="always")
+def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found, nonzero):
     """Append (row, column) of the non-zero bytes of ``words[w_start:w_stop]``; return the count.
 
+    First the non-zero words are listed without a branch (``nonzero``: scratch
+    of at least ``w_stop - w_start`` int64, the caller's own allocation, so that
+    the compiler knows it does not alias ``words``): memberships are sparse and scattered, so a branch per word
+    would mispredict at every member and the scan would cost twice as much.
     Inside a non-zero word, each non-zero byte's high bit is set in
     ``((x & 0x7F..) + 0x7F..) | x) & 0x80..``; the lowest one is isolated
     (``t & -t``) and its bit index looked up from its remainder modulo 67
@@ -121,19 +125,23 @@ def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found):
     inverse = 1.0 / n_cols
     low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
     high = np.uint64(0x8080808080808080)
+    n_nonzero = 0
     for w in range(w_start, w_stop):
+        nonzero[n_nonzero] = w
+        n_nonzero += words[w] != 0
+    for q in range(n_nonzero):
+        w = nonzero[q]
         x = words[w]
-        if x != 0:
-            t = (((x & low7) + low7) | x) & high
-            start = w * 8
-            while t != 0:
-                lowest = t & (~t + np.uint64(1))
-                t ^= lowest
-                position = start + (_BIT_OF_POWER_MOD_67[np.int64(lowest % np.uint64(67))] >> 3)
-                row = _row_of(position, n_cols, inverse)
-                member_row[found] = row
-                member_col[found] = position - row * n_cols
-                found += 1
+        t = (((x & low7) + low7) | x) & high
+        start = w * 8
+        while t != 0:
+            lowest = t & (~t + np.uint64(1))
+            t ^= lowest
+            position = start + (_BIT_OF_POWER_MOD_67[np.int64(lowest % np.uint64(67))] >> 3)
+            row = _row_of(position, n_cols, inverse)
+            member_row[found] = row
+            member_col[found] = position - row * n_cols
+            found += 1
     return found
 
 
@@ -162,6 +170,7 @@ def dense_members(words, flat, n_cols, capacity):
     """
     member_row = np.empty(max(capacity, 64), dtype=np.int64)
     member_col = np.empty(max(capacity, 64), dtype=np.int64)
+    nonzero = np.empty(DENSE_SCAN_CHUNK_WORDS, dtype=np.int64)
     found = 0
     n_words = words.shape[0]
     for w_start in range(0, n_words, DENSE_SCAN_CHUNK_WORDS):
@@ -171,7 +180,8 @@ def dense_members(words, flat, n_cols, capacity):
             new_capacity = max(2 * member_row.shape[0], worst)
             member_row = _grown(member_row, found, new_capacity)
             member_col = _grown(member_col, found, new_capacity)
-        found = _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found)
+        found = _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found,
+                            nonzero)
     tail_stop = flat.shape[0]
     if found + tail_stop - n_words * 8 > member_row.shape[0]:
         member_row = _grown(member_row, found, found + tail_stop - n_words * 8)

@@ -89,3 +89,89 @@ def run_pieces(function, pieces, workers: int) -> list:
     finally:
         wait(futures)  # none may still be writing into shared arrays when this returns
     return first + [result for future in futures for result in future.result()]
+
+
+class SharedJobs:
+    """Jobs that one thread posts and another thread may join in: each job runs once, on
+    whichever thread takes it first.
+
+    One model's class sort uses it (:func:`fastbias.sweep.parallel.sort_and_count`): the
+    sort runs beside the membership scan and sort, and the calling thread, done with those,
+    takes part in the sort's last phase instead of waiting for it. The poster calls
+    :meth:`post`, then :meth:`finish` (it takes jobs too and returns once every job has
+    ended) and at last :meth:`close`, also when it fails before posting; a helper calls
+    :meth:`help`. Waiting is for the helper's own thread: a job never waits, so pool
+    threads may run :meth:`work`.
+    """
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._function = None
+        self._jobs: list = []
+        self._next = 0
+        self._running = 0
+        self._open = True
+        self._failed = False
+
+    def post(self, function, jobs) -> None:
+        """Offer ``function(job)`` for each of ``jobs``."""
+        with self._cond:
+            self._function, self._jobs, self._next = function, list(jobs), 0
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """No job is taken from now on; a helper waiting for jobs returns. Jobs left untaken
+        make :meth:`finish` raise (the work is not done), never return quietly."""
+        with self._cond:
+            self._open = False
+            if self._next < len(self._jobs):
+                self._failed = True
+                self._next = len(self._jobs)
+            self._cond.notify_all()
+
+    def _take(self):
+        with self._cond:
+            if self._next >= len(self._jobs):
+                return None
+            job = self._jobs[self._next]
+            self._next += 1
+            self._running += 1
+            return job
+
+    def _ended(self, failed: bool) -> None:
+        with self._cond:
+            self._running -= 1
+            if failed:
+                self._failed = True
+                self._next = len(self._jobs)  # the rest is abandoned
+            self._cond.notify_all()
+
+    def work(self) -> None:
+        """Run jobs until none is left to take (never waits for other threads)."""
+        while (job := self._take()) is not None:
+            failed = True
+            try:
+                self._function(job)
+                failed = False
+            finally:
+                self._ended(failed)
+
+    def help(self) -> None:
+        """Wait until the jobs are posted (or the poster closed), then take part in them."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._jobs or not self._open)
+        self.work()
+
+    def finish(self, threads: int = 1) -> None:
+        """(The poster.) Run jobs on up to ``threads`` threads (:func:`run_pieces`) until none
+        is left, then wait for the jobs other threads took; raises RuntimeError if a job
+        failed anywhere (its own exception is raised where it ran) or jobs were abandoned
+        (:meth:`close`)."""
+        try:
+            run_pieces(lambda _: self.work(), range(max(1, threads)), threads)
+        finally:
+            with self._cond:
+                self._cond.wait_for(lambda: self._running == 0)
+        if self._failed:
+            raise RuntimeError("shared jobs were left undone: a job failed, or the jobs were "
+                               "closed before all were taken")

@@ -320,3 +320,83 @@ def test_run_pieces_runs_inline_when_no_thread_can_start(monkeypatch):
 
     monkeypatch.setattr(_threads, "_submit_to_pool", refuse)
     assert _threads.run_pieces(lambda j: j + 1, range(5), 4) == [1, 2, 3, 4, 5]
+
+
+# ------------------------------------------------------------------ jobs shared by two threads
+
+
+def test_shared_jobs_run_each_job_once_on_the_poster_and_the_helper():
+    share, ran, lock = _threads.SharedJobs(), [], threading.Lock()
+
+    def job(j):
+        time.sleep(0.002)
+        with lock:
+            ran.append((j, threading.get_ident()))
+
+    def poster():
+        try:
+            time.sleep(0.01)  # the helper waits for the jobs first
+            share.post(job, range(40))
+            share.finish()
+        finally:
+            share.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(poster)
+        share.help()
+        future.result()
+    assert sorted(j for j, _ in ran) == list(range(40))
+    assert len({thread for _, thread in ran}) == 2  # both threads took jobs
+
+
+def test_shared_jobs_helper_returns_when_nothing_is_posted():
+    share = _threads.SharedJobs()
+    threading.Timer(0.01, share.close).start()
+    share.help()  # returns once closed, with nothing to do
+
+
+def test_shared_jobs_failure_on_the_helper_is_raised_on_both_sides():
+    share = _threads.SharedJobs()
+    started = threading.Event()
+    done = []
+
+    def job(j):
+        if threading.current_thread() is threading.main_thread() and j > 0:
+            raise ValueError(f"job {j} failed")
+        started.set()
+        time.sleep(0.02)
+        done.append(j)
+
+    def poster():
+        share.post(job, range(30))
+        share.finish()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(poster)
+        started.wait()
+        with pytest.raises(ValueError, match="failed"):
+            share.help()
+        with pytest.raises(RuntimeError, match="left undone"):
+            future.result()
+    assert len(done) < 29  # the rest was abandoned, not run
+
+
+def test_shared_jobs_closed_before_all_were_taken_make_the_poster_fail():
+    share = _threads.SharedJobs()
+    share.post(lambda j: share.close() if j == 1 else None, range(5))
+    with pytest.raises(RuntimeError, match="left undone"):
+        share.finish()
+
+
+def test_a_failing_membership_prepare_stops_the_shared_class_sort(monkeypatch):
+    """The class sort beside the memberships: an error while preparing them is raised, and the
+    sort's thread does not wait for ever for help."""
+    monkeypatch.setattr(parallel, "CONCURRENT_SWEEP_MIN_ROWS", 1)
+    rng = np.random.default_rng(0)
+    s, y = rng.random(500), rng.random(500) < 0.3
+
+    def prepare(workers, compiled=True):
+        raise ValueError("cannot read the subgroups")
+
+    with pytest.raises(ValueError, match="cannot read"):
+        parallel.sort_and_count(s, None, prepare, y, workers=2)

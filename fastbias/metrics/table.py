@@ -135,7 +135,9 @@ def table_from_counts(sc: SweepCounts, *, warn: bool = True, context: str = "") 
         data["background_negative_weight"] = bg_neg * sc.weight_scale
         data["background_positive_weight"] = bg_pos * sc.weight_scale
     table = pd.DataFrame(data, index=pd.Index(sc.names, name="subgroup"))
-    if warn:
+    # (checked on the arrays first: reading the table's columns costs more than the rest)
+    if warn and any(np.isnan(np.asarray(data[m], dtype=np.float64)).any()
+                    for m in METRIC_COLUMNS if m in data):
         warn_undefined(table, context)
     return table
 

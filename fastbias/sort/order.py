@@ -101,9 +101,13 @@ def sortable_key(value) -> int:
     return (~bits) & ((1 << n_bits) - 1) if bits & sign else bits | sign
 
 
+# the last phase of a sort shared with another thread is offered as this many jobs
+SHARED_BUCKET_JOBS = 16
+
+
 def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
               memberships: Memberships | None = None, workers: int = 1,
-              key_range: tuple | None = None) -> tuple:
+              key_range: tuple | None = None, share=None) -> tuple:
     """The class sort (``labels`` given) and the membership sort (``memberships`` given) of
     finite float32/float64 ``scores``: ``(SortedClasses or None, (keys, codes) or None)``.
 
@@ -113,6 +117,9 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     row indices are kept (the unweighted sweep needs only the sorted values);
     the memberships stay stable (a row's subgroups in order). The result does
     not depend on ``workers``. ``key_range``: :func:`score_key_range`, if known.
+    ``share`` (a :class:`~fastbias._threads.SharedJobs`): the last phase, sorting the
+    buckets, is offered there as SHARED_BUCKET_JOBS jobs, so that a thread done with other
+    work can join in (the sort is the same).
     """
     uint = _UINT_OF_FLOAT[scores.dtype]
     bits = scores.view(uint)
@@ -170,15 +177,19 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
             K.sort_buckets(arrays[a], payloads[a], scratch[a], payload_scratch[a],
                            bucket_starts[a], d_start, d_stop, low, shift)
 
-    run_pieces(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
+    if share is None:
+        run_pieces(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
+    else:
+        share.post(sort_buckets, _bucket_jobs(bucket_starts, max(SHARED_BUCKET_JOBS, pieces)))
+        share.finish(workers)
     return (SortedClasses(out[:n_neg], out[n_neg:]) if labels is not None else None,
             (keys, codes) if m is not None else None)
 
 
 def sort_classes(scores: np.ndarray, labels: np.ndarray, workers: int = 1,
-                 key_range: tuple | None = None) -> SortedClasses:
+                 key_range: tuple | None = None, share=None) -> SortedClasses:
     """All negatives' and all positives' scores, each sorted, as keys (see :func:`sort_keys`)."""
-    return sort_keys(scores, labels, None, workers, key_range)[0]
+    return sort_keys(scores, labels, None, workers, key_range, share)[0]
 
 
 def sort_memberships(scores: np.ndarray, memberships: Memberships, workers: int = 1,

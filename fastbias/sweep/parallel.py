@@ -6,10 +6,17 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._numba_cache import announce_compiling
+from .._threads import SharedJobs
 from ..prepare import _kernels as PK
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
-from ..sort.order import SortedScores, score_key_range, sort_classes, sort_memberships
+from ..sort.order import (
+    SortedClasses,
+    SortedScores,
+    score_key_range,
+    sort_classes,
+    sort_memberships,
+)
 from . import _kernels as K
 from .counts import count_sorted
 from .first_call import (
@@ -69,8 +76,8 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     Unweighted, with memberships still to build (``prepare`` and the
     ``labels``) and enough rows, the class sort (it needs only the labels
     and the scores) runs beside the membership scan and sort, half the
-    threads each: the scan is bound by memory bandwidth, the sort by
-    computation, so the two overlap better than either splits.
+    threads each, and this thread, done with the memberships, joins the class
+    sort's last phase (sorting its buckets) instead of waiting for it.
     """
     if count_in_numpy_now(sample_weight is not None,
                           numpy_if_cold and memberships is None
@@ -88,13 +95,28 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
         return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
     key_range = score_key_range(scores, workers)
     class_workers = workers // 2
+    share = SharedJobs()  # the class sort's last phase, which this thread joins when done
     with helper_thread() as helper:
-        classes = helper.submit(sort_classes, scores, labels, class_workers, key_range)
-        memberships = prepare(workers - class_workers)
-        members = sort_memberships(scores, memberships, workers - class_workers, key_range)
+        classes = helper.submit(_sort_classes_sharing, share, scores, labels, class_workers,
+                                key_range)
+        try:
+            memberships = prepare(workers - class_workers)
+            members = sort_memberships(scores, memberships, workers - class_workers, key_range)
+            share.help()
+        finally:
+            share.close()  # (on an error here, the sort stops taking jobs)
         sorted_scores = SortedScores(scores, memberships, classes.result(), members,
                                      workers=workers)
     return memberships, sorted_scores, count_sorted(sorted_scores)
+
+
+def _sort_classes_sharing(share: SharedJobs, *args) -> SortedClasses:
+    """:func:`sort_classes` with its last phase offered to ``share``; closes it however it
+    ends, so that a thread waiting to help does not wait for ever."""
+    try:
+        return sort_classes(*args, share=share)
+    finally:
+        share.close()
 
 
 def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:

@@ -60,6 +60,21 @@ def _submit_to_pool(threads: int, function, items) -> list:
         return [_pool.submit(function, item) for item in items]
 
 
+def _forget_pool_in_fork() -> None:
+    """In a forked child (``multiprocessing``'s default start method on Linux): the parent's
+    pool threads do not exist here, and its lock may have been held at the fork. Start
+    afresh; otherwise the child's first split call would wait for ever for threads that
+    will never run its pieces."""
+    global _pool, _pool_size, _lock, _local
+    _pool, _pool_size = None, 0
+    _lock = threading.Lock()
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_fork)
+
+
 def run_pieces(function, pieces, workers: int) -> list:
     """``[function(piece) for piece in pieces]``, on up to ``workers`` threads, in order.
 

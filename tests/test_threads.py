@@ -6,6 +6,8 @@ ranges that end off a word or off a block of equal scores, pieces with no rows, 
 than rows. The references are numpy's sorts, sklearn and the one-thread path (itself checked
 against brute force elsewhere).
 """
+import multiprocessing
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -400,3 +402,19 @@ def test_a_failing_membership_prepare_stops_the_shared_class_sort(monkeypatch):
 
     with pytest.raises(ValueError, match="cannot read"):
         parallel.sort_and_count(s, None, prepare, y, workers=2)
+
+
+def _bias_metrics_in_child(y, s, groups):
+    return fastbias.bias_metrics(y, s, groups, n_jobs=2)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_still_splits_its_work(split_everything):
+    """multiprocessing's default on Linux forks: the parent's pool threads are not in the
+    child, which used to wait for them for ever on its first split call."""
+    y, s, groups = tied_case(np.random.default_rng(5))
+    expected = fastbias.bias_metrics(y, s, groups, n_jobs=2)  # the pool exists now
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_bias_metrics_in_child, (y, s, groups)).get(timeout=60)
+    pd_equal(expected, got)
+    assert expected.attrs == got.attrs

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._numba_cache import announce_compiling
-from .._threads import SharedJobs
+from .._threads import SharedJobs, lend_helper
 from ..prepare import _kernels as PK
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
@@ -131,19 +131,9 @@ def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
 
 
 def helper_thread(enabled: bool = True):
-    """A context manager lending one extra thread (a ``ThreadPoolExecutor``, or None when not
-    ``enabled``), to overlap a sort with other work."""
-    if not enabled:
-        return _NoThread()
-    return ThreadPoolExecutor(max_workers=1)
-
-
-class _NoThread:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
+    """A context manager lending one extra thread (:func:`fastbias._threads.lend_helper`; None
+    when not ``enabled``), to overlap a sort with other work."""
+    return lend_helper(enabled)
 
 
 def map_in_threads(function, items, workers: int) -> list:

@@ -62,7 +62,7 @@ def _float_bits_of_key(k, sign, full):
 def _count_digits(hist, k, n_passes):
     """Add key ``k`` to the per-pass digit histograms ``hist`` (n_passes x RADIX_BUCKETS)."""
     for p in range(n_passes):
-        hist[p, np.int64((k >> np.uint64(p * RADIX_DIGIT_BITS)) & np.uint64(RADIX_BUCKETS - 1))] += 1
+        hist[p, (k >> np.uint64(p * RADIX_DIGIT_BITS)) & np.uint64(RADIX_BUCKETS - 1)] += 1
 
 
 @njit(inline="always")
@@ -98,14 +98,14 @@ def _lsd_passes_in_range(keys, spare, payload, spare_payload, lo, hi, hist, digi
             c = hist[p, d]
             hist[p, d] = total
             total += c
-        for j in range(lo, hi):
+        for j in range(np.uint64(lo), np.uint64(hi)):  # unsigned: see _bucket_of
             k = src[j]
-            d = np.int64(((np.uint64(k) - low) >> shift) & digit_mask)
-            t = hist[p, d]
+            d = ((np.uint64(k) - low) >> shift) & digit_mask
+            t = np.uint64(hist[p, d])
             dst[t] = k
             if with_payload:
                 pdst[t] = psrc[j]
-            hist[p, d] = t + 1
+            hist[p, d] = t + np.uint64(1)
         src, dst = dst, src
         psrc, pdst = pdst, psrc
         in_spare = not in_spare
@@ -226,7 +226,9 @@ def key_range(bits, n_bits, start, stop):
 
 @njit(inline="always")
 def _bucket_of(k, low, shift):
-    return np.int64((k - low) >> shift)
+    """The bucket of key ``k`` (all three uint64), unsigned: an unsigned index spares every
+    array access numba's check for a negative index (about a fifth of these loops' time)."""
+    return (k - low) >> shift
 
 
 @njit(cache=True, nogil=True)
@@ -239,9 +241,9 @@ def class_top_digit_counts(bits, labels, start, stop, low, shift):
     """
     sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
     counts = np.zeros(2 * TOP_BUCKETS, dtype=np.int64)
-    for i in range(start, stop):
+    for i in range(np.uint64(start), np.uint64(stop)):  # unsigned: see _bucket_of
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        counts[(np.int64(labels[i]) << TOP_BUCKET_BITS) | _bucket_of(k, low, shift)] += 1
+        counts[(np.uint64(labels[i]) << np.uint64(TOP_BUCKET_BITS)) | _bucket_of(k, low, shift)] += 1
     return counts
 
 
@@ -255,12 +257,12 @@ def scatter_class_keys(bits, labels, start, stop, low, shift, next_slot, out):
     within a bucket. No branch on the label.
     """
     sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
-    for i in range(start, stop):
+    for i in range(np.uint64(start), np.uint64(stop)):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
-        slot = (np.int64(labels[i]) << TOP_BUCKET_BITS) | _bucket_of(k, low, shift)
-        t = next_slot[slot]
+        slot = (np.uint64(labels[i]) << np.uint64(TOP_BUCKET_BITS)) | _bucket_of(k, low, shift)
+        t = np.uint64(next_slot[slot])
         out[t] = k
-        next_slot[slot] = t + 1
+        next_slot[slot] = t + np.uint64(1)
 
 
 @njit(cache=True, nogil=True)
@@ -269,9 +271,9 @@ def member_top_digit_counts(bits, identity_rows, row_ptr, start, stop, low, shif
     each bucket (a row counts once per subgroup it is in; see :func:`scatter_member_keys`)."""
     sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
     counts = np.zeros(TOP_BUCKETS, dtype=np.int64)
-    for r in range(start, stop):
+    for r in range(np.uint64(start), np.uint64(stop)):
         k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
-        counts[_bucket_of(k, low, shift)] += row_ptr[r + 1] - row_ptr[r]
+        counts[_bucket_of(k, low, shift)] += row_ptr[r + np.uint64(1)] - row_ptr[r]
     return counts
 
 
@@ -287,15 +289,15 @@ def scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_group
     (advanced in place); memberships keep their order within a bucket.
     """
     sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
-    for r in range(start, stop):
+    for r in range(np.uint64(start), np.uint64(stop)):
         k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
         d = _bucket_of(k, low, shift)
         label = 1 if identity_labels[r] else 0
-        t = next_slot[d]
-        for e in range(row_ptr[r], row_ptr[r + 1]):
+        t = np.uint64(next_slot[d])
+        for e in range(row_ptr[r], row_ptr[r + np.uint64(1)]):
             keys_out[t] = k
             codes_out[t] = 2 * row_groups[e] + label
-            t += 1
+            t += np.uint64(1)
         next_slot[d] = t
 
 
@@ -367,10 +369,10 @@ def _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, n_passe
     with_payload = payload.shape[0] > 0
     digit_mask = np.uint64((1 << digit_bits) - 1)
     counts = np.zeros((n_passes, 1 << digit_bits), dtype=np.int64)
-    for j in range(lo, hi):
+    for j in range(np.uint64(lo), np.uint64(hi)):
         x = np.uint64(values[j]) - low
         for p in range(n_passes):
-            counts[p, np.int64((x >> np.uint64(p * digit_bits)) & digit_mask)] += 1
+            counts[p, (x >> np.uint64(p * digit_bits)) & digit_mask] += 1
     sorted_values, sorted_payload, in_spare = _lsd_passes_in_range(
         values, scratch, payload, payload_scratch, lo, hi, counts, digit_bits, low)
     if in_spare:

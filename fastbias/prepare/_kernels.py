@@ -113,9 +113,11 @@ def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found, n
     """Append (row, column) of the non-zero bytes of ``words[w_start:w_stop]``; return the count.
 
     First the non-zero words are listed without a branch (``nonzero``: scratch
-    of at least ``w_stop - w_start`` int64, the caller's own allocation, so that
-    the compiler knows it does not alias ``words``): memberships are sparse and scattered, so a branch per word
-    would mispredict at every member and the scan would cost twice as much.
+    of at least ``w_stop - w_start`` int64, the caller's own allocation, so
+    that the compiler knows it does not alias ``words``): memberships are
+    sparse and scattered, so a branch per word would mispredict at every
+    member and the scan would cost twice as much (the scan is now about as
+    fast as memory brings the matrix in).
     Inside a non-zero word, each non-zero byte's high bit is set in
     ``((x & 0x7F..) + 0x7F..) | x) & 0x80..``; the lowest one is isolated
     (``t & -t``) and its bit index looked up from its remainder modulo 67

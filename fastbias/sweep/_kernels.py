@@ -57,33 +57,36 @@ def _count_below(values, start, q, inclusive):
     ``values`` is sorted and ``start`` is already known to be a lower bound.
     Galloping (exponential then binary search) from ``start``: O(log gap),
     so walking m sorted queries through n values costs O(m log(n / m)).
+    The indices are unsigned inside (numba checks every signed index for a
+    negative value); the result is int64.
     """
-    n = values.shape[0]
+    n = np.uint64(values.shape[0])
+    start = np.uint64(start)
     if start >= n:
-        return n
+        return np.int64(n)
     v = values[start]
     if (v > q) if inclusive else (v >= q):
-        return start
+        return np.int64(start)
     lo = start  # values[lo] is below the bound
-    step = 1
-    hi = start + 1
+    step = np.uint64(1)
+    hi = start + step
     while hi < n:
         v = values[hi]
         if (v > q) if inclusive else (v >= q):
             break
         lo = hi
-        step *= 2
+        step <<= np.uint64(1)
         hi = start + step
     if hi > n:
         hi = n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
+    while hi - lo > np.uint64(1):
+        mid = (lo + hi) >> np.uint64(1)
         v = values[mid]
         if (v > q) if inclusive else (v >= q):
             hi = mid
         else:
             lo = mid
-    return hi
+    return np.int64(hi)
 
 
 @njit(inline="always")
@@ -109,7 +112,7 @@ def _gather_block(member_keys, member_codes, member_weights, t, stop, neg_in_blo
     n_touched = 0
     while t < stop and member_keys[t] == key:
         code = member_codes[t]
-        g = code >> 1
+        g = np.uint64(code) >> np.uint64(1)  # unsigned: see _count_below
         w = member_weights[t] if weighted else 1
         if code & 1:
             pos_in_block[g] += w
@@ -144,7 +147,7 @@ def _add_block_counts(counts, touched, n_touched, is_touched, neg_in_block, pos_
     """Count one block's subgroups (``touched``) against the classes: twice the class weight
     below (ties 1/2) and above the block's score, both classes; empties the block."""
     for j in range(n_touched):
-        g = touched[j]
+        g = np.uint64(touched[j])  # unsigned: see _count_below
         n_neg = neg_in_block[g]
         n_pos = pos_in_block[g]
         counts[g, CELL_SUBGROUP_NEG] += n_neg

@@ -107,6 +107,30 @@ def run_pieces(function, pieces, workers: int) -> list:
     return first + [result for future in futures for result in future.result()]
 
 
+def run_jobs(function, items, workers: int) -> list:
+    """``[function(item) for item in items]``, in order, on up to ``workers`` threads that
+    each take the next item as soon as they are free: for items of uneven cost, where
+    :func:`run_pieces` (a fixed share per thread) would leave a thread idle. Runs
+    everything here on one worker or on a pool thread. An exception in an item is raised
+    here once every thread has stopped."""
+    items = list(items)
+    workers = min(workers, len(items))
+    if workers <= 1 or getattr(_local, "in_pool", False):
+        return [function(item) for item in items]
+    results = [None] * len(items)
+
+    def job(j):
+        results[j] = function(items[j])
+
+    share = SharedJobs()
+    share.post(job, range(len(items)))
+    try:
+        share.finish(workers)
+    finally:
+        share.close()
+    return results
+
+
 class _LentHelper:
     """What :func:`lend_helper` yields: ``submit`` runs a function on a helper thread; leaving
     the ``with`` block waits for everything submitted through it."""

@@ -418,3 +418,28 @@ def test_a_forked_child_still_splits_its_work(split_everything):
         got = pool.apply_async(_bias_metrics_in_child, (y, s, groups)).get(timeout=60)
     pd_equal(expected, got)
     assert expected.attrs == got.attrs
+
+
+def test_run_jobs_keeps_order_whichever_thread_takes_a_job():
+    seen, lock = set(), threading.Lock()
+
+    def job(j):
+        time.sleep(0.02 if j == 0 else 0.001)  # the first job is long: the other thread goes on
+        with lock:
+            seen.add(threading.get_ident())
+        return j * j
+
+    assert _threads.run_jobs(job, range(12), 2) == [j * j for j in range(12)]
+    assert len(seen) == 2
+    assert _threads.run_jobs(job, range(3), 1) == [0, 1, 4]
+    assert _threads.run_jobs(job, [], 4) == []
+
+
+def test_run_jobs_raises_a_job_error():
+    def job(j):
+        if j == 5:
+            raise ValueError("job 5 failed")
+        return j
+
+    with pytest.raises(ValueError, match="job 5 failed"):
+        _threads.run_jobs(job, range(10), 2)

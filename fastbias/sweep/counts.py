@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._threads import pieces_for, run_pieces
+from .._threads import pieces_for, run_jobs
 from ..prepare.memberships import Memberships, group_mask
 from ..sort.order import ScoreOrder, SortedClasses, SortedScores
 from ..validate.values import power_of_two_scale
@@ -221,35 +221,45 @@ _NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row we
 PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
 
 
+# a split walk is cut into this many jobs per thread
+COUNT_JOBS_PER_WORKER = 4
+
+
 def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
               workers: int = 1) -> tuple:
     """Exact per-subgroup counts (n_groups, 7) int64 and twice the overall U, from the sorts.
 
     On ``workers`` threads (and enough memberships) the walk is split into
     ranges of the scores, each cut between two blocks of equal scores, and
-    the positives into ranges for the overall U; each thread counts one range
-    of each (one round), and the ranges are joined exactly.
+    the positives into ranges for the overall U; the threads take these
+    jobs as they become free (their costs differ: a positive costs more where
+    the negatives are dense), and the ranges are joined exactly.
     """
     keys, codes = sorted_members
     neg_keys, pos_keys = sorted_classes.neg_keys, sorted_classes.pos_keys
     pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
                         PARALLEL_COUNT_MIN_MEMBERSHIPS)
+    if pieces > 1:
+        pieces *= COUNT_JOBS_PER_WORKER  # small jobs, so that the threads end together
     bounds = [0, *(K.block_boundary_near(keys, (j * keys.shape[0]) // pieces)
                    for j in range(1, pieces)), keys.shape[0]]
     pos_bounds = (np.arange(pieces + 1) * pos_keys.shape[0]) // pieces
 
-    def piece(j):
-        return (K.member_counts_in_range(keys, codes, bounds[j], bounds[j + 1], neg_keys,
-                                         pos_keys, n_groups, _NO_WEIGHTS, _NO_WEIGHTS,
-                                         _NO_WEIGHTS),
-                K.twice_auc_numerator_sorted(neg_keys, pos_keys[pos_bounds[j]:pos_bounds[j + 1]],
-                                             _NO_WEIGHTS, _NO_WEIGHTS))
+    def job(task):
+        kind, j = task
+        if kind == "u":
+            return K.twice_auc_numerator_sorted(neg_keys, pos_keys[pos_bounds[j]:pos_bounds[j + 1]],
+                                                _NO_WEIGHTS, _NO_WEIGHTS)
+        return K.member_counts_in_range(keys, codes, bounds[j], bounds[j + 1], neg_keys,
+                                        pos_keys, n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
 
-    parts = run_pieces(piece, range(pieces), workers)
-    joined = parts[0][0]
-    for part, _ in parts[1:]:
+    # the overall U's jobs first: their costs vary the most
+    parts = run_jobs(job, [("u", j) for j in range(pieces)] + [("walk", j) for j in range(pieces)],
+                     workers)
+    joined = parts[pieces]
+    for part in parts[pieces + 1:]:
         joined = K.add_member_counts(joined, part)
-    return K.finish_member_counts(joined), sum(int(u) for _, u in parts)
+    return K.finish_member_counts(joined), sum(int(u) for u in parts[:pieces])
 
 
 def count_sorted(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None,

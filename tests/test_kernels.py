@@ -355,6 +355,46 @@ def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("share", [0.0, 0.003, 0.1, 0.5, 1.0])  # empty, tiny, ..., every row
+def test_radix_sort_of_a_class_equals_sorting_its_rows(dtype, share):
+    """The class read from the labels (first or last row in it or not, every kind of
+    payload, int32 and int64) gives what sorting the list of its rows gives."""
+    from fastbias.sort import _kernels as SK
+
+    rng = np.random.default_rng(int(share * 1000))
+    n = 2500
+    scores = np.round(rng.normal(size=n), 1).astype(dtype)
+    scores[::13] = -0.0
+    bits = scores.view(np.uint32 if dtype == np.float32 else np.uint64)
+    n_bits = scores.dtype.itemsize * 8
+    labels = (rng.random(n) < share).astype(np.uint8)
+    for label in (0, 1):
+        rows = np.flatnonzero(labels == label)
+        order = np.argsort(scores[rows], kind="stable")
+        for kind in (SK.PAYLOAD_NONE, SK.PAYLOAD_POSITIONS, SK.PAYLOAD_ROWS):
+            for width in (np.int32, np.int64):
+                for as_keys in (False, True):
+                    size = 0 if kind == SK.PAYLOAD_NONE else rows.shape[0]
+                    keys, carried = SK.radix_sort_class(bits, labels, label, n_bits,
+                                                        np.empty(size, width), kind, as_keys)
+                    expected = SK.radix_sort_gathered(bits, rows.astype(np.int64), n_bits,
+                                                      np.empty(size, width), kind, as_keys)
+                    np.testing.assert_array_equal(keys, expected[0])
+                    np.testing.assert_array_equal(carried, expected[1])
+                    assert carried.dtype == width or kind == SK.PAYLOAD_NONE
+                    if kind == SK.PAYLOAD_ROWS:
+                        np.testing.assert_array_equal(carried, rows[order])
+                    elif kind == SK.PAYLOAD_POSITIONS:
+                        np.testing.assert_array_equal(carried, order)
+                    if not as_keys:
+                        np.testing.assert_array_equal(keys.view(dtype),
+                                                      np.sort(scores[rows]) + 0.0)
+    with pytest.raises(ValueError, match="one slot per row"):
+        SK.radix_sort_class(bits, labels, 1, n_bits, np.empty(n + 1, np.int32),
+                            SK.PAYLOAD_ROWS, False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("as_keys", [False, True])
 def test_radix_sort_carries_the_same_payload_in_int64_and_int32(dtype, as_keys):
     """The int64 payload (what more than 2**31 rows would take) gives what the int32 one does,

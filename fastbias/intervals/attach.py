@@ -173,7 +173,8 @@ INTERVAL_KERNELS = {
     "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
                        SK.finish_delong_sums],
     "bootstrap": lambda: [IK.poisson_counts, IK.counts_of_replicate,
-                          SK.replicate_counts_by_walk, SortK.radix_sort_gathered],
+                          SK.replicate_counts_by_walk, SortK.radix_sort_gathered,
+                          SortK.radix_sort_class],
 }
 
 

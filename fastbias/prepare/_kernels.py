@@ -12,28 +12,6 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def split_rows_by_label(labels):
-    """Row indices of negatives and positives, each in increasing row order."""
-    n = labels.shape[0]
-    n_pos = 0
-    for i in range(n):
-        if labels[i]:
-            n_pos += 1
-    neg = np.empty(n - n_pos, dtype=np.int64)
-    pos = np.empty(n_pos, dtype=np.int64)
-    i_neg = 0
-    i_pos = 0
-    for i in range(n):
-        if labels[i]:
-            pos[i_pos] = i
-            i_pos += 1
-        else:
-            neg[i_neg] = i
-            i_neg += 1
-    return neg, pos
-
-
-@njit(cache=True, nogil=True)
 def threshold_column_rows(values, threshold, out):
     """Write the row indices with ``values[i] >= threshold`` into ``out``; return how many.
 

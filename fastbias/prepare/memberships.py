@@ -47,8 +47,9 @@ class Memberships:
         The names (at the end of ``names``) that are intersections of other
         subgroups (see :func:`with_intersections`); empty otherwise.
 
-    ``cell_rows``, ``class_rows``, ``neg_rows`` and ``pos_rows`` are computed
-    on first use (the unweighted sweep needs none of them).
+    ``cell_rows`` and ``class_rows`` are computed on first use (the unweighted
+    sweep needs neither). The sorts that carry rows read each class's rows
+    straight from ``labels`` (no list of them is kept: 8 bytes a row).
     """
 
     names: list
@@ -87,20 +88,6 @@ class Memberships:
         """(number of negative rows, number of positive rows) over all rows."""
         n_pos = int(np.count_nonzero(self.labels))
         return self.n_rows - n_pos, n_pos
-
-    @cached_property
-    def _rows_by_label(self) -> tuple:
-        return K.split_rows_by_label(self.labels)
-
-    @property
-    def neg_rows(self) -> np.ndarray:
-        """Rows with label 0, increasing (int64)."""
-        return self._rows_by_label[0]
-
-    @property
-    def pos_rows(self) -> np.ndarray:
-        """Rows with label 1, increasing (int64)."""
-        return self._rows_by_label[1]
 
 
 def memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:

@@ -193,6 +193,47 @@ def radix_sort_gathered(bits, rows, n_bits, payload, payload_kind, as_keys=False
     return sorted_keys, sorted_payload
 
 
+@njit(cache=True, nogil=True)
+def radix_sort_class(bits, labels, label, n_bits, payload, payload_kind, as_keys=False):
+    """:func:`radix_sort_gathered` of the rows whose ``labels`` (0/1 bytes) equal ``label``,
+    read straight from the labels: no list of the class's rows is made (8 bytes a row, the
+    largest part of a sort's peak memory). ``PAYLOAD_ROWS`` carries the rows themselves,
+    ``PAYLOAD_POSITIONS`` each row's rank in its class (its position in the class's list);
+    ``payload`` has one slot per row of the class, or none."""
+    n = labels.shape[0]
+    m = 0
+    for i in range(n):
+        m += labels[i] == label
+    if payload.shape[0] != (0 if payload_kind == PAYLOAD_NONE else m):
+        raise ValueError("radix_sort_class: the payload scratch must have one slot per row "
+                         "of the class")
+    sign, full = _key_masks(n_bits)
+    keys = np.empty(m, dtype=bits.dtype)
+    # every row up to the class's last is written at the class's next slot, which moves on
+    # only past the class's rows: no branch on the label, and no write beyond the class
+    last = n - 1
+    while last >= 0 and labels[last] != label:
+        last -= 1
+    j = 0
+    for i in range(last + 1):
+        keys[j] = _sortable_key(np.uint64(bits[i]), sign, full)
+        if payload_kind == PAYLOAD_ROWS:
+            payload[j] = i
+        elif payload_kind == PAYLOAD_POSITIONS:
+            payload[j] = j
+        j += labels[i] == label
+    n_passes = _radix_passes(n_bits)
+    hist = np.zeros((n_passes, RADIX_BUCKETS), dtype=np.int64)
+    for j in range(m):
+        _count_digits(hist, np.uint64(keys[j]), n_passes)
+    sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
+                                                   np.empty_like(payload), hist)
+    if not as_keys:
+        for j in range(m):
+            sorted_keys[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
+    return sorted_keys, sorted_payload
+
+
 @njit(inline="always")
 def _key_masks(n_bits):
     """The sign bit and the all-ones mask of ``n_bits``-wide keys (see :func:`_sortable_key`)."""

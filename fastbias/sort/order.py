@@ -244,6 +244,18 @@ def _radix(scores: np.ndarray, rows: np.ndarray, payload: int, as_keys: bool = F
     return (out if as_keys else out.view(scores.dtype)), carried
 
 
+def _radix_class(scores: np.ndarray, labels: np.ndarray, label: int, n_rows: int,
+                 payload: int, as_keys: bool = False) -> tuple:
+    """:func:`_radix` of the rows of one class (``labels == label``; ``n_rows`` of them),
+    read from the labels (:func:`~fastbias.sort._kernels.radix_sort_class`)."""
+    uint = _UINT_OF_FLOAT[scores.dtype]
+    width = np.int32 if scores.shape[0] < 2**31 else np.int64
+    scratch = np.empty(n_rows if payload != K.PAYLOAD_NONE else 0, dtype=width)
+    out, carried = K.radix_sort_class(scores.view(uint), labels.view(np.uint8), label,
+                                      scores.dtype.itemsize * 8, scratch, payload, as_keys)
+    return (out if as_keys else out.view(scores.dtype)), carried
+
+
 def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False):
     """``np.sort(scores[rows] + 0.0)`` (and its stable argsort) by an LSD radix sort.
 
@@ -261,18 +273,22 @@ def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1)
     side on up to ``workers`` threads)."""
     m = memberships
     id_scores = K.gather_scores(scores, m.identity_rows)
+    n_neg, n_pos = m.class_rows
     (_, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
-        lambda task: _radix(scores, *task),
-        [(m.identity_rows, K.PAYLOAD_POSITIONS), (m.neg_rows, K.PAYLOAD_ROWS),
-         (m.pos_rows, K.PAYLOAD_ROWS)], workers)
+        lambda task: task[0](*task[1:]),
+        [(_radix, scores, m.identity_rows, K.PAYLOAD_POSITIONS),
+         (_radix_class, scores, m.labels, 0, n_neg, K.PAYLOAD_ROWS),
+         (_radix_class, scores, m.labels, 1, n_pos, K.PAYLOAD_ROWS)], workers)
     return ScoreOrder(id_scores, id_order, neg_rows, pos_rows, neg_sorted, pos_sorted)
 
 
 def sort_classes_with_rows(scores: np.ndarray, memberships: Memberships) -> tuple:
     """:func:`sort_classes` that also gives each class's rows in that order:
     ``(SortedClasses, negative rows, positive rows)``."""
-    neg_keys, neg_rows = _radix(scores, memberships.neg_rows, K.PAYLOAD_ROWS, as_keys=True)
-    pos_keys, pos_rows = _radix(scores, memberships.pos_rows, K.PAYLOAD_ROWS, as_keys=True)
+    m = memberships
+    n_neg, n_pos = m.class_rows
+    neg_keys, neg_rows = _radix_class(scores, m.labels, 0, n_neg, K.PAYLOAD_ROWS, as_keys=True)
+    pos_keys, pos_rows = _radix_class(scores, m.labels, 1, n_pos, K.PAYLOAD_ROWS, as_keys=True)
     return SortedClasses(neg_keys, pos_keys), neg_rows, pos_rows
 
 

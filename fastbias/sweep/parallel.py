@@ -7,7 +7,6 @@ import numpy as np
 
 from .._numba_cache import announce_compiling
 from .._threads import SharedJobs, lend_helper
-from ..prepare import _kernels as PK
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
 from ..sort.order import (
@@ -40,7 +39,7 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     # kind of input: a set that is never compiled would make every call look cold)
     if weighted:
         return announce_compiling("weighted counting", [
-            PK.split_rows_by_label, SK.radix_sort_gathered,
+            SK.radix_sort_class, SK.radix_sort_gathered,
             SK.gather_scores, K.subgroup_counts_weighted],
             note)
     return announce_compiling("counting", COUNTING_KERNELS, note)

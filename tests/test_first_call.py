@@ -343,6 +343,9 @@ def test_numpy_poisson_counts_equal_the_kernel():
         key = np.uint64(key)
         want = IK.poisson_counts(key, np.empty(20_000, dtype=np.uint8))
         np.testing.assert_array_equal(poisson_counts_in_numpy(key, 20_000), want)
+        for chunk_rows in (7, 999, 4096):  # chunks ending anywhere give the same counts
+            np.testing.assert_array_equal(
+                poisson_counts_in_numpy(key, 20_000, chunk_rows=chunk_rows), want)
     assert poisson_counts_in_numpy(np.uint64(7), 200_000).max() >= 6  # the tail is reached
 
 

@@ -161,37 +161,39 @@ def delong_in_numpy(scores: np.ndarray, memberships: Memberships,
                                      *delong_sums_in_numpy(walk, memberships.n_groups))
 
 
-def poisson_counts_in_numpy(key: np.uint64, n: int, counters: np.ndarray | None = None
+#: rows whose Poisson counts are drawn at once in numpy (bounds the temporaries' memory)
+POISSON_CHUNK_ROWS = 1 << 16
+
+
+def poisson_counts_in_numpy(key: np.uint64, n: int, chunk_rows: int = POISSON_CHUNK_ROWS
                             ) -> np.ndarray:
     """``IK.poisson_counts(key, ...)`` for rows 0..n-1 in numpy: the same counts (uint8).
 
-    ``counters``: ``arange(n) * golden`` (uint64) made once for many replicates.
+    Made ``chunk_rows`` rows at a time: the hash's uint64 temporaries would otherwise be
+    several times 8 bytes a row (the first-call bootstrap's peak memory).
     """
-    if counters is None:
-        counters = poisson_counters(n)
-    with np.errstate(over="ignore"):
-        z = counters + np.uint64(key)  # wraps, as uint64 does
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
-    # a count is how many thresholds the 32 high bits reach: the first few compared on every
-    # row (no branch), the rest only on the rows past them (P(K >= 4) is about 2%)
-    u = (z >> np.uint64(32)).astype(np.uint32)
+    counts = np.empty(n, dtype=np.uint8)
     thresholds = IK.POISSON_ONE_THRESHOLDS.astype(np.uint32)
-    counts = (u >= thresholds[0]).astype(np.uint8)
-    for threshold in thresholds[1:4]:
-        counts += u >= threshold
-    tail = np.flatnonzero(u >= thresholds[4])
-    tail_u = u[tail]
-    for threshold in thresholds[4:]:
-        counts[tail] += tail_u >= threshold
+    for start in range(0, n, chunk_rows):
+        stop = min(start + chunk_rows, n)
+        with np.errstate(over="ignore"):
+            z = np.arange(start, stop, dtype=np.uint64) * IK._GOLDEN  # the row's counter
+            z += np.uint64(key)  # wraps, as uint64 does
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z ^= z >> np.uint64(31)
+        # a count is how many thresholds the 32 high bits reach: the first few compared on
+        # every row (no branch), the rest only on the rows past them (P(K >= 4) is about 2%)
+        u = (z >> np.uint64(32)).astype(np.uint32)
+        part = counts[start:stop]
+        np.greater_equal(u, thresholds[0], out=part)
+        for threshold in thresholds[1:4]:
+            part += u >= threshold
+        tail = np.flatnonzero(u >= thresholds[4])
+        tail_u = u[tail]
+        for threshold in thresholds[4:]:
+            part[tail] += tail_u >= threshold
     return counts
-
-
-def poisson_counters(n: int) -> np.ndarray:
-    """The counter part of every row's SplitMix64 input: ``row * golden`` (uint64, wrapping)."""
-    with np.errstate(over="ignore"):
-        return np.arange(n, dtype=np.uint64) * IK._GOLDEN
 
 
 class NumpyReplicates:
@@ -210,10 +212,13 @@ class NumpyReplicates:
                  sample_weight: np.ndarray | None = None):
         m = self.m = memberships
         self.scores, self.base = scores, sample_weight
-        self.counters = poisson_counters(m.n_rows)
         if sample_weight is not None:
             return
-        self.classes = class_orders(scores, m.labels)
+        width = np.int32 if m.n_rows < 2**31 else np.int64  # (kept for every replicate)
+        self.classes = tuple(rows.astype(width) for rows in class_orders(scores, m.labels))
+        # each class's prefix sums of the draws, made into these for every replicate
+        self.cumulative = tuple(np.zeros(rows.shape[0] + 1, dtype=np.int64)
+                                for rows in self.classes)
         neg_sorted, pos_sorted = (scores[rows] for rows in self.classes)
         id_scores = scores[m.identity_rows]
         self.neg_ranks = (np.searchsorted(neg_sorted, id_scores, "left"),
@@ -239,12 +244,13 @@ class NumpyReplicates:
     def counts(self, key) -> tuple:
         """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
         m = self.m
-        draws = poisson_counts_in_numpy(key, m.n_rows, self.counters)
+        draws = poisson_counts_in_numpy(key, m.n_rows)
         if self.base is not None:
             sc = weighted_counts_in_numpy(self.scores, m, draws * self.base, certify=False)
             return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
-        neg_cum, pos_cum = (np.concatenate([[0], np.cumsum(draws[rows], dtype=np.int64)])
-                            for rows in self.classes)
+        for rows, cumulative in zip(self.classes, self.cumulative):
+            np.cumsum(draws[rows], dtype=np.int64, out=cumulative[1:])
+        neg_cum, pos_cum = self.cumulative
         total_neg, total_pos = int(neg_cum[-1]), int(pos_cum[-1])
         c = draws[m.identity_rows].astype(np.int64)
         nb = neg_cum[self.neg_ranks[0]] + neg_cum[self.neg_ranks[1]]

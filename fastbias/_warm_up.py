@@ -83,6 +83,28 @@ def _each_input(rng):
             yield _scores(rng, dtype, writable), memberships, weights
 
 
+def _class_sorts_of_mixed_inputs(rng) -> None:
+    """The sorts that read a class from the labels (weights, the bootstrap) with read-only
+    scores and writable labels, and the other way round (pandas copy-on-write makes either
+    read-only alone): each combination is a kernel of its own."""
+    from .sort import order
+
+    for dtype in (np.float32, np.float64):
+        for scores_writable, labels_writable in ((True, False), (False, True)):
+            order.sort_classes_with_rows(
+                _scores(rng, dtype, scores_writable),
+                _Labels(_as(rng.random(N_ROWS) < 0.3, labels_writable)))
+
+
+class _Labels:
+    """What :func:`fastbias.sort.order.sort_classes_with_rows` reads of memberships."""
+
+    def __init__(self, labels):
+        self.labels = labels
+        n_pos = int(labels.sum())
+        self.class_rows = (labels.shape[0] - n_pos, n_pos)
+
+
 def weighted(rng) -> None:
     from .prepare.memberships import group_mask
     from .sort.order import SortedScores
@@ -95,6 +117,7 @@ def weighted(rng) -> None:
         order = sorted_scores.order()
         K.explicit_cell_counts(group_mask(memberships, 0), order.neg_rows, order.neg_sorted,
                                order.pos_rows, order.pos_sorted, np.ascontiguousarray(weights))
+    _class_sorts_of_mixed_inputs(rng)
 
 
 def delong(rng) -> None:
@@ -119,6 +142,7 @@ def bootstrap(rng) -> None:
                    progress=False, n_jobs=1)
         replicates(SortedScores(scores, memberships), np.ascontiguousarray(weights), n_boot=2,
                    random_state=0, progress=False, n_jobs=1)
+    _class_sorts_of_mixed_inputs(rng)
     # (alone: a call switches to these kernels as soon as this family's child has ended; its
     # point estimate's family is compiled next, by another child)
 

@@ -314,7 +314,7 @@ def member_top_digit_counts(bits, identity_rows, row_ptr, start, stop, low, shif
     counts = np.zeros(TOP_BUCKETS, dtype=np.int64)
     for r in range(np.uint64(start), np.uint64(stop)):
         k = _sortable_key(np.uint64(bits[identity_rows[r]]), sign, full)
-        counts[_bucket_of(k, low, shift)] += row_ptr[r + np.uint64(1)] - row_ptr[r]
+        counts[_bucket_of(k, low, shift)] += row_ptr[np.uint64(r) + np.uint64(1)] - row_ptr[r]
     return counts
 
 
@@ -335,7 +335,7 @@ def scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_group
         d = _bucket_of(k, low, shift)
         label = 1 if identity_labels[r] else 0
         t = np.uint64(next_slot[d])
-        for e in range(row_ptr[r], row_ptr[r + np.uint64(1)]):
+        for e in range(row_ptr[r], row_ptr[np.uint64(r) + np.uint64(1)]):
             keys_out[t] = k
             codes_out[t] = 2 * row_groups[e] + label
             t += np.uint64(1)

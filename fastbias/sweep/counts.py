@@ -254,8 +254,9 @@ def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: in
                                         pos_keys, n_groups, _NO_WEIGHTS, _NO_WEIGHTS, _NO_WEIGHTS)
 
     # the overall U's jobs first: their costs vary the most
+    # (both jobs of a walk too small to split run here, not on the pool)
     parts = run_jobs(job, [("u", j) for j in range(pieces)] + [("walk", j) for j in range(pieces)],
-                     workers)
+                     workers if pieces > 1 else 1)
     joined = parts[pieces]
     for part in parts[pieces + 1:]:
         joined = K.add_member_counts(joined, part)

@@ -214,8 +214,7 @@ class NumpyReplicates:
         self.scores, self.base = scores, sample_weight
         if sample_weight is not None:
             return
-        width = np.int32 if m.n_rows < 2**31 else np.int64  # (kept for every replicate)
-        self.classes = tuple(rows.astype(width) for rows in class_orders(scores, m.labels))
+        self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
         # each class's prefix sums of the draws, made into these for every replicate
         self.cumulative = tuple(np.zeros(rows.shape[0] + 1, dtype=np.int64)
                                 for rows in self.classes)

@@ -187,10 +187,12 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
 
 
 def class_orders(scores: np.ndarray, labels: np.ndarray) -> tuple:
-    """The rows of each class (negatives, positives) in score order, by numpy's stable sort."""
+    """The rows of each class (negatives, positives) in score order, by numpy's stable sort
+    (int32 where they fit: the tier's peak memory is its sort of the larger class)."""
+    width = np.int32 if scores.shape[0] < 2**31 else np.int64
     orders = []
     for in_class in (~labels, labels):
-        rows = np.flatnonzero(in_class)
+        rows = np.flatnonzero(in_class).astype(width)
         orders.append(rows[np.argsort(scores[rows], kind="stable")])
     return tuple(orders)
 

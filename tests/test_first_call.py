@@ -173,7 +173,7 @@ def test_a_script_ends_at_once_and_its_child_fills_the_cache(tmp_path):
         fcntl.flock(handle, fcntl.LOCK_EX)  # its turn is over: the cache is filled
     cached = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
     for name in ("_kernels.member_counts_in_range", "_kernels.sort_buckets",
-                 "_kernels.csr_from_dense_rows", "_kernels.build_row_csr",
+                 "_kernels.scan_dense_into", "_kernels.build_row_csr",
                  "_kernels.threshold_column_rows", "_kernels.add_member_counts"):
         assert name in cached, name
 

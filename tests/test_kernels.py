@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fastbias.prepare import _kernels as PK
-from fastbias.prepare.memberships import prepare_memberships, prepare_memberships_dense
+from fastbias.prepare.memberships import (
+    dense_members,
+    prepare_memberships,
+    prepare_memberships_dense,
+)
 from fastbias.sort.order import sort_classes, sort_memberships
 from fastbias.sweep import _kernels as K
 
@@ -43,7 +47,7 @@ def test_dense_members_equal_numpy_nonzero(n_rows, n_cols, density):
     flat = matrix.view(np.uint8).reshape(-1)
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
     for capacity in (0, 5, n_rows * n_cols):  # too small forces the output to grow
-        rows, cols = PK.dense_members(words, flat, n_cols, capacity)
+        rows, cols = dense_members(words, flat, n_cols, capacity)
         expected_rows, expected_cols = np.nonzero(matrix)
         np.testing.assert_array_equal(rows, expected_rows)
         np.testing.assert_array_equal(cols, expected_cols)
@@ -56,7 +60,7 @@ def test_dense_members_across_scan_chunks():
     matrix = dense_case(np.random.default_rng(3), n_rows, n_cols, 0.5)
     flat = matrix.view(np.uint8).reshape(-1)
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
-    rows, cols = PK.dense_members(words, flat, n_cols, 1)
+    rows, cols = dense_members(words, flat, n_cols, 1)
     expected_rows, expected_cols = np.nonzero(matrix)
     np.testing.assert_array_equal(rows, expected_rows)
     np.testing.assert_array_equal(cols, expected_cols)
@@ -77,7 +81,7 @@ def test_dense_members_every_byte_value(n_cols):
     matrix = values.reshape(n_rows, n_cols)
     flat = matrix.reshape(-1)
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
-    rows, cols = PK.dense_members(words, flat, n_cols, 0)
+    rows, cols = dense_members(words, flat, n_cols, 0)
     expected_rows, expected_cols = np.nonzero(matrix)
     np.testing.assert_array_equal(rows, expected_rows)
     np.testing.assert_array_equal(cols, expected_cols)

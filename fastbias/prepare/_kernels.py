@@ -105,67 +105,61 @@ def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found, n
     inverse = 1.0 / n_cols
     low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
     high = np.uint64(0x8080808080808080)
-    n_nonzero = 0
-    for w in range(w_start, w_stop):
+    # unsigned indices: numba checks every signed one for a negative value (a quarter of the
+    # scan's time when the first word is not a constant)
+    n_nonzero = np.uint64(0)
+    for w in range(np.uint64(w_start), np.uint64(w_stop)):
         nonzero[n_nonzero] = w
-        n_nonzero += words[w] != 0
+        n_nonzero += np.uint64(words[w] != 0)
+    at = np.uint64(found)
     for q in range(n_nonzero):
-        w = nonzero[q]
+        w = np.uint64(nonzero[q])
         x = words[w]
         t = (((x & low7) + low7) | x) & high
-        start = w * 8
+        start = np.int64(w) * 8
         while t != 0:
             lowest = t & (~t + np.uint64(1))
             t ^= lowest
-            position = start + (_BIT_OF_POWER_MOD_67[np.int64(lowest % np.uint64(67))] >> 3)
+            position = start + (_BIT_OF_POWER_MOD_67[lowest % np.uint64(67)] >> 3)
             row = _row_of(position, n_cols, inverse)
-            member_row[found] = row
-            member_col[found] = position - row * n_cols
-            found += 1
-    return found
-
-
-@njit(cache=True, nogil=True)
-def _grown(values, used, capacity):
-    """A larger copy of ``values`` holding its first ``used`` entries."""
-    out = np.empty(capacity, dtype=values.dtype)
-    for j in range(used):  # a loop, not a slice copy: compiles in a fraction of the time
-        out[j] = values[j]
-    return out
+            member_row[at] = row
+            member_col[at] = position - row * n_cols
+            at += np.uint64(1)
+    return np.int64(at)
 
 
 DENSE_SCAN_CHUNK_WORDS = 1 << 14
 
 
 @njit(cache=True, nogil=True)
-def dense_members(words, flat, n_cols, capacity):
-    """(row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix, row-major.
+def scan_dense_into(words, flat, n_cols, member_row, member_col, found, w_start):
+    """Append (row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix,
+    row-major, to ``member_row``/``member_col`` (int64, ``found`` entries in use), from
+    word ``w_start`` on, while the output surely has room.
 
     ``flat`` is the matrix's bytes and ``words`` the same bytes read as
     little-endian uint64 (all whole words; a tail shorter than 8 bytes is read
     from ``flat``). Memberships are sparse, so the scan reads eight bytes at a
-    time and does work only per non-zero byte. The output starts at
-    ``capacity`` entries and doubles when a chunk of words might not fit.
-    Returns ``(member_row, member_col)``, int64.
+    time and does work only per non-zero byte. Returns ``(found, next word)``:
+    the next word is -1 once everything is scanned, else where to go on after
+    the caller has given the output more room (the caller allocates it: numpy
+    asks the OS for huge pages for large arrays, numba does not, and at tens of
+    millions of rows the page faults of writing fresh memory cost about as much
+    as the scan).
     """
-    member_row = np.empty(max(capacity, 64), dtype=np.int64)
-    member_col = np.empty(max(capacity, 64), dtype=np.int64)
+    capacity = member_row.shape[0]
     nonzero = np.empty(DENSE_SCAN_CHUNK_WORDS, dtype=np.int64)
-    found = 0
     n_words = words.shape[0]
-    for w_start in range(0, n_words, DENSE_SCAN_CHUNK_WORDS):
-        w_stop = min(w_start + DENSE_SCAN_CHUNK_WORDS, n_words)
-        worst = found + 8 * (w_stop - w_start)
-        if worst > member_row.shape[0]:
-            new_capacity = max(2 * member_row.shape[0], worst)
-            member_row = _grown(member_row, found, new_capacity)
-            member_col = _grown(member_col, found, new_capacity)
-        found = _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found,
-                            nonzero)
+    w = w_start
+    while w < n_words:
+        w_stop = min(w + DENSE_SCAN_CHUNK_WORDS, n_words)
+        if found + 8 * (w_stop - w) > capacity:
+            return found, w
+        found = _scan_words(words, w, w_stop, n_cols, member_row, member_col, found, nonzero)
+        w = w_stop
     tail_stop = flat.shape[0]
-    if found + tail_stop - n_words * 8 > member_row.shape[0]:
-        member_row = _grown(member_row, found, found + tail_stop - n_words * 8)
-        member_col = _grown(member_col, found, found + tail_stop - n_words * 8)
+    if found + tail_stop - n_words * 8 > capacity:
+        return found, n_words
     row = (n_words * 8) // n_cols if n_cols > 0 else 0
     col = n_words * 8 - row * n_cols
     for p in range(n_words * 8, tail_stop):
@@ -177,27 +171,27 @@ def dense_members(words, flat, n_cols, capacity):
         if col == n_cols:
             col = 0
             row += 1
-    return member_row[:found], member_col[:found]
+    return found, -1
 
 
 @njit(cache=True, nogil=True)
-def csr_from_dense_rows(words, flat, n_cols, capacity):
-    """Row CSR of a dense C-order (n, k) 0/1 matrix (see :func:`dense_members`).
-
-    Returns ``(identity_rows, row_ptr, row_groups)``: rows with at least one
-    membership (increasing) and their subgroup columns (increasing).
-    ``capacity`` is a first guess of the number of non-zeros.
-    """
-    member_row, row_groups = dense_members(words, flat, n_cols, capacity)
-    n_member = member_row.shape[0]
+def count_row_starts(member_row):
+    """How many distinct rows the row-major ``member_row`` holds."""
     n_identity = 0
     last_row = -1
-    for p in range(n_member):
+    for p in range(member_row.shape[0]):
         if member_row[p] != last_row:
             n_identity += 1
             last_row = member_row[p]
-    identity_rows = np.empty(n_identity, dtype=np.int64)
-    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    return n_identity
+
+
+@njit(cache=True, nogil=True)
+def fill_row_starts(member_row, identity_rows, row_ptr):
+    """The distinct rows of the row-major ``member_row`` into ``identity_rows``, and where
+    each starts into ``row_ptr`` (one more entry: the end); sized by
+    :func:`count_row_starts`."""
+    n_member = member_row.shape[0]
     r = -1
     last_row = -1
     for p in range(n_member):
@@ -206,8 +200,7 @@ def csr_from_dense_rows(words, flat, n_cols, capacity):
             identity_rows[r] = member_row[p]
             row_ptr[r] = p
             last_row = member_row[p]
-    row_ptr[n_identity] = n_member
-    return identity_rows, row_ptr, row_groups
+    row_ptr[row_ptr.shape[0] - 1] = n_member
 
 
 @njit(cache=True, nogil=True)

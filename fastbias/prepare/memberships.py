@@ -120,6 +120,48 @@ def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
 PARALLEL_SCAN_MIN_ROWS = 200_000
 
 
+def dense_members(words: np.ndarray, flat: np.ndarray, n_cols: int, capacity: int) -> tuple:
+    """(row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix, row-major:
+    ``(member_row, member_col)``, int64 (see ``_kernels.scan_dense_into``).
+
+    ``flat`` is the matrix's bytes and ``words`` its whole words as uint64. The output
+    starts at ``capacity`` entries and at least doubles whenever the next chunk of words
+    might not fit; it is allocated here, by numpy (huge pages for large arrays, so that
+    writing it does not fault at every 4 KiB).
+    """
+    member_row = np.empty(max(capacity, 64), dtype=np.int64)
+    member_col = np.empty(max(capacity, 64), dtype=np.int64)
+    found, word = 0, 0
+    while True:
+        found, word = K.scan_dense_into(words, flat, n_cols, member_row, member_col, found, word)
+        if word < 0:
+            return member_row[:found], member_col[:found]
+        needed = found + 8 * min(K.DENSE_SCAN_CHUNK_WORDS, words.shape[0] - word) + \
+            (flat.shape[0] - words.shape[0] * 8)
+        capacity = max(2 * member_row.shape[0], needed)
+        member_row, member_col = (_grown(a, found, capacity) for a in (member_row, member_col))
+
+
+def _grown(values: np.ndarray, used: int, capacity: int) -> np.ndarray:
+    """A larger array holding the first ``used`` entries of ``values``."""
+    out = np.empty(capacity, dtype=values.dtype)
+    out[:used] = values[:used]
+    return out
+
+
+def csr_from_dense(words: np.ndarray, flat: np.ndarray, n_cols: int, capacity: int) -> tuple:
+    """Row CSR of a dense C-order (n, k) 0/1 matrix (see :func:`dense_members`):
+    ``(identity_rows, row_ptr, row_groups)``, the rows with at least one membership
+    (increasing) and their subgroup columns (increasing). ``capacity``: a first guess of
+    the number of non-zeros."""
+    member_row, row_groups = dense_members(words, flat, n_cols, capacity)
+    n_identity = K.count_row_starts(member_row)
+    identity_rows = np.empty(n_identity, dtype=np.int64)
+    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    K.fill_row_starts(member_row, identity_rows, row_ptr)
+    return identity_rows, row_ptr, row_groups
+
+
 def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: list,
                               workers: int = 1) -> Memberships:
     """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass.
@@ -140,7 +182,7 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
         part = flat[bounds[j] * k:bounds[j + 1] * k]
         words = part[:part.shape[0] // 8 * 8].view(np.uint64)  # a C-contiguous uint64 view
         # first guess of the memberships: one per eight rows (the scan doubles it when short)
-        return K.csr_from_dense_rows(words, part, k, (bounds[j + 1] - bounds[j]) // 8)
+        return csr_from_dense(words, part, k, (bounds[j + 1] - bounds[j]) // 8)
 
     parts = run_pieces(scan, range(pieces), workers)
     if pieces == 1:
@@ -173,7 +215,7 @@ def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray,
         if flat.ctypes.data % 8:
             flat = flat.copy()  # fresh memory is word aligned
         words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
-        rows, _ = K.dense_members(words, flat, 1, flat.shape[0] // 64)
+        rows, _ = dense_members(words, flat, 1, flat.shape[0] // 64)
         return rows.copy()
     count = K.threshold_column_rows(values, threshold, buffer)
     return buffer[:count].copy()

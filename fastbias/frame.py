@@ -24,9 +24,9 @@ from .prepare.memberships import (
     check_intersections,
     group_by_missing,
     intersection_missing,
-    member_rows,
     named_intersections,
     prepare_memberships,
+    read_identity_columns,
 )
 from .progress import Bar
 from .sort.order import SortedScores, sort_classes
@@ -274,9 +274,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     sensitive features read (their subgroups follow the others).
     """
     compiled = not in_numpy
-    columns = [identity_column(df, name, subgroup_threshold) for name in subgroup_names]
-    buffer = np.empty(n, dtype=np.int64) if compiled else None
-    rows_of = [member_rows(column, buffer, compiled) for column in columns]
+    columns, rows_of = read_identity_columns(
+        lambda name: identity_column(df, name, subgroup_threshold), list(subgroup_names), n,
+        compiled, resolve_workers(n_jobs))
     missing = [column.missing if missing_subgroup == "exclude" else None for column in columns]
     if settings["intersections"] is not None:
         base = prepare_memberships(labels, rows_of, list(subgroup_names), compiled)

@@ -30,6 +30,7 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 1)
     monkeypatch.setattr(prep, "PARALLEL_SCAN_MIN_ROWS", 1)
     monkeypatch.setattr(parallel, "CONCURRENT_SWEEP_MIN_ROWS", 1)  # class sort beside the scan
+    monkeypatch.setattr(prep, "PARALLEL_COLUMNS_MIN_ROWS", 1)  # identity columns on threads
 
 
 def numpy_keys(values):
@@ -443,3 +444,25 @@ def test_run_jobs_raises_a_job_error():
 
     with pytest.raises(ValueError, match="job 5 failed"):
         _threads.run_jobs(job, range(10), 2)
+
+
+def test_identity_columns_read_on_threads_raise_for_the_first_bad_column(split_everything):
+    """Columns read on several threads: the same error as on one, for the first bad column
+    in the order given, whichever thread met which."""
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    n = 400
+    df = pd.DataFrame({"y": rng.random(n) < 0.3, "s": rng.random(n)})
+    for j in range(12):
+        df[f"g{j}"] = np.where(rng.random(n) < 0.2, 1.0, np.where(rng.random(n) < 0.5, np.nan, 0.0))
+    df["g3"] = ["text"] * n  # refused: not numeric
+    df["g9"] = ["other"] * n
+    names = [f"g{j}" for j in range(12)]
+    for _ in range(5):
+        with pytest.raises(TypeError, match="'g3'"):
+            fastbias.evaluate(df, label="y", scores="s", subgroups=names, n_jobs=2)
+    good = [name for name in names if name not in ("g3", "g9")]
+    one = fastbias.evaluate(df, label="y", scores="s", subgroups=good, n_jobs=1)
+    many = fastbias.evaluate(df, label="y", scores="s", subgroups=good, n_jobs=2)
+    pd_equal(one.table, many.table)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from .._threads import pieces_for, run_pieces
+from .._threads import pieces_for, run_jobs, run_pieces
 from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
@@ -228,6 +229,42 @@ def member_rows(values: IdentityValues, buffer: np.ndarray | None = None,
     if buffer is None and compiled:
         buffer = np.empty(values.values.shape[0], dtype=np.int64)
     return column_rows(values.values, values.threshold, buffer, compiled)
+
+
+# below this many rows the identity columns are read on one thread
+PARALLEL_COLUMNS_MIN_ROWS = 200_000
+
+
+def read_identity_columns(read, names: list, n: int, compiled: bool = True,
+                          workers: int = 1) -> tuple:
+    """``(columns, rows)``: ``read(name)`` (an :class:`IdentityValues`) of each identity
+    column, and the increasing rows of its members (:func:`member_rows`).
+
+    The columns are shared out among up to ``workers`` threads (from
+    PARALLEL_COLUMNS_MIN_ROWS rows): numpy's NaN test and the membership kernel
+    release the GIL, and a Jigsaw-layout frame's 24 float columns cost more
+    than its sort. A bad column raises as on one thread: the first in the
+    order of ``names``.
+    """
+    buffers = {}  # one row buffer per thread (the kernel writes the members' rows there)
+
+    def one(name):
+        try:
+            column = read(name)
+            buffer = None
+            if compiled:
+                buffer = buffers.get(threading.get_ident())
+                if buffer is None:
+                    buffer = buffers[threading.get_ident()] = np.empty(n, dtype=np.int64)
+            return column, member_rows(column, buffer, compiled)
+        except Exception as exc:  # (raised below, for the first bad column in order)
+            return exc
+
+    results = run_jobs(one, names, workers if n >= PARALLEL_COLUMNS_MIN_ROWS else 1)
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return [column for column, _ in results], [rows for _, rows in results]
 
 
 def subgroup_rows(subgroups, n: int, threshold: float | None = None, compiled: bool = True):

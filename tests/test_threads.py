@@ -463,6 +463,12 @@ def test_identity_columns_read_on_threads_raise_for_the_first_bad_column(split_e
         with pytest.raises(TypeError, match="'g3'"):
             fastbias.evaluate(df, label="y", scores="s", subgroups=names, n_jobs=2)
     good = [name for name in names if name not in ("g3", "g9")]
+    columns = {name: df[name].to_numpy() for name in good}  # bias_metrics reads them too
+    for kwargs in ({}, {"sample_weight": rng.random(n)}):  # weighted: prepare gets every thread
+        pd_equal(fastbias.bias_metrics(df["y"], df["s"], columns, subgroup_threshold=0.5,
+                                       n_jobs=1, **kwargs),
+                 fastbias.bias_metrics(df["y"], df["s"], columns, subgroup_threshold=0.5,
+                                       n_jobs=3, **kwargs))
     one = fastbias.evaluate(df, label="y", scores="s", subgroups=good, n_jobs=1)
     many = fastbias.evaluate(df, label="y", scores="s", subgroups=good, n_jobs=2)
     pd_equal(one.table, many.table)

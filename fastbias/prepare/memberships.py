@@ -244,7 +244,7 @@ def read_identity_columns(read, names: list, n: int, compiled: bool = True,
     PARALLEL_COLUMNS_MIN_ROWS rows): numpy's NaN test and the membership kernel
     release the GIL, and a Jigsaw-layout frame's 24 float columns cost more
     than its sort. A bad column raises as on one thread: the first in the
-    order of ``names``.
+    order of ``names`` (any items ``read`` takes: names, positions).
     """
     buffers = {}  # one row buffer per thread (the kernel writes the members' rows there)
 
@@ -267,17 +267,19 @@ def read_identity_columns(read, names: list, n: int, compiled: bool = True,
     return [column for column, _ in results], [rows for _, rows in results]
 
 
-def subgroup_rows(subgroups, n: int, threshold: float | None = None, compiled: bool = True):
-    """Validate subgroups and return (names, list of increasing row-index arrays)."""
+def subgroup_rows(subgroups, n: int, threshold: float | None = None, compiled: bool = True,
+                  workers: int = 1):
+    """Validate subgroups and return (names, list of increasing row-index arrays); the
+    columns are read on up to ``workers`` threads (:func:`read_identity_columns`)."""
     if threshold is not None:
         threshold = check_threshold(threshold, "subgroup_threshold")
     names, columns = subgroup_columns(subgroups, n)
     if not names:
         raise ValueError("subgroups is empty: give at least one subgroup")
-    buffer = np.empty(n, dtype=np.int64) if compiled else None
     hint = " or use fastbias.evaluate (missing_subgroup=...)"
-    rows = [member_rows(identity_values(col, name, threshold, hint), buffer, compiled)
-            for name, col in zip(names, columns)]
+    _, rows = read_identity_columns(
+        lambda j: identity_values(columns[j], names[j], threshold, hint),
+        list(range(len(names))), n, compiled, workers)
     return names, rows
 
 
@@ -301,7 +303,7 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
     A dense (n, k) boolean array takes a single row-major pass; DataFrames and
     dicts take one jitted pass per column. ``kept`` (a boolean mask over the
     input rows, from ``nan_policy="omit"``) restricts the subgroups to those rows.
-    ``workers``: threads the dense scan may use. ``compiled=False`` builds the
+    ``workers``: threads the dense scan (or the columns) may use. ``compiled=False`` builds the
     same memberships with numpy alone (a first call while the kernels compile).
     """
     n = labels.shape[0] if kept is None else kept.shape[0]
@@ -322,7 +324,7 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
                                                  compiled, min_subgroup_size)
     else:
         names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold,
-                                    compiled=compiled)
+                                    compiled=compiled, workers=workers)
     if kept is not None:
         rows = restrict_rows(rows, kept)
     return prepare_memberships(labels, rows, names, compiled)

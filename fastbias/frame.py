@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ._threads import lend_helper
 from .intervals.attach import attach_intervals, check_ci
 from .intervals.bootstrap import check_n_boot
 from .intervals.significance import add_pvalues, adjust_table, check_significance
@@ -40,7 +41,6 @@ from .sweep.first_call import (
 from .sweep.parallel import (
     CONCURRENT_SWEEP_MIN_ROWS,
     count_in_numpy_now,
-    helper_thread,
     map_in_threads,
 )
 from .tables.result import EvaluationResult, evaluation_result, threshold_result
@@ -249,7 +249,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, significance is None
                                   and cuts is None and n <= FIRST_CALL_MAX_ROWS)
-    with helper_thread(ahead and not in_numpy) as pool:
+    with lend_helper(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
             first_scores = as_scores(df[models[0]], f"score column {models[0]!r}", n, omit=True)

@@ -95,7 +95,7 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     key_range = score_key_range(scores, workers)
     class_workers = workers // 2
     share = SharedJobs()  # the class sort's last phase, which this thread joins when done
-    with helper_thread() as helper:
+    with lend_helper() as helper:
         classes = helper.submit(_sort_classes_sharing, share, scores, labels, class_workers,
                                 key_range)
         try:
@@ -127,12 +127,6 @@ def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
     return eligible and (cold or still_compiling("weighted" if weighted else "counting"))
-
-
-def helper_thread(enabled: bool = True):
-    """A context manager lending one extra thread (:func:`fastbias._threads.lend_helper`; None
-    when not ``enabled``), to overlap a sort with other work."""
-    return lend_helper(enabled)
 
 
 def map_in_threads(function, items, workers: int) -> list:

@@ -135,8 +135,7 @@ PAYLOAD_NONE, PAYLOAD_POSITIONS, PAYLOAD_ROWS = 0, 1, 2
 
 @njit(inline="always")
 def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, payload_kind, hist):
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    sign, full = _key_masks(n_bits)
     for j in range(rows.shape[0]):
         k = _sortable_key(np.uint64(bits[rows[j]]), sign, full)
         keys[j] = k
@@ -145,6 +144,13 @@ def _gather_keys(bits, rows, n_bits, n_passes, keys, payload, payload_kind, hist
         elif payload_kind == PAYLOAD_ROWS:
             payload[j] = rows[j]
         _count_digits(hist, k, n_passes)
+
+
+@njit(inline="always")
+def _keys_to_float_bits(keys, sign, full):
+    """Turn sortable keys back into the bit patterns of their floats, in place."""
+    for j in range(keys.shape[0]):
+        keys[j] = _float_bits_of_key(np.uint64(keys[j]), sign, full)
 
 
 @njit(cache=True, nogil=True)
@@ -184,12 +190,10 @@ def radix_sort_gathered(bits, rows, n_bits, payload, payload_kind, as_keys=False
     m = rows.shape[0]
     if payload.shape[0] != (0 if payload_kind == PAYLOAD_NONE else m):
         raise ValueError("radix_sort_gathered: the payload scratch must have one slot per row")
-    sign = np.uint64(1) << np.uint64(n_bits - 1)
-    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n_bits)
+    sign, full = _key_masks(n_bits)
     sorted_keys, sorted_payload = _sorted_with_payload(bits, rows, n_bits, payload, payload_kind)
     if not as_keys:
-        for j in range(m):
-            sorted_keys[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
+        _keys_to_float_bits(sorted_keys, sign, full)
     return sorted_keys, sorted_payload
 
 
@@ -229,8 +233,7 @@ def radix_sort_class(bits, labels, label, n_bits, payload, payload_kind, as_keys
     sorted_keys, sorted_payload = lsd_radix_passes(keys, np.empty_like(keys), payload,
                                                    np.empty_like(payload), hist)
     if not as_keys:
-        for j in range(m):
-            sorted_keys[j] = _float_bits_of_key(np.uint64(sorted_keys[j]), sign, full)
+        _keys_to_float_bits(sorted_keys, sign, full)
     return sorted_keys, sorted_payload
 
 

@@ -231,16 +231,20 @@ class ScoreOrder:
     pos_sorted: np.ndarray
 
 
+def _payload_scratch(n_scores: int, n_sorted: int, payload: int) -> np.ndarray:
+    """The buffer a radix sort carries its payload in: int32 where the rows or positions fit
+    (half the memory, and one width compiled for every kernel that reads them), none for
+    ``PAYLOAD_NONE``."""
+    width = np.int32 if max(n_scores, n_sorted) < 2**31 else np.int64
+    return np.empty(n_sorted if payload != K.PAYLOAD_NONE else 0, dtype=width)
+
+
 def _radix(scores: np.ndarray, rows: np.ndarray, payload: int, as_keys: bool = False) -> tuple:
     """:func:`~fastbias.sort._kernels.radix_sort_gathered` on ``scores[rows]``: ``(sorted values,
     or their sortable keys with ``as_keys``; the payload)``."""
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    # the payload (rows or positions) is int32 where they fit: half the memory, and one width
-    # compiled for every kernel that reads them
-    width = np.int32 if max(scores.shape[0], rows.shape[0]) < 2**31 else np.int64
-    scratch = np.empty(rows.shape[0] if payload != K.PAYLOAD_NONE else 0, dtype=width)
-    out, carried = K.radix_sort_gathered(scores.view(uint), rows, scores.dtype.itemsize * 8,
-                                         scratch, payload, as_keys)
+    out, carried = K.radix_sort_gathered(
+        scores.view(_UINT_OF_FLOAT[scores.dtype]), rows, scores.dtype.itemsize * 8,
+        _payload_scratch(scores.shape[0], rows.shape[0], payload), payload, as_keys)
     return (out if as_keys else out.view(scores.dtype)), carried
 
 
@@ -248,11 +252,10 @@ def _radix_class(scores: np.ndarray, labels: np.ndarray, label: int, n_rows: int
                  payload: int, as_keys: bool = False) -> tuple:
     """:func:`_radix` of the rows of one class (``labels == label``; ``n_rows`` of them),
     read from the labels (:func:`~fastbias.sort._kernels.radix_sort_class`)."""
-    uint = _UINT_OF_FLOAT[scores.dtype]
-    width = np.int32 if scores.shape[0] < 2**31 else np.int64
-    scratch = np.empty(n_rows if payload != K.PAYLOAD_NONE else 0, dtype=width)
-    out, carried = K.radix_sort_class(scores.view(uint), labels.view(np.uint8), label,
-                                      scores.dtype.itemsize * 8, scratch, payload, as_keys)
+    out, carried = K.radix_sort_class(
+        scores.view(_UINT_OF_FLOAT[scores.dtype]), labels.view(np.uint8), label,
+        scores.dtype.itemsize * 8, _payload_scratch(scores.shape[0], n_rows, payload), payload,
+        as_keys)
     return (out if as_keys else out.view(scores.dtype)), carried
 
 

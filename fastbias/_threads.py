@@ -38,6 +38,12 @@ def pieces_for(n_items: int, workers: int, min_per_piece: int) -> int:
     return int(max(1, min(workers, n_items // max(min_per_piece, 1))))
 
 
+def even_ranges(n: int, pieces: int) -> list:
+    """``pieces`` contiguous ``(start, stop)`` ranges of about equal length covering ``range(n)``."""
+    bounds = [(j * n) // pieces for j in range(pieces + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
 def _mark_pool_thread():
     _local.in_pool = True
 

@@ -138,22 +138,22 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     """
     check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups),
                    ("sample_weight", sample_weight)])
-    labels, scores, weights, kept = validated_rows(
+    workers = resolve_workers(n_jobs)
+    labels, scores, weights, kept, bounds = validated_rows(
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
-        nan_policy=nan_policy)
+        nan_policy=nan_policy, workers=workers)
     check_ci(ci)
     check_significance(significance)
     confidence = check_confidence(confidence)
     order, min_size = check_intersections(intersections, min_subgroup_size)
     check_categories_alone(subgroups, order)
-    workers = resolve_workers(n_jobs)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
         lambda threads, compiled=True: with_intersections(
             prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=threads,
                               compiled=compiled, min_subgroup_size=min_size), order, min_size,
             compiled),
-        labels, weights, workers=workers, with_rows=ci == "bootstrap",
+        labels, weights, workers=workers, with_rows=ci == "bootstrap", score_bounds=bounds,
         numpy_if_cold=significance is None, families=families_for(weights is not None, ci))
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
@@ -240,15 +240,15 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
     check_rate_interval(interval)
     check_gap_interval(gap_interval)
     confidence = check_confidence(confidence)
-    labels, scores, weights, kept = validated_rows(
+    workers = resolve_workers(n_jobs)
+    labels, scores, weights, kept, bounds = validated_rows(
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
-        nan_policy=nan_policy)
+        nan_policy=nan_policy, workers=workers)
     if gap_interval is not None and weights is not None:
         raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                          "examples); interval= gives the rates' intervals of weighted rows")
-    workers = resolve_workers(n_jobs)
     memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=workers)
-    sorted_scores = SortedScores(scores, memberships, workers=workers)
+    sorted_scores = SortedScores(scores, memberships, workers=workers, score_bounds=bounds)
     table = threshold_table(threshold_counts(sorted_scores, weights, cuts), memberships.names)
     if interval is None and gap_interval is None:
         return table
@@ -291,7 +291,7 @@ def overall_auc(y_true, y_score, *, sample_weight=None,
     0.75
     """
     check_aligned([("y_true", y_true), ("y_score", y_score), ("sample_weight", sample_weight)])
-    labels, scores, weights, _ = validated_rows(
+    labels, scores, weights, *_ = validated_rows(
         y_true, y_score, sample_weight, label_threshold=label_threshold, pos_label=pos_label,
         nan_policy=nan_policy)
     sc = sweep_counts(scores, prepare_memberships(labels, [], []), weights)

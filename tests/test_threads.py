@@ -21,6 +21,7 @@ from fastbias import _threads
 from fastbias.prepare import memberships as prep
 from fastbias.sort import order
 from fastbias.sweep import counts, parallel
+from fastbias.validate import values
 
 
 @pytest.fixture
@@ -31,6 +32,7 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(prep, "PARALLEL_SCAN_MIN_ROWS", 1)
     monkeypatch.setattr(parallel, "CONCURRENT_SWEEP_MIN_ROWS", 1)  # class sort beside the scan
     monkeypatch.setattr(prep, "PARALLEL_COLUMNS_MIN_ROWS", 1)  # identity columns on threads
+    monkeypatch.setattr(values, "PARALLEL_BOUNDS_MIN_VALUES", 1)  # score bounds on threads
 
 
 def numpy_keys(values):
@@ -140,6 +142,31 @@ def test_dense_scan_split_equals_numpy(split_everything, n, workers):
     np.testing.assert_array_equal(m.row_ptr, np.append(first, rows.size))
     np.testing.assert_array_equal(m.row_groups, groups)
     np.testing.assert_array_equal(m.identity_labels, labels[identity_rows])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("workers", [1, 2, 3, 7])
+def test_score_bounds_on_threads_refuse_nan_and_infinity_in_any_piece(split_everything, workers,
+                                                                      dtype):
+    rng = np.random.default_rng(workers)
+    s = rng.normal(size=13).astype(dtype)
+    s[5] = -0.0
+    low, high = values.finite_bounds(s, "y_score", workers=workers)
+    assert (low, high) == (s.min(), s.max()) and low.dtype == high.dtype == dtype
+    # the sorts' key range from the validated bounds is the one they find themselves
+    assert order.score_key_range(s, workers, (low, high)) == order.score_key_range(s, workers)
+    for position in (0, 6, 12):  # the first, a middle and the last piece
+        for bad, counts_text in ((np.nan, "1 NaN and 0 infinite"),
+                                 (np.inf, "0 NaN and 1 infinite"),
+                                 (-np.inf, "0 NaN and 1 infinite")):
+            broken = s.copy()
+            broken[position] = bad
+            with pytest.raises(ValueError, match=rf"y_score has {counts_text} value\(s\) "
+                                                 rf"\(first at position {position}\)"):
+                values.finite_bounds(broken, "y_score", workers=workers)
+            with pytest.raises(ValueError, match=rf"{counts_text}.*position {position}"):
+                fastbias.bias_metrics(np.arange(13) % 2, broken, {"g": np.arange(13) < 5},
+                                      n_jobs=workers)
 
 
 def test_bucket_jobs_cover_every_bucket_once():

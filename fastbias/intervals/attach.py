@@ -128,7 +128,7 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                             "the table)")
         check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups),
                        ("sample_weight", sample_weight)])
-        labels, scores, sample_weight, _ = validated_rows(
+        labels, scores, sample_weight, *_ = validated_rows(
             y_true, y_score, sample_weight, label_threshold=label_threshold,
             pos_label=pos_label)
         memberships = prepare_subgroups(labels, subgroups, subgroup_threshold)

@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._threads import pieces_for, run_pieces
+from .._threads import even_ranges, pieces_for, run_pieces
 from ..prepare.memberships import Memberships
+from ..validate.values import score_bounds
 from . import _kernels as K
 
 _UINT_OF_FLOAT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
@@ -32,12 +33,6 @@ class SortedClasses(NamedTuple):
 
 # below this many keys per extra thread a sort is not worth splitting
 PARALLEL_SORT_MIN_KEYS = 100_000
-
-
-def _ranges(n: int, pieces: int) -> list:
-    """``pieces`` contiguous ``(start, stop)`` ranges of about equal length covering ``range(n)``."""
-    bounds = (np.arange(pieces + 1, dtype=np.int64) * n) // pieces
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _slots(bucket_counts: list) -> tuple:
@@ -73,22 +68,18 @@ def _bucket_jobs(bucket_starts: list, pieces: int) -> list:
     return jobs
 
 
-# above this many scores their range is found on several threads
-PARALLEL_RANGE_MIN_SCORES = 8_000_000
-
-
-def score_key_range(scores: np.ndarray, workers: int = 1) -> tuple:
+def score_key_range(scores: np.ndarray, workers: int = 1, bounds: tuple | None = None) -> tuple:
     """``(low, shift)`` of the sorts' buckets: the smallest sortable key of ``scores`` and
     the shift that maps the keys' range onto TOP_BUCKETS buckets
     (``bucket = (key - low) >> shift``). Buckets over the keys' own range stay
-    balanced when the scores crowd into a few binades."""
+    balanced when the scores crowd into a few binades. ``bounds``: the scores'
+    ``(smallest, largest)`` if known (the validate stage finds them, see
+    :func:`~fastbias.validate.values.finite_bounds`)."""
     if scores.shape[0] == 0:
         return np.uint64(0), np.uint64(0)
-    pieces = pieces_for(scores.shape[0], workers, PARALLEL_RANGE_MIN_SCORES)
-    parts = run_pieces(lambda r: (scores[r[0]:r[1]].min(), scores[r[0]:r[1]].max()),
-                       _ranges(scores.shape[0], pieces), workers)
-    low = sortable_key(min(p[0] for p in parts))
-    span = sortable_key(max(p[1] for p in parts)) - low
+    smallest, largest = score_bounds(scores, workers) if bounds is None else bounds
+    low = sortable_key(smallest)
+    span = sortable_key(largest) - low
     return np.uint64(low), np.uint64(max(span.bit_length() - K.TOP_BUCKET_BITS, 0))
 
 
@@ -130,7 +121,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     n_members = 0 if m is None else m.row_groups.shape[0]
     pieces = pieces_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
                         PARALLEL_SORT_MIN_KEYS)
-    rows = _ranges(scores.shape[0], pieces)
+    rows = even_ranges(scores.shape[0], pieces)
     members = _member_ranges(m.row_ptr, pieces) if m is not None else None
 
     def count(j):
@@ -332,14 +323,18 @@ class SortedScores:
     with_rows : bool, default False
     workers : int, default 1
         Threads the sorts (and the counts from them) may use.
+    score_bounds : tuple, optional
+        The scores' ``(smallest, largest)``, if known (see
+        :func:`~fastbias.validate.values.finite_bounds`): the sorts' key range
+        then needs no pass over the scores.
     """
 
     def __init__(self, scores: np.ndarray, memberships: Memberships, classes=None, members=None,
-                 with_rows: bool = False, workers: int = 1):
+                 with_rows: bool = False, workers: int = 1, score_bounds: tuple | None = None):
         self.scores, self.memberships, self.with_rows = scores, memberships, with_rows
         self.workers = workers
         self._classes, self._members, self._order = classes, members, None  # computed on demand
-        self._key_range = None
+        self._key_range, self._bounds = None, score_bounds
 
     def sort(self) -> SortedScores:
         """Make both sorts now, together (fewer rounds of threads than one after the other);
@@ -378,7 +373,7 @@ class SortedScores:
     def key_range(self) -> tuple:
         """:func:`score_key_range` of the scores (the two sorts' buckets; computed once)."""
         if self._key_range is None:
-            self._key_range = score_key_range(self.scores, self.workers)
+            self._key_range = score_key_range(self.scores, self.workers, self._bounds)
         return self._key_range
 
     @property

@@ -55,7 +55,8 @@ COUNTING_KERNELS = [SK.class_top_digit_counts, SK.scatter_class_keys, SK.member_
 def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=None,
                    labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
                    workers: int = 1, with_rows: bool = False,
-                   numpy_if_cold: bool = False, families: list | None = None) -> tuple:
+                   numpy_if_cold: bool = False, families: list | None = None,
+                   score_bounds: tuple | None = None) -> tuple:
     """Sort once and count: ``(memberships, sorted scores, counts)``.
 
     ``prepare(workers, compiled=True)`` builds the memberships on that many
@@ -63,7 +64,8 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     are each shared out among up to ``workers`` threads (see
     ``fastbias._threads``); the counts are the same, bit for bit, on any
     number of threads. ``with_rows`` makes the sorts carry the rows (what
-    the bootstrap needs, see :class:`SortedScores`).
+    the bootstrap needs, see :class:`SortedScores`). ``score_bounds``: the scores'
+    ``(smallest, largest)``, if the validate stage found them.
 
     With ``numpy_if_cold`` (what the caller does afterwards needs no sorts: the
     intervals of such a call are computed in numpy too), a call whose counting
@@ -90,9 +92,10 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
                and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
     if not overlap:
         memberships = prepare(workers) if memberships is None else memberships
-        sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers)
+        sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers,
+                                     score_bounds=score_bounds)
         return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
-    key_range = score_key_range(scores, workers)
+    key_range = score_key_range(scores, workers, score_bounds)
     class_workers = workers // 2
     share = SharedJobs()  # the class sort's last phase, which this thread joins when done
     with lend_helper() as helper:

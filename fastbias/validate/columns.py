@@ -175,9 +175,9 @@ def read_column(values, name: str):
     if missing is None:
         if arr.dtype == object:
             arr, missing = _from_objects(arr, name)
-        elif arr.dtype.kind == "f":
-            nan = np.isnan(arr)
-            missing = nan if nan.any() else None
+        elif arr.dtype.kind == "f" and arr.shape[0] and np.isnan(arr.min()):
+            # (numpy's min passes NaN on: no mask is made for a column without one)
+            missing = np.isnan(arr)
     return arr, missing
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -10,10 +11,10 @@ from .errors import OmittedRowsWarning
 from .settings import check_nan_policy
 from .values import (
     _missing_message,
-    _nonfinite_message,
     _numeric_scores,
     _weights_array,
     binary_labels,
+    finite_bounds,
 )
 
 
@@ -52,13 +53,25 @@ def _score_drop_what(arr: np.ndarray, mask: np.ndarray) -> str:
     return f"({n_nan} NaN or missing, {int(mask.sum()) - n_nan} infinite)"
 
 
+class Rows(NamedTuple):
+    """The validated rows of an array call (see :func:`validated_rows`)."""
+    labels: np.ndarray  # bool, True = positive
+    scores: np.ndarray  # finite float32 or float64, contiguous
+    weights: np.ndarray | None  # float64, or None
+    kept: np.ndarray | None  # which input rows nan_policy="omit" kept; None: all
+    score_bounds: tuple  # (smallest, largest) score, scalars of the scores' dtype
+
+
 def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
-                   pos_label=None, nan_policy: str = "raise", stacklevel: int = 3):
+                   pos_label=None, nan_policy: str = "raise", stacklevel: int = 3,
+                   workers: int = 1) -> Rows:
     """Validate the row inputs of the array entry points under ``nan_policy``.
 
-    Returns ``(labels, scores, weights, kept)`` where ``kept`` is None when
-    every row is used, else the boolean mask (over the input rows) of the rows
-    kept by ``nan_policy="omit"``.
+    Returns :class:`Rows`: ``kept`` is None when every row is used, else the
+    boolean mask (over the input rows) of the rows kept by
+    ``nan_policy="omit"``; ``score_bounds`` (found on up to ``workers``
+    threads while checking that every score is finite) spare the sort stage
+    a pass over the scores.
     """
     check_nan_policy(nan_policy)
     y_arr, y_missing = column_values(y_true, "y_true")
@@ -94,8 +107,7 @@ def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
         raise ValueError(_missing_message(y_missing, "y_true", "missing label", omit=True))
     labels = binary_labels(y_arr, "y_true", label_threshold, pos_label)
     scores = _numeric_scores(s_arr, "y_score")
-    if not np.isfinite(scores).all():
-        raise ValueError(_nonfinite_message(scores, "y_score", omit=True))
+    bounds = finite_bounds(scores, "y_score", omit=True, workers=workers)
     weights = (None if w_arr is None
                else _weights_array(w_arr, "sample_weight", w_missing, omit=True))
-    return labels, scores, weights, kept
+    return Rows(labels, scores, weights, kept, bounds)

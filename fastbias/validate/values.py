@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._threads import even_ranges, pieces_for, run_pieces
 from .columns import (
     _first,
     _ints_to_float,
@@ -41,6 +42,32 @@ def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+# above this many scores their bounds are found on several threads
+PARALLEL_BOUNDS_MIN_VALUES = 8_000_000
+
+
+def score_bounds(arr: np.ndarray, workers: int = 1) -> tuple:
+    """``(smallest, largest)`` of a non-empty float array, as scalars of its dtype, read on
+    up to ``workers`` threads (numpy's reductions release the GIL). Both are NaN if any
+    value is: numpy's ``min`` and ``max`` pass NaN on."""
+    pieces = pieces_for(arr.shape[0], workers, PARALLEL_BOUNDS_MIN_VALUES)
+    parts = run_pieces(lambda r: (arr[r[0]:r[1]].min(), arr[r[0]:r[1]].max()),
+                       even_ranges(arr.shape[0], pieces), workers)
+    # numpy's min, not Python's: Python's min(nan, x) depends on the order
+    return (np.array([p[0] for p in parts], dtype=arr.dtype).min(),
+            np.array([p[1] for p in parts], dtype=arr.dtype).max())
+
+
+def finite_bounds(arr: np.ndarray, name: str, omit: bool = False, workers: int = 1) -> tuple:
+    """:func:`score_bounds` of a non-empty float array of scores, refusing NaN and infinite
+    values (a ValueError naming ``name``, the counts and the first position): two finite
+    bounds mean every value is finite, with no mask made."""
+    smallest, largest = score_bounds(arr, workers)
+    if not (np.isfinite(smallest) and np.isfinite(largest)):
+        raise ValueError(_nonfinite_message(arr, name, omit))
+    return smallest, largest
+
+
 def _exact_float64(arr: np.ndarray, name: str) -> np.ndarray:
     """A float array of another width (long double) -> float64, refusing rounded values."""
     converted = arr.astype(np.float64)
@@ -71,8 +98,7 @@ def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty")
     arr = _numeric_scores(arr, name)
-    if not np.isfinite(arr).all():
-        raise ValueError(_nonfinite_message(arr, name, omit))
+    finite_bounds(arr, name, omit)
     return arr
 
 

@@ -108,18 +108,27 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
     m = memberships
     scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
     weights = np.asarray(sample_weight, dtype=np.float64)
-    (neg_rows, pos_rows), classes = class_orders(scores, m.labels), []
-    for rows in (neg_rows, pos_rows):
-        w = weights[rows] / scale  # (exact: a power of two)
-        classes.append((scores[rows], w, int(np.count_nonzero(w > 0))))
-    (neg_sorted, neg_w, n_weighted_neg), (pos_sorted, pos_w, n_weighted_pos) = classes
-    id_scores, id_w = scores[m.identity_rows], weights[m.identity_rows] / scale
+    neg_rows, pos_rows = class_orders(scores, m.labels)
+
+    def scaled_weights(rows):
+        w = weights[rows]
+        w /= scale  # (exact: a power of two; in place, no second array of the class)
+        return w
+
+    id_scores, id_w = scores[m.identity_rows], scaled_weights(m.identity_rows)
     positive = m.identity_labels
     # twice the weight of each class below each identity row, ties 1/2, and above it (the
-    # negatives also below each positive, for the overall U)
-    (nb, below_pos), tn = _twice_weight_below_sets(neg_sorted, neg_w, id_scores, pos_sorted)
-    (pb,), tp = _twice_weight_below_sets(pos_sorted, pos_w, id_scores)
+    # negatives also below each positive, for the overall U); the negatives' scores and
+    # weights (the larger class) are let go as soon as they are read
+    neg_w, pos_sorted = scaled_weights(neg_rows), scores[pos_rows]
+    n_weighted_neg = int(np.count_nonzero(neg_w > 0))
+    (nb, below_pos), tn = _twice_weight_below_sets(scores[neg_rows], neg_w, id_scores,
+                                                   pos_sorted)
     del neg_w
+    pos_w = scaled_weights(pos_rows)
+    n_weighted_pos = int(np.count_nonzero(pos_w > 0))
+    (pb,), tp = _twice_weight_below_sets(pos_sorted, pos_w, id_scores)
+    del pos_sorted
     pa = dd_add(2.0 * tp[0], 2.0 * tp[1], -pb[0], -pb[1])
     na = dd_add(2.0 * tn[0], 2.0 * tn[1], -nb[0], -nb[1])
     first = [np.where(positive, a, b)
@@ -164,10 +173,10 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
     def explicit(g: int) -> tuple:
         member = group_mask(m, g)
         cells = []
-        for rows, sorted_scores in ((neg_rows, neg_sorted), (pos_rows, pos_sorted)):
+        for rows in (neg_rows, pos_rows):
             inside = member[rows]
-            cells.append((sorted_scores[inside], weights[rows[inside]] / scale))
-            cells.append((sorted_scores[~inside], weights[rows[~inside]] / scale))
+            cells.append((scores[rows[inside]], weights[rows[inside]] / scale))
+            cells.append((scores[rows[~inside]], weights[rows[~inside]] / scale))
         (sn, sn_w), (bn, bn_w), (sp, sp_w), (bp, bp_w) = cells
         c_hi, c_lo = np.zeros(K.N_COUNT_COLUMNS), np.zeros(K.N_COUNT_COLUMNS)
         c_hi[K.CELL_SUBGROUP_NEG], c_lo[K.CELL_SUBGROUP_NEG] = dd_total(sn_w)
@@ -217,9 +226,11 @@ def _twice_weight_below_sets(sorted_values, weights, *query_sets) -> tuple:
     for queries in query_sets:
         for side in ("left", "right"):
             ranks = np.searchsorted(sorted_values, queries, side=side)
-            order = np.argsort(ranks, kind="stable")
-            found.append((ranks[order], order, np.zeros(ranks.shape[0]),
-                          np.zeros(ranks.shape[0])))
+            order = None  # queries in score order (a sorted class): their ranks are in order
+            if ranks.shape[0] > 1 and not (ranks[1:] >= ranks[:-1]).all():
+                order = np.argsort(ranks, kind="stable")
+                ranks = ranks[order]
+            found.append((ranks, order, np.zeros(ranks.shape[0]), np.zeros(ranks.shape[0])))
     carry_hi = carry_lo = 0.0
     for start in range(0, n, PREFIX_CHUNK_ROWS):
         stop = min(n, start + PREFIX_CHUNK_ROWS)
@@ -227,11 +238,15 @@ def _twice_weight_below_sets(sorted_values, weights, *query_sets) -> tuple:
         hi, lo = dd_add(carry_hi, carry_lo, hi, lo)
         for ranks, order, out_hi, out_lo in found:  # the ranks in (start, stop]; 0 stays 0
             a, b = np.searchsorted(ranks, [start, stop], side="right")
-            out_hi[order[a:b]] = hi[ranks[a:b] - start]
-            out_lo[order[a:b]] = lo[ranks[a:b] - start]
+            queries = slice(a, b) if order is None else order[a:b]
+            out_hi[queries] = hi[ranks[a:b] - start]
+            out_lo[queries] = lo[ranks[a:b] - start]
         carry_hi, carry_lo = float(hi[-1]), float(lo[-1])
-    below = [dd_add(found[2 * j][2], found[2 * j][3], found[2 * j + 1][2], found[2 * j + 1][3])
-             for j in range(len(query_sets))]
+    below = []
+    for _ in query_sets:  # each set's two sides let go once added (the tier's peak memory)
+        (_, _, left_hi, left_lo), (_, _, right_hi, right_lo) = found.pop(0), found.pop(0)
+        below.append(dd_add(left_hi, left_lo, right_hi, right_lo))
+        del left_hi, left_lo, right_hi, right_lo
     return below, (carry_hi, carry_lo)
 
 

@@ -349,7 +349,7 @@ def test_numpy_poisson_counts_equal_the_kernel():
     assert poisson_counts_in_numpy(np.uint64(7), 200_000).max() >= 6  # the tail is reached
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 def test_numpy_replicates_equal_the_kernels(seed):
     from fastbias.intervals.bootstrap import _CountReplicate, replicate_key
     from fastbias.intervals.first_call import NumpyReplicates
@@ -375,6 +375,37 @@ def test_numpy_replicates_equal_the_kernels(seed):
         np.testing.assert_allclose(got[0], expected.counts, rtol=1e-12, atol=1e-14 * scale)
         np.testing.assert_allclose(got[1:], (expected.total_neg, expected.total_pos,
                                              expected.twice_overall_u), rtol=1e-14)
+
+
+@pytest.mark.parametrize("sizes", [[0], [3], [0, 0], [0, 2, 0, 0, 5, 0], [4, 0, 1], [1, 1, 1],
+                                   [0, 0, 7]])
+def test_subgroup_sums_of_empty_and_filled_ranges(sizes):
+    from fastbias.intervals.first_call import subgroup_sums
+
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = (np.arange(bounds[-1], dtype=np.int64) + 1) * 2**40  # past float64's exact sums
+    want = [sum(int(v) for v in values[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    got = subgroup_sums(values, bounds)
+    assert got.dtype == np.int64 and got.tolist() == want
+
+
+def test_numpy_replicates_with_empty_subgroups_equal_the_kernels():
+    from fastbias.intervals.bootstrap import _CountReplicate, replicate_key
+    from fastbias.intervals.first_call import NumpyReplicates
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(7)
+    y, s, groups, _ = tied_case(rng, 200, 5, weighted=False)
+    groups[:, [0, 2, 4]] = False  # empty first, middle and last subgroups
+    groups[:3, 1] = True
+    m = prepare_subgroups(y, groups)
+    kernels, numpy = _CountReplicate(SortedScores(s, m, with_rows=True)), NumpyReplicates(s, m)
+    for seed_b in np.random.SeedSequence(7).spawn(3):
+        key = replicate_key(seed_b)
+        got, want = numpy.counts(key), kernels.counts(key)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == tuple(int(v) for v in want[1:])
+        assert not got[0][[0, 2, 4]].any()
 
 
 def first_call_poisson(key, n):

@@ -215,64 +215,100 @@ class NumpyReplicates:
         if sample_weight is not None:
             return
         self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
-        # each class's prefix sums of the draws, made into these for every replicate
-        self.cumulative = tuple(np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        # each class's prefix sums of the draws, made into these for every replicate (int32
+        # where no class can draw 2**31: a draw is at most len(POISSON_ONE_THRESHOLDS))
+        draws_fit = m.n_rows * len(IK.POISSON_ONE_THRESHOLDS) < 2**31
+        self.cumulative = tuple(np.zeros(rows.shape[0] + 1,
+                                         dtype=np.int32 if draws_fit else np.int64)
                                 for rows in self.classes)
-        neg_sorted, pos_sorted = (scores[rows] for rows in self.classes)
+        index = np.int32 if m.n_rows < 2**31 else np.int64  # ranks, rows, memberships
+
+        def ranks(sorted_values, queries):
+            return tuple(np.searchsorted(sorted_values, queries, side).astype(index)
+                         for side in ("left", "right"))
+
+        neg_sorted = scores[self.classes[0]]
         id_scores = scores[m.identity_rows]
-        self.neg_ranks = (np.searchsorted(neg_sorted, id_scores, "left"),
-                          np.searchsorted(neg_sorted, id_scores, "right"))
-        self.pos_ranks = (np.searchsorted(pos_sorted, id_scores, "left"),
-                          np.searchsorted(pos_sorted, id_scores, "right"))
-        self.overall_ranks = (np.searchsorted(neg_sorted, pos_sorted, "left"),
-                              np.searchsorted(neg_sorted, pos_sorted, "right"))
+        self.neg_ranks = ranks(neg_sorted, id_scores)
+        pos_sorted = scores[self.classes[1]]
+        self.overall_ranks = ranks(neg_sorted, pos_sorted)
+        del neg_sorted
+        self.pos_ranks = ranks(pos_sorted, id_scores)
         by_group = np.argsort(m.row_groups, kind="stable")
-        self.owner = m.owners[by_group]  # each membership's identity row, subgroup by subgroup
+        # each membership's identity row, subgroup by subgroup
+        self.owner = m.owners[by_group].astype(index)
         self.bounds = np.searchsorted(m.row_groups[by_group], np.arange(m.n_groups + 1))
+        del by_group
         self.subgroups = []  # per subgroup: its negatives by score, its positives' ranks there
         for g in range(m.n_groups):
             mine = self.owner[self.bounds[g]:self.bounds[g + 1]]
             positive = m.identity_labels[mine]
             negatives = mine[~positive][np.argsort(id_scores[mine[~positive]], kind="stable")]
             positives = mine[positive]
-            below = id_scores[negatives]
             self.subgroups.append((negatives, positives,
-                                   np.searchsorted(below, id_scores[positives], "left"),
-                                   np.searchsorted(below, id_scores[positives], "right")))
+                                   *ranks(id_scores[negatives], id_scores[positives])))
 
     def counts(self, key) -> tuple:
-        """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
+        """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``.
+
+        Exact int64 sums throughout; the per-row arrays are made one column at a
+        time, and each subgroup's sums taken without a running sum of all
+        memberships (the tier's peak memory)."""
         m = self.m
         draws = poisson_counts_in_numpy(key, m.n_rows)
         if self.base is not None:
             sc = weighted_counts_in_numpy(self.scores, m, draws * self.base, certify=False)
             return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
         for rows, cumulative in zip(self.classes, self.cumulative):
-            np.cumsum(draws[rows], dtype=np.int64, out=cumulative[1:])
+            np.cumsum(draws[rows], dtype=cumulative.dtype, out=cumulative[1:])
         neg_cum, pos_cum = self.cumulative
         total_neg, total_pos = int(neg_cum[-1]), int(pos_cum[-1])
+
+        def twice_below(cumulative, ranks):  # 2 x the draws below a row + those tied with it
+            out = cumulative[ranks[0]].astype(np.int64)
+            out += cumulative[ranks[1]]
+            return out
+
         c = draws[m.identity_rows].astype(np.int64)
-        nb = neg_cum[self.neg_ranks[0]] + neg_cum[self.neg_ranks[1]]
-        pb = pos_cum[self.pos_ranks[0]] + pos_cum[self.pos_ranks[1]]
-        pa, na = 2 * total_pos - pb, 2 * total_neg - nb
         positive = m.identity_labels
-        columns = {SK.CELL_SUBGROUP_NEG: np.where(positive, 0, c),
-                   SK.CELL_SUBGROUP_POS: np.where(positive, c, 0),
-                   SK.TWICE_BPSN_U: np.where(positive, 0, c * pa),
-                   SK.TWICE_BNSP_U: np.where(positive, c * nb, 0),
-                   SK.TWICE_NEG_BG_ABOVE_U: np.where(positive, 0, c * na),
-                   SK.TWICE_POS_BG_ABOVE_U: np.where(positive, c * pa, 0)}
+        c_neg = np.where(positive, 0, c)  # an identity row's draws in its own class's cell
+        c_pos = c - c_neg
+        del c
         counts = np.zeros((m.n_groups, SK.N_COUNT_COLUMNS), dtype=np.int64)
-        for column, per_row in columns.items():  # exact int64 sums per subgroup
-            running = np.concatenate([[0], np.cumsum(per_row[self.owner])])
-            counts[:, column] = running[self.bounds[1:]] - running[self.bounds[:-1]]
+        counts[:, SK.CELL_SUBGROUP_NEG] = self._per_subgroup(c_neg)
+        counts[:, SK.CELL_SUBGROUP_POS] = self._per_subgroup(c_pos)
+        nb = twice_below(neg_cum, self.neg_ranks)
+        counts[:, SK.TWICE_BNSP_U] = self._per_subgroup(c_pos * nb)
+        counts[:, SK.TWICE_NEG_BG_ABOVE_U] = self._per_subgroup(c_neg * (2 * total_neg - nb))
+        del nb
+        pa = 2 * total_pos - twice_below(pos_cum, self.pos_ranks)
+        counts[:, SK.TWICE_BPSN_U] = self._per_subgroup(c_neg * pa)
+        counts[:, SK.TWICE_POS_BG_ABOVE_U] = self._per_subgroup(c_pos * pa)
+        del pa
         for g, (negatives, positives, lt, le) in enumerate(self.subgroups):
-            below = np.concatenate([[0], np.cumsum(c[negatives])])
-            counts[g, SK.TWICE_SUBGROUP_U] = int(np.sum(c[positives] * (below[lt] + below[le])))
+            below = np.concatenate([[0], np.cumsum(c_neg[negatives])])
+            counts[g, SK.TWICE_SUBGROUP_U] = int(np.sum(c_pos[positives] * (below[lt] + below[le])))
         counts[:, SK.TWICE_BPSN_U] -= counts[:, SK.TWICE_SUBGROUP_U]
         counts[:, SK.TWICE_BNSP_U] -= counts[:, SK.TWICE_SUBGROUP_U]
         counts[:, SK.TWICE_NEG_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_NEG] ** 2
         counts[:, SK.TWICE_POS_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_POS] ** 2
-        lt, le = self.overall_ranks
-        twice_u = int(np.sum(draws[self.classes[1]].astype(np.int64) * (neg_cum[lt] + neg_cum[le])))
+        twice_u = int(np.sum(draws[self.classes[1]].astype(np.int64)
+                             * twice_below(neg_cum, self.overall_ranks)))
         return counts, total_neg, total_pos, twice_u
+
+    def _per_subgroup(self, per_row: np.ndarray) -> np.ndarray:
+        """Each subgroup's exact int64 sum of ``per_row`` (one value per identity row) over its
+        memberships."""
+        return subgroup_sums(per_row[self.owner], self.bounds)
+
+
+def subgroup_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``values[bounds[g]:bounds[g + 1]].sum()`` for each g, exact in int64 (``bounds``
+    non-decreasing, from 0 to ``len(values)``); an empty range sums to 0 (``reduceat``
+    alone would give the value at its start)."""
+    starts, stops = bounds[:-1], bounds[1:]
+    sums = np.zeros(starts.shape[0], dtype=np.int64)
+    filled = starts < stops
+    if filled.any():
+        sums[filled] = np.add.reduceat(values, starts[filled], dtype=np.int64)
+    return sums

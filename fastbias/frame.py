@@ -275,7 +275,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     """
     compiled = not in_numpy
     columns, rows_of = read_identity_columns(
-        lambda name: identity_column(df, name, subgroup_threshold), list(subgroup_names), n,
+        lambda name: identity_column(df, name, subgroup_threshold,
+                                     want_missing=missing_subgroup == "exclude"),
+        list(subgroup_names), n,
         compiled, resolve_workers(n_jobs))
     missing = [column.missing if missing_subgroup == "exclude" else None for column in columns]
     if settings["intersections"] is not None:

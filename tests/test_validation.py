@@ -469,3 +469,31 @@ def test_evaluate_object_identity_column_with_none(frame):
                 pos_label="toxic", missing_subgroup="exclude")
     keep = ~np.isin(np.arange(10), [2, 4])
     assert_table_matches(res.for_model(), Y[keep], S[keep], {"g": G[keep]})
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("positions", [[], [0], [3], [63], [64], [1999], [5, 1500]])
+def test_read_column_masks_nan_wherever_it_is(dtype, positions):
+    from fastbias.validate.columns import read_column
+    from fastbias.validate.subgroups import identity_values
+
+    values = np.linspace(-1.0, 1.0, 2000).astype(dtype)
+    values[positions] = np.nan
+    arr, missing = read_column(pd.Series(values), "c")
+    if positions:
+        assert missing.dtype == bool and np.flatnonzero(missing).tolist() == positions
+    else:
+        assert missing is None
+    arr, missing = read_column(values, "c", float_missing=False)
+    assert missing is None and np.isnan(arr).sum() == len(positions)
+    # an identity column read without its mask has the same members (NaN is never >= t)
+    marked = identity_values(values, "g", 0.25)
+    unmarked = identity_values(values, "g", 0.25, want_missing=False)
+    assert unmarked.missing is None
+    np.testing.assert_array_equal(marked.member_mask(), unmarked.member_mask())
+    np.testing.assert_array_equal(unmarked.member_mask(),
+                                  [v >= 0.25 for v in values.astype(np.float64).tolist()])
+    if positions:  # without a threshold the NaN are still named, mask or not asked
+        with pytest.raises(ValueError, match=rf"NaN or missing value\(s\) \(first at "
+                                             rf"position {positions[0]}\)"):
+            identity_values(values, "g", None, want_missing=False)

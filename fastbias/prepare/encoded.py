@@ -57,7 +57,8 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
                 weights = weights / spec.weight_scale  # a power of two: exact
         codes = np.empty((n, n_groups), dtype=np.int8)
         for j, name in enumerate(spec.subgroups):
-            column = identity_column(frame, name, spec.subgroup_threshold)
+            column = identity_column(frame, name, spec.subgroup_threshold,
+                                     want_missing=spec.exclude_missing)
             K.membership_codes(column.values, column.threshold,
                                 _NOTHING_MISSING if column.missing is None else column.missing,
                                 spec.exclude_missing, codes, j)

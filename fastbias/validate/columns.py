@@ -142,7 +142,7 @@ def _from_pandas(values, name: str):
     return arr, (missing if any_missing else None)
 
 
-def read_column(values, name: str):
+def read_column(values, name: str, float_missing: bool = True):
     """Any accepted 1-D container -> (numpy array of its own kind, missing mask or None).
 
     The one reader of every column fastbias takes (labels, scores, weights,
@@ -150,7 +150,9 @@ def read_column(values, name: str):
     integers (missing entries hold 0), floats keep their width (missing =
     NaN); strings and mixed objects come back as an object array. Numbers
     that a float cannot hold exactly (large integers mixed with floats,
-    Decimals) are refused here, never rounded.
+    Decimals) are refused here, never rounded. Without ``float_missing`` a
+    float column's NaN are left in it unmasked (a caller to whom NaN already
+    means what missing means: an identity column under a threshold).
     """
     values = _from_foreign(values)
     if isinstance(values, pd.DataFrame):
@@ -175,8 +177,10 @@ def read_column(values, name: str):
     if missing is None:
         if arr.dtype == object:
             arr, missing = _from_objects(arr, name)
-        elif arr.dtype.kind == "f" and arr.shape[0] and np.isnan(arr.min()):
-            # (numpy's min passes NaN on: no mask is made for a column without one)
+        elif arr.dtype.kind == "f" and float_missing and arr.shape[0] and (
+                np.isnan(arr[:64]).any() or np.isnan(arr.min())):
+            # a column with NaN near its start gets its mask at once; for the others numpy's
+            # min, which passes NaN on, says whether one is needed without making it
             missing = np.isnan(arr)
     return arr, missing
 

@@ -35,7 +35,9 @@ class IdentityValues:
         type, float32 or float64 (NaN where missing). Never float16.
     threshold : float
     missing : ndarray of bool or None
-        Unannotated rows, None when every row is annotated.
+        Unannotated rows, None when every row is annotated, or when the
+        reader was told not to mark them (``want_missing=False``: NaN in a
+        float column, never ``>= threshold``, are then left unmarked).
     boolean : bool
     """
 
@@ -59,7 +61,8 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
                     label: str | None = None,
                     category_hint: str = "a column of categories (text or a pandas "
                                          "Categorical, as a pandas Series) gives one subgroup "
-                                         "per value") -> IdentityValues:
+                                         "per value", want_missing: bool = True
+                    ) -> IdentityValues:
     """Read one identity (subgroup) column: the one reader every entry point uses.
 
     Whether a column is boolean is decided by its own dtype (numpy bool,
@@ -69,13 +72,16 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
     a member iff ``value >= threshold``, compared exactly in its own type.
     Without a threshold a numeric column must hold only 0 and 1 and nothing
     may be missing (``missing_hint`` says what to do instead). Messages call
-    the column ``label`` (default ``subgroup 'name'``).
+    the column ``label`` (default ``subgroup 'name'``). ``want_missing=False``
+    (a caller that treats unannotated rows as non-members anyway): a float
+    column under a threshold gets no mask of its NaN rows (``missing`` None).
     """
     label = label or f"subgroup {name!r}"
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biu":
         arr, missing = values, None  # the common case: no conversion, no copy
     else:
-        arr, missing = read_column(values, label)
+        arr, missing = read_column(values, label,
+                                   float_missing=want_missing or threshold is None)
     if arr.dtype.kind not in "biuf":
         shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
         raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}; "
@@ -105,12 +111,15 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
     return IdentityValues(np.ascontiguousarray(arr), threshold, missing, False)
 
 
-def identity_column(df, name: str, threshold: float) -> IdentityValues:
+def identity_column(df, name: str, threshold: float, want_missing: bool = True
+                    ) -> IdentityValues:
     """The identity column ``name`` of ``df`` (a DataFrame or a dict of columns), read by
-    :func:`identity_values` with ``threshold``; missing values are unannotated rows."""
+    :func:`identity_values` with ``threshold``; missing values are unannotated rows (marked
+    only ``want_missing``: what ``missing_subgroup="exclude"`` needs)."""
     return identity_values(df[name], name, threshold, label=f"subgroup column {name!r}",
                            category_hint=f"for one subgroup per value of a categorical column "
-                                         f"pass it as sensitive_features=[{name!r}]")
+                                         f"pass it as sensitive_features=[{name!r}]",
+                           want_missing=want_missing)
 
 
 def identity_kind(column) -> str | None:

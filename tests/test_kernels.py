@@ -102,6 +102,25 @@ def test_dense_memberships_equal_column_memberships(matrix):
     np.testing.assert_array_equal(dense.cell_rows, expected_cells)
 
 
+@pytest.mark.parametrize("n_rows", [1, 2, 63, 64, 65, 127, 128, 129, 1000, 4099])
+@pytest.mark.parametrize("density", [0.0, 0.01, 0.3, 1.0])
+def test_row_csr_from_column_rows_equals_numpy(n_rows, density):
+    rng = np.random.default_rng(n_rows)
+    matrix = rng.random((n_rows, 7)) < density
+    matrix[:, 2] = False  # an empty subgroup between others
+    matrix[[0, n_rows - 1], 5] = True  # the first and the last row
+    matrix[np.arange(n_rows) % 64 == 63, 6] = True  # the last bit of every word
+    group_rows = [np.flatnonzero(matrix[:, j]) for j in range(7)]
+    group_ptr = np.concatenate([[0], np.cumsum([len(r) for r in group_rows])])
+    flat = np.concatenate(group_rows).astype(np.int64)
+    identity_rows, row_ptr, row_groups = PK.build_row_csr(flat, group_ptr, n_rows)
+    rows, cols = np.nonzero(matrix)  # row-major: each row's subgroups in order
+    np.testing.assert_array_equal(identity_rows, np.unique(rows))
+    np.testing.assert_array_equal(row_ptr, np.concatenate(
+        [[0], np.cumsum(matrix[matrix.any(axis=1)].sum(axis=1))]))
+    np.testing.assert_array_equal(row_groups, cols)
+
+
 # ------------------------------------------------------------------------- class sorts
 
 def special_values(dtype):

@@ -132,8 +132,9 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
         return np.ascontiguousarray(arr)
     if threshold is not None:
         thr = check_threshold(threshold, threshold_name)
-        outside = (arr < 0) | (arr > 1)
-        if outside.any():
+        # two reductions, no masks (a NaN, which callers refuse first, would pass either way)
+        if arr.shape[0] and (arr.min() < 0 or arr.max() > 1):
+            outside = (arr < 0) | (arr > 1)
             first = _first(outside)
             raise ValueError(f"{name} has {int(outside.sum())} value(s) outside [0, 1] (e.g. "
                              f"{_plain(arr[first])!r} at position {first}); a label is 0/1 or a "

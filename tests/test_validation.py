@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import roc_auc_score
 
 import fastbias
 from fastbias.validate.errors import OmittedRowsWarning, UndefinedMetricWarning
@@ -497,3 +498,21 @@ def test_read_column_masks_nan_wherever_it_is(dtype, positions):
         with pytest.raises(ValueError, match=rf"NaN or missing value\(s\) \(first at "
                                              rf"position {positions[0]}\)"):
             identity_values(values, "g", None, want_missing=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8])
+@pytest.mark.parametrize("bad", [[(7, -1)], [(9, 2)], [(0, 3), (9, -2)], [(9, 2), (3, -1)]])
+def test_fractional_labels_outside_0_1_are_named_by_count_and_first_position(dtype, bad):
+    y = (np.arange(10) % 2).astype(dtype)
+    for position, value in bad:
+        y[position] = value
+    first = min(position for position, _ in bad)
+    with pytest.raises(ValueError, match=rf"y_true has {len(bad)} value\(s\) outside \[0, 1\] "
+                                         rf"\(e\.g\. -?\d\.?\d* at position {first}\)"):
+        fastbias.bias_metrics(y, np.linspace(0, 1, 10), {"g": np.arange(10) < 5},
+                              label_threshold=0.5)
+    y[[position for position, _ in bad]] = 1  # in range again: the threshold decides
+    table = fastbias.bias_metrics(y, np.linspace(0, 1, 10), {"g": np.arange(10) < 5},
+                                  label_threshold=0.5)
+    assert table.attrs["overall_auc"] == pytest.approx(
+        roc_auc_score(y >= 0.5, np.linspace(0, 1, 10)))

@@ -417,8 +417,8 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     groups: dict = {}
     for model in models:
         name = f"score column {model!r}"
-        values, missing = column_values(df[model], name)
-        drop = score_drop_mask(values, missing)
+        values, missing = column_values(df[model], name, float_missing=False)
+        drop = score_drop_mask(values, missing)  # (a float column's NaN found here)
         if drop is not None:
             parts.append((name, drop, _score_drop_what(values, drop)))
         if common is not None:

@@ -201,14 +201,15 @@ def as_array(values, name: str, expected: str, shape: str) -> np.ndarray:
         raise ValueError(f"{name} could not be read as {shape}: {exc}") from None
 
 
-def column_values(values, name: str):
+def column_values(values, name: str, float_missing: bool = True):
     """Any accepted 1-D container -> (numpy array, mask of missing entries or None).
 
     :func:`read_column`, with missing entries of boolean or integer data
     given as NaN in a float64 array (so float NaN and ``pd.NA``/``None`` mean
-    the same thing); integers beyond 2**53 are then refused.
+    the same thing); integers beyond 2**53 are then refused. ``float_missing``:
+    see :func:`read_column` (a caller that finds a float column's NaN itself).
     """
-    arr, missing = read_column(values, name)
+    arr, missing = read_column(values, name, float_missing)
     if missing is not None and arr.dtype.kind in "biu":
         out = (_ints_to_float(arr, name, missing) if arr.dtype.kind in "iu"
                else arr.astype(np.float64))

@@ -78,7 +78,8 @@ def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
     n = y_arr.shape[0]
     if n == 0:
         raise ValueError("y_true is empty")
-    s_arr, s_missing = column_values(y_score, "y_score")
+    # a float column's NaN are found with its infinities (score_drop_mask, finite_bounds)
+    s_arr, s_missing = column_values(y_score, "y_score", float_missing=False)
     check_length(s_arr, n, "y_score")
     w_arr = w_missing = None
     if sample_weight is not None:

@@ -92,7 +92,7 @@ def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
 
     ``omit`` says the caller offers ``nan_policy="omit"`` (messages then mention it).
     """
-    arr, _ = column_values(y_score, name)
+    arr, _ = column_values(y_score, name, float_missing=False)  # (finite_bounds finds NaN)
     if n is not None:
         check_length(arr, n, name)
     if arr.shape[0] == 0:

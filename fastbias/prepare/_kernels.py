@@ -82,8 +82,8 @@ def build_row_csr(group_rows, group_ptr, n_rows):
 def _popcount(x):
     """The set bits of a uint64 (pairs, nibbles, bytes, then the bytes added up by one
     multiply, whose top byte is their sum: LLVM makes the whole a single popcount
-    instruction, half the time of adding the bytes by shifts; uncompiled, numpy warns of
-    the multiply's wrap-around, which is meant)."""
+    instruction, half the time of adding the bytes by shifts; uncompiled, numpy would warn
+    of the multiply's wrap-around, which is meant: the caller silences it)."""
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2))
                                                 & np.uint64(0x3333333333333333))

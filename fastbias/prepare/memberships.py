@@ -113,7 +113,8 @@ def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
     np.cumsum(sizes, out=group_ptr[1:])
     flat = (np.concatenate([np.asarray(r, dtype=np.int64) for r in group_rows])
             if group_rows else np.empty(0, dtype=np.int64))
-    csr = K.build_row_csr(flat, group_ptr, labels.shape[0])
+    with np.errstate(over="ignore"):  # (uncompiled, numpy would warn of _popcount's wrap)
+        csr = K.build_row_csr(flat, group_ptr, labels.shape[0])
     return memberships_from_csr(labels, names, *csr)
 
 

@@ -462,11 +462,20 @@ def _is_fastbias_report(path: str) -> bool:
     return head.startswith(b"<!DOCTYPE html>") and b"<footer>fastbias " in tail
 
 
-def _check_outputs(paths, inputs=(), force: bool = False, replaceable=()) -> list:
+def _thresholds_csv_path(path: str) -> str:
+    """Where a ``.csv`` output's threshold metrics go: ``report.csv`` -> ``report.thresholds.csv``."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.thresholds{ext}"
+
+
+def _check_outputs(paths, inputs=(), force: bool = False, replaceable=(),
+                   thresholds: bool = False) -> list:
     """Every ``--out`` checked before any work: known extension, an existing writable folder,
     not a directory, not a symbolic link, not an input file, not named twice, and not an
     existing file unless ``force`` (or one of ``replaceable`` holding an earlier fastbias
-    HTML report: the demo's default output)."""
+    HTML report: the demo's default output). With ``thresholds`` each ``.csv`` output brings
+    a second one, its threshold metrics (:func:`_thresholds_csv_path`), checked the same way.
+    Returns ``[(path, format)]``."""
     outputs = []
     seen = set()
     for path in paths or []:
@@ -474,31 +483,44 @@ def _check_outputs(paths, inputs=(), force: bool = False, replaceable=()) -> lis
         if ext not in _OUTPUT_FORMATS:
             raise CLIError(f"--out {path!r}: unknown extension {ext or '(none)'!r}; use .html, "
                            f".csv or .json")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise CLIError(f"--out {path!r}: folder {folder!r} does not exist")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise CLIError(f"--out {path!r}: folder {folder!r} is not writable")
-        if os.path.islink(path):
-            raise CLIError(f"--out {path!r} is a symbolic link; fastbias does not write through "
-                           f"links: give the path of a regular file")
-        if os.path.isdir(path):
-            raise CLIError(f"--out {path!r} is a directory; give a file name")
-        if os.path.exists(path) and not os.access(path, os.W_OK):
-            raise CLIError(f"--out {path!r} exists and is not writable")
-        for data in inputs:
-            if os.path.exists(path) and os.path.exists(data) and os.path.samefile(path, data):
-                raise CLIError(f"--out {path!r} is the input data file; writing the report there "
-                               f"would destroy the data")
-        if os.path.exists(path) and not force and not (
-                path in replaceable and _is_fastbias_report(path)):
-            raise CLIError(f"--out {path!r} already exists; pass --force to replace it")
-        real = os.path.realpath(path)
-        if real in seen:
-            raise CLIError(f"--out {path!r} is given twice")
-        seen.add(real)
+        _check_output(path, inputs, force, replaceable, seen)
         outputs.append((path, _OUTPUT_FORMATS[ext]))
+        if thresholds and _OUTPUT_FORMATS[ext] == "csv":
+            sibling = _thresholds_csv_path(path)
+            _check_output(sibling, inputs, force, (), seen,
+                          f"--out {path!r} with --thresholds also writes {sibling!r}, which")
+            outputs.append((sibling, "thresholds-csv"))
     return outputs
+
+
+def _check_output(path: str, inputs, force: bool, replaceable, seen: set,
+                  what: str | None = None) -> None:
+    """One output path (see :func:`_check_outputs`); ``what`` starts the messages (default
+    ``--out 'path'``)."""
+    what = what or f"--out {path!r}"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CLIError(f"{what}: folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CLIError(f"{what}: folder {folder!r} is not writable")
+    if os.path.islink(path):
+        raise CLIError(f"{what} is a symbolic link; fastbias does not write through "
+                       f"links: give the path of a regular file")
+    if os.path.isdir(path):
+        raise CLIError(f"{what} is a directory; give a file name")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise CLIError(f"{what} exists and is not writable")
+    for data in inputs:
+        if os.path.exists(path) and os.path.exists(data) and os.path.samefile(path, data):
+            raise CLIError(f"{what} is the input data file; writing the report there "
+                           f"would destroy the data")
+    if os.path.exists(path) and not force and not (
+            path in replaceable and _is_fastbias_report(path)):
+        raise CLIError(f"{what} already exists; pass --force to replace it")
+    real = os.path.realpath(path)
+    if real in seen:
+        raise CLIError(f"{what} is given twice")
+    seen.add(real)
 
 
 def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
@@ -562,7 +584,8 @@ def _write_outputs(report, outputs, args) -> None:
     for path, fmt in outputs:
         start = time.perf_counter()
         _save(report, path, fmt, getattr(args, "csv_raw", False))
-        kind = {"html": "HTML report", "csv": "CSV table", "json": "JSON"}[fmt]
+        kind = {"html": "HTML report", "csv": "CSV table", "json": "JSON",
+                "thresholds-csv": "CSV of the threshold metrics"}[fmt]
         note = ""
         if fmt == "html":
             from .reports.report import _matplotlib_available
@@ -883,7 +906,8 @@ def _say_undefined(args, caught) -> None:
 def cmd_report(args) -> int:
     from .report import BiasReport
 
-    outputs = _check_outputs(args.out, inputs=[args.data], force=args.force)
+    outputs = _check_outputs(args.out, inputs=[args.data], force=args.force,
+                             thresholds=bool(args.thresholds or args.report_threshold is not None))
     if args.temp_dir is not None and not os.path.isdir(args.temp_dir):
         raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")
     progress = _progress(args)

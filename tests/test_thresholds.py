@@ -398,3 +398,52 @@ def test_out_of_core_weighted_backgrounds_keep_their_digits(tmp_path):
     rows = (df["g"] == 0) & ~df["y"] & (df["s"] >= 0.5)
     np.testing.assert_allclose(streamed["background_fp"].iloc[0], fsum(df["w"][rows]),
                                rtol=1e-12)
+
+
+def test_cli_csv_and_terminal_carry_the_threshold_metrics(tmp_path, capsys):
+    """`--out r.csv` with --thresholds also writes r.thresholds.csv (checked like every --out,
+    names made safe for spreadsheets), and the terminal shows the gaps; both against rates
+    counted here row by row."""
+    from fastbias.cli import main
+    rng = np.random.default_rng(5)
+    n = 400
+    df = pd.DataFrame({"y": rng.integers(0, 2, n), "s": np.round(rng.random(n), 1),
+                       "=cmd": rng.random(n) < 0.3, "g": rng.random(n) < 0.2})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    args = ["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s", "--subgroups",
+            "=cmd", "g", "--thresholds", "0.5", "0.3", "--progress", "never"]
+    assert main([*args, "--out", str(tmp_path / "r.csv")]) == 0
+    terminal = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "r.thresholds.csv")
+    assert sorted(table["subgroup"]) == ["'=cmd", "'=cmd", "g", "g"]  # shown as text
+    y, s = df["y"].to_numpy() == 1, df["s"].to_numpy()
+    for _, row in table.iterrows():
+        member = df[row["subgroup"].lstrip("'")].to_numpy()
+        above = s >= row["threshold"]
+
+        def rate(rows):
+            return above[rows].sum() / rows.sum()
+
+        fpr_gap = rate(member & ~y) - rate(~member & ~y)
+        fnr_gap = (1 - rate(member & y)) - (1 - rate(~member & y))
+        assert row["fpr_gap"] == pytest.approx(fpr_gap, abs=1e-12)
+        assert row["fnr_gap"] == pytest.approx(fnr_gap, abs=1e-12)
+        assert row["subgroup_negatives"] == (member & ~y).sum()
+        shown = [line for line in terminal.splitlines()
+                 if line.startswith(row["subgroup"].lstrip("'") + " ")
+                 and line.split()[1] == repr(row["threshold"])]
+        assert len(shown) == 1 and f"{fpr_gap:+.4f}" in shown[0] and f"{fnr_gap:+.4f}" in shown[0]
+    assert "threshold metrics (score >= threshold" in terminal
+    # the second output is checked before any work, like the first
+    (tmp_path / "r.csv").unlink()
+    assert main([*args, "--out", str(tmp_path / "r.csv")]) == 1
+    assert "also writes" in capsys.readouterr().err and not (tmp_path / "r.csv").exists()
+    (tmp_path / "r.thresholds.csv").unlink()
+    (tmp_path / "r.thresholds.csv").symlink_to(tmp_path / "d.csv")
+    assert main([*args, "--out", str(tmp_path / "r.csv"), "--force"]) == 1
+    assert "symbolic link" in capsys.readouterr().err
+    assert (tmp_path / "d.csv").read_text().startswith("y,s,")
+    # without thresholds no second file
+    (tmp_path / "r.thresholds.csv").unlink()
+    assert main([*args[:-5], "--progress", "never", "--out", str(tmp_path / "p.csv")]) == 0
+    assert not (tmp_path / "p.thresholds.csv").exists()

@@ -151,6 +151,38 @@ def _fmt_count(value) -> str:
     return "n/a" if _is_nan(value) else f"{int(value):,}"
 
 
+def _spreadsheet_safe(frame: pd.DataFrame, raw: bool) -> pd.DataFrame:
+    """``frame`` with every text cell a spreadsheet would run as a formula made text
+    (:func:`~fastbias.reports.plain.spreadsheet_cell`), unless ``raw``."""
+    if not raw:
+        for column in frame.columns:
+            if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column]):
+                frame[column] = frame[column].map(spreadsheet_cell)
+    return frame
+
+
+def _aligned_table(columns: list, rows: list, width: int | None) -> str:
+    """Plain-text table: the first column left-aligned, the others right-aligned, two spaces
+    apart, a rule under the header; wrapped to ``width`` (see :func:`_column_groups`)."""
+    widths = [max(len(columns[j]), *(len(r[j]) for r in rows)) if rows else len(columns[j])
+              for j in range(len(columns))]
+    parts = []
+    for keep in _column_groups(widths, width):
+
+        def line(cells):
+            return "  ".join(cells[j].ljust(widths[j]) if j == 0
+                             else cells[j].rjust(widths[j]) for j in keep).rstrip()
+
+        parts.append("\n".join([line(columns), "  ".join("-" * widths[j] for j in keep),
+                                *(line(r) for r in rows)]))
+    return "\n\n".join(parts)
+
+
+#: the threshold metrics the plain-text table shows (subgroup minus background), short names
+_THRESHOLD_GAPS = {"positive_rate_gap": "pos_rate_gap", "tpr_gap": "tpr_gap",
+                   "fpr_gap": "fpr_gap", "fnr_gap": "fnr_gap", "precision_gap": "prec_gap"}
+
+
 def _column_groups(widths: list, width: int | None) -> list:
     """Columns (indices) of each wrapped part of a table: column 0 (the names) in every part,
     the others in order, as many as fit ``width`` with two spaces between columns."""
@@ -418,20 +450,9 @@ class BiasReport:
                     cells.append(",".join(_SHORT_NAMES[m] for m, f in zip(METRIC_COLUMNS,
                                                                           row_flags) if f) or "-")
                 rows.append(cells)
-            widths = [max(len(columns[j]), *(len(r[j]) for r in rows)) if rows else len(columns[j])
-                      for j in range(len(columns))]
-
-            body = [head]
-            for part_columns in _column_groups(widths, width):
-                if len(body) > 1:
-                    body.append("")
-
-                def line(cells, keep=part_columns):
-                    return "  ".join(cells[j].ljust(widths[j]) if j == 0
-                                     else cells[j].rjust(widths[j]) for j in keep).rstrip()
-
-                body += [line(columns), "  ".join("-" * widths[j] for j in part_columns)]
-                body += [line(r) for r in rows]
+            body = [head, _aligned_table(columns, rows, width)]
+            if self.result.thresholds is not None:
+                body += ["", self._threshold_text(model, order, width)]
             blocks.append("\n".join(body))
         text = "\n\n".join(blocks)
         if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
@@ -448,6 +469,43 @@ class BiasReport:
         if tested:
             text += "\n\n" + note
         return text
+
+    def _threshold_text(self, model, order: list, width: int | None) -> str:
+        """The plain-text table of a model's threshold metrics (``evaluate(...,
+        thresholds=...)``): per subgroup (in ``order``) and threshold, the gaps between the
+        subgroup's rates and its background's, with their intervals when computed."""
+        at = self.result.thresholds
+        at = at[at["model"] == model]
+        columns = ["subgroup", "threshold", "sub-", "sub+", *_THRESHOLD_GAPS.values()]
+        rows = []
+        for name in order:
+            for _, row in at[at["subgroup"] == name].sort_values("threshold").iterrows():
+                cells = [terminal_text(name), repr(float(row["threshold"])),
+                         _fmt_count(row["subgroup_negatives"]),
+                         _fmt_count(row["subgroup_positives"])]
+                for gap in _THRESHOLD_GAPS:
+                    text = "n/a" if _is_nan(row[gap]) else number_text(row[gap], "{:+.4f}")
+                    if f"{gap}_low" in row.index and not (
+                            _is_nan(row[gap]) or _is_nan(row[f"{gap}_low"])):
+                        text += (f" [{number_text(row[f'{gap}_low'], '{:+.3f}')}, "
+                                 f"{number_text(row[f'{gap}_high'], '{:+.3f}')}]")
+                    cells.append(text)
+                rows.append(cells)
+        return ("threshold metrics (score >= threshold; gaps are the subgroup's rate minus its "
+                "background's)\n" + _aligned_table(columns, rows, width))
+
+    def threshold_frame(self) -> pd.DataFrame | None:
+        """The tidy table of the threshold metrics (one row per model, threshold and
+        subgroup), or None when the evaluation had no ``thresholds``."""
+        return None if self.result.thresholds is None else self.result.thresholds.copy()
+
+    def thresholds_to_csv(self, path, *, raw: bool = False) -> None:
+        """Write :meth:`threshold_frame` as CSV, names made safe as in :meth:`to_csv`; a
+        ValueError when the evaluation had no thresholds."""
+        frame = self.threshold_frame()
+        if frame is None:
+            raise ValueError("this report has no threshold metrics: evaluate with thresholds=")
+        write_atomically(path, _spreadsheet_safe(frame, raw).to_csv(index=False))
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy table with the model's overall AUC and final metric (and their
@@ -472,12 +530,7 @@ class BiasReport:
         line break, is written with a ``'`` in front so that it shows as text;
         ``raw=True`` writes every name exactly as it is.
         """
-        frame = self.to_frame()
-        if not raw:
-            for column in frame.columns:
-                if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column]):
-                    frame[column] = frame[column].map(spreadsheet_cell)
-        write_atomically(path, frame.to_csv(index=False))
+        write_atomically(path, _spreadsheet_safe(self.to_frame(), raw).to_csv(index=False))
 
     def to_dict(self) -> dict:
         """Everything in the report as plain JSON-ready Python (NaN becomes None)."""
@@ -906,7 +959,8 @@ class BiasReport:
             "form has the opposite sign).</p>")
 
     def save(self, path, *, fmt: str | None = None, csv_raw: bool = False) -> str:
-        """Write the report; the format follows the extension (.html, .csv, .json) unless ``fmt``.
+        """Write the report; the format follows the extension (.html, .csv, .json) unless ``fmt``
+        (``"thresholds-csv"``: the threshold metrics, :meth:`thresholds_to_csv`).
 
         ``csv_raw``: see :meth:`to_csv` (``raw``).
 
@@ -927,8 +981,11 @@ class BiasReport:
             self.to_csv(path, raw=csv_raw)
         elif fmt == "json":
             self.to_json(path)
+        elif fmt == "thresholds-csv":
+            self.thresholds_to_csv(path, raw=csv_raw)
         else:
-            raise ValueError(f"fmt must be 'html', 'csv' or 'json', got {fmt!r}")
+            raise ValueError(f"fmt must be 'html', 'csv', 'json' or 'thresholds-csv', got "
+                             f"{fmt!r}")
         return fmt
 
 

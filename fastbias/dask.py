@@ -59,6 +59,7 @@ from .validate.categories import (
     feature_summary,
     merge_feature_summaries,
 )
+from .validate.columns import PieceWhere
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.spec import ColumnSpec, column_spec, score_dtype
 from .validate.values import as_labels
@@ -125,9 +126,14 @@ def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, score_dtypes: list,
     return _encoded(frame, spec, where, frame.index)
 
 
+def _piece_where(piece: ParquetPiece) -> PieceWhere:
+    """Where a piece lies, for messages, which then name the rows of its file."""
+    return PieceWhere(f"in {piece.where()}", piece.first_row)
+
+
 def _read_and_encode(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
     frame = read_piece(parquet, piece, spec.columns)
-    return _encoded(frame, spec, f"in {piece.where()}", pd.RangeIndex(len(frame)))
+    return _encoded(frame, spec, _piece_where(piece), pd.RangeIndex(len(frame)))
 
 
 def _encoded_meta(spec: ColumnSpec, score_dtypes: list) -> pd.DataFrame:
@@ -156,7 +162,7 @@ def _piece_summary(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec
     columns = list(dict.fromkeys([spec.label, *spec.models,
                                   *([spec.sample_weight] if spec.weighted else [])]))
     frame = read_piece(parquet, piece, columns)
-    return _frame_summary(frame, spec, sample_rows, seed, f"in {piece.where()}")
+    return _frame_summary(frame, spec, sample_rows, seed, _piece_where(piece))
 
 
 def _counting_spec(spec: ColumnSpec) -> ColumnSpec:
@@ -174,7 +180,7 @@ def _frame_cells(frame, spec: ColumnSpec, where: str):
 def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
     counting = _counting_spec(spec)
     frame = read_piece(parquet, piece, counting.columns)
-    return _frame_cells(frame, spec, f"in {piece.where()}")
+    return _frame_cells(frame, spec, _piece_where(piece))
 
 
 def _frame_features(frame, spec: ColumnSpec, where: str):
@@ -186,7 +192,7 @@ def _frame_features(frame, spec: ColumnSpec, where: str):
 
 def _piece_features(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
     frame = read_piece(parquet, piece, list(dict.fromkeys([spec.label, *spec.features])))
-    return _frame_features(frame, spec, f"in {piece.where()}")
+    return _frame_features(frame, spec, _piece_where(piece))
 
 
 def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclude_missing: bool,

@@ -60,6 +60,7 @@ from .validate.categories import (
     feature_summary,
     merge_feature_summaries,
 )
+from .validate.columns import PieceWhere, rows_from
 from .validate.parquet import iter_batches, open_parquet
 from .validate.settings import resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
@@ -458,7 +459,10 @@ def _pieces(frame, where: str, rows: int | None):
             part = {name: column.iloc[start:start + rows] for name, column in frame.items()}
         else:
             part = frame.iloc[start:start + rows]
-        yield part, f"{where}, from its row {start}" if where else where
+        if hasattr(where, "first_row"):  # (messages name the file's rows themselves)
+            yield part, PieceWhere(where, where.first_row + start)
+        else:
+            yield part, f"{where}, from its row {start}" if where else where
 
 
 def _record_dtype(score_dtype, spec: ColumnSpec) -> np.dtype:
@@ -494,8 +498,12 @@ def found_features(read, spec: ColumnSpec) -> tuple:
     summary = None
     columns = list(dict.fromkeys([spec.label, *spec.features]))
     for frame, where in read(columns):
-        labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                           threshold=spec.label_threshold)
+        try:
+            with rows_from(where):  # (a piece of a file: its messages name the file's rows)
+                labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
+                                   threshold=spec.label_threshold)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"{error} ({where})" if where else str(error)) from error
         summary = merge_feature_summaries(summary, feature_summary(frame, list(spec.features),
                                                                    labels, where))
     if summary is None:

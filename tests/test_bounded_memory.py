@@ -183,7 +183,7 @@ def test_evaluate_csv_names_the_rows_of_a_bad_value(tmp_path):
     df.to_csv(path, index=False)
     # the value named is the stray word, not a number written as text before it
     with pytest.raises((ValueError, TypeError),
-                       match=r"score column 's'.*'oops' at position 7.*rows 30\.\.39 of"):
+                       match=r"score column 's'.*'oops' at row 37.*rows 30\.\.39 of"):
         evaluate_csv(path, label="y", scores="s", subgroups=["g0"], batch_rows=10)
 
 

@@ -153,7 +153,7 @@ def test_fractional_labels_need_a_threshold(run, files):
     df.loc[7, "toxicity"] = 0.25
     write(df, files[0])
     with pytest.raises(ValueError, match=rf"label column 'toxicity' is not binary.*0\.25 at "
-                                         rf"position 7.*{files[0]}"):
+                                         rf"(position|row) 7.*{files[0]}"):
         run(files[0].parent, label_threshold=None)
     result = run(files[0].parent)  # 0.25 < 0.5: a negative under the default threshold
     assert np.isfinite(result.table["subgroup_auc"]).all()
@@ -207,7 +207,10 @@ LABEL_PATHS = {
 @pytest.mark.parametrize("entry", list(LABEL_PATHS))
 def test_a_label_of_2_is_refused_on_every_path(entry, tmp_path):
     df, path = labels_with_a_two(tmp_path)
-    with pytest.raises(ValueError, match=r"(outside \[0, 1\]|not binary).*2\.0 at position"):
+    # a file's pieces name the file's row; a DataFrame's, its position (in a Dask partition:
+    # the partition's, which the message names)
+    with pytest.raises(ValueError, match=r"(outside \[0, 1\]|not binary).*2\.0 at "
+                                         r"(position|row) \d+"):
         LABEL_PATHS[entry](df, path)
 
 
@@ -221,3 +224,24 @@ def test_a_label_of_2_is_refused_by_the_cli(tmp_path):
         assert done.returncode != 0
         assert "outside [0, 1]" in done.stderr and "2.0 at position 321" in done.stderr
         assert not (tmp_path / "r.html").exists()
+
+
+def test_out_of_core_messages_name_the_rows_of_the_file(tmp_path):
+    """A bad value deep in a file is named by its row in the file (0-based, as the batch's
+    'in rows a..b' range), not by its position within the batch or piece read."""
+    df = frame(5, 1_200)
+    df.loc[737, "score"] = np.inf
+    path, csv = tmp_path / "s.parquet", tmp_path / "s.csv"
+    write(df, path, write_statistics=False)  # row groups of 500
+    df.to_csv(csv, index=False)
+    calls = {
+        "csv": lambda: fastbias.evaluate_csv(csv, **ARGS, batch_rows=100),
+        "parquet": lambda: fastbias.evaluate_parquet(path, **ARGS, batch_rows=100),
+        "dask pieces": lambda: fdask.evaluate(path, piece_rows=300, **ARGS),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=r"score column 'score' has 0 NaN and 1 infinite "
+                                             r"value\(s\) \(first at row 737\)"):
+            call()
+    with pytest.raises(ValueError, match=r"\(first at position 737\)"):  # in memory: position
+        fastbias.evaluate(df, **ARGS)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .columns import rows_from
+
 #: a sensitive feature with more distinct values than this is refused (a score or an id
 #: column passed by mistake would otherwise become as many subgroups as rows)
 MAX_CATEGORIES = 1000
@@ -177,7 +179,8 @@ def feature_summary(frame, features: list, labels: np.ndarray, where: str = "") 
     read = []
     for name in features:
         try:
-            read.append(category_codes(frame[name], name))
+            with rows_from(where):  # (a piece of a file: its messages name the file's rows)
+                read.append(category_codes(frame[name], name))
         except ValueError as error:
             raise ValueError(f"{error} ({where})" if where else str(error)) from error
     summary = {"values": [{_plain_value(v) for v in r.values} for r in read], "cells": {}}

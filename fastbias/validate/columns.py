@@ -9,9 +9,11 @@ position; :func:`check_aligned` refuses pandas inputs whose indexes disagree.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import numbers
 from collections.abc import Generator, Iterator, Mapping
+from contextlib import contextmanager
 from decimal import Decimal
 from fractions import Fraction
 
@@ -31,6 +33,39 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+#: the row of a file at position 0 of the columns being read, while they are one piece of it
+_FIRST_ROW: contextvars.ContextVar = contextvars.ContextVar("fastbias_first_row", default=None)
+
+
+class PieceWhere(str):
+    """Where a piece of a file lies, as messages about it end (``"in rows 5..9 of f.csv"``),
+    knowing the file's row at the piece's position 0 (``first_row``): the readers then name
+    rows of the file, not positions in the piece (see :func:`rows_from`)."""
+
+    def __new__(cls, text: str, first_row: int):
+        where = super().__new__(cls, text)
+        where.first_row = int(first_row)
+        return where
+
+
+@contextmanager
+def rows_from(where):
+    """Inside, the readers' messages name ``row <first_row + position>`` of the file a
+    :class:`PieceWhere` ``where`` describes (anything else: positions, as usual)."""
+    token = _FIRST_ROW.set(getattr(where, "first_row", None))
+    try:
+        yield
+    finally:
+        _FIRST_ROW.reset(token)
+
+
+def _at(position) -> str:
+    """How a message names the entry at ``position``: ``position i``, or inside
+    :func:`rows_from` the row of the file."""
+    first = _FIRST_ROW.get()
+    return f"position {int(position)}" if first is None else f"row {first + int(position)}"
+
+
 def _plain(value):
     """numpy scalar -> Python scalar, for readable messages."""
     return value.item() if isinstance(value, np.generic) else value
@@ -43,7 +78,7 @@ def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = Non
     if big is not None and big.any():
         where = np.flatnonzero(~missing)[_first(big)] if missing is not None else _first(big)
         raise ValueError(f"{name} has {int(big.sum())} integer(s) beyond 2**53 that float64 "
-                         f"cannot hold exactly (e.g. {_plain(ints[where])} at position {where}); "
+                         f"cannot hold exactly (e.g. {_plain(ints[where])} at {_at(where)}); "
                          f"ties would change: convert them yourself")
     return ints.astype(np.float64)
 
@@ -64,7 +99,7 @@ def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.n
             converted, exact = "out of range", False
         if not exact:
             raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
-                             f"{_plain(value)!r} at position {int(positions[j])} (it would "
+                             f"{_plain(value)!r} at {_at(positions[j])} (it would "
                              f"become {converted!r}); rounding it could change the result "
                              f"(ties, sums): convert it yourself")
         out[j] = converted
@@ -233,13 +268,13 @@ def first_non_numeric(arr: np.ndarray) -> str:
             try:
                 float(value)
             except ValueError:
-                return f"{value!r} at position {i}"
+                return f"{value!r} at {_at(i)}"
             if first_text is None:
                 first_text = i
             continue
-        return f"{value!r} at position {i}"
+        return f"{value!r} at {_at(i)}"
     if first_text is not None:
-        return f"{arr[first_text]!r} at position {first_text} (numbers written as text)"
+        return f"{arr[first_text]!r} at {_at(first_text)} (numbers written as text)"
     return "a non-numeric value"
 
 

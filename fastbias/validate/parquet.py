@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .columns import PieceWhere
 from .spec import ColumnSpec, column_spec
 
 _GLOB_CHARACTERS = "*?["
@@ -311,7 +312,8 @@ def iter_batches(source: ParquetSource, columns: list, batch_rows: int):
                 if batch.num_rows == 0:
                     continue
                 stop = start + batch.num_rows
-                yield _frame_of(batch), f"in rows {start}..{stop - 1} of {path}"
+                yield _frame_of(batch), PieceWhere(f"in rows {start}..{stop - 1} of {path}",
+                                                   start)
                 start = stop
         finally:
             parquet.close()

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import (
+    _at,
     _first,
     _from_foreign,
     _plain,
@@ -88,7 +89,7 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
                         f"{category_hint}")
     if threshold is None and missing is not None:
         raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first "
-                         f"at position {_first(missing)}); pass a subgroup threshold (missing "
+                         f"at {_at(_first(missing))}); pass a subgroup threshold (missing "
                          f"is then never a member){missing_hint}")
     if arr.dtype.kind == "b":
         return IdentityValues(np.ascontiguousarray(arr).view(np.uint8), 1.0, missing, True)
@@ -101,7 +102,7 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
         if not_binary.any():
             first = _first(not_binary)
             raise ValueError(f"{label} is not a boolean mask: value {_plain(arr[first])!r} at "
-                             f"position {first}; pass a subgroup threshold to binarize")
+                             f"{_at(first)}; pass a subgroup threshold to binarize")
         return IdentityValues(np.ascontiguousarray(arr), 1.0, None, False)
     threshold = float(threshold)
     if missing is not None and arr.dtype.kind in "iu":

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import PieceWhere
+
 #: the longest line read (bytes, after decompression)
 LINE_LIMIT = 16 * 2 ** 20
 #: file name extension -> compression
@@ -351,5 +353,6 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
                 if len(frame):
-                    yield frame, f"in rows {start}..{stop - 1} of {source.path}"
+                    yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
+                                            start)
                 start = stop

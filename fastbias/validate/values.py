@@ -6,6 +6,7 @@ import pandas as pd
 
 from .._threads import even_ranges, pieces_for, run_pieces
 from .columns import (
+    _at,
     _first,
     _ints_to_float,
     _plain,
@@ -74,7 +75,7 @@ def _exact_float64(arr: np.ndarray, name: str) -> np.ndarray:
     lost = (converted.astype(arr.dtype) != arr) & ~np.isnan(arr)
     if lost.any():
         raise ValueError(f"{name} has {int(lost.sum())} {arr.dtype} value(s) that float64 "
-                         f"cannot hold exactly (first at position {_first(lost)}); ties "
+                         f"cannot hold exactly (first at {_at(_first(lost))}); ties "
                          f"would change: cast them yourself")
     return converted
 
@@ -83,7 +84,7 @@ def _nonfinite_message(arr: np.ndarray, name: str, omit: bool = False) -> str:
     bad = ~np.isfinite(arr)
     n_nan = int(np.isnan(arr).sum())
     return (f"{name} has {n_nan} NaN and {int(bad.sum()) - n_nan} infinite value(s) "
-            f"(first at position {_first(bad)}); scores must be finite: {_omit_hint(omit)}")
+            f"(first at {_at(_first(bad))}); scores must be finite: {_omit_hint(omit)}")
 
 
 def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
@@ -123,7 +124,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
         return positive
     kind = arr.dtype.kind
     if kind in "OUS":
-        shown = first_non_numeric(arr) if kind == "O" else f"{_plain(arr[0])!r} at position 0"
+        shown = first_non_numeric(arr) if kind == "O" else f"{_plain(arr[0])!r} at {_at(0)}"
         raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {shown}); pass "
                         f"pos_label to say which value is the positive class")
     if kind not in "biuf":
@@ -137,7 +138,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
             outside = (arr < 0) | (arr > 1)
             first = _first(outside)
             raise ValueError(f"{name} has {int(outside.sum())} value(s) outside [0, 1] (e.g. "
-                             f"{_plain(arr[first])!r} at position {first}); a label is 0/1 or a "
+                             f"{_plain(arr[first])!r} at {_at(first)}); a label is 0/1 or a "
                              f"fraction in [0, 1] (e.g. the share of annotators who said "
                              f"positive) made binary by {threshold_name}. Map other values "
                              f"first, or pass pos_label for two-valued labels")
@@ -146,7 +147,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
     if not_binary.any():
         first = _first(not_binary)
         raise ValueError(f"{name} is not binary: {int(not_binary.sum())} value(s) other than "
-                         f"0/1 (e.g. {_plain(arr[first])!r} at position {first}); pass a label "
+                         f"0/1 (e.g. {_plain(arr[first])!r} at {_at(first)}); pass a label "
                          f"threshold ({threshold_name}) to binarize, or pos_label")
     return np.ascontiguousarray(arr == 1)
 
@@ -154,7 +155,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
 def _missing_message(missing: np.ndarray, name: str, what: str = "missing",
                      omit: bool = False) -> str:
     return (f"{name} has {int(missing.sum())} {what} value(s) (NaN, None or pd.NA; first at "
-            f"position {_first(missing)}): {_omit_hint(omit)}")
+            f"{_at(_first(missing))}): {_omit_hint(omit)}")
 
 
 def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
@@ -185,19 +186,19 @@ def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,
     infinite = np.isinf(arr)
     if infinite.any():
         raise ValueError(f"{name} has {int(infinite.sum())} infinite value(s) "
-                         f"(first at position {_first(infinite)}); weights must be finite")
+                         f"(first at {_at(_first(infinite))}); weights must be finite")
     negative = arr < 0
     if negative.any():
         first = _first(negative)
         raise ValueError(f"{name} has {int(negative.sum())} negative value(s) "
-                         f"(e.g. {_plain(arr[first])} at position {first}); weights must be >= 0")
+                         f"(e.g. {_plain(arr[first])} at {_at(first)}); weights must be >= 0")
     if arr.shape[0]:
         largest = int(np.argmax(arr))
         positive = arr > 0
         if positive.any():
             smallest = int(np.argmin(np.where(positive, arr, np.inf)))
-            check_weight_spread(arr[smallest], arr[largest], name, f" at position {smallest}",
-                                f" at position {largest}")
+            check_weight_spread(arr[smallest], arr[largest], name, f" at {_at(smallest)}",
+                                f" at {_at(largest)}")
     return arr
 
 

@@ -19,6 +19,7 @@ import fastbias
 from fastbias.metrics import METRIC_COLUMNS
 from fastbias.validate.categories import MAX_CATEGORIES, category_codes
 from fastbias.validate.errors import UndefinedMetricWarning
+from tests.every_path import evaluate_on_every_path
 
 COUNTS = ["subgroup_size", "subgroup_negatives", "subgroup_positives", "background_negatives",
           "background_positives"]
@@ -297,23 +298,11 @@ def test_cli_streams_sensitive_features_to_the_in_memory_report(tmp_path, capsys
 @pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 def test_out_of_core_sensitive_features_equal_evaluate(tmp_path, policy):
-    pytest.importorskip("pyarrow")
     df = people(n=20_000, seed=3, missing=0.05)
-    df.to_parquet(tmp_path / "d.parquet")
-    df.to_csv(tmp_path / "d.csv", index=False)
     kw = dict(label="y", scores="s", sensitive_features=["race", "gender"],
               missing_subgroup=policy, min_subgroup_size=20, significance="holm",
               thresholds=[0.5])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        ref = fastbias.evaluate(df, **kw)
-        got = [fastbias.evaluate_parquet(tmp_path / "d.parquet", bucket_rows=3000, **kw),
-               fastbias.evaluate_csv(tmp_path / "d.csv", bucket_rows=3000, **kw)]
-        dd = pytest.importorskip("dask.dataframe")
-        dask = pytest.importorskip("dask")
-        on_dask = pytest.importorskip("fastbias.dask")
-        with dask.config.set(scheduler="synchronous"):
-            got.append(on_dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=4, **kw))
+    ref, got = evaluate_on_every_path(tmp_path, df, bucket_rows=3000, npartitions=4, **kw)
     expected = ref.for_model()
     assert any(" & " in name for name in expected.index)
     for res in got:

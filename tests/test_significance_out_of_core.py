@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fastbias
 from fastbias.intervals.placement_sums import (
     combine_placement_sums,
     placement_sums,
@@ -25,6 +24,7 @@ from fastbias.prepare.memberships import prepare_memberships_dense
 from fastbias.sort.order import SortedScores
 from fastbias.streaming import evaluate_csv, evaluate_parquet
 from fastbias.validate.errors import UndefinedMetricWarning
+from tests.every_path import evaluate_on_every_path
 from tests.test_significance import exact_permutation_p, kernel_matrix, reference_tests
 
 PVALUES = [f"{metric}_pvalue" for metric in METRIC_COLUMNS]
@@ -231,20 +231,10 @@ SUBGROUPS = ["male", "female", "transgender", "other_gender"]
 
 
 def _evaluate_everywhere(tmp_path, df, kw, bucket_rows=6_000):
-    """evaluate, then evaluate_parquet and fastbias.dask.evaluate of the same rows."""
-    pytest.importorskip("pyarrow")
-    dd = pytest.importorskip("dask.dataframe")
-    dask = pytest.importorskip("dask")
-    on_dask = pytest.importorskip("fastbias.dask")
-    path = tmp_path / "d.parquet"
-    df.to_parquet(path, row_group_size=9_000)
-    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        ref = fastbias.evaluate(df, **kw).for_model()
-        others = [evaluate_parquet(path, bucket_rows=bucket_rows, **kw).for_model(),
-                  on_dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=5,
-                                   **kw).for_model()]
-    return ref, others
+    """evaluate, then evaluate_parquet and fastbias.dask.evaluate of the same rows (tables)."""
+    ref, others = evaluate_on_every_path(tmp_path, df, bucket_rows=bucket_rows, npartitions=5,
+                                         csv=False, row_group_size=9_000, **kw)
+    return ref.for_model(), [res.for_model() for res in others]
 
 
 @pytest.mark.jit_heavy  # large inputs; the kernels are covered uncompiled by the small tests

@@ -13,6 +13,7 @@ from sklearn.metrics import confusion_matrix
 import fastbias
 from fastbias.metrics.thresholds import THRESHOLD_RATES
 from fastbias.validate.errors import UndefinedMetricWarning
+from tests.every_path import evaluate_on_every_path
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -286,22 +287,11 @@ def test_out_of_core_thresholds_equal_evaluate(tmp_path, policy, weighted):
     df.loc[rng.random(n) < 0.1, "g2"] = np.nan
     if weighted:
         df["w"] = rng.integers(1, 4, n) * 0.25
-    path = tmp_path / "d.parquet"
-    df.to_parquet(path)
-    df.to_csv(tmp_path / "d.csv", index=False)
     kw = dict(label="y", scores="s", subgroups=["g0", "g1", "g2"], missing_subgroup=policy,
               sample_weight="w" if weighted else None, thresholds=[0.0, 0.3, 0.5, 0.55, 1.0],
               intersections=2, threshold_interval="exact")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        ref = fastbias.evaluate(df, **kw).thresholds
-        got = [fastbias.evaluate_parquet(path, bucket_rows=3000, **kw),
-               fastbias.evaluate_csv(tmp_path / "d.csv", bucket_rows=3000, **kw)]
-        dd = pytest.importorskip("dask.dataframe")
-        dask = pytest.importorskip("dask")
-        on_dask = pytest.importorskip("fastbias.dask")
-        with dask.config.set(scheduler="synchronous"):
-            got.append(on_dask.evaluate(dd.from_pandas(df, npartitions=3), npartitions=5, **kw))
+    ref, got = evaluate_on_every_path(tmp_path, df, bucket_rows=3000, npartitions=5, **kw)
+    ref = ref.thresholds
     for res in got:
         assert res.settings["thresholds"] == [0.0, 0.3, 0.5, 0.55, 1.0]
         pd.testing.assert_frame_equal(res.thresholds, ref, check_dtype=False,

@@ -229,10 +229,17 @@ def tied_memberships(rng, n, k, levels):
     return sort_memberships(values, m), sort_classes(values, labels), k
 
 
+def all_member_counts(keys, codes, classes, k):
+    """The unweighted counts of every membership, in one range on one thread."""
+    no = np.empty(0, dtype=np.int64)
+    return K.finish_member_counts(K.member_counts_in_range(
+        keys, codes, 0, keys.shape[0], classes.neg_keys, classes.pos_keys, k, no, no, no))
+
+
 @pytest.mark.parametrize("levels", [3, 40, 100_000])
 def test_counts_of_two_adjacent_ranges_join_exactly(levels):
     (keys, codes), classes, k = tied_memberships(np.random.default_rng(levels), 3_000, 4, levels)
-    whole = K.member_counts(keys, codes, classes.neg_keys, classes.pos_keys, k)
+    whole = all_member_counts(keys, codes, classes, k)
     boundaries = [0] + [t for t in range(1, keys.size) if keys[t] != keys[t - 1]] + [keys.size]
     for middle in boundaries[::max(1, len(boundaries) // 25)] + [keys.size]:
         no = np.empty(0, dtype=np.int64)
@@ -256,7 +263,7 @@ def test_counts_on_many_threads_equal_one(monkeypatch, workers):
 
     sorted_members, classes, k = tied_memberships(np.random.default_rng(5), 5_000, 6, 50)
     no = np.empty(0, dtype=np.int64)
-    alone = K.member_counts(*sorted_members, classes.neg_keys, classes.pos_keys, k)
+    alone = all_member_counts(*sorted_members, classes, k)
     monkeypatch.setattr(core, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 0)
     split, twice_u = core.count_all(sorted_members, classes, k, workers=workers)
     np.testing.assert_array_equal(split, alone)

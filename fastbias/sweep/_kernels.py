@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# Column order of the per-subgroup count matrices of ``member_counts`` and
+# Column order of the per-subgroup count matrices of ``finish_member_counts`` and
 # ``subgroup_counts_weighted``: cell totals (count or weight) first, then twice the U numerators.
 CELL_SUBGROUP_NEG = 0
 CELL_SUBGROUP_POS = 1
@@ -342,18 +342,6 @@ def finish_member_counts(counts):
 
 
 @njit(cache=True, nogil=True)
-def member_counts(member_keys, member_codes, neg_sorted, pos_sorted, n_groups):
-    """Exact (int64) per-subgroup counts of all memberships (see :func:`member_counts_in_range`).
-
-    Returns counts (n_groups, N_COUNT_COLUMNS) int64; see the module docstring.
-    """
-    no_weights = np.empty(0, dtype=np.int64)
-    return finish_member_counts(member_counts_in_range(
-        member_keys, member_codes, 0, member_keys.shape[0], neg_sorted, pos_sorted, n_groups,
-        no_weights, no_weights, no_weights))
-
-
-@njit(cache=True, nogil=True)
 def block_boundary_near(keys, target):
     """The first index >= ``target`` that starts a block of equal ``keys`` (or ``len(keys)``)."""
     t = min(max(target, 1), keys.shape[0])
@@ -476,7 +464,7 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_
                              row_groups, neg_sorted, neg_rows, pos_sorted, pos_rows, n_groups):
     """Weighted per-subgroup counts, every sum carried as a double-double pair (hi, lo).
 
-    Same quantities as the unweighted ``member_counts``, walking rows. Each
+    Same quantities as the unweighted counts (``finish_member_counts``), walking rows. Each
     row weighs ``weights[row] / scale`` (``scale`` a power of two); the
     identity rows ``id_rows`` have scores ``id_scores``, sorted by
     ``id_order``; each class's rows are given in increasing score order
@@ -724,7 +712,7 @@ def combine_chunk_counts(local_counts, backgrounds, class_totals, local_twice_u)
     Returns
     -------
     counts : (n_groups, 7) int64
-        What ``member_counts`` would return for all rows at once.
+        The counts of all the memberships at once (``finish_member_counts`` of one range).
     twice_u : int64
         Twice the overall U of all rows.
     """

@@ -208,6 +208,14 @@ def main(families=None) -> None:
         FAMILIES[name](rng)
 
 
+def same_package(expected: str | None) -> bool:
+    """Whether this process runs the package its parent named (``FASTBIAS_PACKAGE_DIR``;
+    no name: yes): compiling another copy's kernels would fill another cache."""
+    here = os.path.dirname(os.path.abspath(__file__))  # this copy's fastbias directory
+    return expected is None or os.path.realpath(expected) == os.path.realpath(here)
+
+
 if __name__ == "__main__":
-    turn = _take_turn()  # (importing the package chose the private cache directory)
-    main(sys.argv[1:])
+    if same_package(os.environ.get("FASTBIAS_PACKAGE_DIR")):
+        turn = _take_turn()  # (importing the package chose the private cache directory)
+        main(sys.argv[1:])

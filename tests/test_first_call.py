@@ -619,3 +619,35 @@ def test_the_tier_can_be_turned_off(cold, monkeypatch):
     groups = rng.random((400, 2)) < 0.3
     fastbias.bias_metrics(y, s, groups, sample_weight=rng.random(400), ci="delong")
     assert first_call._requested == []
+
+
+def test_the_compiling_child_imports_this_process_package_from_any_directory(tmp_path):
+    """`pip install .` in a source checkout, then `fastbias demo` there: the child started by
+    `python -m fastbias._warm_up` must not import the checkout's copy (it would compile into
+    that copy's cache, and the parent would compile everything again)."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / "checkout" / "fastbias"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "imported the other copy"
+    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (fake / "_warm_up.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    script = tmp_path / "scripts" / "parent.py"
+    script.parent.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    script.write_text(
+        "import fastbias.sweep.first_call as fc, sys\n"
+        "assert 'checkout' not in fc.__file__\n"
+        "child = fc._start_child(['no-such-family'])\n"  # imports the package, then fails
+        "sys.exit(0 if child is not None and child.wait(120) is not None else 3)\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=fake.parent, timeout=240,
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    assert done.returncode == 0
+    assert not marker.exists()
+    # and a child that did import another copy compiles nothing
+    from fastbias._warm_up import same_package
+
+    assert same_package(None) and not same_package(str(fake))
+    assert same_package(os.path.dirname(fastbias.__file__))

@@ -340,13 +340,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_fork)
 
 
+#: the fastbias directory this process runs: the child must import the same one
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _start_child(families: list):
     """``python -m fastbias._warm_up <families>`` (None if no process can start: the next
-    call compiles as usual)."""
+    call compiles as usual), run from the directory that holds this process's ``fastbias``:
+    ``-m`` puts the working directory first on the child's path, so from anywhere else a
+    source checkout there (``pip install .`` run in it, then ``fastbias demo``) would be the
+    package the child compiles, into its own cache, and this process would still compile."""
     try:
         return subprocess.Popen([sys.executable, "-m", "fastbias._warm_up", *families],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=_child_environment())
+                                stderr=subprocess.DEVNULL, env=_child_environment(),
+                                cwd=os.path.dirname(PACKAGE_DIR))
     except OSError:
         return None
 
@@ -364,13 +372,15 @@ def _hand_over() -> None:
 
 
 def _child_environment() -> dict:
-    """This process's environment (the child imports the same fastbias: same paths, same
-    working directory), with the private cache directory chosen here made explicit."""
+    """This process's environment, with the private cache directory chosen here made
+    explicit (absolute: the child runs elsewhere) and this process's package named
+    (``FASTBIAS_PACKAGE_DIR``: a child that imported another one compiles nothing)."""
     import numba
 
     env = dict(os.environ)
     if numba.config.CACHE_DIR:
-        env["NUMBA_CACHE_DIR"] = numba.config.CACHE_DIR
+        env["NUMBA_CACHE_DIR"] = os.path.abspath(numba.config.CACHE_DIR)
+    env["FASTBIAS_PACKAGE_DIR"] = PACKAGE_DIR
     return env
 
 

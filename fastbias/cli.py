@@ -907,7 +907,7 @@ def cmd_report(args) -> int:
     from .report import BiasReport
 
     outputs = _check_outputs(args.out, inputs=[args.data], force=args.force,
-                             thresholds=bool(args.thresholds or args.report_threshold is not None))
+                             thresholds=bool(args.thresholds))
     if args.temp_dir is not None and not os.path.isdir(args.temp_dir):
         raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")
     progress = _progress(args)
@@ -1192,8 +1192,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--thresholds", nargs="+", type=float, metavar="T", default=None,
                         help="also the positive rate, TPR, FPR, FNR and precision of every "
                              "subgroup and its background at these thresholds (score >= T), "
-                             "their gaps and Wilson intervals: figures in the HTML report, rows "
-                             "in the JSON report")
+                             "their gaps and Wilson intervals: the gaps on the terminal, "
+                             "figures in the HTML report, rows in the JSON report and, next to "
+                             "each --out X.csv, in X.thresholds.csv")
     report.add_argument("--gap-interval", choices=["bernstein"], default=None,
                         help="with --thresholds: the Bernstein interval of each gap")
     report.add_argument("--report-threshold", type=float, default=None, metavar="T",

@@ -45,7 +45,7 @@ import pandas as pd
 from ._version import __version__
 from .intervals.chunked import counted_chunk
 from .prepare import _kernels as PK
-from .prepare.encoded import encode_frame
+from .prepare.encoded import encode_frame, piece_labels
 from .prepare.memberships import (
     add_combination_cells,
     check_intersections,
@@ -62,7 +62,6 @@ from .validate.categories import (
 from .validate.columns import PieceWhere
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.spec import ColumnSpec, column_spec, score_dtype
-from .validate.values import as_labels
 
 __all__ = ["evaluate"]
 
@@ -185,9 +184,7 @@ def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
 
 def _frame_features(frame, spec: ColumnSpec, where: str):
     """What one partition holds of the sensitive features (values, combinations by class)."""
-    labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                       threshold=spec.label_threshold)
-    return feature_summary(frame, list(spec.features), labels, where)
+    return feature_summary(frame, list(spec.features), piece_labels(frame, spec, where), where)
 
 
 def _piece_features(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):

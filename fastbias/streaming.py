@@ -34,7 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from .intervals.chunked import counted_chunk, with_tied_extras
-from .prepare.encoded import EncodedRows, encode_frame
+from .prepare.encoded import EncodedRows, encode_frame, piece_labels
 from .prepare.memberships import (
     add_combination_cells,
     check_intersections,
@@ -60,13 +60,12 @@ from .validate.categories import (
     feature_summary,
     merge_feature_summaries,
 )
-from .validate.columns import PieceWhere, rows_from
+from .validate.columns import PieceWhere
 from .validate.parquet import iter_batches, open_parquet
 from .validate.settings import resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
 from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
-from .validate.values import as_labels
 
 __all__ = ["evaluate_csv", "evaluate_parquet"]
 
@@ -498,12 +497,7 @@ def found_features(read, spec: ColumnSpec) -> tuple:
     summary = None
     columns = list(dict.fromkeys([spec.label, *spec.features]))
     for frame, where in read(columns):
-        try:
-            with rows_from(where):  # (a piece of a file: its messages name the file's rows)
-                labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                                   threshold=spec.label_threshold)
-        except (ValueError, TypeError) as error:
-            raise type(error)(f"{error} ({where})" if where else str(error)) from error
+        labels = piece_labels(frame, spec, where)
         summary = merge_feature_summaries(summary, feature_summary(frame, list(spec.features),
                                                                    labels, where))
     if summary is None:

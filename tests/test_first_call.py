@@ -646,6 +646,15 @@ def test_the_compiling_child_imports_this_process_package_from_any_directory(tmp
                           env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
     assert done.returncode == 0
     assert not marker.exists()
+    # the child's path is this process's, every entry absolute (a relative PYTHONPATH entry
+    # or the working directory mean the same there)
+    import json
+
+    from fastbias.sweep.first_call import _child_environment
+
+    child_path = json.loads(_child_environment()["FASTBIAS_SYS_PATH"])
+    assert child_path == [os.path.abspath(p) for p in sys.path if isinstance(p, str)]
+    assert all(os.path.isabs(p) for p in child_path)
     # and a child that did import another copy compiles nothing
     from fastbias._warm_up import same_package
 

@@ -245,3 +245,15 @@ def test_out_of_core_messages_name_the_rows_of_the_file(tmp_path):
             call()
     with pytest.raises(ValueError, match=r"\(first at position 737\)"):  # in memory: position
         fastbias.evaluate(df, **ARGS)
+    # the sensitive features' pass reads the labels first: a bad one is named by its row too
+    df.loc[737, "score"] = 0.5
+    df["toxicity"] = df["toxicity"].astype(np.float64)
+    df.loc[738, "toxicity"] = 7.0
+    df["race"] = np.where(np.arange(len(df)) % 3 == 0, "a", "b")
+    write(df, path, write_statistics=False)
+    df.to_csv(csv, index=False)
+    features = dict(label="toxicity", scores="score", sensitive_features=["race"])
+    for call in (lambda: fastbias.evaluate_csv(csv, **features, batch_rows=100),
+                 lambda: fdask.evaluate(path, piece_rows=300, **features)):
+        with pytest.raises(ValueError, match=r"7\.0 at row 738\).*\(in .*rows .*s\."):
+            call()

@@ -437,3 +437,40 @@ def test_cli_csv_and_terminal_carry_the_threshold_metrics(tmp_path, capsys):
     (tmp_path / "r.thresholds.csv").unlink()
     assert main([*args[:-5], "--progress", "never", "--out", str(tmp_path / "p.csv")]) == 0
     assert not (tmp_path / "p.thresholds.csv").exists()
+
+
+def test_csv_outputs_keep_names_with_line_breaks_in_one_cell(tmp_path):
+    """A subgroup named with a carriage return or a newline stays one cell of both CSVs
+    (CRLF line ends, RFC 4180, quote it), exactly as named with raw=True."""
+    from fastbias.report import BiasReport
+    rng = np.random.default_rng(2)
+    n = 300
+    names = ["a\rb", "c\nd", "=e"]
+    df = pd.DataFrame({"y": rng.integers(0, 2, n), "s": rng.random(n),
+                       **{name: rng.random(n) < 0.3 for name in names}})
+    res = fastbias.evaluate(df, label="y", scores="s", subgroups=names, thresholds=[0.5])
+    report = BiasReport.from_result(df, res)
+    for raw, shown in ((True, names), (False, ["a\rb", "c\nd", "'=e"])):
+        report.to_csv(tmp_path / "r.csv", raw=raw)
+        report.thresholds_to_csv(tmp_path / "r.thresholds.csv", raw=raw)
+        table = pd.read_csv(tmp_path / "r.csv")
+        at = pd.read_csv(tmp_path / "r.thresholds.csv")
+        assert sorted(table["subgroup"]) == sorted(shown) and len(table) == 3
+        assert sorted(at["subgroup"]) == sorted(shown) and len(at) == 3
+        np.testing.assert_array_equal(at["fpr_gap"], res.thresholds["fpr_gap"])
+    with pytest.raises(ValueError, match="no threshold metrics"):
+        BiasReport.from_result(df, fastbias.evaluate(df, label="y", scores="s",
+                                                     subgroups=names)).thresholds_to_csv(
+            tmp_path / "x.csv")
+
+
+def test_cli_report_threshold_alone_is_named_before_the_outputs(tmp_path, capsys):
+    from fastbias.cli import main
+    df = pd.DataFrame({"y": [0, 1] * 50, "s": np.linspace(0, 1, 100), "g": [True, False] * 50})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "r.thresholds.csv").write_text("kept\n")
+    assert main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                 "--subgroups", "g", "--report-threshold", "0.3", "--progress", "never",
+                 "--out", str(tmp_path / "r.csv")]) == 1
+    assert "--report-threshold needs --thresholds" in capsys.readouterr().err
+    assert (tmp_path / "r.thresholds.csv").read_text() == "kept\n"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..validate.columns import _at, rows_from
+from ..validate.columns import _at, in_piece, rows_from
 from ..validate.spec import ColumnSpec, score_dtype
 from ..validate.subgroups import identity_column
 from ..validate.values import as_labels, as_sample_weight, as_scores
@@ -47,33 +47,34 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
         return EncodedRows(np.zeros(0, np.bool_), np.zeros((0, len(spec.row_names)), np.int8),
                            np.zeros(0) if spec.weighted else None,
                            [np.zeros(0, score_dtype(frame[m].dtype)) for m in spec.models])
-    with rows_from(where):  # (a piece of a file: its messages name the file's rows)
-        try:
-            labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                               threshold=spec.label_threshold)
-            weights = None
-            if spec.weighted:
-                weights = as_sample_weight(frame[spec.sample_weight], n,
-                                           f"sample_weight column {spec.sample_weight!r}")
-                if spec.weight_scale != 1.0:
-                    weights = weights / spec.weight_scale  # a power of two: exact
-            codes = np.empty((n, n_groups), dtype=np.int8)
-            for j, name in enumerate(spec.subgroups):
-                column = identity_column(frame, name, spec.subgroup_threshold,
-                                         want_missing=spec.exclude_missing)
-                missing = _NOTHING_MISSING if column.missing is None else column.missing
-                K.membership_codes(column.values, column.threshold, missing,
-                                   spec.exclude_missing, codes, j)
-            scores = [as_scores(frame[m], f"score column {m!r}", n) for m in spec.models]
-        except (ValueError, TypeError) as error:
-            if where:
-                raise type(error)(f"{error} ({where})") from error
-            raise
+    labels = piece_labels(frame, spec, where)
+    with in_piece(where):  # (a piece of a file: messages name its rows, and where it lies)
+        weights = None
+        if spec.weighted:
+            weights = as_sample_weight(frame[spec.sample_weight], n,
+                                       f"sample_weight column {spec.sample_weight!r}")
+            if spec.weight_scale != 1.0:
+                weights = weights / spec.weight_scale  # a power of two: exact
+        codes = np.empty((n, n_groups), dtype=np.int8)
+        for j, name in enumerate(spec.subgroups):
+            column = identity_column(frame, name, spec.subgroup_threshold,
+                                     want_missing=spec.exclude_missing)
+            missing = _NOTHING_MISSING if column.missing is None else column.missing
+            K.membership_codes(column.values, column.threshold, missing,
+                               spec.exclude_missing, codes, j)
+        scores = [as_scores(frame[m], f"score column {m!r}", n) for m in spec.models]
     if spec.combinations:
         codes = with_combination_codes(codes, spec.combinations)
     if spec.features:
         codes = np.concatenate([codes, feature_codes(frame, spec, where)], axis=1)
     return EncodedRows(labels, codes, weights, scores)
+
+
+def piece_labels(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:
+    """The labels of one piece of the rows, validated (see :func:`in_piece`)."""
+    with in_piece(where):
+        return as_labels(frame[spec.label], f"label column {spec.label!r}",
+                         threshold=spec.label_threshold)
 
 
 def feature_codes(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:

@@ -161,6 +161,12 @@ def _spreadsheet_safe(frame: pd.DataFrame, raw: bool) -> pd.DataFrame:
     return frame
 
 
+def _csv_text(frame: pd.DataFrame) -> str:
+    """CSV of ``frame`` with CRLF line ends (RFC 4180): a cell holding a line break of either
+    kind (a name with a carriage return) is then quoted and reads back as one cell."""
+    return frame.to_csv(index=False, lineterminator="\r\n")
+
+
 def _aligned_table(columns: list, rows: list, width: int | None) -> str:
     """Plain-text table: the first column left-aligned, the others right-aligned, two spaces
     apart, a rule under the header; wrapped to ``width`` (see :func:`_column_groups`)."""
@@ -476,13 +482,13 @@ class BiasReport:
         subgroup's rates and its background's, with their intervals when computed."""
         at = self.result.thresholds
         at = at[at["model"] == model]
-        columns = ["subgroup", "threshold", "sub-", "sub+", *_THRESHOLD_GAPS.values()]
+        # (the cells' sizes are the AUC table's, above; with weights the threshold table's
+        # cell columns hold weights, not rows)
+        columns = ["subgroup", "threshold", *_THRESHOLD_GAPS.values()]
         rows = []
         for name in order:
             for _, row in at[at["subgroup"] == name].sort_values("threshold").iterrows():
-                cells = [terminal_text(name), repr(float(row["threshold"])),
-                         _fmt_count(row["subgroup_negatives"]),
-                         _fmt_count(row["subgroup_positives"])]
+                cells = [terminal_text(name), repr(float(row["threshold"]))]
                 for gap in _THRESHOLD_GAPS:
                     text = "n/a" if _is_nan(row[gap]) else number_text(row[gap], "{:+.4f}")
                     if f"{gap}_low" in row.index and not (
@@ -505,7 +511,7 @@ class BiasReport:
         frame = self.threshold_frame()
         if frame is None:
             raise ValueError("this report has no threshold metrics: evaluate with thresholds=")
-        write_atomically(path, _spreadsheet_safe(frame, raw).to_csv(index=False))
+        write_atomically(path, _csv_text(_spreadsheet_safe(frame, raw)))
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy table with the model's overall AUC and final metric (and their
@@ -530,7 +536,7 @@ class BiasReport:
         line break, is written with a ``'`` in front so that it shows as text;
         ``raw=True`` writes every name exactly as it is.
         """
-        write_atomically(path, _spreadsheet_safe(self.to_frame(), raw).to_csv(index=False))
+        write_atomically(path, _csv_text(_spreadsheet_safe(self.to_frame(), raw)))
 
     def to_dict(self) -> dict:
         """Everything in the report as plain JSON-ready Python (NaN becomes None)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..validate.columns import rows_from
+from ..validate.columns import in_piece
 from ..validate.spec import ColumnSpec
 from ..validate.values import as_labels, as_sample_weight, as_scores
 
@@ -56,29 +56,24 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
     samples = [np.zeros(0)] * len(spec.models)
     stands_for = [np.zeros(0)] * len(spec.models)
     smallest, largest = np.inf, 0.0
-    with rows_from(where):  # (a piece of a file: its messages name the file's rows)
-        try:
-            if check_labels and n:
-                as_labels(frame[spec.label], f"label column {spec.label!r}",
-                          threshold=spec.label_threshold)
-            if spec.weighted:
-                weights = as_sample_weight(frame[spec.sample_weight], n,
-                                           f"sample_weight column {spec.sample_weight!r}")
-                if n:
-                    largest = float(weights.max())
-                    positive = weights[weights > 0]
-                    if positive.size:
-                        smallest = float(positive.min())
-            for k in models:
-                values = as_scores(frame[spec.models[k]], f"score column {spec.models[k]!r}", n)
-                lowest[k], highest[k] = values.min(), values.max()
-                values = values if keep is None else values[keep]
-                samples[k] = values.astype(np.float64) + 0.0  # -0.0 -> 0.0
-                stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
-        except (ValueError, TypeError) as error:
-            if where:
-                raise type(error)(f"{error} ({where})") from error
-            raise
+    with in_piece(where):  # (a piece of a file: messages name its rows, and where it lies)
+        if check_labels and n:
+            as_labels(frame[spec.label], f"label column {spec.label!r}",
+                      threshold=spec.label_threshold)
+        if spec.weighted:
+            weights = as_sample_weight(frame[spec.sample_weight], n,
+                                       f"sample_weight column {spec.sample_weight!r}")
+            if n:
+                largest = float(weights.max())
+                positive = weights[weights > 0]
+                if positive.size:
+                    smallest = float(positive.min())
+        for k in models:
+            values = as_scores(frame[spec.models[k]], f"score column {spec.models[k]!r}", n)
+            lowest[k], highest[k] = values.min(), values.max()
+            values = values if keep is None else values[keep]
+            samples[k] = values.astype(np.float64) + 0.0  # -0.0 -> 0.0
+            stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
     return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest)
 
 

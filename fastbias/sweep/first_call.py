@@ -343,18 +343,22 @@ if hasattr(os, "register_at_fork"):
 #: the fastbias directory this process runs: the child must import the same one
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+#: what the child runs: this process's import path, then ``python -m fastbias._warm_up``
+_CHILD_CODE = ("import json, os, runpy, sys; "
+               "sys.path[:] = json.loads(os.environ['FASTBIAS_SYS_PATH']); "
+               "runpy.run_module('fastbias._warm_up', run_name='__main__', alter_sys=True)")
+
 
 def _start_child(families: list):
-    """``python -m fastbias._warm_up <families>`` (None if no process can start: the next
-    call compiles as usual), run from the directory that holds this process's ``fastbias``:
-    ``-m`` puts the working directory first on the child's path, so from anywhere else a
-    source checkout there (``pip install .`` run in it, then ``fastbias demo``) would be the
-    package the child compiles, into its own cache, and this process would still compile."""
+    """``fastbias._warm_up <families>`` in a new Python process (None if none can start: the
+    next call compiles as usual), on this process's own import path, so that it compiles
+    this process's copy of fastbias: ``python -m`` would put the working directory first,
+    and from a source checkout (``pip install .`` run in it, then ``fastbias demo``) the
+    child would compile the checkout's copy into that copy's cache."""
     try:
-        return subprocess.Popen([sys.executable, "-m", "fastbias._warm_up", *families],
+        return subprocess.Popen([sys.executable, "-c", _CHILD_CODE, *families],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=_child_environment(),
-                                cwd=os.path.dirname(PACKAGE_DIR))
+                                stderr=subprocess.DEVNULL, env=_child_environment())
     except OSError:
         return None
 
@@ -373,13 +377,18 @@ def _hand_over() -> None:
 
 def _child_environment() -> dict:
     """This process's environment, with the private cache directory chosen here made
-    explicit (absolute: the child runs elsewhere) and this process's package named
-    (``FASTBIAS_PACKAGE_DIR``: a child that imported another one compiles nothing)."""
+    explicit, this process's import path (``FASTBIAS_SYS_PATH``, every entry absolute) and
+    its package (``FASTBIAS_PACKAGE_DIR``: a child that imported another copy anyway
+    compiles nothing)."""
+    import json
+
     import numba
 
     env = dict(os.environ)
     if numba.config.CACHE_DIR:
         env["NUMBA_CACHE_DIR"] = os.path.abspath(numba.config.CACHE_DIR)
+    env["FASTBIAS_SYS_PATH"] = json.dumps([os.path.abspath(entry) for entry in sys.path
+                                           if isinstance(entry, str)])  # ("" is the cwd)
     env["FASTBIAS_PACKAGE_DIR"] = PACKAGE_DIR
     return env
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import rows_from
+from .columns import in_piece
 
 #: a sensitive feature with more distinct values than this is refused (a score or an id
 #: column passed by mistake would otherwise become as many subgroups as rows)
@@ -178,11 +178,8 @@ def feature_summary(frame, features: list, labels: np.ndarray, where: str = "") 
     by :func:`chosen_features`."""
     read = []
     for name in features:
-        try:
-            with rows_from(where):  # (a piece of a file: its messages name the file's rows)
-                read.append(category_codes(frame[name], name))
-        except ValueError as error:
-            raise ValueError(f"{error} ({where})" if where else str(error)) from error
+        with in_piece(where):  # (a piece of a file: messages name its rows, and where it lies)
+            read.append(category_codes(frame[name], name))
     summary = {"values": [{_plain_value(v) for v in r.values} for r in read], "cells": {}}
     if len(read) > 1:
         codes = np.column_stack([r.codes for r in read]).astype(np.int64)

@@ -59,6 +59,20 @@ def rows_from(where):
         _FIRST_ROW.reset(token)
 
 
+@contextmanager
+def in_piece(where):
+    """Validation of one piece of the rows (a batch, a file's rows, a Dask partition): inside,
+    the readers name rows of the file (:func:`rows_from`), and a ValueError or TypeError
+    raised leaves with ``where`` appended, e.g. ``(in rows 5..9 of f.csv)``."""
+    with rows_from(where):
+        try:
+            yield
+        except (ValueError, TypeError) as error:
+            if where:
+                raise type(error)(f"{error} ({where})") from error
+            raise
+
+
 def _at(position) -> str:
     """How a message names the entry at ``position``: ``position i``, or inside
     :func:`rows_from` the row of the file."""

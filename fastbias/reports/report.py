@@ -502,7 +502,23 @@ class BiasReport:
 
     def threshold_frame(self) -> pd.DataFrame | None:
         """The tidy table of the threshold metrics (one row per model, threshold and
-        subgroup), or None when the evaluation had no ``thresholds``."""
+        subgroup), or None when the evaluation had no ``thresholds``.
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            As :attr:`EvaluationResult.thresholds` (counts, rates with their intervals,
+            gaps); :meth:`thresholds_to_csv` writes it.
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=2, random_state=0)
+        >>> report = fastbias.bias_report(df, label="toxicity", scores="model_fair",
+        ...                               subgroups=["male", "female"], thresholds=[0.3, 0.5])
+        >>> report.threshold_frame()[["threshold", "subgroup"]].values.tolist()
+        [[0.3, 'male'], [0.3, 'female'], [0.5, 'male'], [0.5, 'female']]
+        """
         return None if self.result.thresholds is None else self.result.thresholds.copy()
 
     def thresholds_to_csv(self, path, *, raw: bool = False) -> None:

@@ -147,8 +147,18 @@ def bootstrap(rng) -> None:
     # point estimate's family is compiled next, by another child)
 
 
+def thresholds(rng) -> None:
+    from .metrics.thresholds import threshold_counts
+    from .sort.order import SortedScores
+
+    cuts = np.array([0.25, 0.5])
+    for scores, memberships, weights in _each_input(rng):
+        for sample_weight in (None, np.ascontiguousarray(weights)):
+            threshold_counts(SortedScores(scores, memberships), sample_weight, cuts)
+
+
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
-            "bootstrap": bootstrap}
+            "bootstrap": bootstrap, "thresholds": thresholds}
 
 
 #: a warm-up process waits at most this long for another's turn to end, then compiles anyway

@@ -31,8 +31,8 @@ from .prepare.memberships import (
     with_intersections,
 )
 from .sweep.counts import sweep_counts
-from .sweep.first_call import families_for
-from .sweep.parallel import sort_and_count
+from .sweep.first_call import FIRST_CALL_MAX_ROWS, compile_in_background, families_for
+from .sweep.parallel import count_in_numpy_now, sort_and_count
 from .validate.columns import check_aligned
 from .validate.errors import UndefinedMetricWarning
 from .validate.rows import validated_rows
@@ -231,7 +231,12 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
         check_gap_interval,
         check_rate_interval,
     )
-    from .metrics.thresholds import check_thresholds, threshold_counts, threshold_table
+    from .metrics.thresholds import (
+        check_thresholds,
+        threshold_counts,
+        threshold_counts_in_numpy,
+        threshold_table,
+    )
     from .sort.order import SortedScores
 
     check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups),
@@ -247,9 +252,20 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
     if gap_interval is not None and weights is not None:
         raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                          "examples); interval= gives the rates' intervals of weighted rows")
-    memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=workers)
-    sorted_scores = SortedScores(scores, memberships, workers=workers, score_bounds=bounds)
-    table = threshold_table(threshold_counts(sorted_scores, weights, cuts), memberships.names)
+    if count_in_numpy_now(weights is not None, scores.shape[0] <= FIRST_CALL_MAX_ROWS,
+                          thresholds=True):
+        # a fresh environment: the same counts in numpy while the kernels compile
+        for family in families_for(weights is not None, thresholds=True):
+            compile_in_background(family)
+        memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
+                                        compiled=False)
+        counts = threshold_counts_in_numpy(scores, memberships, weights, cuts)
+    else:
+        memberships = prepare_subgroups(labels, subgroups, subgroup_threshold, kept,
+                                        workers=workers)
+        counts = threshold_counts(SortedScores(scores, memberships, workers=workers,
+                                               score_bounds=bounds), weights, cuts)
+    table = threshold_table(counts, memberships.names)
     if interval is None and gap_interval is None:
         return table
     return attach_threshold_intervals(table, interval=interval, confidence=confidence,

@@ -19,7 +19,12 @@ from .intervals.significance import add_pvalues, adjust_table, check_significanc
 from .intervals.thresholds import check_gap_interval, check_rate_interval
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
-from .metrics.thresholds import check_thresholds, threshold_counts, threshold_table
+from .metrics.thresholds import (
+    check_thresholds,
+    threshold_counts,
+    threshold_counts_in_numpy,
+    threshold_table,
+)
 from .prepare.memberships import (
     category_memberships,
     check_intersections,
@@ -248,7 +253,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
             random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, significance is None
-                                  and cuts is None and n <= FIRST_CALL_MAX_ROWS)
+                                  and n <= FIRST_CALL_MAX_ROWS, thresholds=cuts is not None)
     with lend_helper(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
@@ -313,11 +318,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                                     compiled)))
     overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
-    if not compiled:
-        for family in families_for(weights is not None, ci):
-            compile_in_background(family)
-
     cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])
+    if not compiled:
+        for family in families_for(weights is not None, ci, thresholds=cuts is not None):
+            compile_in_background(family)
 
     def run_model(model: str):
         values = as_scores(df[model], f"score column {model!r}", n, omit=True)
@@ -346,9 +350,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                     confidence=confidence,
                                     family_size=len(METRIC_COLUMNS) * len(subgroup_names))
             tables.append(table)
-            if cuts is not None:  # (never in numpy either)
-                at_thresholds.append(threshold_table(threshold_counts(sorted_scores, w, cuts),
-                                                     memberships.names, warn=False))
+            if cuts is not None:
+                at = (threshold_counts(sorted_scores, w, cuts) if compiled
+                      else threshold_counts_in_numpy(s, memberships, w, cuts))
+                at_thresholds.append(threshold_table(at, memberships.names, warn=False))
             if kept is None:
                 overall = overall_auc_from_counts(sc)
         if overall is None:

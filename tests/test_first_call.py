@@ -4,6 +4,7 @@ References: the kernels' counts (themselves checked against brute force and skle
 and sklearn's roc_auc_score; heavy ties, signed zeros, empty, one-class and whole-data subgroups.
 """
 import os
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -19,6 +20,7 @@ from fastbias.prepare.memberships import prepare_subgroups
 from fastbias.sweep import first_call
 from fastbias.sweep.counts import sweep_counts
 from fastbias.sweep.first_call import counts_in_numpy
+from fastbias.validate.errors import UndefinedMetricWarning
 
 
 def assert_same_memberships(a, b):
@@ -527,7 +529,8 @@ def test_every_warm_up_family_runs(monkeypatch):
                          (prep, "PARALLEL_SCAN_MIN_ROWS")):
         monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
     warm_up.main(list(warm_up.FAMILIES))
-    assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap"}
+    assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
+                                     "thresholds"}
 
 
 def test_the_warm_up_lock_never_follows_a_link_nor_lives_where_others_write(tmp_path,
@@ -660,3 +663,86 @@ def test_the_compiling_child_imports_this_process_package_from_any_directory(tmp
 
     assert same_package(None) and not same_package(str(fake))
     assert same_package(os.path.dirname(fastbias.__file__))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_numpy_threshold_counts_equal_the_kernels(seed):
+    """Row counts the same integers; weights the same sums to rounding (the kernels' walk and
+    numpy's prefix sums compensate differently); thresholds rounded to the scores' dtype,
+    beyond their range, at a score, at -0.0."""
+    from fastbias.metrics.thresholds import (
+        threshold_counts,
+        threshold_counts_in_numpy,
+        threshold_table,
+    )
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(seed)
+    y, s, groups, w = tied_case(rng, int(rng.integers(1, 400)), int(rng.integers(1, 5)),
+                                weighted=seed % 2 == 1)
+    cuts = np.unique(np.concatenate([s[:3].astype(np.float64),
+                                     [0.1, -0.0, 1e300, -1e300, 0.5, np.nextafter(0.5, 1)]]))
+    m = prepare_subgroups(y, groups)
+    kernels = threshold_counts(SortedScores(s, m), w, cuts)
+    numpy = threshold_counts_in_numpy(s, m, w, cuts)
+    for name in ("predicted_rows", "class_predicted_rows", "cell_rows", "class_rows"):
+        np.testing.assert_array_equal(getattr(numpy, name), getattr(kernels, name), err_msg=name)
+    # the brute force: rows of each subgroup's negatives at or above each threshold
+    rounded = cuts.astype(s.dtype)
+    for j in range(groups.shape[1]):
+        member_neg = groups[:, j] & ~y
+        expected = [(s[member_neg] >= t).sum() for t in rounded]
+        np.testing.assert_array_equal(numpy.predicted_rows[:, j, 0], expected)
+    for name in ("predicted", "class_predicted", "cells", "class_totals"):
+        a, b = getattr(numpy, name), getattr(kernels, name)
+        if w is None:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+        else:
+            np.testing.assert_allclose(a.sum(axis=-1), b.sum(axis=-1), rtol=1e-14, atol=1e-300,
+                                       err_msg=name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got, want = threshold_table(numpy, m.names), threshold_table(kernels, m.names)
+    if w is None:
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    else:
+        pd.testing.assert_frame_equal(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_cold_threshold_call_computes_in_numpy(compiling, weighted, caplog):
+    """threshold_metrics and evaluate(thresholds=) answer in numpy while the kernels compile
+    (the threshold walk's family after the counts'), with the kernels' table."""
+    from fastbias.synthetic import make_jigsaw_like
+
+    df = make_jigsaw_like(n_rows=5_000, n_identities=4, random_state=2)
+    names = [c for c in df.columns if c not in ("toxicity", "model_fair", "model_biased")]
+    df["w"] = np.random.default_rng(1).random(len(df))
+    kwargs = dict(thresholds=[0.2, 0.5], sample_weight=df["w"] if weighted else None,
+                  subgroup_threshold=0.5)
+    y, s = df["toxicity"].to_numpy() >= 0.5, df["model_fair"].to_numpy()
+    with caplog.at_level("INFO", logger="fastbias"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got = fastbias.threshold_metrics(y, s, df[names], **kwargs)
+        got_frame = fastbias.evaluate(df, label="toxicity", scores="model_fair", subgroups=names,
+                                      thresholds=[0.2, 0.5],
+                                      sample_weight="w" if weighted else None)
+    assert first_call._requested == ["weighted" if weighted else "counting", "thresholds"]
+    assert any("threshold counts" in r.getMessage() for r in caplog.records)
+    first_call._requested.clear()  # what the kernels give (this process compiles them)
+    _numba_cache._needs_compiling = lambda dispatcher: False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        want = fastbias.threshold_metrics(y, s, df[names], **kwargs)
+        want_frame = fastbias.evaluate(df, label="toxicity", scores="model_fair",
+                                       subgroups=names, thresholds=[0.2, 0.5],
+                                       sample_weight="w" if weighted else None)
+    if weighted:
+        pd.testing.assert_frame_equal(got, want, rtol=1e-12, atol=1e-14)
+        pd.testing.assert_frame_equal(got_frame.thresholds, want_frame.thresholds, rtol=1e-12,
+                                      atol=1e-14)
+    else:
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        pd.testing.assert_frame_equal(got_frame.thresholds, want_frame.thresholds,
+                                      check_exact=True)
+        pd.testing.assert_frame_equal(got_frame.table, want_frame.table, check_exact=True)

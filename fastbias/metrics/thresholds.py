@@ -21,6 +21,9 @@ import pandas as pd
 
 from ..sort.order import SortedScores, sortable_key
 from ..sweep import _kernels as SK
+from ..sweep.double_double import dd_add as dd_pair_add
+from ..sweep.double_double import dd_prefix_sums
+from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
 from ..validate.errors import UndefinedMetricWarning
 
@@ -144,6 +147,63 @@ def threshold_counts(sorted_scores: SortedScores, sample_weight, thresholds: np.
         np.repeat(class_weight[0][None], k, axis=0), rows[1:],
         np.repeat(class_rows[1:, None], k, axis=1), rows[0],
         np.repeat(class_rows[0][None], k, axis=0), weighted)
+
+
+def threshold_counts_in_numpy(scores: np.ndarray, memberships, sample_weight,
+                              thresholds: np.ndarray) -> ThresholdCounts:
+    """:func:`threshold_counts` with numpy alone (a first call in a fresh environment, while
+    the kernels compile; see :mod:`fastbias.sweep.first_call`): the same row counts, and
+    the weights as double-double sums whose low parts may differ from the kernel's (each
+    cell's and class's weights at or above a threshold are its total less a compensated
+    prefix sum along its sorted scores)."""
+    m = memberships
+    k, weighted = m.n_groups, sample_weight is not None
+    with np.errstate(over="ignore"):
+        cuts = thresholds.astype(scores.dtype)  # (as the walk compares them, see _cut_keys)
+    per_row = np.diff(m.row_ptr)
+    cell = 2 * m.row_groups + np.repeat(m.identity_labels, per_row)  # subgroup and class
+    member_rows = np.repeat(m.identity_rows, per_row)
+    order = np.lexsort((scores[member_rows], cell))  # by cell, then by score
+    bounds = np.searchsorted(cell[order], np.arange(2 * k + 1))
+    t_count = cuts.shape[0]
+    predicted, cells = np.zeros((t_count, 2 * k, 2)), np.zeros((2 * k, 2))
+    predicted_rows = np.zeros((t_count, 2 * k), dtype=np.int64)
+    for c in range(2 * k):
+        rows = member_rows[order[bounds[c]:bounds[c + 1]]]
+        predicted_rows[:, c], predicted[:, c], cells[c] = _at_or_above_in_numpy(
+            scores[rows], None if not weighted else sample_weight[rows], cuts)
+    class_predicted, class_totals = np.zeros((t_count, 2, 2)), np.zeros((2, 2))
+    class_predicted_rows, class_rows = np.zeros((t_count, 2), dtype=np.int64), np.zeros(
+        2, dtype=np.int64)
+    # each class's scores sorted (with weights, its rows in score order, int32 where they fit)
+    classes = (class_orders(scores, m.labels) if weighted
+               else [np.sort(scores[~m.labels]), np.sort(scores[m.labels])])
+    for c, part in enumerate(classes):
+        sorted_scores, weights = (scores[part], sample_weight[part]) if weighted else (part, None)
+        class_predicted_rows[:, c], class_predicted[:, c], class_totals[c] = \
+            _at_or_above_in_numpy(sorted_scores, weights, cuts)
+        class_rows[c] = part.shape[0]
+    return ThresholdCounts(
+        thresholds, predicted.reshape(t_count, k, 2, 2),
+        np.repeat(class_predicted[:, None], k, axis=1), cells.reshape(k, 2, 2),
+        np.repeat(class_totals[None], k, axis=0), predicted_rows.reshape(t_count, k, 2),
+        np.repeat(class_predicted_rows[:, None], k, axis=1),
+        np.diff(bounds).reshape(k, 2).astype(np.int64), np.repeat(class_rows[None], k, axis=0),
+        weighted)
+
+
+def _at_or_above_in_numpy(sorted_scores: np.ndarray, weights, cuts: np.ndarray) -> tuple:
+    """``(rows (T,), weight (T, 2), total weight (2,))`` of the scores at or above each cut
+    (``weights`` None: each row weighs 1, the low parts 0)."""
+    n = sorted_scores.shape[0]
+    below = np.searchsorted(sorted_scores, cuts, side="left")
+    rows = (n - below).astype(np.int64)
+    if weights is None:
+        return rows, np.stack([rows.astype(np.float64), np.zeros(cuts.shape[0])], axis=-1), \
+            np.array([float(n), 0.0])
+    hi, lo = dd_prefix_sums(weights)
+    above_hi, above_lo = dd_pair_add(hi[-1], lo[-1], -hi[below], -lo[below])
+    return rows, np.stack([above_hi, above_lo], axis=-1), np.array([hi[-1], lo[-1]])
 
 
 def gather_threshold_counts(parts: list, k: int, thresholds: np.ndarray,

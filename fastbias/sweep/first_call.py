@@ -421,12 +421,14 @@ def still_compiling(name: str = "counting") -> bool:
 INCLUDES = {"delong": ("counting",)}
 
 
-def families_for(weighted: bool, ci: str | None = None) -> list:
+def families_for(weighted: bool, ci: str | None = None, thresholds: bool = False) -> list:
     """The kernel families a call with these settings needs, in the order they should compile:
     its intervals' first (a bootstrap switches to its kernels as soon as they are ready),
-    then its counts' unless the first family includes them."""
+    then its counts' unless the first family includes them, then its threshold counts'."""
     families = [ci] if ci in ("delong", "bootstrap") else []
     counting = "weighted" if weighted else "counting"
     if not any(counting in INCLUDES.get(family, ()) for family in families):
         families.append(counting)
+    if thresholds:
+        families.append("thresholds")
     return families

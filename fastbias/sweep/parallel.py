@@ -121,15 +121,20 @@ def _sort_classes_sharing(share: SharedJobs, *args) -> SortedClasses:
         share.close()
 
 
-def count_in_numpy_now(weighted: bool, eligible: bool) -> bool:
+def count_in_numpy_now(weighted: bool, eligible: bool, thresholds: bool = False) -> bool:
     """Announce a first use (:func:`announce_first_use`) and say whether this call should
     count in numpy (see :mod:`fastbias.sweep.first_call`): it is ``eligible`` (no sorts
     needed afterwards) and the counting kernels (weighted or not) must still compile, or are
-    compiling in the background."""
+    compiling in the background; with ``thresholds`` (the call also counts at thresholds)
+    the same of the threshold walk's kernel."""
     eligible = eligible and tier_enabled()
     note = "; this call counts in numpy meanwhile" if eligible else ""
     cold = announce_first_use(weighted, note) > 0
-    return eligible and (cold or still_compiling("weighted" if weighted else "counting"))
+    cold = (cold or still_compiling("weighted" if weighted else "counting"))
+    if thresholds:
+        cold = (announce_compiling("threshold counts", [K.member_weight_at_or_above], note) > 0
+                or still_compiling("thresholds") or cold)
+    return eligible and cold
 
 
 def map_in_threads(function, items, workers: int) -> list:

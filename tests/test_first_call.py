@@ -709,6 +709,25 @@ def test_numpy_threshold_counts_equal_the_kernels(seed):
         pd.testing.assert_frame_equal(got, want, rtol=1e-12, atol=1e-14)
 
 
+def test_numpy_threshold_weights_keep_rows_far_lighter_than_those_below():
+    """The weight at or above a threshold is the sum of those rows, not a total less the
+    rest (which loses weights 1e80 times smaller); found by review."""
+    from fastbias.metrics.thresholds import threshold_counts, threshold_counts_in_numpy
+    from fastbias.sort.order import SortedScores
+
+    y = np.array([0, 0, 0, 1, 1, 1], bool)
+    s = np.array([0.1, 0.2, 0.9, 0.1, 0.2, 0.9])
+    w = np.array([1e40, 1.0, 1e-40, 1e40, 1.0, 1e-40])
+    m = prepare_subgroups(y, np.ones((6, 1), bool))
+    cuts = np.array([0.5])
+    numpy = threshold_counts_in_numpy(s, m, w, cuts)
+    kernels = threshold_counts(SortedScores(s, m), w, cuts)
+    for name in ("predicted", "class_predicted"):
+        np.testing.assert_array_equal(getattr(numpy, name).sum(axis=-1)[0, 0], [1e-40, 1e-40])
+        np.testing.assert_allclose(getattr(numpy, name).sum(axis=-1),
+                                   getattr(kernels, name).sum(axis=-1), rtol=1e-14)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_a_cold_threshold_call_computes_in_numpy(compiling, weighted, caplog):
     """threshold_metrics and evaluate(thresholds=) answer in numpy while the kernels compile

@@ -21,7 +21,6 @@ import pandas as pd
 
 from ..sort.order import SortedScores, sortable_key
 from ..sweep import _kernels as SK
-from ..sweep.double_double import dd_add as dd_pair_add
 from ..sweep.double_double import dd_prefix_sums
 from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
@@ -154,8 +153,8 @@ def threshold_counts_in_numpy(scores: np.ndarray, memberships, sample_weight,
     """:func:`threshold_counts` with numpy alone (a first call in a fresh environment, while
     the kernels compile; see :mod:`fastbias.sweep.first_call`): the same row counts, and
     the weights as double-double sums whose low parts may differ from the kernel's (each
-    cell's and class's weights at or above a threshold are its total less a compensated
-    prefix sum along its sorted scores)."""
+    cell's and class's weights at or above a threshold are a compensated sum of its rows
+    there, from its highest score down)."""
     m = memberships
     k, weighted = m.n_groups, sample_weight is not None
     with np.errstate(over="ignore"):
@@ -201,9 +200,10 @@ def _at_or_above_in_numpy(sorted_scores: np.ndarray, weights, cuts: np.ndarray) 
     if weights is None:
         return rows, np.stack([rows.astype(np.float64), np.zeros(cuts.shape[0])], axis=-1), \
             np.array([float(n), 0.0])
-    hi, lo = dd_prefix_sums(weights)
-    above_hi, above_lo = dd_pair_add(hi[-1], lo[-1], -hi[below], -lo[below])
-    return rows, np.stack([above_hi, above_lo], axis=-1), np.array([hi[-1], lo[-1]])
+    # sums from the top down: the rows at or above a cut are added themselves, as the
+    # kernels add them (a total less the rows below would lose weights far smaller than those)
+    hi, lo = dd_prefix_sums(weights[::-1])
+    return rows, np.stack([hi[rows], lo[rows]], axis=-1), np.array([hi[-1], lo[-1]])
 
 
 def gather_threshold_counts(parts: list, k: int, thresholds: np.ndarray,

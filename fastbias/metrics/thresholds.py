@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..prepare.memberships import membership_rows_and_codes
 from ..sort.order import SortedScores, sortable_key
 from ..sweep import _kernels as SK
 from ..sweep.double_double import dd_prefix_sums
@@ -159,9 +160,7 @@ def threshold_counts_in_numpy(scores: np.ndarray, memberships, sample_weight,
     k, weighted = m.n_groups, sample_weight is not None
     with np.errstate(over="ignore"):
         cuts = thresholds.astype(scores.dtype)  # (as the walk compares them, see _cut_keys)
-    per_row = np.diff(m.row_ptr)
-    cell = 2 * m.row_groups + np.repeat(m.identity_labels, per_row)  # subgroup and class
-    member_rows = np.repeat(m.identity_rows, per_row)
+    member_rows, cell = membership_rows_and_codes(m)  # (cell: 2 * subgroup + class)
     order = np.lexsort((scores[member_rows], cell))  # by cell, then by score
     bounds = np.searchsorted(cell[order], np.arange(2 * k + 1))
     t_count = cuts.shape[0]

@@ -91,6 +91,15 @@ class Memberships:
         return self.n_rows - n_pos, n_pos
 
 
+def membership_rows_and_codes(m: Memberships) -> tuple:
+    """Each membership's row and code, ``2 * subgroup + label`` (int32 unless there are more
+    than 2**30 subgroups), in CSR order: ``(rows, codes)``."""
+    per_row = np.diff(m.row_ptr)
+    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
+    return (np.repeat(m.identity_rows, per_row),
+            (2 * m.row_groups + np.repeat(m.identity_labels, per_row)).astype(code))
+
+
 def memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups) -> Memberships:
     return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
                        labels[identity_rows])

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._threads import even_ranges, pieces_for, run_pieces
-from ..prepare.memberships import Memberships
+from ..prepare.memberships import Memberships, membership_rows_and_codes
 from ..validate.values import score_bounds
 from . import _kernels as K
 
@@ -288,11 +288,7 @@ def sort_classes_with_rows(scores: np.ndarray, memberships: Memberships) -> tupl
 
 def sort_memberships_with_rows(scores: np.ndarray, memberships: Memberships) -> tuple:
     """:func:`sort_memberships` that also gives each membership's row: ``(keys, codes, rows)``."""
-    m = memberships
-    per_row = np.diff(m.row_ptr)
-    rows = np.repeat(m.identity_rows, per_row)
-    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
-    codes = (2 * m.row_groups + np.repeat(m.identity_labels, per_row)).astype(code)
+    rows, codes = membership_rows_and_codes(memberships)
     keys, order = _radix(scores, rows, K.PAYLOAD_POSITIONS, as_keys=True)
     return keys, codes[order], rows[order]
 

@@ -38,6 +38,20 @@ def pieces_for(n_items: int, workers: int, min_per_piece: int) -> int:
     return int(max(1, min(workers, n_items // max(min_per_piece, 1))))
 
 
+# work that threads take as they become free (:func:`run_jobs`) is cut into this many jobs
+# per thread, so that the threads end together even where some run slower than others
+# (cores shared with another thread or process): with one piece per thread, the slowest
+# piece sets the end of the round
+JOBS_PER_WORKER = 4
+
+
+def jobs_for(n_items: int, workers: int, min_per_job: int) -> int:
+    """How many jobs to cut ``n_items`` of work into for :func:`run_jobs` on ``workers``
+    threads: JOBS_PER_WORKER per thread, none smaller than ``min_per_job`` (one job on one
+    thread, or below that size)."""
+    return 1 if workers <= 1 else pieces_for(n_items, workers * JOBS_PER_WORKER, min_per_job)
+
+
 def even_ranges(n: int, pieces: int) -> list:
     """``pieces`` contiguous ``(start, stop)`` ranges of about equal length covering ``range(n)``."""
     bounds = [(j * n) // pieces for j in range(pieces + 1)]

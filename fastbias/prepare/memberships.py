@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .._threads import pieces_for, run_jobs, run_pieces
+from .._threads import jobs_for, run_jobs
 from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
@@ -177,8 +177,9 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
                               workers: int = 1) -> Memberships:
     """Build :class:`Memberships` from a dense (n, k) boolean/0-1 matrix in one row-major pass.
 
-    On ``workers`` threads each scans its own range of rows (the ranges start
-    at multiples of 8 rows, so at whole words) and copies its lists into place.
+    On ``workers`` threads, which take the ranges of rows as they become free, each range
+    (they start at multiples of 8 rows, so at whole words) is scanned and its lists copied
+    into place.
     """
     labels = np.ascontiguousarray(labels, dtype=np.bool_)
     if matrix.dtype == np.bool_:
@@ -186,7 +187,7 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     matrix = np.ascontiguousarray(matrix)
     n, k = matrix.shape
     flat = matrix.reshape(-1)
-    pieces = pieces_for(n, workers, PARALLEL_SCAN_MIN_ROWS)
+    pieces = jobs_for(n, workers, PARALLEL_SCAN_MIN_ROWS)
     bounds = [((j * n) // pieces) // 8 * 8 for j in range(pieces)] + [n]
 
     def scan(j):
@@ -195,7 +196,7 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
         # first guess of the memberships: one per eight rows (the scan doubles it when short)
         return csr_from_dense(words, part, k, (bounds[j + 1] - bounds[j]) // 8)
 
-    parts = run_pieces(scan, range(pieces), workers)
+    parts = run_jobs(scan, range(pieces), workers)
     if pieces == 1:
         return memberships_from_csr(labels, names, *parts[0])
     n_identity = np.cumsum([0] + [p[0].shape[0] for p in parts])
@@ -204,9 +205,9 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     row_ptr = np.empty(n_identity[-1] + 1, dtype=np.int64)
     row_groups = np.empty(n_member[-1], dtype=np.int64)
     row_ptr[-1] = n_member[-1]
-    run_pieces(lambda j: K.place_csr_part(*parts[j], bounds[j], n_identity[j], n_member[j],
-                                          identity_rows, row_ptr, row_groups),
-               range(pieces), workers)
+    run_jobs(lambda j: K.place_csr_part(*parts[j], bounds[j], n_identity[j], n_member[j],
+                                        identity_rows, row_ptr, row_groups),
+             range(pieces), workers)
     return memberships_from_csr(labels, names, identity_rows, row_ptr, row_groups)
 
 

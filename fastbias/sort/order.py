@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._threads import even_ranges, pieces_for, run_pieces
+from .._threads import even_ranges, jobs_for, run_jobs, run_pieces
 from ..prepare.memberships import Memberships, membership_rows_and_codes
 from ..validate.values import score_bounds
 from . import _kernels as K
@@ -102,8 +102,9 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     """The class sort (``labels`` given) and the membership sort (``memberships`` given) of
     finite float32/float64 ``scores``: ``(SortedClasses or None, (keys, codes) or None)``.
 
-    Both go through the same rounds, each shared out among up to ``workers``
-    threads: count each range of rows' keys by bucket, scatter them to their
+    Both go through the same rounds, each cut into jobs that up to ``workers`` threads
+    take as they become free (:func:`~fastbias._threads.run_jobs`): count each range of
+    rows' keys by bucket, scatter them to their
     buckets, sort every bucket while it is in cache (see ``_kernels``). No
     row indices are kept (the unweighted sweep needs only the sorted values);
     the memberships stay stable (a row's subgroups in order). The result does
@@ -119,8 +120,8 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
         labels = labels.view(np.uint8)  # read as 0/1 bytes: no branch on the label
     m = memberships
     n_members = 0 if m is None else m.row_groups.shape[0]
-    pieces = pieces_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
-                        PARALLEL_SORT_MIN_KEYS)
+    pieces = jobs_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
+                      PARALLEL_SORT_MIN_KEYS)
     rows = even_ranges(scores.shape[0], pieces)
     members = _member_ranges(m.row_ptr, pieces) if m is not None else None
 
@@ -131,7 +132,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                 K.member_top_digit_counts(bits, m.identity_rows, m.row_ptr, *members[j],
                                           low, shift))
 
-    counts = run_pieces(count, range(pieces), workers)
+    counts = run_jobs(count, range(pieces), workers)
     arrays, payloads, bucket_starts = [], [], []
     if labels is not None:
         # one array: the negatives' buckets, then the positives'
@@ -157,7 +158,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                                   m.row_groups, *members[j], low, shift, member_slot[j], keys,
                                   codes)
 
-    run_pieces(scatter, range(pieces), workers)
+    run_jobs(scatter, range(pieces), workers)
     no_payload = np.empty(0, dtype=np.int64)
     scratch = [np.empty_like(a) for a in arrays]
     payload_scratch = [no_payload if p is None else np.empty_like(p) for p in payloads]
@@ -169,7 +170,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                            bucket_starts[a], d_start, d_stop, low, shift)
 
     if share is None:
-        run_pieces(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
+        run_jobs(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
     else:
         share.post(sort_buckets, _bucket_jobs(bucket_starts, max(SHARED_BUCKET_JOBS, pieces)))
         share.finish(workers)

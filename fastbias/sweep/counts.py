@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._threads import pieces_for, run_jobs
+from .._threads import JOBS_PER_WORKER, pieces_for, run_jobs
 from ..prepare.memberships import Memberships, group_mask
 from ..sort.order import ScoreOrder, SortedClasses, SortedScores
 from ..validate.values import power_of_two_scale
@@ -221,10 +221,6 @@ _NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row we
 PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
 
 
-# a split walk is cut into this many jobs per thread
-COUNT_JOBS_PER_WORKER = 4
-
-
 def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
               workers: int = 1) -> tuple:
     """Exact per-subgroup counts (n_groups, 7) int64 and twice the overall U, from the sorts.
@@ -240,7 +236,7 @@ def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: in
     pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
                         PARALLEL_COUNT_MIN_MEMBERSHIPS)
     if pieces > 1:
-        pieces *= COUNT_JOBS_PER_WORKER  # small jobs, so that the threads end together
+        pieces *= JOBS_PER_WORKER  # small jobs, so that the threads end together
     bounds = [0, *(K.block_boundary_near(keys, (j * keys.shape[0]) // pieces)
                    for j in range(1, pieces)), keys.shape[0]]
     pos_bounds = (np.arange(pieces + 1) * pos_keys.shape[0]) // pieces

@@ -44,7 +44,7 @@ def _numeric_scores(arr: np.ndarray, name: str) -> np.ndarray:
 
 
 # above this many scores their bounds are found on several threads
-PARALLEL_BOUNDS_MIN_VALUES = 8_000_000
+PARALLEL_BOUNDS_MIN_VALUES = 2_000_000
 
 
 def score_bounds(arr: np.ndarray, workers: int = 1) -> tuple:

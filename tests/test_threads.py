@@ -93,6 +93,17 @@ def test_pieces_for(n, workers, least, expected):
     assert _threads.pieces_for(n, workers, least) == expected
 
 
+@pytest.mark.parametrize("n, workers, least, expected", [
+    (10**6, 1, 1, 1),        # one thread: one job, however much work
+    (10**6, 2, 1, 8),        # four jobs a thread
+    (10**6, 16, 1, 64),
+    (10**6, 16, 50_000, 20),  # none smaller than the least
+    (99, 16, 100, 1), (0, 4, 1, 1)])
+def test_jobs_for(n, workers, least, expected):
+    assert _threads.JOBS_PER_WORKER == 4
+    assert _threads.jobs_for(n, workers, least) == expected
+
+
 # ------------------------------------------------------------------ the stages, split
 
 

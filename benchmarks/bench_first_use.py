@@ -1,8 +1,9 @@
 """First use: import + the first call of each kind in a fresh process, cold and warm cache.
 
 For each variant (float32 scores, float64 scores, sample weights, ``ci="delong"``,
-``ci="bootstrap"`` with 20 replicates, or ``--n-boot``) it starts a new Python process with an empty
-private ``NUMBA_CACHE_DIR`` and measures, on the Jigsaw-sized synthetic arrays
+``ci="bootstrap"`` with 20 replicates, or ``--n-boot``, ``significance="holm"``, and the
+same with ``intersections=2``, whose small cells get drawn permutation tests) it starts a
+new Python process with an empty private ``NUMBA_CACHE_DIR`` and measures, on the Jigsaw-sized synthetic arrays
 (1.8M x 24 unless ``--rows``): the import, the first call (time to the answer),
 and how long the kernels go on compiling in the background after the answer
 (the script waits for them here, so that they are cached; a script need not);
@@ -49,6 +50,10 @@ elif variant == "delong":
     kwargs["ci"] = "delong"
 elif variant == "bootstrap":
     kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0)
+elif variant == "significance":
+    kwargs["significance"] = "holm"
+elif variant == "significance-pairs":  # every pair of identities too: small cells, drawn tests
+    kwargs.update(significance="holm", intersections=2)
 t2 = time.perf_counter()
 fastbias.bias_metrics(y, s, g, **kwargs)
 t3 = time.perf_counter()
@@ -59,7 +64,8 @@ print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "compiling": t4 - t3
                   "scipy": "scipy" in sys.modules}), flush=True)
 """
 
-VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap"]
+VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap", "significance",
+            "significance-pairs"]
 
 
 def run_child(rows: int, variant: str, cache: str, n_boot: int = 20) -> dict:

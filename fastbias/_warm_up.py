@@ -14,7 +14,12 @@ several pieces), so that the parent process finds them all in its cache:
 ``delong``
     ``ci="delong"``, unweighted and weighted (with ``counting`` first);
 ``bootstrap``
-    ``ci="bootstrap"``'s replicates, unweighted and weighted.
+    ``ci="bootstrap"``'s replicates, unweighted and weighted;
+``thresholds``
+    threshold metrics' counts, unweighted and weighted;
+``significance``, ``significance-weighted``
+    ``significance=``'s placement sums and permutation draws, unweighted or weighted (a
+    weighted walk reads the weighted sorts: as long again to compile).
 """
 from __future__ import annotations
 
@@ -76,7 +81,7 @@ def _each_input(rng):
     """(scores, memberships, weights) of each type a weighted or interval call meets."""
     from .prepare import memberships as prep
 
-    for writable in (True, False):
+    for writable in (True,):  # (the walks' arrays are made by fastbias: writable)
         labels, matrix, weights = _inputs(rng, writable)
         memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"], workers=2)
         for dtype in (np.float32, np.float64):
@@ -157,8 +162,38 @@ def thresholds(rng) -> None:
             threshold_counts(SortedScores(scores, memberships), sample_weight, cuts)
 
 
+def _significance(rng, weighted: bool) -> None:
+    from .intervals.significance import pvalues_of
+    from .metrics.table import table_from_counts
+    from .prepare import memberships as prep
+    from .sort.order import SortedScores
+    from .sweep.counts import count_sorted
+
+    labels, matrix, weights = _inputs(rng, True)  # (the walks' arrays are fastbias's own)
+    # and a subgroup of a few rows: its cells get drawn permutation tests
+    matrix = np.column_stack([matrix, rng.random(N_ROWS) < 0.04])
+    memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c", "d"])
+    sample_weight = np.ascontiguousarray(weights) if weighted else None
+    for dtype in (np.float32, np.float64):
+        scores = _scores(rng, dtype, True)
+        sorted_scores = SortedScores(scores, memberships)
+        table = table_from_counts(count_sorted(sorted_scores, sample_weight), warn=False)
+        # from the sorts, and in numpy (whose small classes draw in the kernel)
+        for sorts, in_numpy in ((sorted_scores, False), (None, True)):
+            pvalues_of(table, scores, memberships, sorts, sample_weight, 0.95, None, in_numpy)
+
+
+def significance(rng) -> None:
+    _significance(rng, False)
+
+
+def significance_weighted(rng) -> None:
+    _significance(rng, True)
+
+
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
-            "bootstrap": bootstrap, "thresholds": thresholds}
+            "bootstrap": bootstrap, "thresholds": thresholds, "significance": significance,
+            "significance-weighted": significance_weighted}
 
 
 #: a warm-up process waits at most this long for another's turn to end, then compiles anyway

@@ -154,7 +154,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                               compiled=compiled, min_subgroup_size=min_size), order, min_size,
             compiled),
         labels, weights, workers=workers, with_rows=ci == "bootstrap", score_bounds=bounds,
-        numpy_if_cold=significance is None, families=families_for(weights is not None, ci))
+        numpy_if_cold=True, families=families_for(weights is not None, ci,
+                                                  significance=significance is not None))
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if memberships.intersections:
@@ -166,7 +167,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
                                  memberships=memberships)
     if significance is not None:
         table = attach_significance(table, method=significance, sorted_scores=sorted_scores,
-                                    sample_weight=weights, confidence=confidence)
+                                    sample_weight=weights, confidence=confidence, scores=scores,
+                                    memberships=memberships)
     return table
 
 

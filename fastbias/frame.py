@@ -252,8 +252,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         settings.update(n_boot=n_boot, random_state=random_state if isinstance(
             random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
     # a fresh environment: the same exact counts in numpy while the kernels compile
-    in_numpy = count_in_numpy_now(weights is not None, significance is None
-                                  and n <= FIRST_CALL_MAX_ROWS, thresholds=cuts is not None)
+    in_numpy = count_in_numpy_now(weights is not None, n <= FIRST_CALL_MAX_ROWS,
+                                  thresholds=cuts is not None)
     with lend_helper(ahead and not in_numpy) as pool:
         early_classes = None
         if pool is not None:
@@ -320,7 +320,8 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                            if all(kept is not None for kept, _ in universes) else None)
     cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])
     if not compiled:
-        for family in families_for(weights is not None, ci, thresholds=cuts is not None):
+        for family in families_for(weights is not None, ci, thresholds=cuts is not None,
+                                   significance=settings["significance"] is not None):
             compile_in_background(family)
 
     def run_model(model: str):
@@ -346,9 +347,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
                                          random_state=random_state, progress=bar)
             if settings["significance"] is not None:
-                table = add_pvalues(table, sorted_scores=sorted_scores, sample_weight=w,
-                                    confidence=confidence,
-                                    family_size=len(METRIC_COLUMNS) * len(subgroup_names))
+                table = add_pvalues(table, sorted_scores=sorted_scores if compiled else None,
+                                    sample_weight=w, confidence=confidence,
+                                    family_size=len(METRIC_COLUMNS) * len(subgroup_names),
+                                    scores=s, memberships=memberships)
             tables.append(table)
             if cuts is not None:
                 at = (threshold_counts(sorted_scores, w, cuts) if compiled

@@ -462,7 +462,8 @@ def assert_same_results(got, expected, exact):
         if not pd.api.types.is_numeric_dtype(got[column]):
             assert got[column].equals(expected[column]), column
             continue
-        tight = not column.endswith(("_low", "_high", "_se"))
+        # (p-values from DeLong's variances: its float sums, added in another order)
+        tight = not column.endswith(("_low", "_high", "_se", "_pvalue", "_pvalue_adjusted"))
         np.testing.assert_allclose(got[column].to_numpy(float), expected[column].to_numpy(float),
                                    rtol=2.0 ** -50 if tight else 1e-9,
                                    atol=2.0 ** -70 if tight else 1e-12, err_msg=column)
@@ -530,7 +531,7 @@ def test_every_warm_up_family_runs(monkeypatch):
         monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
     warm_up.main(list(warm_up.FAMILIES))
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
-                                     "thresholds"}
+                                     "thresholds", "significance", "significance-weighted"}
 
 
 def test_the_warm_up_lock_never_follows_a_link_nor_lives_where_others_write(tmp_path,
@@ -765,3 +766,203 @@ def test_a_cold_threshold_call_computes_in_numpy(compiling, weighted, caplog):
         pd.testing.assert_frame_equal(got_frame.thresholds, want_frame.thresholds,
                                       check_exact=True)
         pd.testing.assert_frame_equal(got_frame.table, want_frame.table, check_exact=True)
+
+
+# ------------------------------------------------------------------ significance tests
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_numpy_placement_sums_equal_the_kernels(seed):
+    """Every per-row placement and the cross sums are the kernels' bits; the DeLong sums
+    agree to rounding (numpy adds them pairwise)."""
+    from fastbias.intervals.placement_sums import (
+        placement_sums,
+        placement_sums_in_numpy,
+    )
+    from fastbias.sort.order import SortedScores
+
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        n = int(rng.integers(1, 400))
+        y, s, groups, w = tied_case(rng, n, int(rng.integers(1, 5)),
+                                    weighted=bool(rng.random() < 0.5))
+        m = prepare_subgroups(y, groups)
+        with np.errstate(all="ignore"):
+            want, _, classes = placement_sums(SortedScores(s, m), w)
+            got, walk, numpy_classes = placement_sums_in_numpy(s, m, w)
+        for name in ("c_pos", "d_neg", "pos_above", "neg_above", "q_pos", "r_neg",
+                     "neg_weights", "pos_weights"):
+            np.testing.assert_array_equal(getattr(numpy_classes, name), getattr(classes, name),
+                                          err_msg=name)
+        for name in ("cross", "above", "weights", "cell_rows", "class_rows"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        # unweighted, every DeLong sum is of quarters far below 2**53: exact in any order;
+        # weighted, some are differences of sums of w x placement**2: rounding of W**3
+        scale = 0.0 if w is None else float(w.sum()) ** 3
+        for name in ("delong", "overall"):
+            np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=0,
+                                       atol=1e-13 * scale, err_msg=name)
+        assert got.weighted == want.weighted == (w is not None)
+        assert walk.keys.dtype == s.dtype  # (the walk over the scores themselves)
+
+
+def permutation_case(rng, weighted: bool):
+    """Arguments of a permutation test whose class is large enough to draw in numpy."""
+    from fastbias.intervals.first_call import DRAWS_IN_NUMPY_ROWS_PER_SQUARE
+
+    size = int(rng.integers(1, 30))
+    least = DRAWS_IN_NUMPY_ROWS_PER_SQUARE * size * size
+    n = int(least + rng.choice([0, 1, rng.integers(0, 20_000)]))  # from the smallest class on
+    levels = int(rng.choice([2, 40, 10 ** 9]))
+    class_keys = np.sort(rng.integers(0, levels, n)).astype(np.float64)
+    w = rng.random(n) * rng.choice([1e-3, 1.0, 1e4]) if weighted else np.ones(n)
+    if weighted:
+        w[rng.random(n) < 0.05] = 0.0
+    rows = np.ascontiguousarray(np.column_stack([w, rng.integers(0, 2 * n, n) * 0.5,
+                                                 rng.integers(0, 2 * n, n) * 0.5]))
+    n_fixed = int(rng.integers(0, 60))
+    fixed_keys = np.sort(rng.integers(0, levels, n_fixed)).astype(np.float64)
+    fixed_w = rng.random(n_fixed) if weighted else np.ones(n_fixed)
+    fixed_cum = np.concatenate([[0.0], np.cumsum(fixed_w)])
+    observed = rng.random(3) * rng.choice([0.0, 0.02, 0.3, 1.0])
+    return (class_keys, rows, fixed_keys, fixed_cum, bool(rng.random() < 0.5), size,
+            fixed_cum[-1] + float(rng.integers(0, 3) * rng.integers(0, 500)), observed,
+            rng.random(3) < 0.75, float(rng.random()), int(rng.choice([1, 3, 20])),
+            int(rng.choice([1, 2, 9, 300, 3000])), int(rng.integers(0, 2 ** 62)),
+            float(w.sum()), float(rows[:, 0] @ rows[:, 1]), weighted)
+
+
+@pytest.mark.parametrize("batch", [4096, 7, 1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_numpy_permutation_draws_equal_the_kernel(batch, weighted, monkeypatch):
+    """The same draws (repeats passed over as the kernel does), the same metrics, the same
+    stopping points: the kernel's (3, 3) result bit for bit, across batch boundaries too."""
+    from fastbias.intervals import _kernels as IK
+    from fastbias.intervals import first_call as interval_first_call
+
+    monkeypatch.setattr(interval_first_call, "DRAW_BATCH", batch)
+    rng = np.random.default_rng(batch + weighted)
+    reached = repeated = 0
+    for _ in range(60 if batch > 1 else 15):
+        args = permutation_case(rng, weighted)
+        with np.errstate(over="ignore"):
+            want = IK.permutation_exceedances(*args)
+        got = interval_first_call.permutation_exceedances_in_numpy(*args)
+        np.testing.assert_array_equal(got, want)
+        reached += int((want[:, 0] == args[10]).any())
+        repeated += args[5] * args[5] * 8 == args[0].shape[0]
+    assert reached and repeated  # (cases that stop early, and the smallest classes)
+
+
+def test_numpy_permutation_draws_pass_over_repeats_as_the_kernel_does():
+    """A class of 8 x size**2 rows: many draws repeat a position and are redone one value
+    at a time; the positions drawn are distinct and the kernel's."""
+    from fastbias.intervals import _kernels as IK
+    from fastbias.intervals.first_call import _draw_positions, mix64_in_numpy
+
+    size, n = 12, 8 * 144
+    key = mix64_in_numpy(np.array([77], dtype=np.uint64), 1)[0]
+    positions, counter = _draw_positions(key, n, size, 0, 500)
+    assert all(len(set(row)) == size for row in positions.tolist())
+    assert counter > 500 * size  # some draws took more values than positions
+    expected, at = [], 0
+    for _ in range(500):  # the kernel's rule, one value at a time
+        row = []
+        while len(row) < size:
+            with np.errstate(over="ignore"):
+                q = IK._draw_below.py_func(IK._stream_key.py_func(77), np.uint64(at), n) \
+                    if hasattr(IK._draw_below, "py_func") else \
+                    IK._draw_below(IK._stream_key(77), np.uint64(at), n)
+            at += 1
+            if q not in row:
+                row.append(int(q))
+        expected.append(row)
+    np.testing.assert_array_equal(positions, np.array(expected))
+    assert counter == at
+
+
+def test_numpy_permutation_draws_refuse_a_small_class():
+    from fastbias.intervals.first_call import permutation_exceedances_in_numpy
+
+    args = list(permutation_case(np.random.default_rng(0), False))
+    args[0], args[1] = args[0][:10], args[1][:10]
+    args[5] = 2  # 10 rows < 8 x 2**2: the kernel's to draw
+    with pytest.raises(ValueError, match="permutation draws of 2 of 10 rows"):
+        permutation_exceedances_in_numpy(*args)
+
+
+SIGNIFICANCE_CASES = [dict(significance="holm"), dict(significance="bh", sample_weight=True),
+                      dict(significance="holm", ci="delong"),
+                      dict(significance="bh", ci="bootstrap", n_boot=30, random_state=1)]
+
+
+@pytest.mark.parametrize("kwargs", SIGNIFICANCE_CASES,
+                         ids=lambda k: "-".join(map(str, k.values())))
+def test_a_cold_significance_call_computes_in_numpy(compiling, kwargs, caplog, monkeypatch):
+    """p-values in numpy while the kernels compile: the kernels' (drawn permutation tests on
+    small cells, in numpy or, for cells too large for their class, in the kernel;
+    permutation moments; DeLong's tests, whose sums are added in another order)."""
+    from fastbias.intervals import _kernels as IK
+    from fastbias.intervals import significance
+
+    drawn = {"numpy": 0, "kernel": 0}
+
+    def counted(function, where):
+        def run(*args):
+            drawn[where] += 1
+            return function(*args)
+        return run
+
+    monkeypatch.setattr(significance, "permutation_exceedances_in_numpy",
+                        counted(significance.permutation_exceedances_in_numpy, "numpy"))
+    monkeypatch.setattr(IK, "permutation_exceedances",
+                        counted(IK.permutation_exceedances, "kernel"))
+    rng = np.random.default_rng(11)
+    n = 6_000
+    y = rng.random(n) < 0.3
+    s = (rng.integers(0, 300, n) / 300).astype(np.float32)
+    # moments (30-299 rows), draws in numpy (a few rows), draws in the kernel (about 21
+    # positives of about 1,800: 8 x 21**2 is more)
+    groups = rng.random((n, 5)) < [0.2, 0.012, 0.004, 0.002, 0.001]
+    kwargs = dict(kwargs)
+    if kwargs.pop("sample_weight", False):
+        kwargs["sample_weight"] = rng.random(n)
+    with caplog.at_level("INFO", logger="fastbias"), np.errstate(all="ignore"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got = fastbias.bias_metrics(y, s, groups, **kwargs)
+    assert ("significance-weighted" if "sample_weight" in kwargs
+            else "significance") in first_call._requested
+    assert any("p-values in numpy meanwhile" in r.getMessage() for r in caplog.records)
+    assert got.attrs["permutation_tests"] > 0
+    assert drawn["numpy"] > 0 and drawn["kernel"] > 0
+    first_call._requested.clear()  # what the kernels give (this process compiles them)
+    _numba_cache._needs_compiling = lambda dispatcher: False
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        expected = fastbias.bias_metrics(y, s, groups, **kwargs)
+    assert_same_results(got, expected, exact=False)
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"):
+        assert got[f"{metric}_significant"].equals(expected[f"{metric}_significant"])
+
+
+@pytest.mark.parametrize("missing_subgroup", ["background", "exclude"])
+def test_a_cold_significance_evaluate_computes_in_numpy(compiling, missing_subgroup):
+    rng = np.random.default_rng(12)
+    n = 3_000
+    df = pd.DataFrame({"y": rng.random(n) < 0.3,
+                       "m1": (rng.integers(0, 50, n) / 50).astype(np.float32),
+                       "m2": rng.random(n),
+                       "a": np.where(rng.random(n) < 0.1, np.nan, rng.random(n) < 0.2),
+                       "b": rng.random(n) < 0.006})
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got = fastbias.evaluate(df, label="y", scores=["m1", "m2"], subgroups=["a", "b"],
+                                missing_subgroup=missing_subgroup, significance="holm")
+        assert "significance" in first_call._requested
+        first_call._requested.clear()
+        _numba_cache._needs_compiling = lambda dispatcher: False
+        expected = fastbias.evaluate(df, label="y", scores=["m1", "m2"], subgroups=["a", "b"],
+                                     missing_subgroup=missing_subgroup, significance="holm")
+    assert_same_results(got.table, expected.table, exact=False)
+    assert got.table.filter(like="_significant").equals(expected.table.filter(like="_significant"))

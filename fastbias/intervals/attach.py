@@ -1,13 +1,11 @@
 """Intervals attached to a metrics table: DeLong, bootstrap or Bernstein columns."""
 from __future__ import annotations
 
-import threading
 import warnings
 
 import numpy as np
 import pandas as pd
 
-from .._numba_cache import announce_compiling
 from ..metrics.aggregates import final_metric_values
 from ..metrics.definitions import (
     AEG_METRICS,
@@ -18,25 +16,18 @@ from ..metrics.definitions import (
 )
 from ..metrics.table import overall_auc_from_counts
 from ..prepare.memberships import Memberships, prepare_subgroups
-from ..sort import _kernels as SortK
 from ..sort.order import SortedScores
-from ..sweep import _kernels as SK
 from ..sweep.counts import count_sorted
 from ..sweep.first_call import (
-    FIRST_CALL_MAX_ROWS,
-    compile_in_background,
     counts_in_numpy,
-    still_compiling,
-    tier_enabled,
 )
 from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.rows import validated_rows
 from ..validate.settings import check_confidence, resolve_workers
-from . import _kernels as IK
 from .bootstrap import _percentile_interval, replicates
 from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
-from .first_call import delong_in_numpy
+from .first_call import delong_in_numpy, intervals_in_numpy_now
 from .ustatistic import ustatistic_bernstein_interval
 
 CI_METHODS = ("delong", "bootstrap", "bernstein")
@@ -166,38 +157,6 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                             sample_weight=sample_weight, confidence=confidence, n_boot=n_boot,
                             random_state=random_state, progress=progress, n_jobs=n_jobs,
                             bernstein_variance=bernstein_variance)
-
-
-#: the kernels each interval method compiles on its first use (besides the sorts)
-INTERVAL_KERNELS = {
-    "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
-                       SK.finish_delong_sums],
-    "bootstrap": lambda: [IK.poisson_counts, IK.counts_of_replicate,
-                          SK.replicate_counts_by_walk, SortK.radix_sort_gathered,
-                          SortK.radix_sort_class],
-}
-
-
-_decision_lock = threading.Lock()
-
-
-def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
-    """Whether this call's intervals are computed in numpy while their kernels compile in a
-    background process (see :mod:`fastbias.intervals.first_call`): the point estimate made
-    no sorts (it counted in numpy itself), or the kernels must still compile (one log line
-    says so) or are compiling, and there are at most ``FIRST_CALL_MAX_ROWS`` rows (beyond,
-    numpy's temporaries would outgrow the compile time). Decided under one lock: models
-    evaluated in threads all see the background compilation the first of them asked for."""
-    if method not in INTERVAL_KERNELS:
-        return False
-    with _decision_lock:
-        cold = announce_compiling("DeLong" if method == "delong" else method,
-                                  INTERVAL_KERNELS[method](),
-                                  "; this call computes its intervals in numpy meanwhile") > 0
-        eligible = no_sorts or (n_rows <= FIRST_CALL_MAX_ROWS and tier_enabled())
-        if eligible and (cold or no_sorts):
-            compile_in_background(method)
-        return no_sorts or (eligible and (cold or still_compiling(method)))
 
 
 def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores | None,

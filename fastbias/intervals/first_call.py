@@ -18,13 +18,66 @@ such a call computes in numpy:
 """
 from __future__ import annotations
 
+import math
+import threading
+
 import numpy as np
 
+from .._numba_cache import announce_compiling
 from ..prepare.memberships import Memberships
+from ..sort import _kernels as SortK
 from ..sweep import _kernels as SK
-from ..sweep.first_call import class_orders, weighted_counts_in_numpy
+from ..sweep.first_call import (
+    FIRST_CALL_MAX_ROWS,
+    class_orders,
+    compile_in_background,
+    still_compiling,
+    tier_enabled,
+    weighted_counts_in_numpy,
+)
 from ..sweep.walk import MemberWalk
 from . import _kernels as IK
+
+#: the kernels each interval method (and the significance tests) compiles on its first use
+#: (besides the sorts)
+INTERVAL_KERNELS = {
+    "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
+                       SK.finish_delong_sums],
+    "bootstrap": lambda: [IK.poisson_counts, IK.counts_of_replicate,
+                          SK.replicate_counts_by_walk, SortK.radix_sort_gathered,
+                          SortK.radix_sort_class],
+    "significance": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
+                             SK.finish_delong_sums, SK.class_placements,
+                             SK.member_overall_cross_sums, IK.permutation_exceedances],
+}
+
+#: how the log line names each set, and what the call computes in numpy meanwhile
+_NAMES = {"delong": ("DeLong", "intervals"), "bootstrap": ("bootstrap", "intervals"),
+          "significance": ("significance tests", "p-values")}
+
+_decision_lock = threading.Lock()
+
+
+def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int,
+                           family: str | None = None) -> bool:
+    """Whether this call's intervals (``method``: an interval method or "significance") are
+    computed in numpy while their kernels compile in a background process (``family``, by
+    default the method's): the point estimate made no sorts (it counted in numpy itself),
+    or the kernels must still compile (one log line says so) or are compiling, and there
+    are at most ``FIRST_CALL_MAX_ROWS`` rows (beyond, numpy's temporaries would outgrow the
+    compile time). Decided under one lock: models evaluated in threads all see the
+    background compilation the first of them asked for."""
+    if method not in INTERVAL_KERNELS:
+        return False
+    family = family or method
+    with _decision_lock:
+        name, what = _NAMES[method]
+        cold = announce_compiling(name, INTERVAL_KERNELS[method](),
+                                  f"; this call computes its {what} in numpy meanwhile") > 0
+        eligible = no_sorts or (n_rows <= FIRST_CALL_MAX_ROWS and tier_enabled())
+        if eligible and (cold or no_sorts):
+            compile_in_background(family)
+        return no_sorts or (eligible and (cold or still_compiling(family)))
 
 
 def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
@@ -81,6 +134,45 @@ def _moments(values, cumulative, others, others_cumulative, above: bool) -> tupl
     return float(np.sum(w * place)), float(np.sum(w * place * place))
 
 
+def _running_sums_before(values: np.ndarray) -> np.ndarray:
+    """Each position's sum of the values before it, added one by one in order, as a walk
+    kernel keeps its running sums (``cumsum - values`` would round differently)."""
+    out = np.zeros(values.shape[0])
+    if values.shape[0] > 1:
+        np.cumsum(values[:-1], out=out[1:])
+    return out
+
+
+def _sum_in_order(values: np.ndarray) -> float:
+    """The values added one by one in order from 0.0, as a walk kernel adds its terms
+    (``np.sum`` adds pairwise, which rounds differently)."""
+    return float(np.cumsum(values)[-1]) if values.shape[0] else 0.0
+
+
+def _subgroup_blocks(walk: MemberWalk, n_groups: int):
+    """For each subgroup with memberships, ``(g, keys, n_eq, p_eq, n_lt, p_lt)``: the score
+    of each block of its memberships with equal scores, in score order, the weight of its
+    negatives and positives in the block, and in the blocks below (each summed in walk
+    order, as the walk kernels sum them)."""
+    group_of = walk.codes // 2
+    by_group = np.argsort(group_of, kind="stable")  # each subgroup's memberships, in score order
+    bounds = np.searchsorted(group_of[by_group], np.arange(n_groups + 1))
+    for g in range(n_groups):
+        mine = by_group[bounds[g]:bounds[g + 1]]
+        if mine.shape[0] == 0:
+            continue
+        keys = walk.keys[mine]
+        positive = (walk.codes[mine] & 1).astype(bool)
+        weights = walk.weights[mine] if walk.weights.shape[0] else np.ones(mine.shape[0])
+        starts, _ = _blocks(keys)
+        block = np.zeros(keys.shape[0], dtype=np.int64)
+        block[starts[1:]] = 1
+        block = np.cumsum(block)  # each membership's block
+        n_eq = np.bincount(block, np.where(positive, 0.0, weights), minlength=starts.shape[0])
+        p_eq = np.bincount(block, np.where(positive, weights, 0.0), minlength=starts.shape[0])
+        yield g, keys[starts], n_eq, p_eq, _running_sums_before(n_eq), _running_sums_before(p_eq)
+
+
 def delong_sums_in_numpy(walk: MemberWalk, n_groups: int) -> tuple:
     """``(sums (k, 15), (u, sq_pos, sq_neg))``: what the DeLong walk kernels give, in numpy.
 
@@ -92,29 +184,12 @@ def delong_sums_in_numpy(walk: MemberWalk, n_groups: int) -> tuple:
     w = walk
     total_neg, total_pos = w.class_totals
     sums = np.zeros((n_groups, SK.N_DELONG_COLUMNS))
-    group_of = w.codes // 2
-    by_group = np.argsort(group_of, kind="stable")  # each subgroup's memberships, in score order
-    bounds = np.searchsorted(group_of[by_group], np.arange(n_groups + 1))
-    for g in range(n_groups):
-        mine = by_group[bounds[g]:bounds[g + 1]]
-        if mine.shape[0] == 0:
-            continue
-        keys = w.keys[mine]
-        positive = (w.codes[mine] & 1).astype(bool)
-        weights = w.weights[mine] if w.weights.shape[0] else np.ones(mine.shape[0])
-        starts, _ = _blocks(keys)
-        block = np.zeros(keys.shape[0], dtype=np.int64)
-        block[starts[1:]] = 1
-        block = np.cumsum(block)  # each membership's block
-        n_eq = np.bincount(block, np.where(positive, 0.0, weights), minlength=starts.shape[0])
-        p_eq = np.bincount(block, np.where(positive, weights, 0.0), minlength=starts.shape[0])
-        n_lt = np.cumsum(n_eq) - n_eq
-        p_lt = np.cumsum(p_eq) - p_eq
+    for g, block_keys, n_eq, p_eq, n_lt, p_lt in _subgroup_blocks(w, n_groups):
         n_all, p_all = w.cells[g]
         n_gt = n_all - n_lt - n_eq
         p_gt = p_all - p_lt - p_eq
-        big_n_lt, big_n_eq = _class_weight_to(w.neg, w.neg_cum, keys[starts])
-        big_p_lt, big_p_eq = _class_weight_to(w.pos, w.pos_cum, keys[starts])
+        big_n_lt, big_n_eq = _class_weight_to(w.neg, w.neg_cum, block_keys)
+        big_p_lt, big_p_eq = _class_weight_to(w.pos, w.pos_cum, block_keys)
         big_p_gt = total_pos - big_p_lt - big_p_eq
         big_n_gt = total_neg - big_n_lt - big_n_eq
         a = n_lt + 0.5 * n_eq  # Dg- below the positives here
@@ -165,6 +240,18 @@ def delong_in_numpy(scores: np.ndarray, memberships: Memberships,
 POISSON_CHUNK_ROWS = 1 << 16
 
 
+def mix64_in_numpy(counters: np.ndarray, key) -> np.ndarray:
+    """The kernels' counter-based stream (``_kernels._mix64(key + counter * _GOLDEN)``) for an
+    array of uint64 ``counters``, with uint64's wrap-around."""
+    with np.errstate(over="ignore"):
+        z = counters * IK._GOLDEN
+        z += np.uint64(key)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return z
+
+
 def poisson_counts_in_numpy(key: np.uint64, n: int, chunk_rows: int = POISSON_CHUNK_ROWS
                             ) -> np.ndarray:
     """``IK.poisson_counts(key, ...)`` for rows 0..n-1 in numpy: the same counts (uint8).
@@ -176,12 +263,7 @@ def poisson_counts_in_numpy(key: np.uint64, n: int, chunk_rows: int = POISSON_CH
     thresholds = IK.POISSON_ONE_THRESHOLDS.astype(np.uint32)
     for start in range(0, n, chunk_rows):
         stop = min(start + chunk_rows, n)
-        with np.errstate(over="ignore"):
-            z = np.arange(start, stop, dtype=np.uint64) * IK._GOLDEN  # the row's counter
-            z += np.uint64(key)  # wraps, as uint64 does
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z ^= z >> np.uint64(31)
+        z = mix64_in_numpy(np.arange(start, stop, dtype=np.uint64), key)  # the row's counter
         # a count is how many thresholds the 32 high bits reach: the first few compared on
         # every row (no branch), the rest only on the rows past them (P(K >= 4) is about 2%)
         u = (z >> np.uint64(32)).astype(np.uint32)
@@ -312,3 +394,209 @@ def subgroup_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     if filled.any():
         sums[filled] = np.add.reduceat(values, starts[filled], dtype=np.int64)
     return sums
+
+
+def class_placements_in_numpy(neg: np.ndarray, pos: np.ndarray, neg_cum: np.ndarray,
+                              pos_cum: np.ndarray) -> tuple:
+    """``SK.class_placements`` in numpy: ``(c_pos, d_neg, pos_above, neg_above)``, the same
+    values (each computed as the kernel computes it)."""
+    c_pos, pos_above = _placements_along(pos, pos_cum, neg, neg_cum, False)
+    d_neg, neg_above = _placements_along(neg, neg_cum, pos, pos_cum, True)
+    return c_pos, d_neg, pos_above, neg_above
+
+
+def _placements_along(values, cumulative, others, others_cumulative, above: bool) -> tuple:
+    """For each position of the sorted class ``values``: the weight of ``others`` below it
+    (above it when ``above``), ties 1/2; and the weight of its own class above it, ties 1/2,
+    itself left out (``sweep._kernels._placements_along``)."""
+    starts, stops = _blocks(values)
+    below, tied = _class_weight_to(others, others_cumulative, values[starts])
+    place = below + 0.5 * tied
+    if above:
+        place = (others_cumulative[-1] if others_cumulative.shape[0]
+                 else float(others.shape[0])) - place
+    if cumulative.shape[0]:
+        total, own_below = cumulative[-1], cumulative[starts]
+        own_tied, weights = cumulative[stops] - own_below, np.diff(cumulative)
+    else:
+        total, own_below = float(values.shape[0]), starts.astype(np.float64)
+        own_tied, weights = (stops - starts).astype(np.float64), np.ones(values.shape[0])
+    block_of = np.repeat(np.arange(starts.shape[0]), stops - starts)
+    own_above = (total - own_below - own_tied)[block_of] + 0.5 * (own_tied[block_of] - weights)
+    return place[block_of], own_above
+
+
+def cross_sums_in_numpy(walk: MemberWalk, q_pos: np.ndarray, r_neg: np.ndarray,
+                        n_groups: int) -> np.ndarray:
+    """``SK.member_overall_cross_sums`` in numpy: the (n_groups, 8) cross sums of each
+    subgroup's placements with the overall AUC's, each term computed and added in the
+    kernel's order (``q_pos``/``r_neg``: the prefix sums of ``w * c_O`` and ``w * d_O``)."""
+    w = walk
+    sums = np.zeros((n_groups, SK.N_OVERALL_CROSS_COLUMNS))
+    total_pos = w.class_totals[1]
+    q_total = q_pos[-1]
+    for g, keys, n_eq, p_eq, n_lt, p_lt in _subgroup_blocks(w, n_groups):
+        neg_lt, neg_le = (np.searchsorted(w.neg, keys, side) for side in ("left", "right"))
+        pos_lt, pos_le = (np.searchsorted(w.pos, keys, side) for side in ("left", "right"))
+        big_n_lt, big_n_eq = ((w.neg_cum[neg_lt], w.neg_cum[neg_le] - w.neg_cum[neg_lt])
+                              if w.neg_cum.shape[0] else
+                              (neg_lt.astype(np.float64), (neg_le - neg_lt).astype(np.float64)))
+        big_p_lt, big_p_eq = ((w.pos_cum[pos_lt], w.pos_cum[pos_le] - w.pos_cum[pos_lt])
+                              if w.pos_cum.shape[0] else
+                              (pos_lt.astype(np.float64), (pos_le - pos_lt).astype(np.float64)))
+        c_o = big_n_lt + 0.5 * big_n_eq
+        d_o = (total_pos - big_p_lt - big_p_eq) + 0.5 * big_p_eq
+        r_here = r_neg[neg_lt] + 0.5 * (r_neg[neg_le] - r_neg[neg_lt])
+        q_here = (q_total - q_pos[pos_le]) + 0.5 * (q_pos[pos_le] - q_pos[pos_lt])
+        c_g = n_lt + 0.5 * n_eq
+        d_g = (w.cells[g, 1] - p_lt - p_eq) + 0.5 * p_eq
+        for column, term in enumerate((p_eq * c_g * c_o, p_eq * c_o, p_eq * (c_o - c_g) * c_o,
+                                       p_eq * r_here, n_eq * d_g * d_o, n_eq * d_o,
+                                       n_eq * (d_o - d_g) * d_o, n_eq * q_here)):
+            sums[g, column] = _sum_in_order(term)
+    return sums
+
+
+#: a permutation test draws in numpy where its class has at least this many rows per square
+#: row of the drawn cell: a draw then repeats a position with probability below 1/16, and the
+#: draws are made a batch at a time (a draw with a repeat is redone one value at a time, as
+#: the kernel rejects repeats); in smaller classes the kernel draws (compiled on first use)
+DRAWS_IN_NUMPY_ROWS_PER_SQUARE = 8
+
+#: draws made at once in numpy (bounds the temporaries: a few arrays of this many x cell rows)
+DRAW_BATCH = 4096
+
+
+def draws_in_numpy(n: int, size: int) -> bool:
+    """Whether a permutation test drawing ``size`` of ``n`` class rows draws in numpy."""
+    return size >= 1 and n >= DRAWS_IN_NUMPY_ROWS_PER_SQUARE * size * size
+
+
+def _positions_below(key, counters: np.ndarray, n: int) -> np.ndarray:
+    """``_kernels._draw_below(key, counter, n)`` for each counter: uniform on ``[0, n)``."""
+    u = (mix64_in_numpy(counters, key) >> np.uint64(11)).astype(np.float64)
+    return np.minimum((u * (1.0 / 9007199254740992.0) * n).astype(np.int64), n - 1)
+
+
+def _draw_positions(key, n: int, size: int, counter: int, count: int) -> tuple:
+    """The next ``count`` draws of ``size`` distinct positions of ``n`` from the stream
+    ``key`` at ``counter``, taken as the kernel takes them (a value repeating one already in
+    the draw is passed over for the next): ``((count, size) positions, the next counter)``."""
+    parts, made = [], 0
+    while made < count:
+        want = count - made
+        block = _positions_below(key, np.arange(counter, counter + want * size,
+                                                dtype=np.uint64), n).reshape(want, size)
+        ordered = np.sort(block, axis=1)
+        repeats = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+        clean = int(np.argmax(repeats)) if repeats.any() else want
+        parts.append(block[:clean])
+        made += clean
+        counter += clean * size
+        if clean < want:  # this draw repeats a position: redo it one value at a time
+            chosen = []
+            while len(chosen) < size:
+                q = int(_positions_below(key, np.array([counter], dtype=np.uint64), n)[0])
+                counter += 1
+                if q not in chosen:
+                    chosen.append(q)
+            parts.append(np.array([chosen], dtype=np.int64))
+            made += 1
+    return np.concatenate(parts), counter
+
+
+def _hoeffding_bound(size, distance, center_offset, value_range) -> float:
+    """``_kernels._hoeffding_bound``, with the C library's ``exp`` as the kernel's."""
+    excess = distance - center_offset
+    if excess <= 0.0 or value_range <= 0.0:
+        return 1.0
+    return min(1.0, 2.0 * math.exp(-2.0 * size * excess * excess / (value_range * value_range)))
+
+
+def _distances(numerator, denominator, center) -> np.ndarray:
+    """``_kernels._distance`` of each draw: ``|numerator / denominator - center|``, NaN where
+    the denominator is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, np.abs(numerator / denominator - center), np.nan)
+
+
+def permutation_exceedances_in_numpy(class_keys, class_rows, fixed_keys, fixed_cum,
+                                     fixed_is_above, size, other_total, observed, active,
+                                     theta, hits, max_draws, seed, class_total, place_total,
+                                     weighted) -> np.ndarray:
+    """``IK.permutation_exceedances`` in numpy, where :func:`draws_in_numpy` (the class large
+    against the drawn cell: the kernel draws by rejecting repeats there): the same (3, 3)
+    result, from the same draws, a batch at a time. Each draw's sums are added over its
+    positions in the kernel's order, so the draws' metrics, and which of them reach the
+    observed ones, are the kernel's."""
+    out = np.zeros((3, 3))
+    out[:, 2] = 1.0
+    n = class_keys.shape[0]
+    if not draws_in_numpy(n, size):
+        raise ValueError(f"permutation draws of {size} of {n} rows are the kernel's")
+    fixed_total = fixed_cum[-1]
+    done = ~np.asarray(active, dtype=bool)
+    if not weighted:
+        lt = np.searchsorted(class_keys, fixed_keys, "left")
+        le = np.searchsorted(class_keys, fixed_keys, "right")
+        f_sum = _sum_in_order((lt + 0.5 * (le - lt)) if fixed_is_above
+                              else (n - le + 0.5 * (le - lt)))
+        mean_sub = f_sum / (n * fixed_total) if fixed_total > 0 else 0.5
+        mean_cross = ((place_total - f_sum) / (n * (other_total - fixed_total))
+                      if other_total > fixed_total else 0.5)
+        bounds = (_hoeffding_bound(size, observed[0], abs(mean_sub - theta), 1.0),
+                  _hoeffding_bound(size, observed[1], abs(mean_cross - theta), 1.0),
+                  _hoeffding_bound(size, observed[2], 0.0, (n - 1.0) / (n - size)))
+        for j in range(3):
+            if active[j]:
+                out[j, 2] = bounds[j]
+                if bounds[j] * (max_draws + 1.0) <= 1.0:
+                    done[j] = True
+    key = mix64_in_numpy(np.array([seed], dtype=np.uint64), 1)[0]  # _kernels._stream_key
+    thresholds = [observed[j] - 1e-12 * max(1.0, observed[j]) for j in range(3)]
+    counter, draws = 0, 0
+    while draws < max_draws and not done.all():
+        positions, counter = _draw_positions(key, n, size, counter,
+                                             min(DRAW_BATCH, max_draws - draws))
+        drawn_keys = class_keys[positions]
+        lt = np.searchsorted(fixed_keys, drawn_keys, "left")
+        le = np.searchsorted(fixed_keys, drawn_keys, "right")
+        tied = fixed_cum[le] - fixed_cum[lt]
+        fixed_weight = ((fixed_total - fixed_cum[le]) + 0.5 * tied if fixed_is_above
+                        else fixed_cum[lt] + 0.5 * tied)
+        w_s = np.zeros(positions.shape[0])
+        w_sq, sub, place, above = (np.zeros(positions.shape[0]) for _ in range(4))
+        for t in range(size):  # in the kernel's order of addition
+            w = class_rows[positions[:, t], 0]
+            w_s += w
+            w_sq += w * w
+            sub += w * fixed_weight[:, t]
+            place += w * class_rows[positions[:, t], 1]
+            above += w * class_rows[positions[:, t], 2]
+        zero = np.zeros(positions.shape[0])
+        values = (_distances(sub, w_s * fixed_total, theta) if fixed_total > 0 else zero,
+                  _distances(place - sub, w_s * (other_total - fixed_total), theta)
+                  if other_total > fixed_total else zero,
+                  np.where(class_total > w_s,
+                           _distances(above - 0.5 * (w_s * w_s - w_sq), (class_total - w_s) * w_s,
+                                      0.5), 0.0))
+        last = positions.shape[0]  # the draws of this batch the kernel makes
+        ended = {}
+        for j in range(3):
+            if done[j]:
+                continue
+            found = np.cumsum(~(values[j] < thresholds[j]))  # NaN counts
+            if out[j, 0] + found[-1] >= hits:
+                ended[j] = int(np.searchsorted(found, hits - out[j, 0])) + 1
+            else:
+                out[j, 0] += found[-1]
+        if len(ended) == int((~done).sum()):  # every metric ends in this batch: where the last does
+            last = max(ended.values())
+        for j, at in ended.items():
+            out[j, 0], out[j, 1] = hits, draws + at
+            done[j] = True
+        draws += last
+    for j in range(3):
+        if active[j] and out[j, 0] < hits:
+            out[j, 1] = draws
+    return out

@@ -27,6 +27,12 @@ from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
 from .delong import _placement_sums
+from .first_call import (
+    class_placements_in_numpy,
+    cross_sums_in_numpy,
+    delong_sums_in_numpy,
+    walk_in_numpy,
+)
 
 #: columns of ``PlacementSums.overall``: the overall AUC's U, its sum of squared placements
 #: over the positives and over the negatives (as ``SK.class_placement_sums``)
@@ -82,11 +88,12 @@ class PlacementSums:
 
 class _Classes:
     """Each class in score order: keys, weights, placements against the other class and
-    against its own class above (see ``sweep._kernels.class_placements``)."""
+    against its own class above (see ``sweep._kernels.class_placements``; ``placements``:
+    that kernel or the same in numpy)."""
 
-    def __init__(self, walk):
-        c_pos, d_neg, pos_above, neg_above = SK.class_placements(walk.neg, walk.pos, walk.neg_cum,
-                                                                 walk.pos_cum)
+    def __init__(self, walk, placements=SK.class_placements):
+        c_pos, d_neg, pos_above, neg_above = placements(walk.neg, walk.pos, walk.neg_cum,
+                                                        walk.pos_cum)
         self.neg_weights = np.diff(walk.neg_cum) if walk.neg_cum.size else np.ones(walk.neg.size)
         self.pos_weights = np.diff(walk.pos_cum) if walk.pos_cum.size else np.ones(walk.pos.size)
         self.c_pos, self.d_neg, self.pos_above, self.neg_above = c_pos, d_neg, pos_above, neg_above
@@ -107,11 +114,32 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
     delong, overall = _placement_sums(walk, k, sorted_scores.workers if workers is None
                                       else workers)
     classes = _Classes(walk)
-    if k:
-        cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
-                                             walk.pos, walk.neg_cum, walk.pos_cum, classes.q_pos,
-                                             classes.r_neg, walk.cells)
-    else:
+    cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
+                                         walk.pos, walk.neg_cum, walk.pos_cum, classes.q_pos,
+                                         classes.r_neg, walk.cells) if k else None
+    return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
+
+
+def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
+    """:func:`placement_sums` in numpy (no kernel compiles), from the validated scores and
+    memberships: ``(sums, walk, classes)`` with the walk over the scores themselves.
+
+    Every per-row placement is the kernels'; the sums over the rows are added in the
+    walk's order except the DeLong sums (numpy's pairwise sums: a few ulps apart).
+    """
+    m = memberships
+    k = m.n_groups
+    walk = walk_in_numpy(scores, m, sample_weight)
+    delong, overall = delong_sums_in_numpy(walk, k)
+    classes = _Classes(walk, class_placements_in_numpy)
+    cross = cross_sums_in_numpy(walk, classes.q_pos, classes.r_neg, k) if k else None
+    return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
+
+
+def _gathered(m, walk, delong, overall, classes, cross, weighted: bool) -> tuple:
+    """``(PlacementSums, walk, classes)`` from one universe's walk and its sums."""
+    k = m.n_groups
+    if cross is None:
         cross = np.zeros((0, SK.N_OVERALL_CROSS_COLUMNS))
     w_neg, w_pos = walk.class_totals
     n_neg, n_pos = m.class_rows
@@ -130,7 +158,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
                          np.tile(above, (k, 1)), weights,
                          np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
-                         sample_weight is not None)
+                         weighted)
     return sums, walk, classes
 
 

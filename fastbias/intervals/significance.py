@@ -45,15 +45,22 @@ from ..metrics.definitions import (
 )
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
+from ..sweep.first_call import significance_family
 from ..validate.errors import UndefinedMetricWarning
 from . import _kernels as IK
 from .delong import _delong_variance
+from .first_call import (
+    draws_in_numpy,
+    intervals_in_numpy_now,
+    permutation_exceedances_in_numpy,
+)
 from .placement_sums import (
     OVERALL_SQ_NEG,
     OVERALL_SQ_POS,
     OVERALL_U,
     PlacementSums,
     placement_sums,
+    placement_sums_in_numpy,
 )
 
 SIGNIFICANCE_METHODS = ("holm", "bh")
@@ -338,13 +345,16 @@ def permutation_draws(family_size: int, alpha: float) -> int:
 
 
 def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float, drawn: dict,
-                   max_draws: int, workers: int) -> dict:
+                   max_draws: int, workers: int, in_numpy: bool = False) -> dict:
     """Sequential Monte Carlo permutation p-values of the metrics flagged in ``drawn``
     (metric -> bool per subgroup), from the rows of one universe in memory.
 
     Per subgroup, up to two tests: one redraws its negatives (subgroup AUC when the
     negatives are the smaller cell, BPSN AUC, negative AEG), one its positives (subgroup AUC
-    otherwise, BNSP AUC, positive AEG), the other cell held fixed.
+    otherwise, BNSP AUC, positive AEG), the other cell held fixed. ``in_numpy`` (the
+    kernels are still to compile): a test whose class is large against its cell draws in
+    numpy (:func:`~.first_call.permutation_exceedances_in_numpy`, the same draws and
+    result), the others in the kernel.
     """
     k = memberships.n_groups
     order = np.argsort(walk.codes, kind="stable")  # by subgroup and class, in score order within
@@ -387,8 +397,11 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
             observed = np.array([abs(values[metrics[0]][g] - overall_auc),
                                  abs(values[metrics[1]][g] - overall_auc),
                                  abs(values[metrics[2]][g])])
+            exceedances = (permutation_exceedances_in_numpy
+                           if in_numpy and draws_in_numpy(class_keys.shape[0], size)
+                           else IK.permutation_exceedances)
             with np.errstate(over="ignore"):  # the draw stream's uint64 arithmetic wraps
-                counts = IK.permutation_exceedances(   # on purpose (uncompiled, numpy warns)
+                counts = exceedances(   # on purpose (uncompiled, numpy warns)
                     class_keys, packed[label], f_keys, f_cum, label == 0, size, other_total,
                     observed, active, overall_auc, PERMUTATION_HITS, max_draws,
                     PERMUTATION_SEED + 2 * g + label, w_pos if label else w_neg, u_overall,
@@ -415,20 +428,24 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
     return out
 
 
-def attach_significance(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores,
-                        sample_weight=None, confidence: float = 0.95) -> pd.DataFrame:
+def attach_significance(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores | None,
+                        sample_weight=None, confidence: float = 0.95, scores=None,
+                        memberships=None) -> pd.DataFrame:
     """Add ``<metric>_pvalue``, ``<metric>_pvalue_adjusted`` and ``<metric>_significant``.
 
-    From the sorts the point estimate made (validated inputs):
-    :func:`add_pvalues` then :func:`adjust_table`.
+    From the sorts the point estimate made (validated inputs), or its ``scores`` and
+    ``memberships`` where it made none (see :func:`add_pvalues`): :func:`add_pvalues` then
+    :func:`adjust_table`.
     """
     return adjust_table(add_pvalues(table, sorted_scores=sorted_scores,
-                                    sample_weight=sample_weight, confidence=confidence),
+                                    sample_weight=sample_weight, confidence=confidence,
+                                    scores=scores, memberships=memberships),
                         method=method, confidence=confidence, stacklevel=4)
 
 
-def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores, sample_weight=None,
-                confidence: float = 0.95, family_size: int | None = None) -> pd.DataFrame:
+def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores | None, sample_weight=None,
+                confidence: float = 0.95, family_size: int | None = None, scores=None,
+                memberships=None) -> pd.DataFrame:
     """Add the raw two-sided ``<metric>_pvalue`` columns (see the module docstring).
 
     The AUC metrics are compared with the AUC of the rows ``sorted_scores``
@@ -438,15 +455,37 @@ def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores, sample_weig
     go (:func:`permutation_draws`). ``attrs["permutation_tests"]`` counts the
     permutation p-values. NaN: an undefined metric, or a DeLong variance that
     is (a cell of total weight at most 1).
+
+    A point estimate counted in numpy on a first call (:mod:`fastbias.sweep.first_call`)
+    passes no sorts but its ``scores`` and ``memberships``; the placement sums and the
+    permutation draws are then computed in numpy (:mod:`.first_call`), as they are while
+    their own kernels compile in the background: the same p-values (the DeLong sums a few
+    ulps apart).
     """
-    sums, walk, classes = placement_sums(sorted_scores, sample_weight)
+    if sorted_scores is not None:
+        scores, memberships = sorted_scores.scores, sorted_scores.memberships
+    in_numpy = intervals_in_numpy_now("significance", sorted_scores is None,
+                                      memberships.n_rows,
+                                      significance_family(sample_weight is not None))
+    return pvalues_of(table, scores, memberships, sorted_scores, sample_weight, confidence,
+                      family_size, in_numpy)
+
+
+def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedScores | None,
+               sample_weight, confidence: float, family_size: int | None,
+               in_numpy: bool) -> pd.DataFrame:
+    """:func:`add_pvalues` once it is decided whether in numpy (``in_numpy``; else from the
+    kernels and the sorts)."""
+    sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight)
+                           if in_numpy else placement_sums(sorted_scores, sample_weight))
     if family_size is None:
         family_size = len(METRIC_COLUMNS) * len(table)
     max_draws = permutation_draws(family_size, round(1.0 - confidence, 12))
+    workers = sorted_scores.workers if sorted_scores is not None else 1
 
     def draw(values, overall_auc, drawn):
-        return _drawn_pvalues(walk, classes, sorted_scores.memberships, values,
-                              float(overall_auc[0]), drawn, max_draws, sorted_scores.workers)
+        return _drawn_pvalues(walk, classes, memberships, values, float(overall_auc[0]), drawn,
+                              max_draws, workers, in_numpy)
 
     return pvalues_from_sums(table, sums, draw)
 

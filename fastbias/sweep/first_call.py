@@ -421,14 +421,23 @@ def still_compiling(name: str = "counting") -> bool:
 INCLUDES = {"delong": ("counting",)}
 
 
-def families_for(weighted: bool, ci: str | None = None, thresholds: bool = False) -> list:
+def families_for(weighted: bool, ci: str | None = None, thresholds: bool = False,
+                 significance: bool = False) -> list:
     """The kernel families a call with these settings needs, in the order they should compile:
     its intervals' first (a bootstrap switches to its kernels as soon as they are ready),
-    then its counts' unless the first family includes them, then its threshold counts'."""
+    then its counts' unless the first family includes them, then its threshold counts', then
+    its significance tests'."""
     families = [ci] if ci in ("delong", "bootstrap") else []
     counting = "weighted" if weighted else "counting"
     if not any(counting in INCLUDES.get(family, ()) for family in families):
         families.append(counting)
     if thresholds:
         families.append("thresholds")
+    if significance:
+        families.append(significance_family(weighted))
     return families
+
+
+def significance_family(weighted: bool) -> str:
+    """The warm-up family of a call's significance tests."""
+    return "significance-weighted" if weighted else "significance"

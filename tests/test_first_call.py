@@ -966,3 +966,31 @@ def test_a_cold_significance_evaluate_computes_in_numpy(compiling, missing_subgr
                                      missing_subgroup=missing_subgroup, significance="holm")
     assert_same_results(got.table, expected.table, exact=False)
     assert got.table.filter(like="_significant").equals(expected.table.filter(like="_significant"))
+
+
+def test_a_cold_evaluator_significance_computes_in_numpy(compiling):
+    """``BiasEvaluator.metrics`` sorts (its scores change between calls), yet its tests are
+    computed in numpy while their kernels compile: the kernels' p-values."""
+    rng = np.random.default_rng(13)
+    n = 3_000
+    y = rng.random(n) < 0.3
+    groups = {"a": rng.random(n) < 0.2, "b": rng.random(n) < 0.008}
+    s = (rng.integers(0, 80, n) / 80).astype(np.float64)
+    significance_kernels = first_call_kernels("significance")  # (the counting ones compiled)
+    _numba_cache._needs_compiling = lambda dispatcher: dispatcher in significance_kernels
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        got = fastbias.BiasEvaluator(y, groups).metrics(s, significance="bh")
+        assert first_call._requested == ["significance"]
+        first_call._requested.clear()
+        _numba_cache._needs_compiling = lambda dispatcher: False
+        _numba_cache._ready.clear()
+        expected = fastbias.BiasEvaluator(y, groups).metrics(s, significance="bh")
+    assert got.attrs["permutation_tests"] > 0
+    assert_same_results(got, expected, exact=False)
+
+
+def first_call_kernels(method):
+    from fastbias.intervals.first_call import INTERVAL_KERNELS
+
+    return INTERVAL_KERNELS[method]()

@@ -376,7 +376,12 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
             if active.any():
                 jobs.append((g, label, metrics, active))
 
-    packed = {}  # per class: weight, placement, own class above, side by side (built once)
+    # per class a job draws from: weight, placement, own class above, side by side (built
+    # here once, not by each thread that needs it first)
+    packed = {label: np.ascontiguousarray(np.column_stack(
+        [classes.neg_weights, classes.d_neg, classes.neg_above] if label == 0 else
+        [classes.pos_weights, classes.c_pos, classes.pos_above]))
+        for label in sorted({job[1] for job in jobs})}
 
     def run(share):
         results = []
@@ -385,15 +390,8 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
             f_keys = keys[starts[fixed]:starts[fixed + 1]]
             f_cum = np.concatenate([[0.0], np.cumsum(weights[starts[fixed]:starts[fixed + 1]])])
             size = int(rows[g, label])
-            if label == 0:
-                side = (walk.neg, classes.neg_weights, classes.d_neg, classes.neg_above, w_pos)
-            else:
-                side = (walk.pos, classes.pos_weights, classes.c_pos, classes.pos_above, w_neg)
-            class_keys, class_weights, class_place, class_above, other_total = side
+            class_keys, other_total = (walk.neg, w_pos) if label == 0 else (walk.pos, w_neg)
             p = np.full(3, np.nan)
-            if label not in packed:
-                packed[label] = np.ascontiguousarray(
-                    np.column_stack([class_weights, class_place, class_above]))
             observed = np.array([abs(values[metrics[0]][g] - overall_auc),
                                  abs(values[metrics[1]][g] - overall_auc),
                                  abs(values[metrics[2]][g])])

@@ -185,13 +185,15 @@ def _needs_compiling(dispatcher) -> bool:
     return not (index and os.path.exists(index))
 
 
-def announce_compiling(name: str, dispatchers, note: str = "") -> int:
+def announce_compiling(name: str, dispatchers, note: str = "",
+                       seconds_each: float | None = None) -> int:
     """Log one line (``logging``, logger ``"fastbias"``, INFO) before a call that must
     compile kernels: which, about how long, and that they are cached afterwards.
 
     ``name`` names the set (e.g. ``"counting"``); once a set is found ready it is not
     checked again, so this costs nothing on later calls. Returns how many of the
-    kernels must compile (0 when all are ready); ``note`` ends the line.
+    kernels must compile (0 when all are ready); ``note`` ends the line; ``seconds_each``:
+    about how long one of them compiles (default SECONDS_PER_KERNEL).
     """
     with _announce_lock:  # models evaluated in threads: one line, not one per model
         if name in _ready:
@@ -199,7 +201,7 @@ def announce_compiling(name: str, dispatchers, note: str = "") -> int:
         missing = [d for d in dispatchers if _needs_compiling(d)]
         _ready.add(name)
     if missing:
-        seconds = max(1, round(SECONDS_PER_KERNEL * len(missing)))
+        seconds = max(1, round((seconds_each or SECONDS_PER_KERNEL) * len(missing)))
         logger.info("compiling kernels for first use (%s: %d kernel%s, about %d s, cached "
                     "afterwards)%s", name, len(missing), "" if len(missing) == 1 else "s",
                     seconds, note)

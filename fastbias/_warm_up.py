@@ -17,9 +17,8 @@ several pieces), so that the parent process finds them all in its cache:
     ``ci="bootstrap"``'s replicates, unweighted and weighted;
 ``thresholds``
     threshold metrics' counts, unweighted and weighted;
-``significance``, ``significance-weighted``
-    ``significance=``'s placement sums and permutation draws, unweighted or weighted (a
-    weighted walk reads the weighted sorts: as long again to compile).
+``significance``
+    ``significance=``'s placement sums and permutation draws, unweighted and weighted.
 """
 from __future__ import annotations
 
@@ -81,7 +80,7 @@ def _each_input(rng):
     """(scores, memberships, weights) of each type a weighted or interval call meets."""
     from .prepare import memberships as prep
 
-    for writable in (True,):  # (the walks' arrays are made by fastbias: writable)
+    for writable in (True, False):
         labels, matrix, weights = _inputs(rng, writable)
         memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"], workers=2)
         for dtype in (np.float32, np.float64):
@@ -162,7 +161,7 @@ def thresholds(rng) -> None:
             threshold_counts(SortedScores(scores, memberships), sample_weight, cuts)
 
 
-def _significance(rng, weighted: bool) -> None:
+def significance(rng) -> None:
     from .intervals.significance import pvalues_of
     from .metrics.table import table_from_counts
     from .prepare import memberships as prep
@@ -173,27 +172,22 @@ def _significance(rng, weighted: bool) -> None:
     # and a subgroup of a few rows: its cells get drawn permutation tests
     matrix = np.column_stack([matrix, rng.random(N_ROWS) < 0.04])
     memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c", "d"])
-    sample_weight = np.ascontiguousarray(weights) if weighted else None
     for dtype in (np.float32, np.float64):
         scores = _scores(rng, dtype, True)
         sorted_scores = SortedScores(scores, memberships)
-        table = table_from_counts(count_sorted(sorted_scores, sample_weight), warn=False)
-        # from the sorts, and in numpy (whose small classes draw in the kernel)
+        # (the unweighted metrics stand in for the weighted ones: the weighted counts are
+        # the weighted family's to compile)
+        table = table_from_counts(count_sorted(sorted_scores), warn=False)
+        # from the sorts, and in numpy (whose small classes draw in the kernel, with the
+        # scores as keys: the weighted walk's keys too)
         for sorts, in_numpy in ((sorted_scores, False), (None, True)):
-            pvalues_of(table, scores, memberships, sorts, sample_weight, 0.95, None, in_numpy)
-
-
-def significance(rng) -> None:
-    _significance(rng, False)
-
-
-def significance_weighted(rng) -> None:
-    _significance(rng, True)
+            pvalues_of(table, scores, memberships, sorts, None, 0.95, None, in_numpy)
+        pvalues_of(table, scores, memberships, sorted_scores, np.ascontiguousarray(weights),
+                   0.95, None, False)
 
 
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
-            "bootstrap": bootstrap, "thresholds": thresholds, "significance": significance,
-            "significance-weighted": significance_weighted}
+            "bootstrap": bootstrap, "thresholds": thresholds, "significance": significance}
 
 
 #: a warm-up process waits at most this long for another's turn to end, then compiles anyway

@@ -531,7 +531,7 @@ def test_every_warm_up_family_runs(monkeypatch):
         monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
     warm_up.main(list(warm_up.FAMILIES))
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
-                                     "thresholds", "significance", "significance-weighted"}
+                                     "thresholds", "significance"}
 
 
 def test_the_warm_up_lock_never_follows_a_link_nor_lives_where_others_write(tmp_path,
@@ -812,7 +812,7 @@ def permutation_case(rng, weighted: bool):
 
     size = int(rng.integers(1, 30))
     least = DRAWS_IN_NUMPY_ROWS_PER_SQUARE * size * size
-    n = int(least + rng.choice([0, 1, rng.integers(0, 20_000)]))  # from the smallest class on
+    n = int(least + rng.choice([0, 1, rng.integers(0, 30_000)]))  # from the smallest class on
     levels = int(rng.choice([2, 40, 10 ** 9]))
     class_keys = np.sort(rng.integers(0, levels, n)).astype(np.float64)
     w = rng.random(n) * rng.choice([1e-3, 1.0, 1e4]) if weighted else np.ones(n)
@@ -839,6 +839,7 @@ def test_numpy_permutation_draws_equal_the_kernel(batch, weighted, monkeypatch):
     stopping points: the kernel's (3, 3) result bit for bit, across batch boundaries too."""
     from fastbias.intervals import _kernels as IK
     from fastbias.intervals import first_call as interval_first_call
+    from fastbias.intervals.first_call import DRAWS_IN_NUMPY_ROWS_PER_SQUARE
 
     monkeypatch.setattr(interval_first_call, "DRAW_BATCH", batch)
     rng = np.random.default_rng(batch + weighted)
@@ -850,21 +851,22 @@ def test_numpy_permutation_draws_equal_the_kernel(batch, weighted, monkeypatch):
         got = interval_first_call.permutation_exceedances_in_numpy(*args)
         np.testing.assert_array_equal(got, want)
         reached += int((want[:, 0] == args[10]).any())
-        repeated += args[5] * args[5] * 8 == args[0].shape[0]
+        repeated += args[5] * args[5] * DRAWS_IN_NUMPY_ROWS_PER_SQUARE == args[0].shape[0]
     assert reached and repeated  # (cases that stop early, and the smallest classes)
 
 
-def test_numpy_permutation_draws_pass_over_repeats_as_the_kernel_does():
-    """A class of 8 x size**2 rows: many draws repeat a position and are redone one value
-    at a time; the positions drawn are distinct and the kernel's."""
+@pytest.mark.parametrize("size, n", [(12, 8 * 144), (12, 32 * 144), (3, 10), (29, 32 * 841)])
+def test_numpy_permutation_draws_pass_over_repeats_as_the_kernel_does(size, n):
+    """Draws that repeat a position are redone one value at a time (in the smallest
+    classes, most draws); the positions drawn are distinct and the kernel's."""
     from fastbias.intervals import _kernels as IK
     from fastbias.intervals.first_call import _draw_positions, mix64_in_numpy
 
-    size, n = 12, 8 * 144
     key = mix64_in_numpy(np.array([77], dtype=np.uint64), 1)[0]
     positions, counter = _draw_positions(key, n, size, 0, 500)
     assert all(len(set(row)) == size for row in positions.tolist())
     assert counter > 500 * size  # some draws took more values than positions
+    assert positions.min() >= 0 and positions.max() < n
     expected, at = [], 0
     for _ in range(500):  # the kernel's rule, one value at a time
         row = []
@@ -885,9 +887,9 @@ def test_numpy_permutation_draws_refuse_a_small_class():
     from fastbias.intervals.first_call import permutation_exceedances_in_numpy
 
     args = list(permutation_case(np.random.default_rng(0), False))
-    args[0], args[1] = args[0][:10], args[1][:10]
-    args[5] = 2  # 10 rows < 8 x 2**2: the kernel's to draw
-    with pytest.raises(ValueError, match="permutation draws of 2 of 10 rows"):
+    args[0], args[1] = args[0][:127], args[1][:127]
+    args[5] = 2  # 127 rows < 32 x 2**2: the kernel's to draw
+    with pytest.raises(ValueError, match="permutation draws of 2 of 127 rows"):
         permutation_exceedances_in_numpy(*args)
 
 
@@ -922,7 +924,7 @@ def test_a_cold_significance_call_computes_in_numpy(compiling, kwargs, caplog, m
     y = rng.random(n) < 0.3
     s = (rng.integers(0, 300, n) / 300).astype(np.float32)
     # moments (30-299 rows), draws in numpy (a few rows), draws in the kernel (about 21
-    # positives of about 1,800: 8 x 21**2 is more)
+    # positives of about 1,800: 32 x 21**2 is more)
     groups = rng.random((n, 5)) < [0.2, 0.012, 0.004, 0.002, 0.001]
     kwargs = dict(kwargs)
     if kwargs.pop("sample_weight", False):
@@ -931,8 +933,7 @@ def test_a_cold_significance_call_computes_in_numpy(compiling, kwargs, caplog, m
             warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         got = fastbias.bias_metrics(y, s, groups, **kwargs)
-    assert ("significance-weighted" if "sample_weight" in kwargs
-            else "significance") in first_call._requested
+    assert "significance" in first_call._requested
     assert any("p-values in numpy meanwhile" in r.getMessage() for r in caplog.records)
     assert got.attrs["permutation_tests"] > 0
     assert drawn["numpy"] > 0 and drawn["kernel"] > 0
@@ -994,3 +995,27 @@ def first_call_kernels(method):
     from fastbias.intervals.first_call import INTERVAL_KERNELS
 
     return INTERVAL_KERNELS[method]()
+
+
+def test_the_significance_log_line_promises_numpy_only_when_the_call_computes_there(
+        cold, monkeypatch, caplog):
+    rng = np.random.default_rng(14)
+    n = 2_000
+    y, s, groups = rng.random(n) < 0.3, rng.random(n), rng.random((n, 2)) < 0.2
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "0")  # the tier off: this call compiles
+    with caplog.at_level("INFO", logger="fastbias"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        fastbias.bias_metrics(y, s, groups, significance="holm")
+    lines = [r.getMessage() for r in caplog.records if "significance tests" in r.getMessage()]
+    assert len(lines) == 1 and "in numpy" not in lines[0] and "about 7 s" in lines[0]
+    assert first_call._requested == []
+
+
+def test_the_warm_up_compiles_for_writable_and_read_only_inputs():
+    """``evaluate`` hands the kernels read-only columns: each is a kernel of its own, which
+    the families must compile too (else the caller compiles them after the warm-up)."""
+    from fastbias import _warm_up as warm_up
+
+    seen = {(scores.dtype, scores.flags.writeable, weights.flags.writeable)
+            for scores, _, weights in warm_up._each_input(np.random.default_rng(0))}
+    assert seen == {(np.dtype(d), w, w) for d in (np.float32, np.float64) for w in (True, False)}

@@ -51,33 +51,32 @@ INTERVAL_KERNELS = {
                              SK.member_overall_cross_sums, IK.permutation_exceedances],
 }
 
-#: how the log line names each set, and what the call computes in numpy meanwhile
-_NAMES = {"delong": ("DeLong", "intervals"), "bootstrap": ("bootstrap", "intervals"),
-          "significance": ("significance tests", "p-values")}
+#: how the log line names each set, what the call computes in numpy meanwhile, and about
+#: how long one of its kernels compiles (None: the usual; measured on a 2-core VM)
+_NAMES = {"delong": ("DeLong", "intervals", None), "bootstrap": ("bootstrap", "intervals", None),
+          "significance": ("significance tests", "p-values", 1.2)}
 
 _decision_lock = threading.Lock()
 
 
-def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int,
-                           family: str | None = None) -> bool:
+def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
     """Whether this call's intervals (``method``: an interval method or "significance") are
-    computed in numpy while their kernels compile in a background process (``family``, by
-    default the method's): the point estimate made no sorts (it counted in numpy itself),
-    or the kernels must still compile (one log line says so) or are compiling, and there
-    are at most ``FIRST_CALL_MAX_ROWS`` rows (beyond, numpy's temporaries would outgrow the
-    compile time). Decided under one lock: models evaluated in threads all see the
-    background compilation the first of them asked for."""
+    computed in numpy while their kernels compile in a background process: the point
+    estimate made no sorts (it counted in numpy itself), or the kernels must still compile
+    (one log line says so) or are compiling, and there are at most ``FIRST_CALL_MAX_ROWS``
+    rows (beyond, numpy's temporaries would outgrow the compile time). Decided under one
+    lock: models evaluated in threads all see the background compilation the first of them
+    asked for."""
     if method not in INTERVAL_KERNELS:
         return False
-    family = family or method
     with _decision_lock:
-        name, what = _NAMES[method]
-        cold = announce_compiling(name, INTERVAL_KERNELS[method](),
-                                  f"; this call computes its {what} in numpy meanwhile") > 0
+        name, what, seconds = _NAMES[method]
         eligible = no_sorts or (n_rows <= FIRST_CALL_MAX_ROWS and tier_enabled())
+        note = f"; this call computes its {what} in numpy meanwhile" if eligible else ""
+        cold = announce_compiling(name, INTERVAL_KERNELS[method](), note, seconds) > 0
         if eligible and (cold or no_sorts):
-            compile_in_background(family)
-        return no_sorts or (eligible and (cold or still_compiling(family)))
+            compile_in_background(method)
+        return no_sorts or (eligible and (cold or still_compiling(method)))
 
 
 def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
@@ -458,12 +457,13 @@ def cross_sums_in_numpy(walk: MemberWalk, q_pos: np.ndarray, r_neg: np.ndarray,
 
 
 #: a permutation test draws in numpy where its class has at least this many rows per square
-#: row of the drawn cell: a draw then repeats a position with probability below 1/16, and the
-#: draws are made a batch at a time (a draw with a repeat is redone one value at a time, as
+#: row of the drawn cell: a draw then repeats a position with probability below 1/64, and the
+#: draws are made a block at a time (a draw with a repeat is redone one value at a time, as
 #: the kernel rejects repeats); in smaller classes the kernel draws (compiled on first use)
-DRAWS_IN_NUMPY_ROWS_PER_SQUARE = 8
+DRAWS_IN_NUMPY_ROWS_PER_SQUARE = 32
 
-#: draws made at once in numpy (bounds the temporaries: a few arrays of this many x cell rows)
+#: the most draws made at once in numpy (bounds the temporaries: a few arrays of this many x
+#: cell rows); fewer where repeats are likely (:func:`_draw_positions`)
 DRAW_BATCH = 4096
 
 
@@ -481,28 +481,48 @@ def _positions_below(key, counters: np.ndarray, n: int) -> np.ndarray:
 def _draw_positions(key, n: int, size: int, counter: int, count: int) -> tuple:
     """The next ``count`` draws of ``size`` distinct positions of ``n`` from the stream
     ``key`` at ``counter``, taken as the kernel takes them (a value repeating one already in
-    the draw is passed over for the next): ``((count, size) positions, the next counter)``."""
-    parts, made = [], 0
+    the draw is passed over for the next): ``((count, size) positions, the next counter)``.
+
+    The stream's values are made a block at a time; the draws up to the first one with a
+    repeat are taken from the block at once, that one a value at a time, and the rest of
+    the block is read on from there. A block holds about four times as many draws as come
+    between two repeats (a draw repeats with probability about size**2 / 2n), so little of
+    it is searched again after a repeat."""
+    repeat_chance = size * (size - 1) / (2.0 * n)
+    rows_per_block = int(min(DRAW_BATCH, max(16, 4.0 / repeat_chance))) if repeat_chance > 0 \
+        else DRAW_BATCH
+    out = np.empty((count, size), dtype=np.int64)
+    values, start = np.empty(0, dtype=np.int64), counter  # the stream's values from ``start``
+
+    def ensure(m: int) -> np.ndarray:
+        """The stream's values from ``counter`` on, at least ``m`` of them."""
+        nonlocal values, start
+        if counter - start + m > values.shape[0]:
+            values = _positions_below(key, np.arange(counter, counter + max(
+                m, rows_per_block * size), dtype=np.uint64), n)
+            start = counter
+        return values[counter - start:]
+
+    made = 0
     while made < count:
-        want = count - made
-        block = _positions_below(key, np.arange(counter, counter + want * size,
-                                                dtype=np.uint64), n).reshape(want, size)
+        rows = min(rows_per_block, count - made)
+        block = ensure(rows * size)[:rows * size].reshape(rows, size)
         ordered = np.sort(block, axis=1)
         repeats = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
-        clean = int(np.argmax(repeats)) if repeats.any() else want
-        parts.append(block[:clean])
+        clean = int(np.argmax(repeats)) if repeats.any() else rows
+        out[made:made + clean] = block[:clean]
         made += clean
         counter += clean * size
-        if clean < want:  # this draw repeats a position: redo it one value at a time
+        if clean < rows:  # this draw repeats a position: redo it one value at a time
             chosen = []
             while len(chosen) < size:
-                q = int(_positions_below(key, np.array([counter], dtype=np.uint64), n)[0])
+                q = int(ensure(1)[0])
                 counter += 1
                 if q not in chosen:
                     chosen.append(q)
-            parts.append(np.array([chosen], dtype=np.int64))
+            out[made] = chosen
             made += 1
-    return np.concatenate(parts), counter
+    return out, counter
 
 
 def _hoeffding_bound(size, distance, center_offset, value_range) -> float:

@@ -45,7 +45,6 @@ from ..metrics.definitions import (
 )
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
-from ..sweep.first_call import significance_family
 from ..validate.errors import UndefinedMetricWarning
 from . import _kernels as IK
 from .delong import _delong_variance
@@ -463,8 +462,7 @@ def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores | None, samp
     if sorted_scores is not None:
         scores, memberships = sorted_scores.scores, sorted_scores.memberships
     in_numpy = intervals_in_numpy_now("significance", sorted_scores is None,
-                                      memberships.n_rows,
-                                      significance_family(sample_weight is not None))
+                                      memberships.n_rows)
     return pvalues_of(table, scores, memberships, sorted_scores, sample_weight, confidence,
                       family_size, in_numpy)
 

@@ -434,10 +434,5 @@ def families_for(weighted: bool, ci: str | None = None, thresholds: bool = False
     if thresholds:
         families.append("thresholds")
     if significance:
-        families.append(significance_family(weighted))
+        families.append("significance")
     return families
-
-
-def significance_family(weighted: bool) -> str:
-    """The warm-up family of a call's significance tests."""
-    return "significance-weighted" if weighted else "significance"

@@ -315,6 +315,43 @@ def test_a_subgroup_of_every_row_equals_the_overall_auc(delong_everywhere):
     assert table.attrs["n_tests"] == 6
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_weighted_metrics_on_the_overall_aucs_own_samples_are_not_flagged(seed,
+                                                                          delong_everywhere):
+    """Weighted, such a metric differs from the overall AUC, and its difference's variance
+    from 0, by rounding alone: the p-value is 1, never 0 from a variance that cancelled to
+    0 (found by review: p = 0, flagged significant, in a third of random cases). Also where
+    the rest of the rows weigh nothing, and for BPSN/BNSP AUC on all of one class."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 3000))
+    y = rng.random(n) < 0.3
+    s = rng.random(n).round(2)
+    w = rng.random(n) + 0.01
+    half = rng.random(n) < 0.5
+    w_half = np.where(half, w, 0.0)  # the rows outside "half" weigh nothing
+    groups = {"all": np.ones(n, bool), "half": half,
+              "negatives": ~y,  # BPSN AUC: all negatives against all positives
+              "positives": y & (rng.random(n) < 1.0)}  # BNSP AUC likewise
+    for weights, same in ((w, {"all": "subgroup_auc", "negatives": "bpsn_auc",
+                               "positives": "bnsp_auc"}),
+                          (w_half, {"half": "subgroup_auc"})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            table = fastbias.bias_metrics(y, s, groups, sample_weight=weights,
+                                          significance="holm")
+        for name, metric in same.items():
+            assert table.loc[name, f"{metric}_pvalue"] == 1.0, (name, metric)
+            assert not table.loc[name, f"{metric}_significant"]
+    # a subgroup that differs from the whole by one row of real weight is still tested
+    almost = np.ones(n, bool)
+    almost[0] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.bias_metrics(y, s, {"almost": almost}, sample_weight=w,
+                                      significance="holm")
+    assert table.loc["almost", "subgroup_auc_pvalue"] < 1.0
+
+
 @pytest.mark.jit_heavy  # (about the adjustment over models; its kernels run in other tests)
 def test_evaluate_adjusts_each_model_over_all_its_subgroups():
     df = fastbias.make_jigsaw_like(n_rows=30_000, n_identities=4, random_state=2)

@@ -486,6 +486,27 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
     return pvalues_from_sums(table, sums, draw)
 
 
+def _samples_of_the_universe(sums: PlacementSums) -> dict:
+    """Per AUC metric, which subgroups compare the very samples of the overall AUC (of the
+    rows they are compared with): the cells beside the metric's two cells weigh nothing, up
+    to the rounding of the class's total weight (``4 (rows + 4) 2**-53`` of it; exactly
+    nothing unweighted). E.g. the subgroup AUC of a subgroup holding every row. The metric
+    is then the overall AUC, and its difference from it only rounding: computed as a
+    difference of float sums, its variance would be rounding too, and its p-value noise
+    (0 where the variance happened to cancel to 0)."""
+    part = {("subgroup", 0): 0, ("subgroup", 1): 1, ("background", 0): 2, ("background", 1): 3}
+    totals = sums.class_totals
+    share = 4.0 * (sums.class_rows.sum(axis=1) + 4.0) * 2.0 ** -53
+    out = {}
+    for metric in AUC_METRICS:
+        beside = []
+        for where, label in METRIC_SAMPLES[metric]:
+            other = ("background" if where == "subgroup" else "subgroup", label)
+            beside.append(sums.weights[:, part[other]] <= share * totals[:, label])
+        out[metric] = beside[0] & beside[1]
+    return out
+
+
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
@@ -507,8 +528,13 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
                "bnsp_auc": rows[("subgroup", 1)], "positive_aeg": rows[("subgroup", 1)]}
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     columns, small, moments = {}, {}, {}
+    the_universe = _samples_of_the_universe(sums)
     for metric in METRIC_COLUMNS:
         gap = values[metric] if metric in AEG_METRICS else values[metric] - overall_auc
+        if metric in AUC_METRICS:  # the overall AUC's own samples: no difference to test
+            same = the_universe[metric] & np.isfinite(gap)
+            gap = np.where(same, 0.0, gap)
+            se[metric] = np.where(same, 0.0, se[metric])
         columns[metric] = _two_sided_p(gap, se[metric])
         x_cell, y_cell = METRIC_SAMPLES[metric]
         min_cell = np.minimum(rows[x_cell], rows[y_cell])

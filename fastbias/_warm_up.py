@@ -234,6 +234,7 @@ def _take_turn():
 
 
 def main(families=None) -> None:
+    from .intervals import delong
     from .prepare import memberships as prep
     from .sort import order
     from .sweep import counts
@@ -242,6 +243,7 @@ def main(families=None) -> None:
     order.PARALLEL_SORT_MIN_KEYS = 1
     counts.PARALLEL_COUNT_MIN_MEMBERSHIPS = 1
     prep.PARALLEL_SCAN_MIN_ROWS = 1
+    delong.DELONG_MIN_RANGE_MEMBERSHIPS = 1  # (the ranges' bounds: scores as keys, weighted)
     rng = np.random.default_rng(0)
     for name in families or ["counting"]:
         FAMILIES[name](rng)

@@ -786,3 +786,37 @@ def test_coverage_study_truth_matches_a_large_sample():
     small = study.run_study(reps=3, n_boot=20, sizes=(("tiny", 30),), n_background=300)
     assert set(small["method"]) == {"delong", "bootstrap", "bernstein"}
     assert small["coverage"].between(0, 1).all()
+
+
+def test_percentile_intervals_touch_no_warning_filters(monkeypatch):
+    """Models evaluated in threads compute their bootstrap intervals at once: entering
+    ``warnings.catch_warnings`` there swaps the process's filters under the other threads
+    (a review saw warnings lost and repeated between identical runs). Columns with fewer
+    than two finite replicates are NaN without numpy warning about them."""
+    import warnings as warnings_module
+
+    from fastbias.intervals.bootstrap import _percentile_interval
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("warnings.catch_warnings entered")
+
+    rng = np.random.default_rng(3)
+    reps = rng.random((50, 4))
+    reps[:, 1] = np.nan  # no replicate defined
+    reps[1:, 2] = np.nan  # one
+    reps[::3, 3] = np.nan  # some
+    monkeypatch.setattr(warnings_module, "catch_warnings", refuse)
+    with np.errstate(all="raise"):
+        warnings_module.simplefilter("error")
+        try:
+            low, high, se, count = _percentile_interval(reps, 0.9)
+            low1, high1, se1, count1 = _percentile_interval(reps[:, 0], 0.9)
+        finally:
+            warnings_module.resetwarnings()
+    np.testing.assert_array_equal(count, [50, 0, 1, 33])
+    for j in (0, 3):
+        finite = reps[np.isfinite(reps[:, j]), j]
+        np.testing.assert_allclose([low[j], high[j]], np.quantile(finite, [0.05, 0.95]))
+        np.testing.assert_allclose(se[j], np.std(finite, ddof=1))
+    assert np.isnan([low[1], high[1], se[1], low[2], high[2], se[2]]).all()
+    assert (float(low1), float(high1), float(se1), int(count1)) == (low[0], high[0], se[0], 50)

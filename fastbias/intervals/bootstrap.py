@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import numbers
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -249,15 +248,20 @@ def _kernel_replicates(sorted_scores: SortedScores, base: np.ndarray | None, see
 
 
 def _percentile_interval(reps: np.ndarray, confidence: float):
-    """Percentile interval and standard error over the finite replicates (axis 0)."""
+    """Percentile interval and standard error over the finite replicates (axis 0); NaN where
+    fewer than two are finite. Computed on those columns alone, so numpy has no all-NaN
+    column to warn about: no ``warnings.catch_warnings`` (models evaluated in threads call
+    this at once, and that context manager swaps the process's warning filters)."""
     alpha = 1.0 - confidence
     reps = np.asarray(reps, dtype=np.float64)
-    finite = np.isfinite(reps)
-    count = finite.sum(axis=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-        low, high = np.nanquantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-        se = np.nanstd(reps, axis=0, ddof=1)
+    shape = reps.shape[1:]
+    flat = reps.reshape(reps.shape[0], -1)
+    count = np.isfinite(flat).sum(axis=0)
     enough = count >= 2
-    return (np.where(enough, low, np.nan), np.where(enough, high, np.nan),
-            np.where(enough, se, np.nan), count)
+    low, high, se = (np.full(flat.shape[1], np.nan) for _ in range(3))
+    if enough.any():
+        kept = np.where(np.isfinite(flat[:, enough]), flat[:, enough], np.nan)  # (inf: NaN)
+        low[enough], high[enough] = np.nanquantile(kept, [alpha / 2.0, 1.0 - alpha / 2.0],
+                                                   axis=0)
+        se[enough] = np.nanstd(kept, axis=0, ddof=1)
+    return (low.reshape(shape), high.reshape(shape), se.reshape(shape), count.reshape(shape))

@@ -190,8 +190,9 @@ def announce_compiling(name: str, dispatchers, note: str = "",
     """Log one line (``logging``, logger ``"fastbias"``, INFO) before a call that must
     compile kernels: which, about how long, and that they are cached afterwards.
 
-    ``name`` names the set (e.g. ``"counting"``); once a set is found ready it is not
-    checked again, so this costs nothing on later calls. Returns how many of the
+    ``name`` names the set (e.g. ``"counting"``); a set is checked once a process (ready
+    or not: a set still compiling is the caller's to follow), so this costs nothing on
+    later calls. Returns how many of the
     kernels must compile (0 when all are ready); ``note`` ends the line; ``seconds_each``:
     about how long one of them compiles (default SECONDS_PER_KERNEL).
     """

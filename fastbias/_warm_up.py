@@ -168,8 +168,9 @@ def significance(rng) -> None:
     from .sort.order import SortedScores
     from .sweep.counts import count_sorted
 
-    labels, matrix, weights = _inputs(rng, True)  # (the walks' arrays are fastbias's own)
+    # writable inputs: the walks' arrays are fastbias's own (but for the weights, below);
     # and a subgroup of a few rows: its cells get drawn permutation tests
+    labels, matrix, weights = _inputs(rng, True)
     matrix = np.column_stack([matrix, rng.random(N_ROWS) < 0.04])
     memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c", "d"])
     for dtype in (np.float32, np.float64):
@@ -182,8 +183,10 @@ def significance(rng) -> None:
         # scores as keys: the weighted walk's keys too)
         for sorts, in_numpy in ((sorted_scores, False), (None, True)):
             pvalues_of(table, scores, memberships, sorts, None, 0.95, None, in_numpy)
-        pvalues_of(table, scores, memberships, sorted_scores, np.ascontiguousarray(weights),
-                   0.95, None, False)
+        # weighted: the weights are the caller's, writable or read-only (as pandas gives)
+        for writable in (True, False):
+            pvalues_of(table, scores, memberships, sorted_scores,
+                       _as(np.array(weights), writable), 0.95, None, False)
 
 
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,

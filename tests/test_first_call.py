@@ -537,6 +537,10 @@ def test_every_warm_up_family_runs(monkeypatch):
     # at full size a weighted call compiled this for float32 after the warm-up)
     keys = {str(signature[0].dtype) for signature in SK.block_boundary_near.signatures}
     assert {"float32", "float64"} <= keys
+    # weights as pandas hands them over, read-only, reach the weighted walks (found by
+    # review: a weighted evaluate with significance compiled this after the warm-up)
+    assert {signature[1].mutable for signature in SK.cumulative_weights.signatures} == {
+        True, False}
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
                                      "thresholds", "significance"}
 
@@ -867,13 +871,26 @@ def test_numpy_permutation_draws_pass_over_repeats_as_the_kernel_does(size, n):
     """Draws that repeat a position are redone one value at a time (in the smallest
     classes, most draws); the positions drawn are distinct and the kernel's."""
     from fastbias.intervals import _kernels as IK
+    from fastbias.intervals import first_call as first_call_module
     from fastbias.intervals.first_call import _draw_positions, mix64_in_numpy
 
+    made = [0]  # stream values made
+    below = first_call_module._positions_below
+
+    def counted(key, counters, n):
+        made[0] += counters.shape[0]
+        return below(key, counters, n)
+
     key = mix64_in_numpy(np.array([77], dtype=np.uint64), 1)[0]
-    positions, counter = _draw_positions(key, n, size, 0, 500)
+    first_call_module._positions_below = counted
+    try:
+        positions, counter = _draw_positions(key, n, size, 0, 500)
+    finally:
+        first_call_module._positions_below = below
     assert all(len(set(row)) == size for row in positions.tolist())
     assert counter > 500 * size  # some draws took more values than positions
     assert positions.min() >= 0 and positions.max() < n
+    assert made[0] <= counter + first_call_module.DRAW_BATCH * size  # read on, not made again
     expected, at = [], 0
     for _ in range(500):  # the kernel's rule, one value at a time
         row = []
@@ -941,7 +958,8 @@ def test_a_cold_significance_call_computes_in_numpy(compiling, kwargs, caplog, m
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         got = fastbias.bias_metrics(y, s, groups, **kwargs)
     assert "significance" in first_call._requested
-    assert any("p-values in numpy meanwhile" in r.getMessage() for r in caplog.records)
+    assert any("computes its p-values (drawn permutation tests in small classes excepted) in "
+               "numpy meanwhile" in r.getMessage() for r in caplog.records)
     assert got.attrs["permutation_tests"] > 0
     assert drawn["numpy"] > 0 and drawn["kernel"] > 0
     first_call._requested.clear()  # what the kernels give (this process compiles them)

@@ -788,7 +788,7 @@ def test_coverage_study_truth_matches_a_large_sample():
     assert small["coverage"].between(0, 1).all()
 
 
-def test_percentile_intervals_touch_no_warning_filters(monkeypatch):
+def test_percentile_intervals_touch_no_warning_filters():
     """Models evaluated in threads compute their bootstrap intervals at once: entering
     ``warnings.catch_warnings`` there swaps the process's filters under the other threads
     (a review saw warnings lost and repeated between identical runs). Columns with fewer
@@ -805,18 +805,28 @@ def test_percentile_intervals_touch_no_warning_filters(monkeypatch):
     reps[:, 1] = np.nan  # no replicate defined
     reps[1:, 2] = np.nan  # one
     reps[::3, 3] = np.nan  # some
-    monkeypatch.setattr(warnings_module, "catch_warnings", refuse)
-    with np.errstate(all="raise"):
+    entering = warnings_module.catch_warnings
+    with entering(), np.errstate(all="raise"):
         warnings_module.simplefilter("error")
+        warnings_module.catch_warnings = refuse
         try:
             low, high, se, count = _percentile_interval(reps, 0.9)
             low1, high1, se1, count1 = _percentile_interval(reps[:, 0], 0.9)
         finally:
-            warnings_module.resetwarnings()
+            warnings_module.catch_warnings = entering
     np.testing.assert_array_equal(count, [50, 0, 1, 33])
     for j in (0, 3):
         finite = reps[np.isfinite(reps[:, j]), j]
         np.testing.assert_allclose([low[j], high[j]], np.quantile(finite, [0.05, 0.95]))
         np.testing.assert_allclose(se[j], np.std(finite, ddof=1))
+    # the bits of numpy's nan-functions over all the replicates as they come (C order),
+    # which the intervals had before
+    with warnings_module.catch_warnings():
+        warnings_module.simplefilter("ignore", RuntimeWarning)  # (the all-NaN columns)
+        alpha = 1.0 - 0.9
+        before = (np.nanquantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0),
+                  np.nanstd(reps, axis=0, ddof=1))
+    np.testing.assert_array_equal([low[[0, 3]], high[[0, 3]]], before[0][:, [0, 3]])
+    np.testing.assert_array_equal(se[[0, 3]], before[1][[0, 3]])
     assert np.isnan([low[1], high[1], se[1], low[2], high[2], se[2]]).all()
     assert (float(low1), float(high1), float(se1), int(count1)) == (low[0], high[0], se[0], 50)

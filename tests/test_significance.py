@@ -352,6 +352,47 @@ def test_weighted_metrics_on_the_overall_aucs_own_samples_are_not_flagged(seed,
     assert table.loc["almost", "subgroup_auc_pvalue"] < 1.0
 
 
+def test_a_row_left_out_is_a_difference_however_heavy_the_others():
+    """Only cells beside that weigh exactly nothing make a metric the overall AUC's: with
+    rows of weight 2**40, a left-out negative of weight 100 at the top still moves the
+    subgroup AUC measurably (found by review: a threshold relative to the class's weight
+    called it rounding and gave p = 1 instead of about 1e-23)."""
+    rng = np.random.default_rng(21)
+    n = 2000
+    y = rng.random(n) < 0.4
+    s = rng.random(n)
+    w = np.full(n, 2.0 ** 40)
+    top = np.flatnonzero(~y)[np.argmax(s[~y])]
+    w[top] = 100.0
+    member = np.ones(n, bool)
+    member[top] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.bias_metrics(y, s, {"g": member}, sample_weight=w,
+                                      significance="holm")
+    assert table.loc["g", "subgroup_auc_pvalue"] < 1e-10
+
+
+def test_an_undefined_variance_stays_untested_on_the_overall_aucs_samples():
+    """Positives of total weight below 1: DeLong's variance is undefined, so the metric is
+    not tested (NaN, out of the adjusted family) even where it is the overall AUC (found by
+    review: it had become p = 1 and a member of the family, which changed the others'
+    adjusted p-values)."""
+    rng = np.random.default_rng(14)
+    n = 400
+    y = rng.random(n) < 0.3
+    s = rng.random(n).round(2)
+    w = np.where(y, 1e-3, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = fastbias.bias_metrics(y, s, {"all": np.ones(n, bool),
+                                             "a": rng.random(n) < 0.5},
+                                      sample_weight=w, significance="holm")
+    assert np.isnan(table.loc["all", "subgroup_auc_pvalue"])
+    assert table.attrs["n_tests"] == int(np.isfinite(
+        table[[f"{m}_pvalue" for m in METRIC_COLUMNS]].to_numpy(float)).sum())
+
+
 @pytest.mark.jit_heavy  # (about the adjustment over models; its kernels run in other tests)
 def test_evaluate_adjusts_each_model_over_all_its_subgroups():
     df = fastbias.make_jigsaw_like(n_rows=30_000, n_identities=4, random_state=2)

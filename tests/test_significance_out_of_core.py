@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import fastbias
 from fastbias.intervals.placement_sums import (
     combine_placement_sums,
     placement_sums,
@@ -372,6 +373,25 @@ def test_weighted_tiny_cells_out_of_core_are_not_tested_and_said(tmp_path):
     assert not table.loc["tiny", [f"{m}_significant" for m in METRIC_COLUMNS]].any()
     assert table.loc["big", PVALUES].notna().all()
     assert table.attrs["permutation_untested"] == 5 and table.attrs["n_tests"] == 5
+
+
+def test_out_of_core_metrics_on_the_overall_aucs_samples_get_p_1_like_evaluate(tmp_path):
+    """A weighted subgroup of every row, in cells under 30 rows: out of core its subgroup AUC
+    is no permutation test left untested but p = 1, as in memory (found by review: NaN and a
+    warning blaming the draws)."""
+    rng = np.random.default_rng(5)
+    n = 40
+    df = pd.DataFrame({"y": rng.random(n) < 0.4, "s": rng.random(n).round(2),
+                       "w": rng.random(n) + 0.5, "all": np.ones(n)})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    kw = dict(label="y", scores="s", subgroups=["all"], sample_weight="w", significance="bh")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        streamed = evaluate_csv(path, bucket_rows=16, **kw).for_model()
+        in_memory = fastbias.evaluate(df, **kw).for_model()
+    assert streamed.loc["all", "subgroup_auc_pvalue"] == 1.0
+    assert in_memory.loc["all", "subgroup_auc_pvalue"] == 1.0
 
 
 def test_out_of_core_significance_is_checked(tmp_path):

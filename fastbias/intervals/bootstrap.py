@@ -260,7 +260,9 @@ def _percentile_interval(reps: np.ndarray, confidence: float):
     enough = count >= 2
     low, high, se = (np.full(flat.shape[1], np.nan) for _ in range(3))
     if enough.any():
-        kept = np.where(np.isfinite(flat[:, enough]), flat[:, enough], np.nan)  # (inf: NaN)
+        # (C order, as the replicates come: numpy then sums each column row by row)
+        kept = np.ascontiguousarray(np.where(np.isfinite(flat[:, enough]), flat[:, enough],
+                                             np.nan))  # (inf: NaN)
         low[enough], high[enough] = np.nanquantile(kept, [alpha / 2.0, 1.0 - alpha / 2.0],
                                                    axis=0)
         se[enough] = np.nanstd(kept, axis=0, ddof=1)

@@ -54,14 +54,17 @@ INTERVAL_KERNELS = {
 #: how the log line names each set, what the call computes in numpy meanwhile, and about
 #: how long one of its kernels compiles (None: the usual; measured on a 2-core VM)
 _NAMES = {"delong": ("DeLong", "intervals", None), "bootstrap": ("bootstrap", "intervals", None),
-          "significance": ("significance tests", "p-values", 1.2)}
+          "significance": ("significance tests",
+                           "p-values (drawn permutation tests in small classes excepted)", 1.2)}
 
 _decision_lock = threading.Lock()
 
 
 def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
     """Whether this call's intervals (``method``: an interval method or "significance") are
-    computed in numpy while their kernels compile in a background process: the point
+    computed in numpy while their kernels compile in a background process (a drawn
+    permutation test whose class is small against its cell draws in its kernel, compiled
+    by the call: see :func:`draws_in_numpy`): the point
     estimate made no sorts (it counted in numpy itself), or the kernels must still compile
     (one log line says so) or are compiling, and there are at most ``FIRST_CALL_MAX_ROWS``
     rows (beyond, numpy's temporaries would outgrow the compile time). Decided under one
@@ -495,12 +498,14 @@ def _draw_positions(key, n: int, size: int, counter: int, count: int) -> tuple:
     values, start = np.empty(0, dtype=np.int64), counter  # the stream's values from ``start``
 
     def ensure(m: int) -> np.ndarray:
-        """The stream's values from ``counter`` on, at least ``m`` of them."""
+        """The stream's values from ``counter`` on, at least ``m`` of them: those made
+        already, then as many more as a block holds."""
         nonlocal values, start
-        if counter - start + m > values.shape[0]:
-            values = _positions_below(key, np.arange(counter, counter + max(
+        end = start + values.shape[0]
+        if end - counter < m:
+            more = _positions_below(key, np.arange(end, counter + max(
                 m, rows_per_block * size), dtype=np.uint64), n)
-            start = counter
+            values, start = np.concatenate([values[counter - start:], more]), counter
         return values[counter - start:]
 
     made = 0

@@ -488,21 +488,20 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
 
 def _samples_of_the_universe(sums: PlacementSums) -> dict:
     """Per AUC metric, which subgroups compare the very samples of the overall AUC (of the
-    rows they are compared with): the cells beside the metric's two cells weigh nothing, up
-    to the rounding of the class's total weight (``4 (rows + 4) 2**-53`` of it; exactly
-    nothing unweighted). E.g. the subgroup AUC of a subgroup holding every row. The metric
-    is then the overall AUC, and its difference from it only rounding: computed as a
-    difference of float sums, its variance would be rounding too, and its p-value noise
-    (0 where the variance happened to cancel to 0)."""
+    rows they are compared with): the cells beside the metric's two cells weigh nothing.
+    E.g. the subgroup AUC of a subgroup holding every row, or every row of weight. The
+    metric is then the overall AUC, and its difference from it only rounding: computed as a
+    difference of float sums, its variance would be rounding too, and its p-value noise (0
+    where the variance happened to cancel to 0). (A cell beside is weighed as its class's
+    weight less the metric's cell; where its rows weigh nothing both sums add the same
+    weights in the same order, score order, so the difference is exactly 0.)"""
     part = {("subgroup", 0): 0, ("subgroup", 1): 1, ("background", 0): 2, ("background", 1): 3}
-    totals = sums.class_totals
-    share = 4.0 * (sums.class_rows.sum(axis=1) + 4.0) * 2.0 ** -53
     out = {}
     for metric in AUC_METRICS:
         beside = []
         for where, label in METRIC_SAMPLES[metric]:
             other = ("background" if where == "subgroup" else "subgroup", label)
-            beside.append(sums.weights[:, part[other]] <= share * totals[:, label])
+            beside.append(sums.weights[:, part[other]] <= 0.0)
         out[metric] = beside[0] & beside[1]
     return out
 
@@ -531,14 +530,16 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     the_universe = _samples_of_the_universe(sums)
     for metric in METRIC_COLUMNS:
         gap = values[metric] if metric in AEG_METRICS else values[metric] - overall_auc
-        if metric in AUC_METRICS:  # the overall AUC's own samples: no difference to test
-            same = the_universe[metric] & np.isfinite(gap)
-            gap = np.where(same, 0.0, gap)
-            se[metric] = np.where(same, 0.0, se[metric])
+        # the overall AUC's own samples: no difference to test (p = 1, no permutation test),
+        # where the variance is defined at all (a class of weight at most 1 stays untested)
+        same = (the_universe[metric] & np.isfinite(gap) & np.isfinite(se[metric])
+                if metric in AUC_METRICS else np.zeros(len(table), dtype=bool))
+        gap = np.where(same, 0.0, gap)
+        se[metric] = np.where(same, 0.0, se[metric])
         columns[metric] = _two_sided_p(gap, se[metric])
         x_cell, y_cell = METRIC_SAMPLES[metric]
         min_cell = np.minimum(rows[x_cell], rows[y_cell])
-        need = (min_cell < PERMUTATION_BELOW) & np.isfinite(values[metric])
+        need = (min_cell < PERMUTATION_BELOW) & np.isfinite(values[metric]) & ~same
         small[metric] = need & (min_cell < PERMUTATION_DRAWS_BELOW) & (redrawn[metric] <= 1000)
         moments[metric] = need & ~small[metric] & (not sums.weighted)
     counts = {"permutation_tests": 0, "permutation_bounds": 0, "permutation_untested": 0}

@@ -352,6 +352,7 @@ def test_weighted_metrics_on_the_overall_aucs_own_samples_are_not_flagged(seed,
     assert table.loc["almost", "subgroup_auc_pvalue"] < 1.0
 
 
+@pytest.mark.jit_heavy  # (weights of 2**40: the weighted sweep recounts exactly, slow in Python)
 def test_a_row_left_out_is_a_difference_however_heavy_the_others():
     """Only cells beside that weigh exactly nothing make a metric the overall AUC's: with
     rows of weight 2**40, a left-out negative of weight 100 at the top still moves the

@@ -62,14 +62,13 @@ _decision_lock = threading.Lock()
 
 def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
     """Whether this call's intervals (``method``: an interval method or "significance") are
-    computed in numpy while their kernels compile in a background process (a drawn
-    permutation test whose class is small against its cell draws in its kernel, compiled
-    by the call: see :func:`draws_in_numpy`): the point
+    computed in numpy while their kernels compile in a background process: the point
     estimate made no sorts (it counted in numpy itself), or the kernels must still compile
     (one log line says so) or are compiling, and there are at most ``FIRST_CALL_MAX_ROWS``
-    rows (beyond, numpy's temporaries would outgrow the compile time). Decided under one
-    lock: models evaluated in threads all see the background compilation the first of them
-    asked for."""
+    rows (beyond, numpy's temporaries would outgrow the compile time). A drawn permutation
+    test whose class is small against its cell draws in its kernel all the same, compiled
+    by the call (:func:`draws_in_numpy`). Decided under one lock: models evaluated in
+    threads all see the background compilation the first of them asked for."""
     if method not in INTERVAL_KERNELS:
         return False
     with _decision_lock:
@@ -113,13 +112,19 @@ def _blocks(sorted_values: np.ndarray) -> tuple:
     return starts, np.append(starts[1:], n)
 
 
-def _class_weight_to(sorted_values, cumulative, values) -> tuple:
-    """Weight of a sorted class below and at each value (counts when ``cumulative`` is empty)."""
+def _class_ranks_and_weights(sorted_values, cumulative, values) -> tuple:
+    """``(lt, le, below, at)``: how many of a sorted class are below and at most each value,
+    and their weight below and at it (counts when ``cumulative`` is empty)."""
     lt = np.searchsorted(sorted_values, values, side="left")
     le = np.searchsorted(sorted_values, values, side="right")
     if cumulative.shape[0]:
-        return cumulative[lt], cumulative[le] - cumulative[lt]
-    return lt.astype(np.float64), (le - lt).astype(np.float64)
+        return lt, le, cumulative[lt], cumulative[le] - cumulative[lt]
+    return lt, le, lt.astype(np.float64), (le - lt).astype(np.float64)
+
+
+def _class_weight_to(sorted_values, cumulative, values) -> tuple:
+    """Weight of a sorted class below and at each value (counts when ``cumulative`` is empty)."""
+    return _class_ranks_and_weights(sorted_values, cumulative, values)[2:]
 
 
 def _moments(values, cumulative, others, others_cumulative, above: bool) -> tuple:
@@ -438,14 +443,8 @@ def cross_sums_in_numpy(walk: MemberWalk, q_pos: np.ndarray, r_neg: np.ndarray,
     total_pos = w.class_totals[1]
     q_total = q_pos[-1]
     for g, keys, n_eq, p_eq, n_lt, p_lt in _subgroup_blocks(w, n_groups):
-        neg_lt, neg_le = (np.searchsorted(w.neg, keys, side) for side in ("left", "right"))
-        pos_lt, pos_le = (np.searchsorted(w.pos, keys, side) for side in ("left", "right"))
-        big_n_lt, big_n_eq = ((w.neg_cum[neg_lt], w.neg_cum[neg_le] - w.neg_cum[neg_lt])
-                              if w.neg_cum.shape[0] else
-                              (neg_lt.astype(np.float64), (neg_le - neg_lt).astype(np.float64)))
-        big_p_lt, big_p_eq = ((w.pos_cum[pos_lt], w.pos_cum[pos_le] - w.pos_cum[pos_lt])
-                              if w.pos_cum.shape[0] else
-                              (pos_lt.astype(np.float64), (pos_le - pos_lt).astype(np.float64)))
+        neg_lt, neg_le, big_n_lt, big_n_eq = _class_ranks_and_weights(w.neg, w.neg_cum, keys)
+        pos_lt, pos_le, big_p_lt, big_p_eq = _class_ranks_and_weights(w.pos, w.pos_cum, keys)
         c_o = big_n_lt + 0.5 * big_n_eq
         d_o = (total_pos - big_p_lt - big_p_eq) + 0.5 * big_p_eq
         r_here = r_neg[neg_lt] + 0.5 * (r_neg[neg_le] - r_neg[neg_lt])

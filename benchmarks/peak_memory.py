@@ -43,6 +43,13 @@ elif variant == "delong":
     kwargs["ci"] = "delong"
 elif variant == "bootstrap":
     kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0)
+elif variant == "significance":
+    kwargs["significance"] = "holm"
+elif variant == "significance-pairs":  # every pair of identities too: drawn tests
+    kwargs.update(significance="holm", intersections=2)
+elif variant == "weighted-significance":
+    kwargs.update(significance="holm", sample_weight=w)
+    inputs += w.nbytes
 def small(a):
     return a[:1000]
 warnings.simplefilter("ignore")
@@ -66,7 +73,8 @@ from fastbias.sweep.first_call import wait_until_compiled
 wait_until_compiled()  # before the empty cache directory is removed
 """
 
-VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap"]
+VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap", "significance",
+            "significance-pairs", "weighted-significance"]
 
 
 def save_inputs(directory: str, y, s, g, w=None) -> None:

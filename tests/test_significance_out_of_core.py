@@ -146,6 +146,55 @@ def test_chunked_placement_sums_equal_pair_counts(weighted):
         assert_sums_equal(whole, y, s, groups, w)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("in_numpy", [False, True])
+def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
+    """What a drawn permutation test reads of each class (weight, placement against the other
+    class, own class above: ``packed``), the own-class sums and the prefix sums the cross
+    sums read, against pair counts (dyadic weights: every value exact)."""
+    from fastbias.intervals.placement_sums import placement_sums_in_numpy
+
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        n = int(rng.integers(2, 120))
+        y, s, w, groups = random_rows(rng, n, weighted, int(rng.integers(1, 7)))
+        memberships = prepare_memberships_dense(y, np.column_stack(groups).astype(np.uint8),
+                                                [0, 1, 2])
+        for draws in (True, False):
+            if in_numpy:
+                sums, _, classes = placement_sums_in_numpy(s, memberships, w, draws)
+            else:
+                sums, _, classes = placement_sums(SortedScores(s, memberships), w, draws=draws)
+            ww = np.ones(n) if w is None else w
+            want_above, rows_of = [], {}
+            for label in (0, 1):
+                own, other = (y == label), (y != label)
+                k_own = kernel_matrix(s[own], s[own])  # [i, j]: 1 if own i > own j, 1/2 tied
+                above = k_own.T @ ww[own] - 0.5 * ww[own]
+                versus = kernel_matrix(s[other], s[own]).T @ ww[other] if label == 0 else \
+                    kernel_matrix(s[own], s[other]) @ ww[other]
+                rows_of[label] = np.column_stack([ww[own], versus, above])
+                want_above += [ww[own] @ above, ww[own] @ above ** 2]
+                if label == 1:
+                    u_overall = ww[own] @ versus
+            np.testing.assert_allclose(classes.above, want_above, rtol=1e-14)
+            np.testing.assert_allclose(sums.above[:, :], np.tile(want_above, (3, 1)), rtol=1e-14)
+            assert classes.u_overall == u_overall
+            assert classes.prefix_sums() is None  # (given to the cross sums, then freed)
+            if not draws:
+                assert classes.packed == {}
+                continue
+            for label in (0, 1):
+                got = classes.packed[label]
+                assert got.flags.c_contiguous and got.shape == rows_of[label].shape
+                # rows in score order (a placement depends on the score alone), tied rows in
+                # any order (compared as sorted sets of rows)
+                in_order = np.argsort(s[y == label], kind="stable")
+                np.testing.assert_array_equal(got[:, 1], rows_of[label][in_order, 1])
+                np.testing.assert_array_equal(got[np.lexsort(got.T[::-1])],
+                                              rows_of[label][np.lexsort(rows_of[label].T[::-1])])
+
+
 def test_a_chunk_of_one_score_in_closed_form_equals_its_sweep():
     rng = np.random.default_rng(9)
     n = 50

@@ -427,10 +427,17 @@ def _placements_along(values, cumulative, others, others_cumulative, above: bool
         own_tied, weights = cumulative[stops] - own_below, np.diff(cumulative)
     else:
         total, own_below = float(values.shape[0]), starts.astype(np.float64)
-        own_tied, weights = (stops - starts).astype(np.float64), np.ones(values.shape[0])
-    block_of = np.repeat(np.arange(starts.shape[0]), stops - starts)
-    own_above = (total - own_below - own_tied)[block_of] + 0.5 * (own_tied[block_of] - weights)
-    return place[block_of], own_above
+        own_tied, weights = (stops - starts).astype(np.float64), 1.0
+    # each block's values on its rows, then the kernel's arithmetic in place (the same
+    # operations on the same values: the same bits; few temporaries as long as the class)
+    rows = stops - starts
+    own_above = np.repeat(total - own_below - own_tied, rows)
+    half = np.repeat(own_tied, rows)
+    half -= weights
+    half *= 0.5
+    own_above += half
+    del half
+    return np.repeat(place, rows), own_above
 
 
 def cross_sums_in_numpy(walk: MemberWalk, q_pos: np.ndarray, r_neg: np.ndarray,

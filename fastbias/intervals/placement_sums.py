@@ -87,40 +87,121 @@ class PlacementSums:
 
 
 class _Classes:
-    """Each class in score order: keys, weights, placements against the other class and
-    against its own class above (see ``sweep._kernels.class_placements``; ``placements``:
-    that kernel or the same in numpy)."""
+    """Each class in score order, as a significance test reads it.
 
-    def __init__(self, walk, placements=SK.class_placements):
-        c_pos, d_neg, pos_above, neg_above = placements(walk.neg, walk.pos, walk.neg_cum,
-                                                        walk.pos_cum)
-        self.neg_weights = np.diff(walk.neg_cum) if walk.neg_cum.size else np.ones(walk.neg.size)
-        self.pos_weights = np.diff(walk.pos_cum) if walk.pos_cum.size else np.ones(walk.pos.size)
-        self.c_pos, self.d_neg, self.pos_above, self.neg_above = c_pos, d_neg, pos_above, neg_above
-        self.q_pos = np.concatenate([[0.0], np.cumsum(self.pos_weights * c_pos)])
-        self.r_neg = np.concatenate([[0.0], np.cumsum(self.neg_weights * d_neg)])
+    ``above`` (4,): the own-class placement sums (columns ``ABOVE_*``); ``u_overall``: the
+    sum over the positives of ``w c_O`` (the overall AUC's U); :meth:`prefix_sums`: the
+    prefix sums of ``w c_O`` along the positives and of ``w d_O`` along the negatives, for
+    the cross sums; with ``draws``, ``packed[label]``: each row of the class as (weight,
+    placement against the other class, weight of its own class above it), the rows a
+    drawn permutation test redraws (without: ``{}``). ``placements``:
+    ``SK.class_placements`` or the same in numpy (see ``sweep._kernels.class_placements``).
+
+    Each class's placements are dropped once summed (or packed), so that a significance
+    call keeps few arrays of the class's rows at once; nothing of the rows is kept
+    without ``draws``.
+    """
+
+    def __init__(self, walk, placements=SK.class_placements, draws: bool = False):
+        found = list(placements(walk.neg, walk.pos, walk.neg_cum, walk.pos_cum))
+        self.above = np.zeros(4)
+        self.packed = {}
+        prefix = {}
+        # (c_pos, d_neg, pos_above, neg_above): the negatives' placement and own class above
+        # at 1 and 3, the positives' at 0 and 2
+        for label, cumulative, at in ((0, walk.neg_cum, (1, 3)), (1, walk.pos_cum, (0, 2))):
+            place, own = (found[j] for j in at)
+            found[at[0]] = found[at[1]] = None
+            self.above[2 * label:2 * label + 2] = _own_class_sums(cumulative, own)
+            if draws:
+                packed = np.empty((own.shape[0], 3))
+                if cumulative.size:  # (np.diff's values, into the column)
+                    np.subtract(cumulative[1:], cumulative[:-1], out=packed[:, 0])
+                else:
+                    packed[:, 0] = 1.0
+                packed[:, 1] = place
+                packed[:, 2] = own
+                self.packed[label] = packed
+                place = packed[:, 1]
+            del own
+            prefix[label] = _prefix_of_products(cumulative, place)
+            del place
+        self._prefix = (prefix[1], prefix[0])
+        self.u_overall = float(prefix[1][-1])
+
+    def prefix_sums(self) -> tuple:
+        """``(q_pos, r_neg)``, given once (the cross sums read them; then they are freed)."""
+        prefix, self._prefix = self._prefix, None
+        return prefix
 
 
-def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None):
+#: rows of a class summed at once: no temporary of the sums below is longer
+_BLOCK_ROWS = 1 << 16
+
+
+def _block_weights(cumulative: np.ndarray, start: int, stop: int):
+    """The weights of a class's rows ``start:stop`` from its prefix sums (None where it
+    has none: every row weighs 1)."""
+    return np.diff(cumulative[start:stop + 1]) if cumulative.size else None
+
+
+def _own_class_sums(cumulative: np.ndarray, own: np.ndarray) -> tuple:
+    """``(sum w a, sum w a^2)`` over a class's rows, ``a`` (``own``) the weight of its own
+    class above each row; weights from ``cumulative`` (see :func:`_block_weights`)."""
+    first = second = 0.0
+    for start in range(0, own.shape[0], _BLOCK_ROWS):
+        a = own[start:start + _BLOCK_ROWS]
+        w = _block_weights(cumulative, start, start + a.shape[0])
+        if w is None:  # (half-integers and their squares: exact sums far below 2**53)
+            first += a.sum()
+            second += np.dot(a, a)
+        else:
+            first += np.dot(w, a)
+            second += np.dot(w, a * a)
+    return first, second
+
+
+def _prefix_of_products(cumulative: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``[0, cumsum(w * values)]`` in one new array (weights as :func:`_block_weights`)."""
+    out = np.empty(values.shape[0] + 1)
+    out[0] = 0.0
+    for start in range(0, values.shape[0], _BLOCK_ROWS):
+        v = values[start:start + _BLOCK_ROWS]
+        w = _block_weights(cumulative, start, start + v.shape[0])
+        piece = out[1 + start:1 + start + v.shape[0]]
+        if w is None:
+            piece[:] = v
+        else:
+            np.multiply(w, v, out=piece)
+    np.cumsum(out[1:], out=out[1:])
+    return out
+
+
+def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None,
+                   draws: bool = False):
     """:class:`PlacementSums` of one universe from the sorts of its point estimate.
 
     Returns ``(sums, walk, classes)``; the walk and the class placements are
-    what a drawn permutation test reuses. ``sample_weight`` (the universe's
-    rows) as the point estimate used them. No new sort; ``O(n + memberships)``.
+    what a drawn permutation test reuses (``draws``: keep them for it, see
+    :class:`_Classes`). ``sample_weight`` (the universe's rows) as the point
+    estimate used them. No new sort; ``O(n + memberships)``.
     """
     m = sorted_scores.memberships
     k = m.n_groups
     walk = member_walk(sorted_scores, sample_weight)
     delong, overall = _placement_sums(walk, k, sorted_scores.workers if workers is None
                                       else workers)
-    classes = _Classes(walk)
+    classes = _Classes(walk, draws=draws)
+    q_pos, r_neg = classes.prefix_sums()
     cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
-                                         walk.pos, walk.neg_cum, walk.pos_cum, classes.q_pos,
-                                         classes.r_neg, walk.cells) if k else None
+                                         walk.pos, walk.neg_cum, walk.pos_cum, q_pos, r_neg,
+                                         walk.cells) if k else None
+    del q_pos, r_neg
     return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
 
 
-def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
+def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None,
+                            draws: bool = False):
     """:func:`placement_sums` in numpy (no kernel compiles), from the validated scores and
     memberships: ``(sums, walk, classes)`` with the walk over the scores themselves.
 
@@ -131,8 +212,10 @@ def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None)
     k = m.n_groups
     walk = walk_in_numpy(scores, m, sample_weight)
     delong, overall = delong_sums_in_numpy(walk, k)
-    classes = _Classes(walk, class_placements_in_numpy)
-    cross = cross_sums_in_numpy(walk, classes.q_pos, classes.r_neg, k) if k else None
+    classes = _Classes(walk, class_placements_in_numpy, draws=draws)
+    q_pos, r_neg = classes.prefix_sums()
+    cross = cross_sums_in_numpy(walk, q_pos, r_neg, k) if k else None
+    del q_pos, r_neg
     return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
 
 
@@ -149,13 +232,9 @@ def _gathered(m, walk, delong, overall, classes, cross, weighted: bool) -> tuple
         np.where(n_neg - m.cell_rows[:, 0] > 0, w_neg - cells[:, 0], 0.0),
         np.where(n_pos - m.cell_rows[:, 1] > 0, w_pos - cells[:, 1], 0.0)]) if k \
         else np.zeros((0, 4))
-    above = np.array([np.dot(classes.neg_weights, classes.neg_above),
-                      np.dot(classes.neg_weights, classes.neg_above ** 2),
-                      np.dot(classes.pos_weights, classes.pos_above),
-                      np.dot(classes.pos_weights, classes.pos_above ** 2)])
     sums = PlacementSums(np.asarray(delong, dtype=np.float64).reshape(k, 15), cross,
                          np.tile(np.asarray(overall, dtype=np.float64), (k, 1)),
-                         np.tile(above, (k, 1)), weights,
+                         np.tile(classes.above, (k, 1)), weights,
                          np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
                          weighted)

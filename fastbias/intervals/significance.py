@@ -362,7 +362,7 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
     starts = np.zeros(2 * k + 1, dtype=np.int64)
     np.cumsum(np.bincount(walk.codes, minlength=2 * k), out=starts[1:])
     w_neg, w_pos = walk.class_totals
-    u_overall = float(classes.q_pos[-1])  # the sum over either class of w x placement
+    u_overall = classes.u_overall  # the sum over either class of w x placement
     weighted = walk.weights.size > 0
     rows = memberships.cell_rows
     jobs = []
@@ -375,12 +375,11 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
             if active.any():
                 jobs.append((g, label, metrics, active))
 
-    # per class a job draws from: weight, placement, own class above, side by side (built
-    # here once, not by each thread that needs it first)
-    packed = {label: np.ascontiguousarray(np.column_stack(
-        [classes.neg_weights, classes.d_neg, classes.neg_above] if label == 0 else
-        [classes.pos_weights, classes.c_pos, classes.pos_above]))
-        for label in sorted({job[1] for job in jobs})}
+    # per class a job draws from: weight, placement, own class above, side by side
+    packed = classes.packed
+    if any(job[1] not in packed for job in jobs):
+        raise RuntimeError("internal error: a permutation test would draw from rows the "
+                           "placement sums did not keep (see may_draw)")
 
     def run(share):
         results = []
@@ -472,8 +471,10 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
                in_numpy: bool) -> pd.DataFrame:
     """:func:`add_pvalues` once it is decided whether in numpy (``in_numpy``; else from the
     kernels and the sorts)."""
-    sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight)
-                           if in_numpy else placement_sums(sorted_scores, sample_weight))
+    draws = may_draw(memberships.cell_rows, memberships.class_rows)
+    sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight, draws)
+                           if in_numpy else placement_sums(sorted_scores, sample_weight,
+                                                           draws=draws))
     if family_size is None:
         family_size = len(METRIC_COLUMNS) * len(table)
     max_draws = permutation_draws(family_size, round(1.0 - confidence, 12))
@@ -506,6 +507,34 @@ def _samples_of_the_universe(sums: PlacementSums) -> dict:
     return out
 
 
+def _cells_drawn(cell_rows, class_rows) -> tuple:
+    """``(rows, drawable)`` from the rows of each subgroup's cells (k, 2) and of its
+    universe's classes (k, 2 or 2): ``rows[(where, label)]`` per subgroup, and per metric
+    whether its test would be drawn were it needed (the smaller of its two samples under
+    :data:`PERMUTATION_DRAWS_BELOW` rows, and at most 1,000 rows to redraw)."""
+    cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
+    class_rows = np.asarray(class_rows, dtype=np.int64)
+    rows = {("subgroup", 0): cell_rows[:, 0], ("subgroup", 1): cell_rows[:, 1],
+            ("background", 0): class_rows[..., 0] - cell_rows[:, 0],
+            ("background", 1): class_rows[..., 1] - cell_rows[:, 1]}
+    # the rows a permutation test redraws: the smaller cell (subgroup AUC), else the subgroup's
+    redrawn = {"subgroup_auc": cell_rows.min(axis=1) if cell_rows.shape[0] else np.zeros(0),
+               "bpsn_auc": rows[("subgroup", 0)], "negative_aeg": rows[("subgroup", 0)],
+               "bnsp_auc": rows[("subgroup", 1)], "positive_aeg": rows[("subgroup", 1)]}
+    drawable = {}
+    for metric in METRIC_COLUMNS:
+        x_cell, y_cell = METRIC_SAMPLES[metric]
+        min_cell = np.minimum(rows[x_cell], rows[y_cell])
+        drawable[metric] = (min_cell < PERMUTATION_DRAWS_BELOW) & (redrawn[metric] <= 1000)
+    return rows, drawable
+
+
+def may_draw(cell_rows, class_rows) -> bool:
+    """Whether any permutation test of these subgroups may be drawn from the rows (so the
+    placement sums keep each class's rows for it; see :func:`_cells_drawn`)."""
+    return any(d.any() for d in _cells_drawn(cell_rows, class_rows)[1].values())
+
+
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
@@ -518,13 +547,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
     """
     se, overall_auc = difference_standard_errors(sums, table)
-    rows = {("subgroup", 0): sums.cell_rows[:, 0], ("subgroup", 1): sums.cell_rows[:, 1],
-            ("background", 0): sums.class_rows[:, 0] - sums.cell_rows[:, 0],
-            ("background", 1): sums.class_rows[:, 1] - sums.cell_rows[:, 1]}
-    # the rows a permutation test redraws: the smaller cell (subgroup AUC), else the subgroup's
-    redrawn = {"subgroup_auc": sums.cell_rows.min(axis=1) if len(table) else np.zeros(0),
-               "bpsn_auc": rows[("subgroup", 0)], "negative_aeg": rows[("subgroup", 0)],
-               "bnsp_auc": rows[("subgroup", 1)], "positive_aeg": rows[("subgroup", 1)]}
+    rows, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     columns, small, moments = {}, {}, {}
     the_universe = _samples_of_the_universe(sums)
@@ -540,7 +563,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
         x_cell, y_cell = METRIC_SAMPLES[metric]
         min_cell = np.minimum(rows[x_cell], rows[y_cell])
         need = (min_cell < PERMUTATION_BELOW) & np.isfinite(values[metric]) & ~same
-        small[metric] = need & (min_cell < PERMUTATION_DRAWS_BELOW) & (redrawn[metric] <= 1000)
+        small[metric] = need & drawable[metric]
         moments[metric] = need & ~small[metric] & (not sums.weighted)
     counts = {"permutation_tests": 0, "permutation_bounds": 0, "permutation_untested": 0}
 

@@ -8,8 +8,15 @@ memory is that peak minus the resident memory before the call, which counts ever
 (numpy's, numba's and the interpreter's alike), as a multiple of the input arrays (labels,
 scores, memberships, and the weights where there are weights).
 
-``--tier kernels`` (default) runs on a warm Numba cache (the kernels, after compiling them once);
-``--tier numpy`` on an empty one, so that the call is answered by the first-call tier in numpy.
+``--tier kernels`` (default) runs on a warm Numba cache (the kernels, after compiling them once),
+and makes the measured call once before measuring it (a call on 1,000 rows may take another
+path and load other kernels, whose loading would count); ``--tier numpy`` on an empty one, so
+that the call is answered by the first-call tier in numpy.
+
+Each process runs with ``MALLOC_MMAP_THRESHOLD_=131072`` (unless the environment sets it):
+glibc then returns every freed array of more than 128 KiB at once, so that the resident peak
+follows the call's live arrays rather than what the allocator kept from earlier calls (with
+its default, dynamic threshold, the figure moves by 10-20 MB with the process's history).
 
 Usage::
 
@@ -58,8 +65,9 @@ fastbias.bias_metrics(y[:1000], s[:1000], g[:1000],
 if sys.argv[4] == "kernels":
     from fastbias.sweep.first_call import wait_until_compiled
     wait_until_compiled()
-    fastbias.bias_metrics(y[:1000], s[:1000], g[:1000],
-                          **{k: small(v) if k == "sample_weight" else v for k, v in kwargs.items()})
+    # the measured call itself once: every kernel it takes is loaded (a call on fewer rows may
+    # take another path, e.g. drawn permutation tests for its small cells, and load others)
+    fastbias.bias_metrics(y, s, g, **kwargs)
 def status_kb(field):
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field))
@@ -91,6 +99,7 @@ def measure(directory: str, variant: str, tier: str = "kernels", n_boot: int = 2
     arrays of :func:`save_inputs` in ``directory`` (``cache``: the Numba cache directory; by
     default the usual one)."""
     env = dict(os.environ) if cache is None else dict(os.environ, NUMBA_CACHE_DIR=cache)
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", "131072")
     out = subprocess.run([sys.executable, "-c", CHILD, directory, variant, str(n_boot), tier],
                          env=env, capture_output=True, text=True, check=True)
     inputs, extra = out.stdout.split()[:2]

@@ -548,9 +548,9 @@ def test_hoeffding_bound_covers_the_exact_permutation_tail():
     theta = pair_probability(pos, neg)
     s = np.r_[neg, pos]
     y = np.r_[np.zeros(n_neg, bool), np.ones(n_pos, bool)]
-    c_pos, d_neg, pos_above, neg_above = __import__(
-        "fastbias.sweep._kernels", fromlist=["x"]).class_placements(
-        neg, pos, np.empty(0), np.empty(0))
+    # each negative's positives above it and own class above it (ties 1/2, itself left out)
+    d_neg = kernel_matrix(pos, neg).sum(axis=0)
+    neg_above = kernel_matrix(neg, neg).sum(axis=0) - 0.5
     fixed_rows = n_neg + np.array([0, 3, 5])
     distances = {j: [] for j in range(3)}
     for subset in combinations(range(n_neg), size):

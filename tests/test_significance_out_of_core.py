@@ -195,6 +195,32 @@ def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
                                               rows_of[label][np.lexsort(rows_of[label].T[::-1])])
 
 
+@pytest.mark.parametrize("in_numpy", [False, True])
+def test_unweighted_own_class_sums_are_exact_to_the_last_rounding(in_numpy):
+    """Unweighted, each row's own class above is a multiple of 1/2, so the own-class sums (a
+    permutation variance is a small difference of them) have exact values; on a class where
+    adding the squares in order rounds, both tiers still give them correctly rounded."""
+    from fractions import Fraction
+
+    from fastbias.intervals.first_call import class_sums_in_numpy
+    from fastbias.sweep import _kernels as SK
+
+    rng = np.random.default_rng(3)
+    n = 200_000
+    values = np.sort(rng.integers(0, 50_000, n)).astype(np.float64)  # ties
+    others = np.sort(rng.random(1_000) * 50_000)
+    # twice each row's own class above: 2 x the rows above its score + its tied rows but itself
+    _, first, tied = np.unique(values, return_index=True, return_counts=True)
+    twice = np.repeat(2 * (n - first - tied) + (tied - 1), tied).astype(np.int64)
+    exact = (Fraction(int(twice.sum()), 2), Fraction(int((twice * twice).sum()), 4))
+    assert Fraction(float(np.cumsum((twice / 2.0) ** 2)[-1])) != exact[1]  # (in order: rounds)
+    sums_of = class_sums_in_numpy if in_numpy else SK.class_sums
+    got = sums_of(values, np.empty(0), others, np.empty(0), True, np.empty(n + 1),
+                  np.empty((0, 3)))
+    for value, want in zip(got, exact):
+        assert abs(Fraction(float(value)) - want) <= Fraction(float(np.spacing(value))) / 2
+
+
 def test_a_chunk_of_one_score_in_closed_form_equals_its_sweep():
     rng = np.random.default_rng(9)
     n = 50

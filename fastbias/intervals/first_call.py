@@ -27,6 +27,7 @@ from .._numba_cache import announce_compiling
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SortK
 from ..sweep import _kernels as SK
+from ..sweep.double_double import two_sum
 from ..sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
     class_orders,
@@ -47,7 +48,7 @@ INTERVAL_KERNELS = {
                           SK.replicate_counts_by_walk, SortK.radix_sort_gathered,
                           SortK.radix_sort_class],
     "significance": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
-                             SK.finish_delong_sums, SK.class_placements,
+                             SK.finish_delong_sums, SK.class_sums,
                              SK.member_overall_cross_sums, IK.permutation_exceedances],
 }
 
@@ -403,19 +404,40 @@ def subgroup_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return sums
 
 
-def class_placements_in_numpy(neg: np.ndarray, pos: np.ndarray, neg_cum: np.ndarray,
-                              pos_cum: np.ndarray) -> tuple:
-    """``SK.class_placements`` in numpy: ``(c_pos, d_neg, pos_above, neg_above)``, the same
-    values (each computed as the kernel computes it)."""
-    c_pos, pos_above = _placements_along(pos, pos_cum, neg, neg_cum, False)
-    d_neg, neg_above = _placements_along(neg, neg_cum, pos, pos_cum, True)
-    return c_pos, d_neg, pos_above, neg_above
+def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bool,
+                        prefix: np.ndarray, rows: np.ndarray) -> tuple:
+    """``SK.class_sums`` in numpy: the same prefix sums, rows and sums, each value computed
+    and added as the kernel does (numpy's running sums add in order, as the kernel)."""
+    place, own = _placements_along(values, cumulative, others, others_cumulative, above)
+    weights = np.diff(cumulative) if cumulative.shape[0] else 1.0
+    if rows.shape[0]:
+        rows[:, 0], rows[:, 1], rows[:, 2] = weights, place, own
+    # the products in place (each as the kernel makes it; a product's order of factors does
+    # not change it), then the running sums
+    prefix[0] = 0.0
+    place *= weights
+    np.cumsum(place, out=prefix[1:])
+    del place
+    if not own.shape[0]:
+        return 0.0, 0.0
+    square = own * own
+    square *= weights
+    own *= weights
+    return _compensated_sum(own), _compensated_sum(square)
+
+
+def _compensated_sum(values: np.ndarray) -> float:
+    """``sum(values)`` as ``SK.class_sums`` adds it: in order, plus the rounding of each
+    addition (recovered exactly from its inputs and output), themselves added in order."""
+    running = np.cumsum(values)
+    _, errors = two_sum(running[:-1], values[1:])
+    return float(running[-1] + (np.cumsum(errors)[-1] if errors.shape[0] else 0.0))
 
 
 def _placements_along(values, cumulative, others, others_cumulative, above: bool) -> tuple:
     """For each position of the sorted class ``values``: the weight of ``others`` below it
     (above it when ``above``), ties 1/2; and the weight of its own class above it, ties 1/2,
-    itself left out (``sweep._kernels._placements_along``)."""
+    itself left out (as ``SK.class_sums`` walks the class)."""
     starts, stops = _blocks(values)
     below, tied = _class_weight_to(others, others_cumulative, values[starts])
     place = below + 0.5 * tied

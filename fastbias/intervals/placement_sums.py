@@ -28,7 +28,7 @@ from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
 from .delong import _placement_sums
 from .first_call import (
-    class_placements_in_numpy,
+    class_sums_in_numpy,
     cross_sums_in_numpy,
     delong_sums_in_numpy,
     walk_in_numpy,
@@ -94,38 +94,28 @@ class _Classes:
     prefix sums of ``w c_O`` along the positives and of ``w d_O`` along the negatives, for
     the cross sums; with ``draws``, ``packed[label]``: each row of the class as (weight,
     placement against the other class, weight of its own class above it), the rows a
-    drawn permutation test redraws (without: ``{}``). ``placements``:
-    ``SK.class_placements`` or the same in numpy (see ``sweep._kernels.class_placements``).
-
-    Each class's placements are dropped once summed (or packed), so that a significance
-    call keeps few arrays of the class's rows at once; nothing of the rows is kept
-    without ``draws``.
+    drawn permutation test redraws (without: ``{}``). ``sums_of``: ``SK.class_sums`` or
+    the same in numpy. Of the class's rows only the prefix sums (and the packed rows) are
+    made: a significance call's memory stays within its inputs'.
     """
 
-    def __init__(self, walk, placements=SK.class_placements, draws: bool = False):
-        found = list(placements(walk.neg, walk.pos, walk.neg_cum, walk.pos_cum))
+    def __init__(self, walk, sums_of=SK.class_sums, draws: bool = False):
         self.above = np.zeros(4)
         self.packed = {}
         prefix = {}
-        # (c_pos, d_neg, pos_above, neg_above): the negatives' placement and own class above
-        # at 1 and 3, the positives' at 0 and 2
-        for label, cumulative, at in ((0, walk.neg_cum, (1, 3)), (1, walk.pos_cum, (0, 2))):
-            place, own = (found[j] for j in at)
-            found[at[0]] = found[at[1]] = None
-            self.above[2 * label:2 * label + 2] = _own_class_sums(cumulative, own)
+        for label, (values, cumulative, others, others_cumulative) in enumerate((
+                (walk.neg, walk.neg_cum, walk.pos, walk.pos_cum),
+                (walk.pos, walk.pos_cum, walk.neg, walk.neg_cum))):
+            n = values.shape[0]
+            prefix[label] = np.empty(n + 1)
+            rows = np.empty((n if draws else 0, 3))
+            # the negatives are placed by the positives above them, the positives by the
+            # negatives below
+            self.above[2 * label:2 * label + 2] = sums_of(values, cumulative, others,
+                                                          others_cumulative, label == 0,
+                                                          prefix[label], rows)
             if draws:
-                packed = np.empty((own.shape[0], 3))
-                if cumulative.size:  # (np.diff's values, into the column)
-                    np.subtract(cumulative[1:], cumulative[:-1], out=packed[:, 0])
-                else:
-                    packed[:, 0] = 1.0
-                packed[:, 1] = place
-                packed[:, 2] = own
-                self.packed[label] = packed
-                place = packed[:, 1]
-            del own
-            prefix[label] = _prefix_of_products(cumulative, place)
-            del place
+                self.packed[label] = rows
         self._prefix = (prefix[1], prefix[0])
         self.u_overall = float(prefix[1][-1])
 
@@ -133,48 +123,6 @@ class _Classes:
         """``(q_pos, r_neg)``, given once (the cross sums read them; then they are freed)."""
         prefix, self._prefix = self._prefix, None
         return prefix
-
-
-#: rows of a class summed at once: no temporary of the sums below is longer
-_BLOCK_ROWS = 1 << 16
-
-
-def _block_weights(cumulative: np.ndarray, start: int, stop: int):
-    """The weights of a class's rows ``start:stop`` from its prefix sums (None where it
-    has none: every row weighs 1)."""
-    return np.diff(cumulative[start:stop + 1]) if cumulative.size else None
-
-
-def _own_class_sums(cumulative: np.ndarray, own: np.ndarray) -> tuple:
-    """``(sum w a, sum w a^2)`` over a class's rows, ``a`` (``own``) the weight of its own
-    class above each row; weights from ``cumulative`` (see :func:`_block_weights`)."""
-    first = second = 0.0
-    for start in range(0, own.shape[0], _BLOCK_ROWS):
-        a = own[start:start + _BLOCK_ROWS]
-        w = _block_weights(cumulative, start, start + a.shape[0])
-        if w is None:  # (half-integers and their squares: exact sums far below 2**53)
-            first += a.sum()
-            second += np.dot(a, a)
-        else:
-            first += np.dot(w, a)
-            second += np.dot(w, a * a)
-    return first, second
-
-
-def _prefix_of_products(cumulative: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``[0, cumsum(w * values)]`` in one new array (weights as :func:`_block_weights`)."""
-    out = np.empty(values.shape[0] + 1)
-    out[0] = 0.0
-    for start in range(0, values.shape[0], _BLOCK_ROWS):
-        v = values[start:start + _BLOCK_ROWS]
-        w = _block_weights(cumulative, start, start + v.shape[0])
-        piece = out[1 + start:1 + start + v.shape[0]]
-        if w is None:
-            piece[:] = v
-        else:
-            np.multiply(w, v, out=piece)
-    np.cumsum(out[1:], out=out[1:])
-    return out
 
 
 def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None,
@@ -212,7 +160,7 @@ def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None,
     k = m.n_groups
     walk = walk_in_numpy(scores, m, sample_weight)
     delong, overall = delong_sums_in_numpy(walk, k)
-    classes = _Classes(walk, class_placements_in_numpy, draws=draws)
+    classes = _Classes(walk, class_sums_in_numpy, draws=draws)
     q_pos, r_neg = classes.prefix_sums()
     cross = cross_sums_in_numpy(walk, q_pos, r_neg, k) if k else None
     del q_pos, r_neg

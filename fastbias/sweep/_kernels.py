@@ -1155,13 +1155,29 @@ def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum):
 N_OVERALL_CROSS_COLUMNS = 8
 
 
-@njit(inline="always")
-def _placements_along(values, cumulative, others, others_cumulative, above, place, same_above):
-    """For each position of the sorted class ``values``: the weight of ``others`` below it (above
-    it when ``above``), ties 1/2, into ``place``; the weight of its own class above it, ties 1/2,
-    leaving itself out, into ``same_above``."""
+@njit(cache=True, nogil=True)
+def class_sums(values, cumulative, others, others_cumulative, above, prefix, rows):
+    """One class's share of a significance test's sums, in one walk along it.
+
+    ``values`` is the sorted class, ``others`` the other class; weights from the prefix sums
+    ``cumulative``/``others_cumulative`` (empty: every row weighs 1). A row's placement
+    ``p`` is the weight of ``others`` below it (above it when ``above``: the negatives'
+    ``d_O``, the positives' ``c_O``), and ``a`` the weight of its own class above it, itself
+    left out; ties count 1/2. Writes the prefix sums of ``w p`` into ``prefix`` (n + 1, from
+    0) and, where ``rows`` has n rows (not 0), each row's ``(w, p, a)`` into it: the rows a
+    drawn permutation test reads. Returns ``(sum w a, sum w a^2)``, each added in order with
+    the rounding of every addition added up beside it and put back at the end (unweighted,
+    whose terms are exact quarters, the sums are then exact but for the last rounding: a
+    permutation variance is a small difference of them).
+    """
     total_others = _class_total(others, others_cumulative)
     total_same = _class_total(values, cumulative)
+    keep = rows.shape[0] > 0
+    first = 0.0
+    second = 0.0
+    first_error = 0.0
+    second_error = 0.0
+    prefix[0] = 0.0
     lt = 0
     le = 0
     j = 0
@@ -1171,28 +1187,18 @@ def _placements_along(values, cumulative, others, others_cumulative, above, plac
         same_lt, same_tied = _class_weight_to(cumulative, j, stop)
         for q in range(j, stop):
             w = cumulative[q + 1] - cumulative[q] if cumulative.shape[0] > 0 else 1.0
-            place[q] = value
-            same_above[q] = (total_same - same_lt - same_tied) + 0.5 * (same_tied - w)
+            own = (total_same - same_lt - same_tied) + 0.5 * (same_tied - w)
+            prefix[q + 1] = prefix[q] + w * value
+            first, error = _two_sum(first, w * own)
+            first_error += error
+            second, error = _two_sum(second, w * (own * own))
+            second_error += error
+            if keep:
+                rows[q, 0] = w
+                rows[q, 1] = value
+                rows[q, 2] = own
         j = stop
-
-
-@njit(cache=True, nogil=True)
-def class_placements(neg_sorted, pos_sorted, neg_cum, pos_cum):
-    """Each row's overall placements, along each sorted class.
-
-    Returns ``(c_pos, d_neg, pos_above, neg_above)``: for each positive the
-    weight of negatives below it (``c_O``), for each negative the weight of
-    positives above it (``d_O``), and for each row the weight of its own
-    class above it (itself left out); ties count 1/2. Weights from the prefix
-    sums ``neg_cum``/``pos_cum`` (empty: every row weighs 1).
-    """
-    c_pos = np.empty(pos_sorted.shape[0], dtype=np.float64)
-    pos_above = np.empty(pos_sorted.shape[0], dtype=np.float64)
-    d_neg = np.empty(neg_sorted.shape[0], dtype=np.float64)
-    neg_above = np.empty(neg_sorted.shape[0], dtype=np.float64)
-    _placements_along(pos_sorted, pos_cum, neg_sorted, neg_cum, False, c_pos, pos_above)
-    _placements_along(neg_sorted, neg_cum, pos_sorted, pos_cum, True, d_neg, neg_above)
-    return c_pos, d_neg, pos_above, neg_above
+    return first + first_error, second + second_error
 
 
 @njit(cache=True, nogil=True)
@@ -1203,7 +1209,7 @@ def member_overall_cross_sums(member_keys, member_codes, member_weights, neg_sor
     Walks the memberships in score order by blocks of equal scores as
     :func:`member_delong_sums_in_range` does (same arguments; ``q_pos``/``r_neg``
     the prefix sums of ``w * c_O`` along the positives and ``w * d_O``
-    along the negatives, from :func:`class_placements`). ``O(memberships + n)``.
+    along the negatives, from :func:`class_sums`). ``O(memberships + n)``.
     """
     n_groups = cells.shape[0]
     sums = np.zeros((n_groups, N_OVERALL_CROSS_COLUMNS), dtype=np.float64)

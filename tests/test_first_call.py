@@ -830,8 +830,9 @@ def permutation_case(rng, weighted: bool):
     w = rng.random(n) * rng.choice([1e-3, 1.0, 1e4]) if weighted else np.ones(n)
     if weighted:
         w[rng.random(n) < 0.05] = 0.0
-    rows = np.ascontiguousarray(np.column_stack([w, rng.integers(0, 2 * n, n) * 0.5,
-                                                 rng.integers(0, 2 * n, n) * 0.5]))
+    rows = np.ascontiguousarray(np.column_stack([rng.integers(0, 2 * n, n) * 0.5,
+                                                 rng.integers(0, 2 * n, n) * 0.5]
+                                                + ([w] if weighted else [])))
     n_fixed = int(rng.integers(0, 60))
     fixed_keys = np.sort(rng.integers(0, levels, n_fixed)).astype(np.float64)
     fixed_w = rng.random(n_fixed) if weighted else np.ones(n_fixed)
@@ -841,7 +842,20 @@ def permutation_case(rng, weighted: bool):
             fixed_cum[-1] + float(rng.integers(0, 3) * rng.integers(0, 500)), observed,
             rng.random(3) < 0.75, float(rng.random()), int(rng.choice([1, 3, 20])),
             int(rng.choice([1, 2, 9, 300, 3000])), int(rng.integers(0, 2 ** 62)),
-            float(w.sum()), float(rows[:, 0] @ rows[:, 1]), weighted)
+            float(w.sum()), float(w @ rows[:, 0]), weighted)
+
+
+def test_weighted_permutation_draws_without_a_weight_column_refuse():
+    """Unweighted class rows have two columns (every weight 1); a weighted test given them
+    raises instead of reading past each row (the kernel does not check its indexes)."""
+    from fastbias.intervals import _kernels as IK
+    from fastbias.intervals.first_call import permutation_exceedances_in_numpy
+
+    args = list(permutation_case(np.random.default_rng(0), weighted=False))
+    args[-1] = True
+    for draw in (IK.permutation_exceedances, permutation_exceedances_in_numpy):
+        with pytest.raises(ValueError, match="class_rows"):
+            draw(*args)
 
 
 @pytest.mark.parametrize("batch", [4096, 7, 1])

@@ -565,7 +565,7 @@ def test_hoeffding_bound_covers_the_exact_permutation_tail():
     for observed_quantile in (0.5, 0.9, 0.99, 1.0):
         observed = np.array([np.quantile(distances[j], observed_quantile) for j in range(3)])
         out = IK.permutation_exceedances(
-            neg, np.column_stack([np.ones(n_neg), d_neg, neg_above]), fixed, np.arange(4.0),
+            neg, np.column_stack([d_neg, neg_above]), fixed, np.arange(4.0),
             True, size, float(n_pos), observed, np.ones(3, bool), theta, 20, 10, 1,
             float(n_neg), float(d_neg.sum()), False)
         for j in range(3):

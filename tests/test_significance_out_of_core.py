@@ -149,8 +149,8 @@ def test_chunked_placement_sums_equal_pair_counts(weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("in_numpy", [False, True])
 def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
-    """What a drawn permutation test reads of each class (weight, placement against the other
-    class, own class above: ``packed``), the own-class sums and the prefix sums the cross
+    """What a drawn permutation test reads of each class (placement against the other class,
+    own class above, and where weighted the weight: ``packed``), the own-class sums and the prefix sums the cross
     sums read, against pair counts (dyadic weights: every value exact)."""
     from fastbias.intervals.placement_sums import placement_sums_in_numpy
 
@@ -173,7 +173,8 @@ def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
                 above = k_own.T @ ww[own] - 0.5 * ww[own]
                 versus = kernel_matrix(s[other], s[own]).T @ ww[other] if label == 0 else \
                     kernel_matrix(s[own], s[other]) @ ww[other]
-                rows_of[label] = np.column_stack([ww[own], versus, above])
+                rows_of[label] = np.column_stack([versus, above] + ([ww[own]] if weighted
+                                                                     else []))
                 want_above += [ww[own] @ above, ww[own] @ above ** 2]
                 if label == 1:
                     u_overall = ww[own] @ versus
@@ -190,7 +191,7 @@ def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
                 # rows in score order (a placement depends on the score alone), tied rows in
                 # any order (compared as sorted sets of rows)
                 in_order = np.argsort(s[y == label], kind="stable")
-                np.testing.assert_array_equal(got[:, 1], rows_of[label][in_order, 1])
+                np.testing.assert_array_equal(got[:, 0], rows_of[label][in_order, 0])
                 np.testing.assert_array_equal(got[np.lexsort(got.T[::-1])],
                                               rows_of[label][np.lexsort(rows_of[label].T[::-1])])
 

@@ -232,9 +232,9 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
     """Sequential Monte Carlo p-values (Besag & Clifford 1991) of three metrics of one subgroup.
 
     Draws ``size`` distinct positions of the class (``class_keys`` sorted;
-    ``class_rows`` (n, 3) holds each position's weight, placement against the
-    other class and against its own class above it, side by side so that a
-    drawn position costs one cache line) as the subgroup's cell, the other cell fixed
+    ``class_rows`` (n, 3) holds each position's placement against the other
+    class, against its own class above it and its weight (unweighted: (n, 2), every
+    weight 1), side by side so that a drawn position costs one cache line) as the subgroup's cell, the other cell fixed
     (``fixed_keys`` sorted, ``fixed_cum`` its prefix weights; ``fixed_is_above``:
     the fixed cell is the positives, so a drawn negative is placed by the
     fixed weight above it). ``other_total`` is the other class's weight,
@@ -253,6 +253,8 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
     result on any thread, compiled or not. A small cell of a large class is drawn by rejecting
     repeats; otherwise by a partial Fisher-Yates shuffle.
     """
+    if class_rows.shape[1] < (3 if weighted else 2):
+        raise ValueError("class_rows: too few columns")
     out = np.zeros((3, 3), dtype=np.float64)
     n = class_keys.shape[0]
     fixed_total = fixed_cum[fixed_cum.shape[0] - 1]
@@ -316,12 +318,12 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
                 index[r] = index[t]
                 index[t] = q
             chosen[t] = q
-            w = class_rows[q, 0]
+            w = class_rows[q, 2] if weighted else 1.0
             w_s += w
             w_sq += w * w
             sub += w * _fixed_weight(fixed_keys, fixed_cum, class_keys[q], fixed_is_above)
-            place += w * class_rows[q, 1]
-            above += w * class_rows[q, 2]
+            place += w * class_rows[q, 0]
+            above += w * class_rows[q, 1]
         # a metric with an empty cell is undefined and not tested (never active): 0 stands in;
         # a draw whose cell weighs nothing (zero weights) leaves it undefined: NaN, which counts
         values = (_distance(sub, w_s * fixed_total, theta) if fixed_total > 0 else 0.0,

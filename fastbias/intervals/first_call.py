@@ -411,7 +411,9 @@ def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bo
     place, own = _placements_along(values, cumulative, others, others_cumulative, above)
     weights = np.diff(cumulative) if cumulative.shape[0] else 1.0
     if rows.shape[0]:
-        rows[:, 0], rows[:, 1], rows[:, 2] = weights, place, own
+        rows[:, 0], rows[:, 1] = place, own
+        if rows.shape[1] > 2:
+            rows[:, 2] = weights
     # the products in place (each as the kernel makes it; a product's order of factors does
     # not change it), then the running sums
     prefix[0] = 0.0
@@ -582,6 +584,8 @@ def permutation_exceedances_in_numpy(class_keys, class_rows, fixed_keys, fixed_c
     result, from the same draws, a batch at a time. Each draw's sums are added over its
     positions in the kernel's order, so the draws' metrics, and which of them reach the
     observed ones, are the kernel's."""
+    if class_rows.shape[1] < (3 if weighted else 2):
+        raise ValueError("class_rows: too few columns")
     out = np.zeros((3, 3))
     out[:, 2] = 1.0
     n = class_keys.shape[0]
@@ -620,12 +624,12 @@ def permutation_exceedances_in_numpy(class_keys, class_rows, fixed_keys, fixed_c
         w_s = np.zeros(positions.shape[0])
         w_sq, sub, place, above = (np.zeros(positions.shape[0]) for _ in range(4))
         for t in range(size):  # in the kernel's order of addition
-            w = class_rows[positions[:, t], 0]
+            w = class_rows[positions[:, t], 2] if weighted else 1.0
             w_s += w
             w_sq += w * w
             sub += w * fixed_weight[:, t]
-            place += w * class_rows[positions[:, t], 1]
-            above += w * class_rows[positions[:, t], 2]
+            place += w * class_rows[positions[:, t], 0]
+            above += w * class_rows[positions[:, t], 1]
         zero = np.zeros(positions.shape[0])
         values = (_distances(sub, w_s * fixed_total, theta) if fixed_total > 0 else zero,
                   _distances(place - sub, w_s * (other_total - fixed_total), theta)

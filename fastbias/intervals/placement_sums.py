@@ -92,9 +92,9 @@ class _Classes:
     ``above`` (4,): the own-class placement sums (columns ``ABOVE_*``); ``u_overall``: the
     sum over the positives of ``w c_O`` (the overall AUC's U); :meth:`prefix_sums`: the
     prefix sums of ``w c_O`` along the positives and of ``w d_O`` along the negatives, for
-    the cross sums; with ``draws``, ``packed[label]``: each row of the class as (weight,
-    placement against the other class, weight of its own class above it), the rows a
-    drawn permutation test redraws (without: ``{}``). ``sums_of``: ``SK.class_sums`` or
+    the cross sums; with ``draws``, ``packed[label]``: each row of the class as (placement
+    against the other class, weight of its own class above it, and where weighted its
+    weight), the rows a drawn permutation test redraws (without: ``{}``). ``sums_of``: ``SK.class_sums`` or
     the same in numpy. Of the class's rows only the prefix sums (and the packed rows) are
     made: a significance call's memory stays within its inputs'.
     """
@@ -108,7 +108,7 @@ class _Classes:
                 (walk.pos, walk.pos_cum, walk.neg, walk.neg_cum))):
             n = values.shape[0]
             prefix[label] = np.empty(n + 1)
-            rows = np.empty((n if draws else 0, 3))
+            rows = np.empty((n if draws else 0, 3 if cumulative.size else 2))
             # the negatives are placed by the positives above them, the positives by the
             # negatives below
             self.above[2 * label:2 * label + 2] = sums_of(values, cumulative, others,

@@ -375,7 +375,7 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
             if active.any():
                 jobs.append((g, label, metrics, active))
 
-    # per class a job draws from: weight, placement, own class above, side by side
+    # per class a job draws from: placement, own class above (and weight), side by side
     packed = classes.packed
     if any(job[1] not in packed for job in jobs):
         raise RuntimeError("internal error: a permutation test would draw from rows the "

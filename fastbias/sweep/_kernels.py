@@ -1164,8 +1164,8 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     ``p`` is the weight of ``others`` below it (above it when ``above``: the negatives'
     ``d_O``, the positives' ``c_O``), and ``a`` the weight of its own class above it, itself
     left out; ties count 1/2. Writes the prefix sums of ``w p`` into ``prefix`` (n + 1, from
-    0) and, where ``rows`` has n rows (not 0), each row's ``(w, p, a)`` into it: the rows a
-    drawn permutation test reads. Returns ``(sum w a, sum w a^2)``, each added in order with
+    0) and, where ``rows`` has n rows (not 0), each row's ``(p, a)``, and ``w`` where it has a
+    third column, into it: the rows a drawn permutation test reads. Returns ``(sum w a, sum w a^2)``, each added in order with
     the rounding of every addition added up beside it and put back at the end (unweighted,
     whose terms are exact quarters, the sums are then exact but for the last rounding: a
     permutation variance is a small difference of them).
@@ -1194,9 +1194,10 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
             second, error = _two_sum(second, w * (own * own))
             second_error += error
             if keep:
-                rows[q, 0] = w
-                rows[q, 1] = value
-                rows[q, 2] = own
+                rows[q, 0] = value
+                rows[q, 1] = own
+                if rows.shape[1] > 2:
+                    rows[q, 2] = w
         j = stop
     return first + first_error, second + second_error
 

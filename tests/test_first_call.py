@@ -782,6 +782,36 @@ def test_a_cold_threshold_call_computes_in_numpy(compiling, weighted, caplog):
 # ------------------------------------------------------------------ significance tests
 
 
+@pytest.mark.parametrize("block", [7, 1 << 16])
+def test_numpy_class_sums_equal_the_kernels_bit_for_bit(block, monkeypatch):
+    """A class's prefix sums, packed rows and compensated own-class sums: the kernel's bits,
+    with the numpy sums carried across blocks of rows (tiny blocks: many boundaries)."""
+    from fastbias.intervals import first_call as interval_first_call
+    from fastbias.sweep import _kernels as SK
+
+    monkeypatch.setattr(interval_first_call, "SUM_BLOCK_ROWS", block)
+    rng = np.random.default_rng(block)
+    for _ in range(30):
+        n, m = (int(rng.integers(0, 300)) for _ in range(2))
+        levels = int(rng.choice([2, 30, 10 ** 9]))
+        values = np.sort(rng.integers(0, levels, n)).astype(np.float64)
+        others = np.sort(rng.integers(0, levels, m)).astype(np.float64)
+        weighted = bool(rng.random() < 0.5)
+        cum, others_cum = ((np.concatenate([[0.0], np.cumsum(rng.random(size) * 10.0
+                                                             ** rng.integers(-3, 4))])
+                            if weighted else np.empty(0)) for size in (n, m))
+        above = bool(rng.random() < 0.5)
+        got, want = [], []
+        for sums_of, out in ((SK.class_sums, want), (interval_first_call.class_sums_in_numpy, got)):
+            prefix, rows = np.empty(n + 1), np.empty((n, 3 if weighted else 2))
+            out.append((sums_of(values, cum, others, others_cum, above, prefix, rows), prefix,
+                        rows))
+        (g_sums, g_prefix, g_rows), (w_sums, w_prefix, w_rows) = got[0], want[0]
+        assert g_sums == w_sums
+        np.testing.assert_array_equal(g_prefix, w_prefix)
+        np.testing.assert_array_equal(g_rows, w_rows)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_numpy_placement_sums_equal_the_kernels(seed):
     """Every per-row placement and the cross sums are the kernels' bits; the DeLong sums

@@ -420,20 +420,28 @@ def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bo
     place *= weights
     np.cumsum(place, out=prefix[1:])
     del place
-    if not own.shape[0]:
-        return 0.0, 0.0
-    square = own * own
-    square *= weights
-    own *= weights
-    return _compensated_sum(own), _compensated_sum(square)
+    return _own_class_sums_in_order(own, weights)
 
 
-def _compensated_sum(values: np.ndarray) -> float:
-    """``sum(values)`` as ``SK.class_sums`` adds it: in order, plus the rounding of each
-    addition (recovered exactly from its inputs and output), themselves added in order."""
-    running = np.cumsum(values)
-    _, errors = two_sum(running[:-1], values[1:])
-    return float(running[-1] + (np.cumsum(errors)[-1] if errors.shape[0] else 0.0))
+#: rows whose own-class sums are added at once in numpy (bounds their temporaries)
+SUM_BLOCK_ROWS = 1 << 16
+
+
+def _own_class_sums_in_order(own: np.ndarray, weights) -> tuple:
+    """``(sum w a, sum w a^2)`` as ``SK.class_sums`` adds them: in order, beside each the
+    rounding of every addition (recovered exactly from its inputs and output), itself added
+    in order, put back at the end; a block of rows at a time, each block's running sums
+    carried on from the last (``weights``: an array, or 1.0)."""
+    totals, errors = [0.0, 0.0], [0.0, 0.0]
+    for start in range(0, own.shape[0], SUM_BLOCK_ROWS):
+        a = own[start:start + SUM_BLOCK_ROWS]
+        w = weights[start:start + SUM_BLOCK_ROWS] if np.ndim(weights) else weights
+        for j, terms in enumerate((w * a, w * (a * a))):
+            running = np.cumsum(np.concatenate(([totals[j]], terms)))
+            _, rounding = two_sum(running[:-1], terms)
+            totals[j] = float(running[-1])
+            errors[j] = float(np.cumsum(np.concatenate(([errors[j]], rounding)))[-1])
+    return totals[0] + errors[0], totals[1] + errors[1]
 
 
 def _placements_along(values, cumulative, others, others_cumulative, above: bool) -> tuple:

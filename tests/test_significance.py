@@ -731,3 +731,38 @@ def test_a_subgroup_without_positives_is_tested_on_what_it_has(cell):
     assert np.isnan(row["subgroup_auc"]) and np.isnan(row["subgroup_auc_pvalue"])
     assert 0 < row["bpsn_auc_pvalue"] <= 1 and 0 < row["negative_aeg_pvalue"] <= 1
     assert np.isnan(row["bnsp_auc_pvalue"]) and np.isnan(row["positive_aeg_pvalue"])
+
+
+@pytest.mark.parametrize("tier", ["kernels", "numpy"])
+def test_only_the_classes_a_permutation_test_redraws_keep_their_rows(tier, monkeypatch):
+    """A subgroup whose positives are few (its negatives many) draws its positives alone:
+    the negatives' rows, most of the data, are not kept for the draws; and no call draws
+    from a class whose rows were not kept (that raises)."""
+    from fastbias.intervals import placement_sums as P
+    from fastbias.intervals import significance as S
+
+    kept = []
+    for name in ("placement_sums", "placement_sums_in_numpy"):
+        original = getattr(P, name)
+
+        def recorded(*args, _original=original, **kwargs):
+            out = _original(*args, **kwargs)
+            kept.append(sorted(out[2].packed))
+            return out
+        monkeypatch.setattr(S, name, recorded)
+    monkeypatch.setattr(S, "intervals_in_numpy_now", lambda *args: tier == "numpy")
+    rng = np.random.default_rng(8)
+    n = 3_000
+    for few in (0, 1, None):  # a subgroup with few negatives, few positives, or neither
+        y = rng.random(n) < 0.3
+        s = np.round(rng.random(n) + 0.3 * y, 2)
+        groups = rng.random((n, 2)) < 0.3
+        if few is not None:
+            groups[:, 1] = False
+            groups[np.flatnonzero(y == few)[:10], 1] = True
+            groups[np.flatnonzero(y != few)[:600], 1] = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = fastbias.bias_metrics(y, s, groups, significance="holm")
+        assert kept[-1] == ([] if few is None else [few])
+        assert table.attrs["permutation_tests"] >= (0 if few is None else 1)

@@ -407,36 +407,30 @@ def subgroup_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bool,
                         prefix: np.ndarray, rows: np.ndarray) -> tuple:
     """``SK.class_sums`` in numpy: the same prefix sums, rows and sums, each value computed
-    and added as the kernel does (numpy's running sums add in order, as the kernel)."""
-    place, own = _placements_along(values, cumulative, others, others_cumulative, above)
-    weights = np.diff(cumulative) if cumulative.shape[0] else 1.0
-    if rows.shape[0]:
-        rows[:, 0], rows[:, 1] = place, own
-        if rows.shape[1] > 2:
-            rows[:, 2] = weights
-    # the products in place (each as the kernel makes it; a product's order of factors does
-    # not change it), then the running sums
+    and added as the kernel does. :data:`SUM_BLOCK_ROWS` rows at a time, each block's
+    running sums carried on from the last (numpy's running sums add in order, as the
+    kernel), so that no temporary is as long as the class."""
+    n = values.shape[0]
+    if prefix.shape[0] != n + 1 or (rows.shape[0] > 0 and (rows.shape[0] != n
+                                                           or rows.shape[1] < 2)):
+        raise ValueError("class_sums: prefix or rows of the wrong shape")
+    weighted = cumulative.shape[0] > 0
     prefix[0] = 0.0
-    place *= weights
-    np.cumsum(place, out=prefix[1:])
-    del place
-    return _own_class_sums_in_order(own, weights)
-
-
-#: rows whose own-class sums are added at once in numpy (bounds their temporaries)
-SUM_BLOCK_ROWS = 1 << 16
-
-
-def _own_class_sums_in_order(own: np.ndarray, weights) -> tuple:
-    """``(sum w a, sum w a^2)`` as ``SK.class_sums`` adds them: in order, beside each the
-    rounding of every addition (recovered exactly from its inputs and output), itself added
-    in order, put back at the end; a block of rows at a time, each block's running sums
-    carried on from the last (``weights``: an array, or 1.0)."""
     totals, errors = [0.0, 0.0], [0.0, 0.0]
-    for start in range(0, own.shape[0], SUM_BLOCK_ROWS):
-        a = own[start:start + SUM_BLOCK_ROWS]
-        w = weights[start:start + SUM_BLOCK_ROWS] if np.ndim(weights) else weights
-        for j, terms in enumerate((w * a, w * (a * a))):
+    for start in range(0, n, SUM_BLOCK_ROWS):
+        stop = min(n, start + SUM_BLOCK_ROWS)
+        place, own = _placements_in(values, start, stop, cumulative, others, others_cumulative,
+                                    above)
+        w = np.diff(cumulative[start:stop + 1]) if weighted else 1.0
+        if rows.shape[0]:
+            rows[start:stop, 0], rows[start:stop, 1] = place, own
+            if rows.shape[1] > 2:
+                rows[start:stop, 2] = w
+        place *= w  # (the kernel's products: a product's order of factors does not change it)
+        prefix[start + 1:stop + 1] = np.cumsum(np.concatenate(([prefix[start]], place)))[1:]
+        # the own-class sums: in order, beside each the rounding of every addition (recovered
+        # exactly from its inputs and output), itself added in order, put back at the end
+        for j, terms in enumerate((w * own, w * (own * own))):
             running = np.cumsum(np.concatenate(([totals[j]], terms)))
             _, rounding = two_sum(running[:-1], terms)
             totals[j] = float(running[-1])
@@ -444,31 +438,42 @@ def _own_class_sums_in_order(own: np.ndarray, weights) -> tuple:
     return totals[0] + errors[0], totals[1] + errors[1]
 
 
-def _placements_along(values, cumulative, others, others_cumulative, above: bool) -> tuple:
-    """For each position of the sorted class ``values``: the weight of ``others`` below it
-    (above it when ``above``), ties 1/2; and the weight of its own class above it, ties 1/2,
-    itself left out (as ``SK.class_sums`` walks the class)."""
-    starts, stops = _blocks(values)
-    below, tied = _class_weight_to(others, others_cumulative, values[starts])
+#: rows of a class whose sums are made at once in numpy (bounds their temporaries)
+SUM_BLOCK_ROWS = 1 << 16
+
+
+def _placements_in(values, start: int, stop: int, cumulative, others, others_cumulative,
+                   above: bool) -> tuple:
+    """For positions ``start:stop`` of the sorted class ``values``: the weight of ``others``
+    below each (above it when ``above``), ties 1/2; and the weight of its own class above
+    it, ties 1/2, itself left out (as ``SK.class_sums`` walks the class). Computed per
+    block of equal values, a block's extent taken over the whole class."""
+    v = values[start:stop]
+    local = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
+    rows = np.diff(np.append(local, v.shape[0]))  # each block's rows here
+    starts = start + local
+    stops = starts + rows
+    # the first block may begin before these rows, the last end after them
+    starts[0] = np.searchsorted(values, v[0], side="left")
+    stops[-1] = np.searchsorted(values, v[-1], side="right")
+    below, tied = _class_weight_to(others, others_cumulative, v[local])
     place = below + 0.5 * tied
     if above:
         place = (others_cumulative[-1] if others_cumulative.shape[0]
                  else float(others.shape[0])) - place
     if cumulative.shape[0]:
         total, own_below = cumulative[-1], cumulative[starts]
-        own_tied, weights = cumulative[stops] - own_below, np.diff(cumulative)
+        own_tied, weights = cumulative[stops] - own_below, np.diff(cumulative[start:stop + 1])
     else:
         total, own_below = float(values.shape[0]), starts.astype(np.float64)
         own_tied, weights = (stops - starts).astype(np.float64), 1.0
-    # each block's values on its rows, then the kernel's arithmetic in place (the same
-    # operations on the same values: the same bits; few temporaries as long as the class)
-    rows = stops - starts
+    # each block's values on its rows, then the kernel's arithmetic (the same operations on
+    # the same values: the same bits)
     own_above = np.repeat(total - own_below - own_tied, rows)
     half = np.repeat(own_tied, rows)
     half -= weights
     half *= 0.5
     own_above += half
-    del half
     return np.repeat(place, rows), own_above
 
 

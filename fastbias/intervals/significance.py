@@ -379,7 +379,7 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
     packed = classes.packed
     if any(job[1] not in packed for job in jobs):
         raise RuntimeError("internal error: a permutation test would draw from rows the "
-                           "placement sums did not keep (see may_draw)")
+                           "placement sums did not keep (see drawn_classes)")
 
     def run(share):
         results = []
@@ -471,7 +471,7 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
                in_numpy: bool) -> pd.DataFrame:
     """:func:`add_pvalues` once it is decided whether in numpy (``in_numpy``; else from the
     kernels and the sorts)."""
-    draws = may_draw(memberships.cell_rows, memberships.class_rows)
+    draws = drawn_classes(memberships.cell_rows, memberships.class_rows)
     sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight, draws)
                            if in_numpy else placement_sums(sorted_scores, sample_weight,
                                                            draws=draws))
@@ -509,7 +509,7 @@ def _samples_of_the_universe(sums: PlacementSums) -> dict:
 
 def _cells_drawn(cell_rows, class_rows) -> tuple:
     """``(rows, drawable)`` from the rows of each subgroup's cells (k, 2) and of its
-    universe's classes (k, 2 or 2): ``rows[(where, label)]`` per subgroup, and per metric
+    universe's classes ((k, 2), or (2,) for all): ``rows[(where, label)]`` per subgroup, and per metric
     whether its test would be drawn were it needed (the smaller of its two samples under
     :data:`PERMUTATION_DRAWS_BELOW` rows, and at most 1,000 rows to redraw)."""
     cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
@@ -529,10 +529,21 @@ def _cells_drawn(cell_rows, class_rows) -> tuple:
     return rows, drawable
 
 
-def may_draw(cell_rows, class_rows) -> bool:
-    """Whether any permutation test of these subgroups may be drawn from the rows (so the
-    placement sums keep each class's rows for it; see :func:`_cells_drawn`)."""
-    return any(d.any() for d in _cells_drawn(cell_rows, class_rows)[1].values())
+def drawn_classes(cell_rows, class_rows) -> frozenset:
+    """The classes (0: negatives, 1: positives) whose rows some permutation test of these
+    subgroups may redraw (:func:`_cells_drawn`): the placement sums keep those classes' rows
+    for the draws (:func:`_drawn_pvalues` redraws the negatives for the BPSN AUC and the
+    negative AEG, the positives for the BNSP AUC and the positive AEG, and the smaller cell,
+    the negatives on a tie, for the subgroup AUC)."""
+    cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
+    drawable = _cells_drawn(cell_rows, class_rows)[1]
+    on_negatives = cell_rows[:, 0] <= cell_rows[:, 1]
+    found = set()
+    for label, cross, aeg, smaller in ((0, "bpsn_auc", "negative_aeg", on_negatives),
+                                       (1, "bnsp_auc", "positive_aeg", ~on_negatives)):
+        if (drawable[cross] | drawable[aeg] | (drawable["subgroup_auc"] & smaller)).any():
+            found.add(label)
+    return frozenset(found)
 
 
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:

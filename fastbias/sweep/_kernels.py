@@ -1170,6 +1170,10 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     whose terms are exact quarters, the sums are then exact but for the last rounding: a
     permutation variance is a small difference of them).
     """
+    n = values.shape[0]
+    if prefix.shape[0] != n + 1 or (rows.shape[0] > 0 and (rows.shape[0] != n
+                                                           or rows.shape[1] < 2)):
+        raise ValueError("class_sums: prefix or rows of the wrong shape")
     total_others = _class_total(others, others_cumulative)
     total_same = _class_total(values, cumulative)
     keep = rows.shape[0] > 0

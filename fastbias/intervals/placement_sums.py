@@ -131,8 +131,8 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
 
     Returns ``(sums, walk, classes)``; the walk and the class placements are
     what a drawn permutation test reuses (``draws``: the classes whose rows to keep for it,
-    0 the negatives and 1 the positives; see :class:`_Classes`). ``sample_weight`` (the universe's rows) as the point
-    estimate used them. No new sort; ``O(n + memberships)``.
+    0 the negatives and 1 the positives; see :class:`_Classes`). ``sample_weight`` (the
+    universe's rows) as the point estimate used them. No new sort; ``O(n + memberships)``.
     """
     m = sorted_scores.memberships
     k = m.n_groups

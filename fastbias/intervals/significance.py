@@ -366,11 +366,11 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
     weighted = walk.weights.size > 0
     rows = memberships.cell_rows
     jobs = []
+    sub_on_negatives = _subgroup_auc_redraws_negatives(rows)
     for g in range(k):
-        sub_on_negatives = rows[g, 0] <= rows[g, 1]
-        for label, cross, aeg in ((0, "bpsn_auc", "negative_aeg"), (1, "bnsp_auc", "positive_aeg")):
+        for label, cross, aeg in REDRAWN_WITH_CLASS:
             metrics = ("subgroup_auc", cross, aeg)
-            active = np.array([drawn["subgroup_auc"][g] and sub_on_negatives == (label == 0),
+            active = np.array([drawn["subgroup_auc"][g] and sub_on_negatives[g] == (label == 0),
                                drawn[cross][g], drawn[aeg][g]])
             if active.any():
                 jobs.append((g, label, metrics, active))
@@ -507,11 +507,23 @@ def _samples_of_the_universe(sums: PlacementSums) -> dict:
     return out
 
 
+#: per class (0: negatives, 1: positives), the metrics whose permutation test redraws the
+#: subgroup's rows of it (besides the subgroup AUC's: :func:`_subgroup_auc_redraws_negatives`)
+REDRAWN_WITH_CLASS = ((0, "bpsn_auc", "negative_aeg"), (1, "bnsp_auc", "positive_aeg"))
+
+
+def _subgroup_auc_redraws_negatives(cell_rows) -> np.ndarray:
+    """Per subgroup, whether its subgroup AUC's permutation test redraws its negatives (the
+    smaller cell; the negatives on a tie) rather than its positives."""
+    return cell_rows[:, 0] <= cell_rows[:, 1]
+
+
 def _cells_drawn(cell_rows, class_rows) -> tuple:
-    """``(rows, drawable)`` from the rows of each subgroup's cells (k, 2) and of its
-    universe's classes ((k, 2), or (2,) for all): ``rows[(where, label)]`` per subgroup, and per metric
-    whether its test would be drawn were it needed (the smaller of its two samples under
-    :data:`PERMUTATION_DRAWS_BELOW` rows, and at most 1,000 rows to redraw)."""
+    """``(rows, min_cell, drawable)`` from the rows of each subgroup's cells (k, 2) and of its
+    universe's classes ((k, 2), or (2,) for all): ``rows[(where, label)]`` per subgroup; per
+    metric the rows of its smaller sample, and whether its test would be drawn were it
+    needed (that sample under :data:`PERMUTATION_DRAWS_BELOW` rows, and at most 1,000 rows
+    to redraw)."""
     cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
     class_rows = np.asarray(class_rows, dtype=np.int64)
     rows = {("subgroup", 0): cell_rows[:, 0], ("subgroup", 1): cell_rows[:, 1],
@@ -521,12 +533,13 @@ def _cells_drawn(cell_rows, class_rows) -> tuple:
     redrawn = {"subgroup_auc": cell_rows.min(axis=1) if cell_rows.shape[0] else np.zeros(0),
                "bpsn_auc": rows[("subgroup", 0)], "negative_aeg": rows[("subgroup", 0)],
                "bnsp_auc": rows[("subgroup", 1)], "positive_aeg": rows[("subgroup", 1)]}
-    drawable = {}
+    min_cell, drawable = {}, {}
     for metric in METRIC_COLUMNS:
         x_cell, y_cell = METRIC_SAMPLES[metric]
-        min_cell = np.minimum(rows[x_cell], rows[y_cell])
-        drawable[metric] = (min_cell < PERMUTATION_DRAWS_BELOW) & (redrawn[metric] <= 1000)
-    return rows, drawable
+        min_cell[metric] = np.minimum(rows[x_cell], rows[y_cell])
+        drawable[metric] = ((min_cell[metric] < PERMUTATION_DRAWS_BELOW)
+                            & (redrawn[metric] <= 1000))
+    return rows, min_cell, drawable
 
 
 def drawn_classes(cell_rows, class_rows) -> frozenset:
@@ -536,11 +549,11 @@ def drawn_classes(cell_rows, class_rows) -> frozenset:
     negative AEG, the positives for the BNSP AUC and the positive AEG, and the smaller cell,
     the negatives on a tie, for the subgroup AUC)."""
     cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
-    drawable = _cells_drawn(cell_rows, class_rows)[1]
-    on_negatives = cell_rows[:, 0] <= cell_rows[:, 1]
+    drawable = _cells_drawn(cell_rows, class_rows)[2]
+    on_negatives = _subgroup_auc_redraws_negatives(cell_rows)
     found = set()
-    for label, cross, aeg, smaller in ((0, "bpsn_auc", "negative_aeg", on_negatives),
-                                       (1, "bnsp_auc", "positive_aeg", ~on_negatives)):
+    for label, cross, aeg in REDRAWN_WITH_CLASS:
+        smaller = on_negatives if label == 0 else ~on_negatives
         if (drawable[cross] | drawable[aeg] | (drawable["subgroup_auc"] & smaller)).any():
             found.add(label)
     return frozenset(found)
@@ -558,7 +571,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
     """
     se, overall_auc = difference_standard_errors(sums, table)
-    rows, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
+    _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     columns, small, moments = {}, {}, {}
     the_universe = _samples_of_the_universe(sums)
@@ -571,9 +584,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
         gap = np.where(same, 0.0, gap)
         se[metric] = np.where(same, 0.0, se[metric])
         columns[metric] = _two_sided_p(gap, se[metric])
-        x_cell, y_cell = METRIC_SAMPLES[metric]
-        min_cell = np.minimum(rows[x_cell], rows[y_cell])
-        need = (min_cell < PERMUTATION_BELOW) & np.isfinite(values[metric]) & ~same
+        need = ((min_cells[metric] < PERMUTATION_BELOW) & np.isfinite(values[metric])
+                & ~same)
         small[metric] = need & drawable[metric]
         moments[metric] = need & ~small[metric] & (not sums.weighted)
     counts = {"permutation_tests": 0, "permutation_bounds": 0, "permutation_untested": 0}

@@ -234,7 +234,8 @@ def permutation_exceedances(class_keys, class_rows, fixed_keys, fixed_cum, fixed
     Draws ``size`` distinct positions of the class (``class_keys`` sorted;
     ``class_rows`` (n, 3) holds each position's placement against the other
     class, against its own class above it and its weight (unweighted: (n, 2), every
-    weight 1), side by side so that a drawn position costs one cache line) as the subgroup's cell, the other cell fixed
+    weight 1), side by side so that a drawn position costs one cache line) as the
+    subgroup's cell, the other cell fixed
     (``fixed_keys`` sorted, ``fixed_cum`` its prefix weights; ``fixed_is_above``:
     the fixed cell is the positives, so a drawn negative is placed by the
     fixed weight above it). ``other_total`` is the other class's weight,

@@ -1165,10 +1165,10 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     ``d_O``, the positives' ``c_O``), and ``a`` the weight of its own class above it, itself
     left out; ties count 1/2. Writes the prefix sums of ``w p`` into ``prefix`` (n + 1, from
     0) and, where ``rows`` has n rows (not 0), each row's ``(p, a)``, and ``w`` where it has a
-    third column, into it: the rows a drawn permutation test reads. Returns ``(sum w a, sum w a^2)``, each added in order with
-    the rounding of every addition added up beside it and put back at the end (unweighted,
-    whose terms are exact quarters, the sums are then exact but for the last rounding: a
-    permutation variance is a small difference of them).
+    third column, into it: the rows a drawn permutation test reads. Returns ``(sum w a,
+    sum w a^2)``, each added in order with the rounding of every addition added up beside it
+    and put back at the end (unweighted, whose terms are exact quarters, the sums are then
+    exact but for the last rounding: a permutation variance is a small difference of them).
     """
     n = values.shape[0]
     if prefix.shape[0] != n + 1 or (rows.shape[0] > 0 and (rows.shape[0] != n

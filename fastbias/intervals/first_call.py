@@ -419,9 +419,9 @@ def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bo
     totals, errors = [0.0, 0.0], [0.0, 0.0]
     for start in range(0, n, SUM_BLOCK_ROWS):
         stop = min(n, start + SUM_BLOCK_ROWS)
-        place, own = _placements_in(values, start, stop, cumulative, others, others_cumulative,
-                                    above)
         w = np.diff(cumulative[start:stop + 1]) if weighted else 1.0
+        place, own = _placements_in(values, start, stop, w, cumulative, others,
+                                    others_cumulative, above)
         if rows.shape[0]:
             rows[start:stop, 0], rows[start:stop, 1] = place, own
             if rows.shape[1] > 2:
@@ -442,15 +442,16 @@ def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bo
 SUM_BLOCK_ROWS = 1 << 16
 
 
-def _placements_in(values, start: int, stop: int, cumulative, others, others_cumulative,
-                   above: bool) -> tuple:
-    """For positions ``start:stop`` of the sorted class ``values``: the weight of ``others``
-    below each (above it when ``above``), ties 1/2; and the weight of its own class above
-    it, ties 1/2, itself left out (as ``SK.class_sums`` walks the class). Computed per
-    block of equal values, a block's extent taken over the whole class."""
+def _placements_in(values, start: int, stop: int, weights, cumulative, others,
+                   others_cumulative, above: bool) -> tuple:
+    """For positions ``start:stop`` of the sorted class ``values`` (their ``weights``, or
+    1.0): the weight of ``others`` below each (above it when ``above``), ties 1/2; and the
+    weight of its own class above it, ties 1/2, itself left out (as ``SK.class_sums`` walks
+    the class). Computed per block of equal values, a block's extent taken over the whole
+    class."""
     v = values[start:stop]
-    local = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
-    rows = np.diff(np.append(local, v.shape[0]))  # each block's rows here
+    local, local_stops = _blocks(v)
+    rows = local_stops - local  # each block's rows here
     starts = start + local
     stops = starts + rows
     # the first block may begin before these rows, the last end after them
@@ -463,10 +464,10 @@ def _placements_in(values, start: int, stop: int, cumulative, others, others_cum
                  else float(others.shape[0])) - place
     if cumulative.shape[0]:
         total, own_below = cumulative[-1], cumulative[starts]
-        own_tied, weights = cumulative[stops] - own_below, np.diff(cumulative[start:stop + 1])
+        own_tied = cumulative[stops] - own_below
     else:
         total, own_below = float(values.shape[0]), starts.astype(np.float64)
-        own_tied, weights = (stops - starts).astype(np.float64), 1.0
+        own_tied = (stops - starts).astype(np.float64)
     # each block's values on its rows, then the kernel's arithmetic (the same operations on
     # the same values: the same bits)
     own_above = np.repeat(total - own_below - own_tied, rows)

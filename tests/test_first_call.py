@@ -806,6 +806,15 @@ def test_numpy_class_sums_equal_the_kernels_bit_for_bit(block, monkeypatch):
             prefix, rows = np.empty(n + 1), np.empty((n, 3 if weighted else 2))
             out.append((sums_of(values, cum, others, others_cum, above, prefix, rows), prefix,
                         rows))
+            # the prefix sums alone, then the rows alone (as the significance tests make
+            # them, in two walks): the same sums each time, and the same prefix sums and rows
+            alone_prefix, alone_rows = np.full(n + 1, np.nan), np.full(rows.shape, np.nan)
+            assert sums_of(values, cum, others, others_cum, above, alone_prefix,
+                           np.empty((0, 2))) == out[-1][0]
+            assert sums_of(values, cum, others, others_cum, above, np.empty(0),
+                           alone_rows) == out[-1][0]
+            np.testing.assert_array_equal(alone_prefix, prefix)
+            np.testing.assert_array_equal(alone_rows, rows)
         (g_sums, g_prefix, g_rows), (w_sums, w_prefix, w_rows) = got[0], want[0]
         assert g_sums == w_sums
         np.testing.assert_array_equal(g_prefix, w_prefix)
@@ -829,11 +838,10 @@ def test_numpy_placement_sums_equal_the_kernels(seed):
                                     weighted=bool(rng.random() < 0.5))
         m = prepare_subgroups(y, groups)
         with np.errstate(all="ignore"):
-            want, _, classes = placement_sums(SortedScores(s, m), w, draws={0, 1})
-            got, walk, numpy_classes = placement_sums_in_numpy(s, m, w, draws={0, 1})
-        assert sorted(classes.packed) == sorted(numpy_classes.packed) == [0, 1]
-        for label in (0, 1):
-            np.testing.assert_array_equal(numpy_classes.packed[label], classes.packed[label])
+            want, _, classes = placement_sums(SortedScores(s, m), w)
+            got, walk, numpy_classes = placement_sums_in_numpy(s, m, w)
+            for label in (0, 1):
+                np.testing.assert_array_equal(numpy_classes.rows(label), classes.rows(label))
         np.testing.assert_array_equal(numpy_classes.above, classes.above)
         assert numpy_classes.u_overall == classes.u_overall
         for name in ("cross", "above", "weights", "cell_rows", "class_rows"):

@@ -160,11 +160,11 @@ def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
         y, s, w, groups = random_rows(rng, n, weighted, int(rng.integers(1, 7)))
         memberships = prepare_memberships_dense(y, np.column_stack(groups).astype(np.uint8),
                                                 [0, 1, 2])
-        for draws in ({0, 1}, {0}, {1}, set()):
+        for draws in ((0, 1), (1, 0), (0,), (1,), ()):
             if in_numpy:
-                sums, _, classes = placement_sums_in_numpy(s, memberships, w, draws)
+                sums, _, classes = placement_sums_in_numpy(s, memberships, w)
             else:
-                sums, _, classes = placement_sums(SortedScores(s, memberships), w, draws=draws)
+                sums, _, classes = placement_sums(SortedScores(s, memberships), w)
             ww = np.ones(n) if w is None else w
             want_above, rows_of = [], {}
             for label in (0, 1):
@@ -182,9 +182,10 @@ def test_class_rows_kept_for_draws_equal_pair_counts(weighted, in_numpy):
             np.testing.assert_allclose(sums.above[:, :], np.tile(want_above, (3, 1)), rtol=1e-14)
             assert classes.u_overall == u_overall
             assert classes.prefix_sums() is None  # (given to the cross sums, then freed)
-            assert sorted(classes.packed) == sorted(draws)
+            assert classes.packed == {}  # rows are made for a class drawn from, when drawn
             for label in draws:
-                got = classes.packed[label]
+                got = classes.rows(label)
+                assert classes.rows(label) is got  # (made once)
                 assert got.flags.c_contiguous and got.shape == rows_of[label].shape
                 # rows in score order (a placement depends on the score alone), tied rows in
                 # any order (compared as sorted sets of rows)

@@ -411,11 +411,13 @@ def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bo
     running sums carried on from the last (numpy's running sums add in order, as the
     kernel), so that no temporary is as long as the class."""
     n = values.shape[0]
-    if prefix.shape[0] != n + 1 or (rows.shape[0] > 0 and (rows.shape[0] != n
-                                                           or rows.shape[1] < 2)):
+    if (prefix.shape[0] > 0 and prefix.shape[0] != n + 1) or \
+            (rows.shape[0] > 0 and (rows.shape[0] != n or rows.shape[1] < 2)):
         raise ValueError("class_sums: prefix or rows of the wrong shape")
     weighted = cumulative.shape[0] > 0
-    prefix[0] = 0.0
+    summed = prefix.shape[0] > 0
+    if summed:
+        prefix[0] = 0.0
     totals, errors = [0.0, 0.0], [0.0, 0.0]
     for start in range(0, n, SUM_BLOCK_ROWS):
         stop = min(n, start + SUM_BLOCK_ROWS)
@@ -426,8 +428,9 @@ def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bo
             rows[start:stop, 0], rows[start:stop, 1] = place, own
             if rows.shape[1] > 2:
                 rows[start:stop, 2] = w
-        place *= w  # (the kernel's products: a product's order of factors does not change it)
-        prefix[start + 1:stop + 1] = np.cumsum(np.concatenate(([prefix[start]], place)))[1:]
+        if summed:
+            place *= w  # (the kernel's products: the order of factors does not change them)
+            prefix[start + 1:stop + 1] = np.cumsum(np.concatenate(([prefix[start]], place)))[1:]
         # the own-class sums: in order, beside each the rounding of every addition (recovered
         # exactly from its inputs and output), itself added in order, put back at the end
         for j, terms in enumerate((w * own, w * (own * own))):

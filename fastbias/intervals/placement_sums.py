@@ -92,46 +92,60 @@ class _Classes:
     ``above`` (4,): the own-class placement sums (columns ``ABOVE_*``); ``u_overall``: the
     sum over the positives of ``w c_O`` (the overall AUC's U); :meth:`prefix_sums`: the
     prefix sums of ``w c_O`` along the positives and of ``w d_O`` along the negatives, for
-    the cross sums; for each class ``label`` in ``draws``, ``packed[label]``: each row of
-    the class as (placement against the other class, weight of its own class above it, and
-    where weighted its weight), the rows a drawn permutation test redraws. ``sums_of``:
-    ``SK.class_sums`` or the same in numpy. Of a class's rows only its prefix sums, and its
-    packed rows where they are to be drawn, are made (8 bytes a row, and 16 or 24 more).
+    the cross sums; :meth:`rows`: each row of a class as (placement against the other class,
+    weight of its own class above it, and where weighted its weight), the rows a drawn
+    permutation test redraws. ``sums_of``: ``SK.class_sums`` or the same in numpy. A class's
+    prefix sums take 8 bytes a row; its rows (16 or 24 bytes a row) are made only when a
+    test draws from it, by a walk of their own after the prefix sums are freed, so that the
+    two are never held together.
     """
 
-    def __init__(self, walk, sums_of=SK.class_sums, draws=frozenset()):
+    def __init__(self, walk, sums_of=SK.class_sums):
         self.above = np.zeros(4)
         self.packed = {}
+        self._walk, self._sums_of = walk, sums_of
         prefix = {}
-        for label, (values, cumulative, others, others_cumulative) in enumerate((
-                (walk.neg, walk.neg_cum, walk.pos, walk.pos_cum),
-                (walk.pos, walk.pos_cum, walk.neg, walk.neg_cum))):
-            n = values.shape[0]
-            prefix[label] = np.empty(n + 1)
-            rows = np.empty((n if label in draws else 0, 3 if cumulative.size else 2))
-            # the negatives are placed by the positives above them, the positives by the
-            # negatives below
-            self.above[2 * label:2 * label + 2] = sums_of(values, cumulative, others,
-                                                          others_cumulative, label == 0,
-                                                          prefix[label], rows)
-            if label in draws:
-                self.packed[label] = rows
+        for label in (0, 1):
+            prefix[label] = np.empty(self._sides(label)[0].shape[0] + 1)
+            self.above[2 * label:2 * label + 2] = sums_of(*self._sides(label), label == 0,
+                                                          prefix[label], _NO_ROWS)
         self._prefix = (prefix[1], prefix[0])
         self.u_overall = float(prefix[1][-1])
+
+    def _sides(self, label: int) -> tuple:
+        """``(values, cumulative, others, others_cumulative)`` of class ``label``."""
+        w = self._walk
+        return ((w.neg, w.neg_cum, w.pos, w.pos_cum) if label == 0
+                else (w.pos, w.pos_cum, w.neg, w.neg_cum))
 
     def prefix_sums(self) -> tuple:
         """``(q_pos, r_neg)``, given once (the cross sums read them; then they are freed)."""
         prefix, self._prefix = self._prefix, None
         return prefix
 
+    def rows(self, label: int) -> np.ndarray:
+        """(n, 2) or, weighted, (n, 3): each row of class ``label`` (0 the negatives, 1 the
+        positives) as a drawn permutation test reads it; made on the first call, kept in
+        ``packed``. The negatives are placed by the positives above them, the positives by
+        the negatives below."""
+        if label not in self.packed:
+            values, cumulative = self._sides(label)[:2]
+            rows = np.empty((values.shape[0], 3 if cumulative.size else 2))
+            self._sums_of(*self._sides(label), label == 0, _NO_PREFIX, rows)
+            self.packed[label] = rows
+        return self.packed[label]
 
-def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None,
-                   draws=frozenset()):
+
+#: what :class:`_Classes` passes ``class_sums`` for the rows or the prefix sums not to make
+_NO_ROWS = np.empty((0, 2))
+_NO_PREFIX = np.empty(0)
+
+
+def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None):
     """:class:`PlacementSums` of one universe from the sorts of its point estimate.
 
-    Returns ``(sums, walk, classes)``; the walk and the class placements are
-    what a drawn permutation test reuses (``draws``: the classes whose rows to keep for it,
-    0 the negatives and 1 the positives; see :class:`_Classes`). ``sample_weight`` (the
+    Returns ``(sums, walk, classes)``; the walk and the classes (:class:`_Classes`) are
+    what a drawn permutation test reuses. ``sample_weight`` (the
     universe's rows) as the point estimate used them. No new sort; ``O(n + memberships)``.
     """
     m = sorted_scores.memberships
@@ -139,7 +153,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
     walk = member_walk(sorted_scores, sample_weight)
     delong, overall = _placement_sums(walk, k, sorted_scores.workers if workers is None
                                       else workers)
-    classes = _Classes(walk, draws=draws)
+    classes = _Classes(walk)
     q_pos, r_neg = classes.prefix_sums()
     cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
                                          walk.pos, walk.neg_cum, walk.pos_cum, q_pos, r_neg,
@@ -148,8 +162,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
     return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
 
 
-def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None,
-                            draws=frozenset()):
+def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
     """:func:`placement_sums` in numpy (no kernel compiles), from the validated scores and
     memberships: ``(sums, walk, classes)`` with the walk over the scores themselves.
 
@@ -160,7 +173,7 @@ def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None,
     k = m.n_groups
     walk = walk_in_numpy(scores, m, sample_weight)
     delong, overall = delong_sums_in_numpy(walk, k)
-    classes = _Classes(walk, class_sums_in_numpy, draws=draws)
+    classes = _Classes(walk, class_sums_in_numpy)
     q_pos, r_neg = classes.prefix_sums()
     cross = cross_sums_in_numpy(walk, q_pos, r_neg, k) if k else None
     del q_pos, r_neg

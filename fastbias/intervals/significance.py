@@ -358,7 +358,8 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
     k = memberships.n_groups
     order = np.argsort(walk.codes, kind="stable")  # by subgroup and class, in score order within
     keys = walk.keys[order]
-    weights = walk.weights[order] if walk.weights.size else np.ones(order.shape[0])
+    weights = walk.weights[order] if walk.weights.size else None  # (None: each weighs 1)
+    del order
     starts = np.zeros(2 * k + 1, dtype=np.int64)
     np.cumsum(np.bincount(walk.codes, minlength=2 * k), out=starts[1:])
     w_neg, w_pos = walk.class_totals
@@ -376,17 +377,15 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
                 jobs.append((g, label, metrics, active))
 
     # per class a job draws from: placement, own class above (and weight), side by side
-    packed = classes.packed
-    if any(job[1] not in packed for job in jobs):
-        raise RuntimeError("internal error: a permutation test would draw from rows the "
-                           "placement sums did not keep (see drawn_classes)")
+    packed = {label: classes.rows(label) for label in sorted({job[1] for job in jobs})}
 
     def run(share):
         results = []
         for g, label, metrics, active in share:
             fixed = 2 * g + (1 - label)  # the other cell of the subgroup
             f_keys = keys[starts[fixed]:starts[fixed + 1]]
-            f_cum = np.concatenate([[0.0], np.cumsum(weights[starts[fixed]:starts[fixed + 1]])])
+            f_cum = (np.arange(f_keys.shape[0] + 1, dtype=np.float64) if weights is None else
+                     np.concatenate([[0.0], np.cumsum(weights[starts[fixed]:starts[fixed + 1]])]))
             size = int(rows[g, label])
             class_keys, other_total = (walk.neg, w_pos) if label == 0 else (walk.pos, w_neg)
             p = np.full(3, np.nan)
@@ -471,10 +470,8 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
                in_numpy: bool) -> pd.DataFrame:
     """:func:`add_pvalues` once it is decided whether in numpy (``in_numpy``; else from the
     kernels and the sorts)."""
-    draws = drawn_classes(memberships.cell_rows, memberships.class_rows)
-    sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight, draws)
-                           if in_numpy else placement_sums(sorted_scores, sample_weight,
-                                                           draws=draws))
+    sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight)
+                           if in_numpy else placement_sums(sorted_scores, sample_weight))
     if family_size is None:
         family_size = len(METRIC_COLUMNS) * len(table)
     max_draws = permutation_draws(family_size, round(1.0 - confidence, 12))
@@ -540,23 +537,6 @@ def _cells_drawn(cell_rows, class_rows) -> tuple:
         drawable[metric] = ((min_cell[metric] < PERMUTATION_DRAWS_BELOW)
                             & (redrawn[metric] <= 1000))
     return rows, min_cell, drawable
-
-
-def drawn_classes(cell_rows, class_rows) -> frozenset:
-    """The classes (0: negatives, 1: positives) whose rows some permutation test of these
-    subgroups may redraw (:func:`_cells_drawn`): the placement sums keep those classes' rows
-    for the draws (:func:`_drawn_pvalues` redraws the negatives for the BPSN AUC and the
-    negative AEG, the positives for the BNSP AUC and the positive AEG, and the smaller cell,
-    the negatives on a tie, for the subgroup AUC)."""
-    cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
-    drawable = _cells_drawn(cell_rows, class_rows)[2]
-    on_negatives = _subgroup_auc_redraws_negatives(cell_rows)
-    found = set()
-    for label, cross, aeg in REDRAWN_WITH_CLASS:
-        smaller = on_negatives if label == 0 else ~on_negatives
-        if (drawable[cross] | drawable[aeg] | (drawable["subgroup_auc"] & smaller)).any():
-            found.add(label)
-    return frozenset(found)
 
 
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:

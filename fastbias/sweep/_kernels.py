@@ -1163,25 +1163,28 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     ``cumulative``/``others_cumulative`` (empty: every row weighs 1). A row's placement
     ``p`` is the weight of ``others`` below it (above it when ``above``: the negatives'
     ``d_O``, the positives' ``c_O``), and ``a`` the weight of its own class above it, itself
-    left out; ties count 1/2. Writes the prefix sums of ``w p`` into ``prefix`` (n + 1, from
-    0) and, where ``rows`` has n rows (not 0), each row's ``(p, a)``, and ``w`` where it has a
-    third column, into it: the rows a drawn permutation test reads. Returns ``(sum w a,
+    left out; ties count 1/2. Where ``prefix`` has n + 1 rows (not 0), writes the prefix sums
+    of ``w p`` into it (from 0) and, where ``rows`` has n rows (not 0), each row's ``(p, a)``,
+    and ``w`` where it has a third column, into it: the rows a drawn permutation test reads
+    (made by a walk of their own, once the prefix sums are freed). Returns ``(sum w a,
     sum w a^2)``, each added in order with the rounding of every addition added up beside it
     and put back at the end (unweighted, whose terms are exact quarters, the sums are then
     exact but for the last rounding: a permutation variance is a small difference of them).
     """
     n = values.shape[0]
-    if prefix.shape[0] != n + 1 or (rows.shape[0] > 0 and (rows.shape[0] != n
-                                                           or rows.shape[1] < 2)):
+    if (prefix.shape[0] > 0 and prefix.shape[0] != n + 1) or \
+            (rows.shape[0] > 0 and (rows.shape[0] != n or rows.shape[1] < 2)):
         raise ValueError("class_sums: prefix or rows of the wrong shape")
     total_others = _class_total(others, others_cumulative)
     total_same = _class_total(values, cumulative)
     keep = rows.shape[0] > 0
+    summed = prefix.shape[0] > 0
     first = 0.0
     second = 0.0
     first_error = 0.0
     second_error = 0.0
-    prefix[0] = 0.0
+    if summed:
+        prefix[0] = 0.0
     lt = 0
     le = 0
     j = 0
@@ -1192,7 +1195,8 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
         for q in range(j, stop):
             w = cumulative[q + 1] - cumulative[q] if cumulative.shape[0] > 0 else 1.0
             own = (total_same - same_lt - same_tied) + 0.5 * (same_tied - w)
-            prefix[q + 1] = prefix[q] + w * value
+            if summed:
+                prefix[q + 1] = prefix[q] + w * value
             first, error = _two_sum(first, w * own)
             first_error += error
             second, error = _two_sum(second, w * (own * own))

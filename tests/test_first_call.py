@@ -782,6 +782,26 @@ def test_a_cold_threshold_call_computes_in_numpy(compiling, weighted, caplog):
 # ------------------------------------------------------------------ significance tests
 
 
+def test_numpy_sums_in_order_are_a_walks_sums_bit_for_bit_signed_zeros_included():
+    """A walk kernel adds its terms one by one from 0.0; so does the numpy tier, to the sign
+    of a zero (terms that underflow to -0.0, as with weights near 1e-301, summed to 0.0)."""
+    import functools
+    import operator
+
+    from fastbias.intervals.first_call import _sum_in_order
+
+    rng = np.random.default_rng(2)
+    cases = [np.array([-0.0]), np.array([-0.0, -0.0]), np.array([-0.0, 0.0]),
+             np.array([0.0, -0.0]), np.array([-0.0, 1e-300, -1e-300]), np.empty(0)]
+    cases += [rng.choice([-0.0, 0.0, 1.5, -2.25, 1e-17, 3.0], int(rng.integers(1, 12)))
+              for _ in range(300)]
+    cases += [rng.normal(size=int(rng.integers(1, 200))) for _ in range(50)]
+    for values in cases:
+        want = functools.reduce(operator.add, values.tolist(), 0.0)
+        got = _sum_in_order(values)
+        assert got == want and np.signbit(got) == np.signbit(want), values
+
+
 @pytest.mark.parametrize("block", [7, 1 << 16])
 def test_numpy_class_sums_equal_the_kernels_bit_for_bit(block, monkeypatch):
     """A class's prefix sums, packed rows and compensated own-class sums: the kernel's bits,
@@ -832,10 +852,12 @@ def test_numpy_placement_sums_equal_the_kernels(seed):
     from fastbias.sort.order import SortedScores
 
     rng = np.random.default_rng(seed)
-    for _ in range(12):
+    for case in range(12):
         n = int(rng.integers(1, 400))
         y, s, groups, w = tied_case(rng, n, int(rng.integers(1, 5)),
-                                    weighted=bool(rng.random() < 0.5))
+                                    weighted=bool(case % 4 == 0 or rng.random() < 0.5))
+        if case % 4 == 0:  # weights near the smallest floats: terms underflow to -0.0
+            w = w * 1e-301
         m = prepare_subgroups(y, groups)
         with np.errstate(all="ignore"):
             want, _, classes = placement_sums(SortedScores(s, m), w)
@@ -846,6 +868,8 @@ def test_numpy_placement_sums_equal_the_kernels(seed):
         assert numpy_classes.u_overall == classes.u_overall
         for name in ("cross", "above", "weights", "cell_rows", "class_rows"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+            np.testing.assert_array_equal(np.signbit(getattr(got, name)),
+                                          np.signbit(getattr(want, name)), err_msg=name)
         # unweighted, every DeLong sum is of quarters far below 2**53: exact in any order;
         # weighted, some are differences of sums of w x placement**2: rounding of W**3
         scale = 0.0 if w is None else float(w.sum()) ** 3

@@ -153,8 +153,10 @@ def _running_sums_before(values: np.ndarray) -> np.ndarray:
 
 def _sum_in_order(values: np.ndarray) -> float:
     """The values added one by one in order from 0.0, as a walk kernel adds its terms
-    (``np.sum`` adds pairwise, which rounds differently)."""
-    return float(np.cumsum(values)[-1]) if values.shape[0] else 0.0
+    (``np.sum`` adds pairwise, which rounds differently). ``np.cumsum`` starts from the
+    first value instead: the two differ only where every value is -0.0 (-0.0 against 0.0),
+    which adding the total to 0.0 mends."""
+    return 0.0 + float(np.cumsum(values)[-1]) if values.shape[0] else 0.0
 
 
 def _subgroup_blocks(walk: MemberWalk, n_groups: int):

@@ -150,8 +150,9 @@ def _split_suffix(path: str):
     return _INPUT_FORMATS.get(ext), compression, ext
 
 
-def _header(path: str, fmt: str, compression, sep) -> list:
-    """The column names of the file, as written (duplicates are an error)."""
+def _header(path: str, fmt: str, compression, sep, wanted=()) -> list:
+    """The column names of the file, as written (duplicates are an error); of a JSON-lines
+    file, with those of ``wanted`` that only lines after the first have."""
     if fmt == "parquet":
         pq = _pyarrow_parquet()
         try:
@@ -160,7 +161,7 @@ def _header(path: str, fmt: str, compression, sep) -> list:
             raise CLIError(f"cannot read {path!r} as Parquet: {exc}") from None
         check_unique_names(path, names)
         return names
-    return text_header(path, fmt, compression, sep)
+    return text_header(path, fmt, compression, sep, wanted=wanted)
 
 
 def _pyarrow_parquet():
@@ -169,6 +170,11 @@ def _pyarrow_parquet():
     except ImportError:
         raise CLIError("reading Parquet needs pyarrow: pip install 'fastbias[parquet]'") from None
     return pq
+
+
+def _columns_of(wanted: dict) -> list:
+    """The column names of ``wanted`` (option -> column names), each once."""
+    return list(dict.fromkeys(name for names in wanted.values() for name in names))
 
 
 def _check_columns(header: list, wanted: dict) -> None:
@@ -210,7 +216,7 @@ class _OverBudget(Exception):
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
               progress: Progress | None = None, wanted: dict | None = None,
               max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-              text_columns=()):
+              text_columns=(), flag_columns=()):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
@@ -220,18 +226,21 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     traceback. With ``max_bytes``, reading stops with :class:`_OverBudget` as soon as the
     rows (at ``row_bytes`` each) would need more than that. ``prepare(frame)``, when given,
     turns each batch into what is kept (e.g. compact memberships). ``text_columns`` of a
-    CSV file are read as text (see ``iter_text_batches``).
+    CSV file are read as text, ``flag_columns`` of a JSON-lines file as the values written
+    (see ``iter_text_batches``).
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
                                              progress=progress, wanted=wanted,
                                              max_bytes=max_bytes, row_bytes=row_bytes,
                                              text_columns=text_columns,
-                                             prepare=prepare))
+                                             flag_columns=flag_columns, prepare=prepare))
 
 
-def read_header(path: str, *, input_format: str | None = None, sep=None) -> list:
-    """The column names of a data file, as written; errors as :func:`read_data`."""
-    return _reading(path, lambda: _header(path, *_file_format(path, input_format, sep)))
+def read_header(path: str, *, input_format: str | None = None, sep=None, wanted=()) -> list:
+    """The column names of a data file, as written; errors as :func:`read_data`. ``wanted``:
+    the columns to be read, which a JSON-lines file's later lines may be the first to have."""
+    return _reading(path, lambda: _header(path, *_file_format(path, input_format, sep),
+                                          wanted=wanted))
 
 
 def _reading(path: str, read):
@@ -286,10 +295,11 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
 
 
 def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
-             progress: Progress, projection=None, text_columns=()):
+             progress: Progress, projection=None, text_columns=(), flag_columns=()):
     """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
     ``projection(rows)``, when given, learns the rows the file is projected to hold before
-    each batch is yielded (text files; Parquet's footer says)."""
+    each batch is yielded (text files; Parquet's footer says). ``text_columns`` and
+    ``flag_columns``: as :func:`iter_text_batches` reads them."""
     name = os.path.basename(path)
     if fmt == "parquet":
         pq = _pyarrow_parquet()
@@ -309,18 +319,18 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
         progress.update(f"reading {name}: {done:4.0%} ({rows:,} rows)")
 
     yield from iter_text_batches(source, columns, batch_rows, progress=show,
-                                 text_columns=text_columns)
+                                 text_columns=text_columns, flag_columns=flag_columns)
 
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
                progress: Progress | None = None, wanted: dict | None = None,
                max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-               text_columns=()):
+               text_columns=(), flag_columns=()):
     import pandas as pd
 
     progress = progress or Progress(False)
     fmt, compression, sep = _file_format(path, input_format, sep)
-    header = _header(path, fmt, compression, sep)
+    header = _header(path, fmt, compression, sep, _columns_of(wanted or {}))
     if wanted:
         _check_columns(header, wanted)
     columns = list(dict.fromkeys(columns))
@@ -336,7 +346,7 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
                                  projection=lambda n: projected.__setitem__(0, n),
-                                 text_columns=text_columns):
+                                 text_columns=text_columns, flag_columns=flag_columns):
         kinds.check(frame, where)
         rows += len(frame)
         if max_bytes is not None:
@@ -371,6 +381,16 @@ def _coerce_object_flags(df, names) -> None:
         elif len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                  for v in values):
             df[name] = pd.to_numeric(col)
+
+
+def _kept_batch(frame, args):
+    """A batch of rows as the in-memory report keeps it: JSON true/false/null columns as
+    nullable booleans or numbers, then the identity columns compacted."""
+    _coerce_object_flags(frame, [c for c in dict.fromkeys((args.label, *args.subgroups))
+                                 if c in frame])
+    return _compact_memberships(frame, [c for c in args.subgroups
+                                        if c not in (args.label, *args.scores, args.weight)],
+                                args.subgroup_threshold)
 
 
 def _compact_memberships(frame, names, threshold: float):
@@ -863,7 +883,10 @@ def _run_streaming(args, progress, limit: int):
                 done += len(next(iter(frame.values())))
                 show(done / max(n_rows, 1), done)
     else:
-        source = open_text_source(args.data, fmt=fmt, compression=compression, sep=sep)
+        source = open_text_source(args.data, fmt=fmt, compression=compression, sep=sep,
+                                  wanted=[args.label, *args.scores, *args.subgroups,
+                                          *([args.weight] if args.weight else []),
+                                          *(args.sensitive_features or [])])
         spec = column_spec(source.names, **options, source=f"the data file {args.data}")
         for frame, _ in iter_text_batches(source, [args.label], 1_000):
             _check_streamed_label(args, frame)
@@ -874,7 +897,8 @@ def _run_streaming(args, progress, limit: int):
             passes["n"] += 1
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show,
-                                         text_columns=args.sensitive_features or ())
+                                         text_columns=args.sensitive_features or (),
+                                         flag_columns=[args.label, *args.subgroups])
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
@@ -930,14 +954,15 @@ def cmd_report(args) -> int:
         wanted["--sensitive-features"] = args.sensitive_features
     if args.weight:
         wanted["--weight"] = [args.weight]
-    columns = list(dict.fromkeys(c for names in wanted.values() for c in names))
+    columns = _columns_of(wanted)
     limit = _memory_limit(args)
     budget = _data_budget(limit)
     timings = {}
     start = time.perf_counter()
     title = args.title or f"fastbias report: {os.path.basename(args.data)}"
     # a missing file or column is one error line, before any step is announced
-    _check_columns(read_header(args.data, input_format=args.input_format, sep=args.sep), wanted)
+    _check_columns(read_header(args.data, input_format=args.input_format, sep=args.sep,
+                               wanted=columns), wanted)
     progress.step(f"reading {os.path.basename(args.data)}")
     over = None
     try:
@@ -945,10 +970,8 @@ def cmd_report(args) -> int:
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
                        text_columns=args.sensitive_features or (),
-                       prepare=lambda frame: _compact_memberships(
-                           frame, [c for c in args.subgroups
-                                   if c not in (args.label, *args.scores, args.weight)],
-                           args.subgroup_threshold))
+                       flag_columns=[args.label, *args.subgroups],
+                       prepare=lambda frame: _kept_batch(frame, args))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
     if over is not None:

@@ -663,6 +663,110 @@ def test_a_column_that_changes_kind_between_batches_is_refused(tmp_path, capsys,
     assert "numeric values in rows 0..999" in err
 
 
+def _json_lines(path, rows) -> None:
+    with open(path, "w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+
+
+@pytest.mark.jit_heavy
+def test_json_booleans_with_nulls_in_some_batches_read_as_booleans(tmp_path, capsys,
+                                                                   monkeypatch):
+    """true/false with null (or the key left out) in the first batch only: pandas reads that
+    batch's column as 1.0/0.0 and the others' as booleans, which was refused as a column
+    of two kinds. Read as written, the report in memory and streamed equals
+    fastbias.evaluate of the same rows (the first line has no key g1, which later lines
+    have: a column all the same, in memory and streamed)."""
+    import fastbias.cli as cli
+
+    rng = np.random.default_rng(12)
+    n = 60_000  # over the 4 MiB the streamed report is given
+    y = rng.random(n) < 0.35
+    s = np.round(rng.random(n) + 0.2 * y, 2)
+    rows, frame = [], {"y": [], "s": [], "t": [], "g0": [], "g1": [], "g2": []}
+    for i in range(n):
+        row = {"y": bool(y[i]), "s": float(s[i]), "t": float(s[-1 - i])}
+        for j in range(3):
+            member = bool(rng.random() < 0.3)
+            row[f"g{j}"] = None if i < 3_000 and rng.random() < 0.2 else member
+        if i == 0 or (i < 3_000 and rng.random() < 0.1):
+            del row["g1"]  # a key left out is a null (the first line's too: see below)
+        rows.append(row)
+        for key in frame:
+            frame[key].append(row.get(key))
+    path = tmp_path / "flags.jsonl"
+    _json_lines(path, rows)
+    df = pd.DataFrame(frame).astype({"g0": "boolean", "g1": "boolean", "g2": "boolean"})
+    reference = quiet(fastbias.evaluate, df, label="y", scores=["s", "t"],
+                      subgroups=SUBGROUPS, missing_subgroup="exclude")
+    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 4_000)  # nulls in the first batch alone
+    streamed = _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch,
+                                                     "--missing-subgroup", "exclude")
+    got = {m["name"]: m for m in streamed["models"]}
+    for model in ("s", "t"):
+        assert got[model]["overall_auc"] == reference.overall_auc[model]
+        by_name = {r["subgroup"]: r for r in got[model]["subgroups"]}
+        part = reference.for_model(model)
+        for g in SUBGROUPS:
+            for metric in METRICS:
+                assert by_name[g][metric] == part.loc[g, metric], (model, g, metric)
+            assert by_name[g]["subgroup_size"] == part.loc[g, "subgroup_size"]
+
+
+def test_json_keys_that_only_later_lines_have_are_columns(tmp_path, capsys):
+    """A JSON line may leave out a key whose value is missing, the first line too: a column
+    is one that some line has as a key (the lines without it: missing values). A key no
+    line has, or only an object nested in a line, is an unknown column, named."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(2_000):
+        row = {"y": int(rng.random() < 0.4), "s": float(np.round(rng.random(), 2)),
+               "t": float(rng.random()), "g0": int(rng.random() < 0.3),
+               "note": 'a "g2": 1 in a value'}
+        if i >= 1_500:
+            row["g1"], row["g2"] = int(rng.random() < 0.5), int(rng.random() < 0.5)
+        if i % 5 == 0:
+            row["inner"] = {"kept_inside": 1}
+        rows.append(row)
+    path = tmp_path / "late.jsonl"
+    _json_lines(path, rows)
+    df = pd.DataFrame(rows)
+    reference = quiet(fastbias.evaluate, df, label="y", scores=["s", "t"],
+                      subgroups=SUBGROUPS, missing_subgroup="exclude")
+    assert _report(path, tmp_path / "o.json", "--missing-subgroup", "exclude") == 0, \
+        capsys.readouterr().err
+    capsys.readouterr()
+    data = json.loads((tmp_path / "o.json").read_text())
+    for model in data["models"]:
+        by_name = {r["subgroup"]: r for r in model["subgroups"]}
+        part = reference.for_model(model["name"])
+        for g in SUBGROUPS:
+            assert by_name[g]["subgroup_size"] == part.loc[g, "subgroup_size"] > 0
+            for metric in METRICS:
+                assert by_name[g][metric] == part.loc[g, metric]
+    for name in ("kept_inside", "g3"):
+        status = main(["report", str(path), "--label", "y", "--scores", "s", "--subgroups",
+                       "g0", name, "--out", str(tmp_path / "x.json"), "--progress", "never"])
+        err = capsys.readouterr().err
+        assert status == 1 and f"unknown column {name!r} (--subgroups)" in err, err
+
+
+def test_later_json_keys_counts_only_the_keys_of_each_lines_object(tmp_path):
+    from fastbias.validate.textfile import later_json_keys
+
+    path = tmp_path / "k.jsonl"
+    lines = ['{"a": 1}',
+             '{"a": 2, "text": "\\"b\\": not a key"}',  # "b": inside a string value
+             '{"a": 3, "inner": {"c": 1}}',  # c only in a nested object
+             '{"a": 4, "caf\\u00e9" : 1}',  # written with ensure_ascii (and a space)
+             '{"a": 5, "na\u00efve": 2}',  # written without it
+             '{"a": 6, "text": "ends with \\\\", "d": 0}']  # an escaped backslash, then d
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert json.loads(lines[3]) == {"a": 4, "caf\u00e9": 1}
+    found = later_json_keys(str(path), None, ["b", "c", "caf\u00e9", "na\u00efve", "d", "e"])
+    assert found == {"caf\u00e9", "na\u00efve", "d"}
+
+
 def test_a_text_label_is_refused_before_streaming(tmp_path, capsys, monkeypatch):
 
     df = _tied_frame(60_000, seed=2)

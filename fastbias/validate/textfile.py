@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import os
+import re
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -203,8 +204,12 @@ def record_bytes(path: str, compression: str | None = None, quotes: bool = False
 
 
 def text_header(path: str, fmt: str, compression: str | None = None, sep: str = ",", *,
-                line_limit: int = LINE_LIMIT) -> list:
+                line_limit: int = LINE_LIMIT, wanted=()) -> list:
     """The column names of a CSV or JSON-lines file, as written.
+
+    A JSON-lines file's are the keys of its first object, then those of ``wanted`` that
+    the first object lacks but a later one has (:func:`later_json_keys`): a line may leave
+    out a key whose value is missing.
 
     Raises :class:`DataFileError` for an empty file, a JSON array, a first line that is not
     a JSON object, or repeated names.
@@ -218,8 +223,42 @@ def text_header(path: str, fmt: str, compression: str | None = None, sep: str = 
                 continue
             names = _csv_names(line, sep) if fmt == "csv" else _json_names(path, line.strip())
             check_unique_names(path, names)
-            return names
-    raise DataFileError(f"data file {path!r} is empty")
+            break
+        else:
+            raise DataFileError(f"data file {path!r} is empty")
+    if fmt == "jsonl":
+        absent = [name for name in dict.fromkeys(wanted) if name not in names]
+        if absent:
+            found = later_json_keys(path, compression, absent, line_limit=line_limit)
+            names += [name for name in absent if name in found]
+    return names
+
+
+def later_json_keys(path: str, compression: str | None, keys, *,
+                    line_limit: int = LINE_LIMIT) -> set:
+    """Which of ``keys`` are keys of some object of a JSON-lines file, reading it until all
+    are found (or to its end). A line is parsed only where its text holds one of the keys
+    written as a key (``"key":``, as ``json.dumps`` writes it, with or without
+    ``ensure_ascii``), and a key counts only as a key of the line's object, not of an
+    object within it."""
+    keys = list(dict.fromkeys(keys))
+    written = sorted({json.dumps(k, ensure_ascii=ascii).encode("utf-8")
+                      for k in keys for ascii in (True, False)}, key=len, reverse=True)
+    pattern = re.compile(b"(?:" + b"|".join(re.escape(w) for w in written) + rb")\s*:")
+    found = set()
+    with open_text(path, compression, line_limit=line_limit) as stream:
+        for line in stream:
+            if not pattern.search(line):
+                continue
+            try:
+                pairs = json.loads(line, object_pairs_hook=lambda items: items)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue  # (the reading names the line that does not parse)
+            if isinstance(pairs, list):
+                found.update(k for k, _ in pairs if isinstance(k, str) and k in keys)
+            if len(found) == len(keys):
+                break
+    return found
 
 
 def _csv_names(line: str, sep: str) -> list:
@@ -268,11 +307,13 @@ class TextSource:
 
 
 def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=None,
-                     line_limit: int = LINE_LIMIT) -> TextSource:
+                     line_limit: int = LINE_LIMIT, wanted=()) -> TextSource:
     """Check a CSV or JSON-lines file and read its header (no rows).
 
     ``fmt`` defaults to the extension (``.jsonl``/``.ndjson``/``.json``: JSON lines,
-    otherwise CSV); ``sep`` to a tab for ``.tsv`` and a comma otherwise.
+    otherwise CSV); ``sep`` to a tab for ``.tsv`` and a comma otherwise. ``wanted``: the
+    columns to be read (a JSON-lines file's names include those of them that only later
+    objects have; see :func:`text_header`).
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -290,17 +331,20 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
         raise ValueError(f"fmt must be one of {TEXT_FORMATS}, got {fmt!r}")
     if sep is None:
         sep = "\t" if ext == ".tsv" else ","
-    names = text_header(path, fmt, compression, sep, line_limit=line_limit)
+    names = text_header(path, fmt, compression, sep, line_limit=line_limit, wanted=wanted)
     return TextSource(path, fmt, compression, sep, names, int(line_limit))
 
 
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
-                      text_columns=()):
+                      text_columns=(), flag_columns=()):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
 
     ``text_columns`` of a CSV file are read as the text in the file (empty fields missing),
     not as whatever type each batch's values look like: a categorical column ("01234", or
-    "1" and "10+") then reads alike in every batch.
+    "1" and "10+") then reads alike in every batch. ``flag_columns`` of a JSON-lines file
+    (labels, identities) are read as the values written, an object column: pandas would
+    read true/false as 1.0/0.0 in a batch where some line has null or leaves the key out,
+    and as booleans in one where none does.
 
     ``progress(share of the file's bytes read, rows so far, rows the file is projected to
     hold)`` is called before each batch is yielded, when given.
@@ -327,7 +371,9 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 warnings.filterwarnings("ignore", message=".*'convert_dates' keyword")
                 reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8"), lines=True,
                                       chunksize=batch_rows, precise_float=True,
-                                      convert_dates=False)
+                                      convert_dates=False,
+                                      dtype={c: object for c in flag_columns if c in columns}
+                                      or True)
         start = 0
         with reader:
             while True:

@@ -368,18 +368,18 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
 
 
 def _coerce_object_flags(df, names) -> None:
-    """JSON true/false/null columns arrive as object dtype: make them nullable booleans."""
+    """JSON true/false/null columns arrive as object dtype: make them nullable booleans, and
+    columns of numbers (and null) numbers; others stay as they are."""
     import pandas as pd
 
     for name in names:
         col = df[name]
         if col.dtype != object:
             continue
-        values = col.dropna()
-        if len(values) and all(isinstance(v, bool) for v in values):
+        kind = pd.api.types.infer_dtype(col, skipna=True)  # (in C: one pass over the values)
+        if kind == "boolean":
             df[name] = col.astype("boolean")
-        elif len(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                 for v in values):
+        elif kind in ("integer", "floating", "mixed-integer-float"):
             df[name] = pd.to_numeric(col)
 
 

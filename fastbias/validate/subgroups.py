@@ -135,6 +135,11 @@ def identity_kind(column) -> str | None:
     values = pd.Series(column).dropna()
     if len(values) == 0:
         return None
+    inferred = pd.api.types.infer_dtype(values, skipna=True)  # (in C; the common answers)
+    if inferred == "boolean":
+        return "boolean"
+    if inferred in ("integer", "floating", "mixed-integer-float", "decimal", "complex"):
+        return "numeric"
     if all(isinstance(v, (bool, np.bool_)) for v in values):
         return "boolean"
     if all(isinstance(v, numbers.Number) for v in values):

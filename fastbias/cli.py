@@ -644,10 +644,13 @@ def _boolean_columns(args, progress) -> list:
     taken = {args.label, *args.scores, *([args.weight] if args.weight else [])}
     candidates = [c for c in read_header(args.data, input_format=args.input_format, sep=args.sep)
                   if c not in taken]
-    if not candidates:
+    fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
+    # JSON lines: a line may leave out a key (the first line too); every key some line has
+    # is a candidate, the lines without it missing values
+    every_key = fmt == "jsonl"
+    if not candidates and not every_key:
         raise CLIError("--subgroups-all-boolean: the file has no column besides the label, "
                        "scores and weight")
-    fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
     still, seen = list(candidates), set()
     line_bytes = 0 if fmt == "parquet" else _reading(
         args.data, lambda: record_bytes(args.data, compression, fmt == "csv"))
@@ -655,10 +658,14 @@ def _boolean_columns(args, progress) -> list:
                                             16 * len(candidates), line_bytes))
 
     def scan():
-        for frame, _ in _batches(args.data, candidates, fmt, compression, sep, batch_rows,
-                                 progress):
-            _coerce_object_flags(frame, still)
-            for name in list(still):
+        for frame, _ in _batches(args.data, None if every_key else candidates, fmt,
+                                 compression, sep, batch_rows, progress):
+            for name in frame.columns if every_key else ():
+                if name not in taken and name not in candidates:  # a key first seen here
+                    candidates.append(name)
+                    still.append(name)
+            _coerce_object_flags(frame, [c for c in still if c in frame])
+            for name in [c for c in still if c in frame]:
                 column = frame[name]
                 values = column.dropna()
                 if pd.api.types.is_bool_dtype(column.dtype) or (
@@ -671,6 +678,9 @@ def _boolean_columns(args, progress) -> list:
         progress.clear()
 
     _reading(args.data, scan)
+    if not candidates:
+        raise CLIError("--subgroups-all-boolean: the file has no column besides the label, "
+                       "scores and weight")
     chosen = [name for name in still if name in seen]
     if not chosen:
         raise CLIError(f"--subgroups-all-boolean: no column holds only booleans or 0/1 (columns: "

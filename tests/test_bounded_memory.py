@@ -744,6 +744,36 @@ def test_json_keys_that_only_later_lines_have_are_columns(tmp_path, capsys):
         assert status == 1 and f"unknown column {name!r} (--subgroups)" in err, err
 
 
+def test_subgroups_all_boolean_takes_json_keys_the_first_line_leaves_out(tmp_path, capsys):
+    """--subgroups-all-boolean on JSON lines: every key some line has is a candidate (one in
+    the last line alone too); the chosen columns give the report of naming them."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(3_000):
+        row = {"y": bool(rng.random() < 0.4), "s": float(np.round(rng.random(), 3)),
+               "t": float(rng.random()), "g0": bool(rng.random() < 0.3), "note": "text"}
+        if i > 0 and rng.random() < 0.8:  # never in the first line; null in some
+            row["g1"] = bool(rng.random() < 0.5) if rng.random() < 0.8 else None
+        if i > 2_000:
+            row["count"] = 3  # a number: not a flag
+        if i == 2_999:
+            row["g2"] = True
+        rows.append(row)
+    path = tmp_path / "flags.jsonl"
+    _json_lines(path, rows)
+    assert _report(path, tmp_path / "named.json") == 0
+    capsys.readouterr()
+    args = ["report", str(path), "--label", "y", "--scores", "s", "t",
+            "--subgroups-all-boolean", "--out", str(tmp_path / "all.json"), "--progress", "never"]
+    assert main(args) == 0
+    capsys.readouterr()
+    named, chosen = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("named", "all"))
+    assert [r["subgroup"] for r in chosen["models"][0]["subgroups"]] == \
+        [r["subgroup"] for r in named["models"][0]["subgroups"]]
+    assert sorted(r["subgroup"] for r in chosen["models"][0]["subgroups"]) == SUBGROUPS
+    assert chosen["models"] == named["models"]
+
+
 def test_later_json_keys_counts_only_the_keys_of_each_lines_object(tmp_path):
     from fastbias.validate.textfile import later_json_keys
 

@@ -341,7 +341,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
 
     ``text_columns`` of a CSV file are read as the text in the file (empty fields missing),
     not as whatever type each batch's values look like: a categorical column ("01234", or
-    "1" and "10+") then reads alike in every batch. ``flag_columns`` of a JSON-lines file
+    "1" and "10+") then reads alike in every batch. ``columns=None`` reads every column of a
+    JSON-lines file: each batch has the keys its lines have. ``flag_columns`` of a JSON-lines file
     (labels, identities) are read as the values written, an object column: pandas would
     read true/false as 1.0/0.0 in a batch where some line has null or leaves the key out,
     and as booleans in one where none does.
@@ -372,8 +373,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8"), lines=True,
                                       chunksize=batch_rows, precise_float=True,
                                       convert_dates=False,
-                                      dtype={c: object for c in flag_columns if c in columns}
-                                      or True)
+                                      dtype={c: object for c in flag_columns
+                                             if columns is None or c in columns} or True)
         start = 0
         with reader:
             while True:
@@ -387,7 +388,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     raise DataFileError(f"cannot read data file {source.path!r} after row "
                                         f"{start:,}: {' '.join(str(error).split())}") from None
                 stop = start + len(frame)
-                if source.fmt == "jsonl":
+                if source.fmt == "jsonl" and columns is not None:
                     # a key absent from every line of a batch reads as missing values, as it
                     # does when the whole file is read at once (whatever the batch size)
                     frame = frame.reindex(columns=list(dict.fromkeys(columns)))

@@ -49,6 +49,7 @@ from .progress import (
     ticking,
 )
 from .reports.plain import terminal_text
+from .validate.columns import booleans_and_numbers
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
     DataFileError,
@@ -441,6 +442,15 @@ def _positive_value(column, label: str, positive: str):
     return match[0]
 
 
+def _refuse_mixed_label(column, label: str) -> None:
+    """A label column of both booleans and numbers (JSON's true beside 1) is refused, naming
+    a value of each: it is not one kind of label (and true and 1 would read as one value)."""
+    mixed = booleans_and_numbers(column.to_numpy()) if column.dtype == object else None
+    if mixed is not None:
+        raise CLIError(f"label column {label!r} holds both booleans and numbers ({mixed}); "
+                       f"write it one way")
+
+
 def _same_number(value, text: str) -> bool:
     try:
         return float(value) == float(text)
@@ -453,6 +463,7 @@ def _prepare_label(df, label: str, positive):
     import pandas as pd
 
     col = df[label]
+    _refuse_mixed_label(col, label)
     if positive is not None:
         return _positive_value(col, label, positive)
     if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
@@ -841,6 +852,7 @@ def _check_streamed_label(args, first_frame) -> None:
 
     _coerce_object_flags(first_frame, [args.label])
     column = first_frame[args.label]
+    _refuse_mixed_label(column, args.label)
     if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
         return
     values = sorted(map(str, pd.unique(column.dropna())))[:6]

@@ -218,15 +218,19 @@ def _partition_counts(frame: pd.DataFrame, n_groups: int, weighted: bool, exclud
 
 def _weights_order(scores, weights):
     """The order that puts a score-range partition's rows of equal scores (``scores``
-    ascending) in the order of their weights' bits, or None where no two scores are equal.
+    ascending) in the order of their weights, or None where no two scores are equal.
 
     Dask's shuffle hands them over in an order that changes from run to run (with Python's
     hash seed), and the significance tests' float sums of weights would move in their last
     bits with it. Every such sum adds, over the rows of a class or of a subgroup's cell, a
     term made of a row's weight and score; two rows of one score and the same weight add
-    the same term, so that the order of their weights is enough. (The counts, exact in any
-    order, need none.) Only the rows that share their score with another are sorted; each
-    block of them stays where it is."""
+    the same term, so that the order of their weights is enough: rows whose score and
+    weight are equal may come in any order (the sort is not stable), and -0.0 and 0.0
+    weigh the same (the sums start from 0.0). (The counts, exact in any order, need none.)
+    Only the rows that share their score with another are sorted; each block of them stays
+    where it is. The partitions' score ranges come from a sample of the rows: the same
+    rows given in another order may draw another sample, other ranges, and so sums grouped
+    otherwise (a few ulps apart)."""
     same = scores[1:] == scores[:-1]
     if not same.any():
         return None

@@ -783,11 +783,38 @@ def test_later_json_keys_counts_only_the_keys_of_each_lines_object(tmp_path):
              '{"a": 3, "inner": {"c": 1}}',  # c only in a nested object
              '{"a": 4, "caf\\u00e9" : 1}',  # written with ensure_ascii (and a space)
              '{"a": 5, "na\u00efve": 2}',  # written without it
-             '{"a": 6, "text": "ends with \\\\", "d": 0}']  # an escaped backslash, then d
+             '{"a": 6, "text": "ends with \\\\", "d": 0}',  # an escaped backslash, then d
+             '[{"f": 1}, ["f", 2]]',  # an array: no keys (a line the reading refuses)
+             '{"a\\/b": 1, "x\\u003Cy": 2, "g\\u0031": 3, "\\ud83d\\ude00": 4}']  # escapes
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert json.loads(lines[3]) == {"a": 4, "caf\u00e9": 1}
-    found = later_json_keys(str(path), None, ["b", "c", "caf\u00e9", "na\u00efve", "d", "e"])
-    assert found == {"caf\u00e9", "na\u00efve", "d"}
+    assert json.loads(lines[-1]) == {"a/b": 1, "x<y": 2, "g1": 3, "\U0001f600": 4}
+    wanted = ["b", "c", "caf\u00e9", "na\u00efve", "d", "e", "f", "a/b", "x<y", "g1",
+              "\U0001f600"]
+    found = later_json_keys(str(path), None, wanted)
+    assert found == {"caf\u00e9", "na\u00efve", "d", "a/b", "x<y", "g1", "\U0001f600"}
+
+
+def test_a_json_column_of_booleans_and_numbers_is_refused_naming_both(tmp_path, capsys):
+    """true beside 1 in one column is two kinds of value (a flag, a number compared with the
+    threshold): refused, naming one of each, for an identity and for the label alike."""
+    rows = [{"y": i % 2, "s": i / 10, "t": i / 10, "g0": True, "g1": 1, "g2": False}
+            for i in range(10)]
+    rows[3]["g1"] = True
+    path = tmp_path / "mixed.jsonl"
+    _json_lines(path, rows)
+    assert _report(path, tmp_path / "o.json") == 1
+    err = capsys.readouterr().err
+    assert "subgroup column 'g1' holds both booleans and numbers (1 at position 0 and True " \
+           "at position 3)" in err
+    for row in rows:
+        row["g1"] = 1
+    rows[5]["y"] = True
+    _json_lines(path, rows)
+    assert _report(path, tmp_path / "o.json") == 1
+    err = capsys.readouterr().err
+    assert "label column 'y' holds both booleans and numbers (0 at position 0 and True at " \
+           "position 5)" in err
 
 
 def test_a_text_label_is_refused_before_streaming(tmp_path, capsys, monkeypatch):

@@ -385,8 +385,10 @@ def test_dask_significance_equals_streaming(tmp_path):
 def test_weighted_dask_pvalues_do_not_depend_on_the_order_of_the_rows():
     """Rows of equal scores reach a score-range partition in an order the shuffle chooses
     (it changed with Python's hash seed from run to run), and weighted float sums over them
-    moved in their last bits with it. Each partition puts them in one order of their
-    contents: the same rows in another order give the same table, bit for bit."""
+    moved in their last bits with it. Each partition puts them in the order of their
+    weights: the same rows in another order give the same table, bit for bit. (On data this
+    small the partitions' score ranges come from every row; on large data they come from a
+    sample, which another order of the rows may change.)"""
     pytest.importorskip("dask.dataframe")
     import dask
     import dask.dataframe as dd

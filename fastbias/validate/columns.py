@@ -267,6 +267,22 @@ def column_values(values, name: str, float_missing: bool = True):
     return arr, missing
 
 
+def booleans_and_numbers(values) -> str | None:
+    """Where a column of Python objects (JSON's true/false beside numbers) holds both
+    booleans and numbers: the first of each, ``'1 at position i and True at position j'``;
+    None where it does not. Such a column means two things (a flag, and a number compared with a threshold)."""
+    first_bool = first_number = None
+    for i, value in enumerate(values):
+        if isinstance(value, (bool, np.bool_)):
+            first_bool = i if first_bool is None else first_bool
+        elif isinstance(value, numbers.Number) and value == value:  # (NaN is missing)
+            first_number = i if first_number is None else first_number
+        if first_bool is not None and first_number is not None:
+            return " and ".join(f"{_plain(values[j])!r} at {_at(j)}"
+                                for j in sorted((first_bool, first_number)))
+    return None
+
+
 def first_non_numeric(arr: np.ndarray) -> str:
     """'<value> at position <i>' of the first entry of an object array that is not a number.
 

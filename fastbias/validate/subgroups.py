@@ -14,6 +14,7 @@ from .columns import (
     _from_foreign,
     _plain,
     as_array,
+    booleans_and_numbers,
     first_non_numeric,
     read_column,
 )
@@ -84,6 +85,11 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
         arr, missing = read_column(values, label,
                                    float_missing=want_missing or threshold is None)
     if arr.dtype.kind not in "biuf":
+        mixed = booleans_and_numbers(arr) if arr.dtype == object else None
+        if mixed is not None:
+            raise TypeError(f"{label} holds both booleans and numbers ({mixed}): a column "
+                            f"must hold one kind (booleans, or numbers compared with the "
+                            f"threshold); write it one way")
         shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
         raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}; "
                         f"{category_hint}")

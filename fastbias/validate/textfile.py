@@ -14,6 +14,7 @@ One home for reading text data files (the CLI and :func:`fastbias.streaming.eval
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -238,13 +239,19 @@ def later_json_keys(path: str, compression: str | None, keys, *,
                     line_limit: int = LINE_LIMIT) -> set:
     """Which of ``keys`` are keys of some object of a JSON-lines file, reading it until all
     are found (or to its end). A line is parsed only where its text holds one of the keys
-    written as a key (``"key":``, as ``json.dumps`` writes it, with or without
-    ``ensure_ascii``), and a key counts only as a key of the line's object, not of an
-    object within it."""
-    keys = list(dict.fromkeys(keys))
-    written = sorted({json.dumps(k, ensure_ascii=ascii).encode("utf-8")
-                      for k in keys for ascii in (True, False)}, key=len, reverse=True)
-    pattern = re.compile(b"(?:" + b"|".join(re.escape(w) for w in written) + rb")\s*:")
+    written as a key (``"key":``, each character as itself or any of its JSON escapes), and
+    a key counts only as a key of the line's object, not of an object within it. Asked again
+    about the same file, unchanged, and keys, it answers from memory."""
+    keys = tuple(dict.fromkeys(keys))
+    status = os.stat(path)
+    return set(_later_json_keys(path, compression, keys, line_limit, status.st_size,
+                                status.st_mtime_ns, status.st_ino))
+
+
+@functools.lru_cache(maxsize=8)
+def _later_json_keys(path: str, compression, keys: tuple, line_limit: int, *_file) -> frozenset:
+    """:func:`later_json_keys` of the file as it is (``_file``: its size, time and inode)."""
+    pattern = re.compile(b"\"(?:" + b"|".join(_json_text(k) for k in keys) + b")\"\\s*:")
     found = set()
     with open_text(path, compression, line_limit=line_limit) as stream:
         for line in stream:
@@ -254,11 +261,37 @@ def later_json_keys(path: str, compression: str | None, keys, *,
                 pairs = json.loads(line, object_pairs_hook=lambda items: items)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 continue  # (the reading names the line that does not parse)
-            if isinstance(pairs, list):
-                found.update(k for k, _ in pairs if isinstance(k, str) and k in keys)
+            # an object's (key, value) pairs; any other line (an array: a list) has no keys
+            if isinstance(pairs, list) and all(isinstance(p, tuple) for p in pairs):
+                found.update(k for k, _ in pairs if k in keys)
             if len(found) == len(keys):
                 break
-    return found
+    return frozenset(found)
+
+
+#: the JSON escapes of one character besides ``\uXXXX``
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f",
+                  "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _json_text(text: str) -> bytes:
+    """A regular expression (bytes) for every way JSON may write the string ``text`` between
+    its quotes in UTF-8: each character as itself (where JSON allows it), its short escape,
+    or ``\\uXXXX`` in either case (a pair of them beyond the basic plane)."""
+    parts = []
+    for char in text:
+        code = ord(char)
+        units = ([code] if code < 0x10000 else
+                 [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)])
+        ways = [b"".join(b"\\\\u" + b"".join(
+            b"[" + d.encode() + d.upper().encode() + b"]" if d.isalpha() else d.encode()
+            for d in f"{unit:04x}") for unit in units)]
+        if char in _SHORT_ESCAPES:
+            ways.append(re.escape(_SHORT_ESCAPES[char].encode()))
+        if char not in '"\\' and code >= 0x20 and not 0xD800 <= code < 0xE000:
+            ways.append(re.escape(char.encode("utf-8")))
+        parts.append(b"(?:" + b"|".join(ways) + b")")
+    return b"".join(parts)
 
 
 def _csv_names(line: str, sep: str) -> list:

@@ -21,6 +21,7 @@ import fastbias
 from fastbias.metrics.table import _RATIO_IS_GAP, _RATIO_PAIRS
 from fastbias.prepare.memberships import prepare_memberships
 from fastbias.sort.order import order_scores
+from fastbias.streaming import evaluate_csv
 from fastbias.sweep import _kernels as K
 from fastbias.sweep.double_double import metric_ratios
 from fastbias.validate.errors import UndefinedMetricWarning
@@ -183,6 +184,60 @@ def test_weights_spanning_more_than_the_arithmetic_can_hold_are_refused():
     with pytest.raises(ValueError, match=r"sample_weight spans more than 2\*\*480.*position 2"):
         fastbias.bias_metrics(y, s, {"g": [True, False, True, False]},
                               sample_weight=[1.0, 2.0, 1e-300, 0.0])
+
+
+@pytest.mark.parametrize("exponent", [-700, -201, 201, 700])
+@pytest.mark.parametrize("kind", ["ci", "significance"])
+def test_weights_too_far_from_1_for_intervals_are_refused_naming_the_largest(exponent, kind):
+    """DeLong intervals and significance tests treat weights as frequency weights (their
+    scale matters) and multiply up to four of them: beyond 2**+-200 the sums over- or
+    underflowed, and standard errors and p-values came out NaN, 0 or 1 without a word. The
+    metrics alone, and the bootstrap, take any scale."""
+    rng = np.random.default_rng(2)
+    n = 600
+    y = rng.random(n) < 0.4
+    s = rng.integers(0, 30, n) / 30
+    groups = {"a": rng.random(n) < 0.3}
+    w = np.ldexp(rng.uniform(0.5, 2.0, n), exponent)
+    at = int(np.argmax(w))
+    kw = {"ci": "delong"} if kind == "ci" else {"significance": "holm"}
+    with pytest.raises(ValueError, match=rf"sample_weight holds weights too far from 1 for "
+                                         rf"{'DeLong intervals' if kind == 'ci' else 'significance tests'}"
+                                         rf": the largest is .* \(at position {at}\)"):
+        fastbias.bias_metrics(y, s, groups, sample_weight=w, **kw)
+    table = quietly(fastbias.bias_metrics, y, s, groups, sample_weight=w, ci="bootstrap",
+                    n_boot=20, random_state=0)
+    check_against_exact(table, y, s, groups, w)
+
+
+def test_weights_near_the_limit_give_frequency_weight_standard_errors():
+    """Within 2**+-200 the DeLong standard errors are those of frequency weights: for a
+    total weight far above 1, scaling every weight by 2**k scales them by 2**(-k/2)."""
+    rng = np.random.default_rng(4)
+    n = 2_000
+    y = rng.random(n) < 0.3
+    s = np.round(rng.random(n) + 0.3 * y, 2)
+    groups = {"a": rng.random(n) < 0.2, "b": rng.random(n) < 0.05}
+    w = rng.uniform(0.1, 1.1, n)
+    columns = [f"{m}_se" for m in METRICS]
+    se = {k: quietly(fastbias.bias_metrics, y, s, groups, sample_weight=np.ldexp(w, k),
+                     ci="delong")[columns].to_numpy() for k in (120, 199)}
+    assert np.isfinite(se[199]).all() and (se[199] > 0).all()
+    np.testing.assert_allclose(se[199], se[120] * 2.0 ** (-79 / 2), rtol=1e-12)
+
+
+def test_out_of_core_significance_refuses_weights_too_far_from_1(tmp_path):
+    rng = np.random.default_rng(6)
+    n = 500
+    df = pd.DataFrame({"y": rng.random(n) < 0.4, "s": rng.integers(0, 30, n) / 30,
+                       "a": rng.random(n) < 0.3, "w": rng.uniform(0.5, 2.0, n) * 1e70})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"sample_weight column 'w' holds weights too far "
+                                         r"from 1 for significance tests: the largest is "
+                                         r".*e\+70 in the data"):
+        evaluate_csv(path, label="y", scores="s", subgroups=["a"], sample_weight="w",
+                     significance="holm")
 
 
 @SETTINGS

@@ -25,6 +25,7 @@ from ..validate.columns import check_aligned
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.rows import validated_rows
 from ..validate.settings import check_confidence, resolve_workers
+from ..validate.values import check_interval_weights_of
 from .bootstrap import _percentile_interval, replicates
 from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
 from .first_call import delong_in_numpy, intervals_in_numpy_now
@@ -188,6 +189,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     attrs = {"ci_method": method, "confidence": confidence}
 
     if method == "delong":
+        check_interval_weights_of(sample_weight, "DeLong intervals")
         se, overall_se = (delong_in_numpy(scores, memberships, sample_weight) if in_numpy
                           else standard_errors(sorted_scores, sample_weight))
         z = _z_value(confidence)

@@ -46,6 +46,7 @@ from ..metrics.definitions import (
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..validate.errors import UndefinedMetricWarning
+from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
 from .delong import _delong_variance
 from .first_call import (
@@ -470,6 +471,7 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
                in_numpy: bool) -> pd.DataFrame:
     """:func:`add_pvalues` once it is decided whether in numpy (``in_numpy``; else from the
     kernels and the sorts)."""
+    check_interval_weights_of(sample_weight, "significance tests")
     sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight)
                            if in_numpy else placement_sums(sorted_scores, sample_weight))
     if family_size is None:

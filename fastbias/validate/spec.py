@@ -9,7 +9,7 @@ import pandas as pd
 from .categories import value_text
 from .columns import name_list
 from .settings import MISSING_POLICIES, check_threshold
-from .values import as_scores, check_weight_spread, power_of_two_scale
+from .values import as_scores, check_interval_weights, check_weight_spread, power_of_two_scale
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,8 @@ class ColumnSpec:
         name = f"sample_weight column {self.sample_weight!r}"
         if np.isfinite(largest) and largest > 0:
             check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")
+            if self.significance is not None:
+                check_interval_weights(largest, name, " in the data", "significance tests")
             return replace(self, weight_scale=power_of_two_scale(np.array([largest])))
         return self
 

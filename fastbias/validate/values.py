@@ -213,6 +213,37 @@ def check_weight_spread(smallest, largest, name: str, where_smallest: str = "",
             f"(the metrics do not depend on the weights' scale, only on their ratios)")
 
 
+#: the largest weight that DeLong intervals and significance tests take (and 1 / it the
+#: smallest largest weight): they multiply up to four weights, in the weights' own scale
+INTERVAL_WEIGHT_LIMIT = 2.0 ** 200
+
+
+def check_interval_weights(largest, name: str, where: str = "",
+                           what: str = "DeLong intervals and significance tests") -> None:
+    """Refuse weights whose largest is above :data:`INTERVAL_WEIGHT_LIMIT` or below its
+    inverse for ``what``: these treat weights as frequency weights, so that their scale
+    matters (unlike the metrics'), and their sums of products of up to four weights would
+    overflow or underflow, leaving standard errors and p-values NaN, 0 or 1 without a word.
+    ``largest`` 0 (no weight) passes: nothing is computed from it."""
+    largest = float(largest)
+    if largest > 0 and not 1.0 / INTERVAL_WEIGHT_LIMIT <= largest <= INTERVAL_WEIGHT_LIMIT:
+        raise ValueError(
+            f"{name} holds weights too far from 1 for {what}: the largest is "
+            f"{_plain(largest)!r}{where}. These treat the weights as frequency weights (their "
+            f"scale matters, unlike the metrics') and multiply up to four of them, which "
+            f"overflows or underflows unless the largest weight is between 2**-200 and 2**200 "
+            f"(about 6.2e-61 and 1.6e+60): bring the weights into that range")
+
+
+def check_interval_weights_of(sample_weight, what: str = "DeLong intervals and "
+                                                         "significance tests") -> None:
+    """:func:`check_interval_weights` of validated weights (None: nothing to check),
+    naming the position of the largest."""
+    if sample_weight is not None and sample_weight.shape[0]:
+        at = int(np.argmax(sample_weight))
+        check_interval_weights(sample_weight[at], "sample_weight", f" (at {_at(at)})", what)
+
+
 def as_sample_weight(sample_weight, n: int, name: str = "sample_weight", *,
                      omit: bool = False) -> np.ndarray | None:
     """Validate weights: numeric, finite, non-negative, length ``n``; float64."""

@@ -35,6 +35,9 @@ timeout 150 "$py" benchmarks/bench_threads.py --rows $sizes --cores $cores --rep
 # shellcheck disable=SC2086
 timeout 120 "$py" benchmarks/bench_threads.py --rows "$big" --cores $cores --repeats 5 \
   --stages 2>&1 | tee "$out/threads_big.md"
+# 1.8M rows under other cuts of the stages' work (fewer, larger jobs: issue 16's 8 ms target)
+# shellcheck disable=SC2086
+timeout 90 "$py" benchmarks/job_sizes.py --cores $cores --repeats 9 2>&1 | tee "$out/job_sizes.md"
 timeout 100 "$py" benchmarks/compare_reference.py --rows "$ref_rows" --skip-subprocess 2>&1 \
   | tee "$out/compare.txt"
 timeout 60 "$py" benchmarks/bench_first_use.py --rows "$ref_rows" --variants float32 \

@@ -1,0 +1,105 @@
+"""How one model's call at 1.8M rows depends on how its stages cut their work (issue 16).
+
+At 1.8M x 24 on a 16-core machine, 8 and 16 cores gave the same time (13-21 ms, against
+<= 8 ms asked): the threads' summed work was 2.3x one core's, in about 150 jobs. This
+script times the call under other cuts, to find whether fewer, larger jobs help there:
+
+* ``jobs_per_worker``: the jobs each thread's share of a stage is cut into
+  (``fastbias._threads.JOBS_PER_WORKER``, 4 by default);
+* ``min_scale``: every stage's smallest piece of work times this (the sorts',
+  ``PARALLEL_SORT_MIN_KEYS``; the counting walk's, ``PARALLEL_COUNT_MIN_MEMBERSHIPS``;
+  the membership scan's, ``PARALLEL_SCAN_MIN_ROWS``; the score bounds',
+  ``PARALLEL_BOUNDS_MIN_VALUES``), so that small inputs take fewer threads.
+
+For each core count (the process pinned to the first N usable CPUs, as ``taskset`` does) and
+each setting it prints the median of ``--repeats`` calls (after one), and checks that every
+setting gave the same table, bit for bit. On an empty Numba cache it first waits for the
+kernels to compile.
+
+Usage::
+
+    python benchmarks/job_sizes.py --cores 8 16
+    python benchmarks/job_sizes.py --rows 300000 --cores 1 2 --repeats 5
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import fastbias
+import fastbias._threads as threads
+from fastbias.prepare import memberships
+from fastbias.sort import order
+from fastbias.sweep import counts
+from fastbias.sweep.first_call import wait_until_compiled
+from fastbias.validate import values
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_threads import jigsaw_like_arrays  # noqa: E402
+
+#: (module, name) of each smallest piece of work that ``min_scale`` multiplies
+MINIMA = [(order, "PARALLEL_SORT_MIN_KEYS"), (counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS"),
+          (memberships, "PARALLEL_SCAN_MIN_ROWS"), (values, "PARALLEL_BOUNDS_MIN_VALUES")]
+
+
+def apply(jobs_per_worker: int, min_scale: int, defaults: dict) -> None:
+    """Set the stages' cuts (``counts`` holds its own copy of JOBS_PER_WORKER)."""
+    threads.JOBS_PER_WORKER = counts.JOBS_PER_WORKER = jobs_per_worker
+    for module, name in MINIMA:
+        setattr(module, name, defaults[name] * min_scale)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_804_875)
+    parser.add_argument("--cores", type=int, nargs="+", default=None,
+                        help="core counts (default: 1 and all usable)")
+    parser.add_argument("--jobs-per-worker", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--min-scale", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args(argv)
+    usable = sorted(os.sched_getaffinity(0))
+    cores = args.cores or sorted({1, len(usable)})
+    if max(cores) > len(usable):
+        parser.error(f"only {len(usable)} usable CPUs")
+    y, s, groups = jigsaw_like_arrays(args.rows)
+    warnings.simplefilter("ignore")
+    fastbias.bias_metrics(y, s, groups)
+    wait_until_compiled()
+    defaults = {name: getattr(module, name) for module, name in MINIMA}
+    default_jobs = threads.JOBS_PER_WORKER
+    reference = fastbias.bias_metrics(y, s, groups)
+    print(f"{args.rows:,} rows x {groups.shape[1]}, medians of {args.repeats} calls (ms); "
+          f"defaults: jobs_per_worker {default_jobs}, min_scale 1\n")
+    print("| cores | " + " | ".join(f"jobs {j}, min x{m}" for j, m in itertools.product(
+        args.jobs_per_worker, args.min_scale)) + " |")
+    print("|---:|" + "---:|" * (len(args.jobs_per_worker) * len(args.min_scale)))
+    try:
+        for n in cores:
+            os.sched_setaffinity(0, usable[:n])
+            row = []
+            for jobs, scale in itertools.product(args.jobs_per_worker, args.min_scale):
+                apply(jobs, scale, defaults)
+                table = fastbias.bias_metrics(y, s, groups)  # (and a warm-up)
+                if not table.equals(reference):
+                    raise SystemExit(f"jobs {jobs}, min x{scale} on {n} cores: another table")
+                times = []
+                for _ in range(args.repeats):
+                    start = time.perf_counter()
+                    fastbias.bias_metrics(y, s, groups)
+                    times.append(time.perf_counter() - start)
+                row.append(f"{1e3 * statistics.median(times):.1f}")
+            print(f"| {n} | " + " | ".join(row) + " |", flush=True)
+    finally:
+        apply(default_jobs, 1, defaults)
+        os.sched_setaffinity(0, usable)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

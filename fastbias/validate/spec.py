@@ -9,7 +9,12 @@ import pandas as pd
 from .categories import value_text
 from .columns import name_list
 from .settings import MISSING_POLICIES, check_threshold
-from .values import as_scores, check_interval_weights, check_weight_spread, power_of_two_scale
+from .values import (
+    as_scores,
+    check_interval_weights,
+    check_weight_spread,
+    power_of_two_scale,
+)
 
 
 @dataclass(frozen=True)

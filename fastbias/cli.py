@@ -384,11 +384,16 @@ def _coerce_object_flags(df, names) -> None:
             df[name] = pd.to_numeric(col)
 
 
+def _flag_columns(args) -> list:
+    """The columns whose JSON true/false/null are read as written (see ``iter_text_batches``)
+    and then made nullable booleans (:func:`_coerce_object_flags`): the label, the identities."""
+    return list(dict.fromkeys((args.label, *args.subgroups)))
+
+
 def _kept_batch(frame, args):
     """A batch of rows as the in-memory report keeps it: JSON true/false/null columns as
     nullable booleans or numbers, then the identity columns compacted."""
-    _coerce_object_flags(frame, [c for c in dict.fromkeys((args.label, *args.subgroups))
-                                 if c in frame])
+    _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
     return _compact_memberships(frame, [c for c in args.subgroups
                                         if c not in (args.label, *args.scores, args.weight)],
                                 args.subgroup_threshold)
@@ -920,7 +925,7 @@ def _run_streaming(args, progress, limit: int):
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show,
                                          text_columns=args.sensitive_features or (),
-                                         flag_columns=[args.label, *args.subgroups])
+                                         flag_columns=_flag_columns(args))
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
@@ -928,7 +933,7 @@ def _run_streaming(args, progress, limit: int):
                                                 args.thresholds, gap_interval=args.gap_interval))
 
     def prepare(frame):  # a pass may read only some of the columns
-        _coerce_object_flags(frame, [c for c in (args.label, *args.subgroups) if c in frame])
+        _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
         return frame
 
     with warnings.catch_warnings(record=True) as caught:
@@ -992,7 +997,7 @@ def cmd_report(args) -> int:
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
                        text_columns=args.sensitive_features or (),
-                       flag_columns=[args.label, *args.subgroups],
+                       flag_columns=_flag_columns(args),
                        prepare=lambda frame: _kept_batch(frame, args))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
@@ -1011,7 +1016,7 @@ def cmd_report(args) -> int:
         timings["read data"] = time.perf_counter() - start
         if len(df) == 0:
             raise CLIError(f"data file {args.data!r} has no rows")
-        _coerce_object_flags(df, [args.label, *args.subgroups])
+        _coerce_object_flags(df, _flag_columns(args))
         pos_label = _prepare_label(df, args.label, args.positive)
         start = time.perf_counter()
         result = _run_evaluate(df, args, progress, args.subgroups, args.scores, args.label,

@@ -106,9 +106,10 @@ class _Classes:
         self._walk, self._sums_of = walk, sums_of
         prefix = {}
         for label in (0, 1):
-            prefix[label] = np.empty(self._sides(label)[0].shape[0] + 1)
-            self.above[2 * label:2 * label + 2] = sums_of(*self._sides(label), label == 0,
-                                                          prefix[label], _NO_ROWS)
+            sides = self._sides(label)
+            prefix[label] = np.empty(sides[0].shape[0] + 1)
+            self.above[2 * label:2 * label + 2] = sums_of(*sides, label == 0, prefix[label],
+                                                          _NO_ROWS)
         self._prefix = (prefix[1], prefix[0])
         self.u_overall = float(prefix[1][-1])
 
@@ -129,9 +130,10 @@ class _Classes:
         ``packed``. The negatives are placed by the positives above them, the positives by
         the negatives below."""
         if label not in self.packed:
-            values, cumulative = self._sides(label)[:2]
+            sides = self._sides(label)
+            values, cumulative = sides[:2]
             rows = np.empty((values.shape[0], 3 if cumulative.size else 2))
-            self._sums_of(*self._sides(label), label == 0, _NO_PREFIX, rows)
+            self._sums_of(*sides, label == 0, _NO_PREFIX, rows)
             self.packed[label] = rows
         return self.packed[label]
 

@@ -270,7 +270,8 @@ def column_values(values, name: str, float_missing: bool = True):
 def booleans_and_numbers(values) -> str | None:
     """Where a column of Python objects (JSON's true/false beside numbers) holds both
     booleans and numbers: the first of each, ``'1 at position i and True at position j'``;
-    None where it does not. Such a column means two things (a flag, and a number compared with a threshold)."""
+    None where it does not. Such a column means two things (a flag, and a number compared
+    with a threshold)."""
     first_bool = first_number = None
     for i, value in enumerate(values):
         if isinstance(value, (bool, np.bool_)):

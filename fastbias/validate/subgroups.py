@@ -59,6 +59,11 @@ class IdentityValues:
         return member if self.missing is None else member & ~self.missing
 
 
+#: what a message says of an identity column that holds two kinds of value
+ONE_KIND = ("a column must hold one kind (booleans, or numbers compared with the threshold); "
+            "write it one way")
+
+
 def identity_values(values, name: str, threshold: float | None, missing_hint: str = "",
                     label: str | None = None,
                     category_hint: str = "a column of categories (text or a pandas "
@@ -87,9 +92,7 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
     if arr.dtype.kind not in "biuf":
         mixed = booleans_and_numbers(arr) if arr.dtype == object else None
         if mixed is not None:
-            raise TypeError(f"{label} holds both booleans and numbers ({mixed}): a column "
-                            f"must hold one kind (booleans, or numbers compared with the "
-                            f"threshold); write it one way")
+            raise TypeError(f"{label} holds both booleans and numbers ({mixed}): {ONE_KIND}")
         shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
         raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}; "
                         f"{category_hint}")
@@ -173,9 +176,7 @@ class BatchKinds:
             seen = self.first.setdefault(name, (kind, where))
             if seen[0] != kind:
                 raise TypeError(f"{self.role} column {name!r} holds {kind} values {where} but "
-                                f"{seen[0]} values {seen[1]}: a column must hold one kind "
-                                f"(booleans, or numbers compared with the threshold); "
-                                f"write it one way")
+                                f"{seen[0]} values {seen[1]}: {ONE_KIND}")
 
 
 def _looks_like_names(subgroups) -> bool:

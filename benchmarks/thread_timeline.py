@@ -30,6 +30,7 @@ from fastbias.validate import values as _values
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_threads import jigsaw_like_arrays  # noqa: E402
+from job_sizes import MINIMA, apply  # noqa: E402
 
 EVENTS: list = []
 
@@ -74,12 +75,17 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=18_000_000)
     parser.add_argument("--cores", type=int, nargs="+", default=[len(os.sched_getaffinity(0))])
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--jobs-per-worker", type=int, default=T.JOBS_PER_WORKER)
+    parser.add_argument("--min-scale", type=float, default=1.0,
+                        help="the stages' smallest pieces times this (see job_sizes.py)")
     args = parser.parse_args(argv)
     all_cpus = sorted(os.sched_getaffinity(0))
     y, s, groups = jigsaw_like_arrays(args.rows)
     fastbias.bias_metrics(y, s, groups)
     wait_until_compiled()
     install()
+    apply(args.jobs_per_worker, args.min_scale,
+          {name: getattr(module, name) for module, name in MINIMA})
     for cores in args.cores:
         os.sched_setaffinity(0, all_cpus[:cores])
         fastbias.bias_metrics(y, s, groups)
@@ -91,7 +97,8 @@ def main(argv=None):
             runs.append((time.perf_counter() - start, start, list(EVENTS)))
         runs.sort(key=lambda r: r[0])
         total, start, events = runs[len(runs) // 2]
-        print(f"\n{args.rows:,} rows, {cores} cores: call {total * 1e3:.1f} ms "
+        print(f"\n{args.rows:,} rows, {cores} cores, jobs {args.jobs_per_worker} a thread, "
+              f"smallest pieces x{args.min_scale:g}: call {total * 1e3:.1f} ms "
               f"(median of {args.repeats}; min {runs[0][0] * 1e3:.1f} ms)")
         print(f"{'where':48s} {'from':>7s} {'to':>7s} {'pieces':>6s} {'threads':>7s} "
               f"{'sum':>7s} {'longest':>7s}")

@@ -62,6 +62,11 @@ def _mark_pool_thread():
     _local.in_pool = True
 
 
+def in_pool_thread() -> bool:
+    """Whether this thread is one of the pool's (work split from here runs here alone)."""
+    return getattr(_local, "in_pool", False)
+
+
 def _submit_to_pool(threads: int, function, items) -> list:
     """Submit ``function(item)`` for each item to the process's pool, grown first to at least
     ``threads`` threads (never shrunk); returns the futures. Under the lock, so that no
@@ -108,7 +113,7 @@ def run_pieces(function, pieces, workers: int) -> list:
     """
     pieces = list(pieces)
     workers = min(workers, len(pieces))
-    if workers <= 1 or getattr(_local, "in_pool", False):
+    if workers <= 1 or in_pool_thread():
         return [function(piece) for piece in pieces]
     bounds = [(j * len(pieces)) // workers for j in range(workers + 1)]
     shares = [pieces[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
@@ -135,7 +140,7 @@ def run_jobs(function, items, workers: int) -> list:
     here once every thread has stopped."""
     items = list(items)
     workers = min(workers, len(items))
-    if workers <= 1 or getattr(_local, "in_pool", False):
+    if workers <= 1 or in_pool_thread():
         return [function(item) for item in items]
     results = [None] * len(items)
 

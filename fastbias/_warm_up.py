@@ -18,7 +18,10 @@ several pieces), so that the parent process finds them all in its cache:
 ``thresholds``
     threshold metrics' counts, unweighted and weighted;
 ``significance``
-    ``significance=``'s placement sums and permutation draws, unweighted and weighted.
+    ``significance=``'s placement sums and permutation draws, unweighted and weighted;
+``native``
+    an unweighted call's sorts and counting walk as rounds on Numba's threads
+    (:mod:`fastbias._native`), asked for by the first call that could use them.
 """
 from __future__ import annotations
 
@@ -189,8 +192,38 @@ def significance(rng) -> None:
                        _as(np.array(weights), writable), 0.95, None, False)
 
 
+def native(rng) -> None:
+    from .prepare import memberships as prep
+    from .sort import order
+    from .sweep import counts
+
+    def key_range(scores):
+        return order.score_key_range(scores)
+
+    for writable in (True, False):
+        labels, matrix, _ = _inputs(rng, writable)
+        memberships = prep.prepare_memberships_dense(labels, matrix, ["a", "b", "c"])
+        for dtype in (np.float32, np.float64):
+            scores = _scores(rng, dtype, writable)
+            bits = scores.view(order._UINT_OF_FLOAT[scores.dtype])
+            classes = order.class_sort_on_numba(bits, memberships.labels.view(np.uint8), 2,
+                                                *key_range(scores))
+            members = order.member_sort_on_numba(bits, memberships, 2, *key_range(scores))
+            counts.count_on_numba(members, classes, memberships.n_groups, 2)
+        flat = matrix.view(np.uint8).reshape(-1)
+        prep.csr_from_dense_on_numba(flat, *matrix.shape, 2)
+    # the class sort reads the caller's scores and labels: either may be read-only alone
+    for dtype in (np.float32, np.float64):
+        for scores_writable, labels_writable in ((True, False), (False, True)):
+            scores = _scores(rng, dtype, scores_writable)
+            order.class_sort_on_numba(scores.view(order._UINT_OF_FLOAT[scores.dtype]),
+                                      _as(rng.random(N_ROWS) < 0.3, labels_writable).view(
+                                          np.uint8), 2, *key_range(scores))
+
+
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
-            "bootstrap": bootstrap, "thresholds": thresholds, "significance": significance}
+            "bootstrap": bootstrap, "thresholds": thresholds, "significance": significance,
+            "native": native}
 
 
 #: a warm-up process waits at most this long for another's turn to end, then compiles anyway
@@ -237,6 +270,7 @@ def _take_turn():
 
 
 def main(families=None) -> None:
+    from . import _native
     from .intervals import delong
     from .prepare import memberships as prep
     from .sort import order
@@ -247,6 +281,7 @@ def main(families=None) -> None:
     counts.PARALLEL_COUNT_MIN_MEMBERSHIPS = 1
     prep.PARALLEL_SCAN_MIN_ROWS = 1
     delong.DELONG_MIN_RANGE_MEMBERSHIPS = 1  # (the ranges' bounds: scores as keys, weighted)
+    _native.ENABLED = False  # each family's own kernels (Numba's threads: family "native")
     rng = np.random.default_rng(0)
     for name in families or ["counting"]:
         FAMILIES[name](rng)

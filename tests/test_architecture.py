@@ -16,8 +16,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "fastbias"
 STAGES = ["validate", "prepare", "sort", "sweep", "metrics", "intervals", "tables", "reports"]
 # modules below every stage: imported at start-up by the package itself
-FOUNDATION = {"fastbias._numba_cache", "fastbias._threads", "fastbias._version",
-              "fastbias.progress"}
+FOUNDATION = {"fastbias._numba_cache", "fastbias._threads", "fastbias._native",
+              "fastbias._version", "fastbias.progress"}
 
 
 def module_name(path: Path) -> str:

@@ -520,6 +520,7 @@ def test_a_cold_weighted_evaluate_equals_the_kernels(compiling, ci, monkeypatch)
                     reason="about compiling kernels")
 def test_every_warm_up_family_runs(monkeypatch):
     # what each background process runs, here (cheap on kernels this process has cached)
+    from fastbias import _native
     from fastbias import _warm_up as warm_up
     from fastbias.intervals import delong
     from fastbias.prepare import memberships as prep
@@ -527,7 +528,7 @@ def test_every_warm_up_family_runs(monkeypatch):
     from fastbias.sweep import _kernels as SK
     from fastbias.sweep import counts
 
-    for module, name in ((order, "PARALLEL_SORT_MIN_KEYS"),
+    for module, name in ((_native, "ENABLED"), (order, "PARALLEL_SORT_MIN_KEYS"),
                          (counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS"),
                          (prep, "PARALLEL_SCAN_MIN_ROWS"),
                          (delong, "DELONG_MIN_RANGE_MEMBERSHIPS")):
@@ -542,7 +543,15 @@ def test_every_warm_up_family_runs(monkeypatch):
     assert {signature[1].mutable for signature in SK.cumulative_weights.signatures} == {
         True, False}
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
-                                     "thresholds", "significance"}
+                                     "thresholds", "significance", "native"}
+    # the rounds on Numba's threads: both score types, read-only inputs too
+    from fastbias.sort import _kernels as K
+
+    class_signatures = K.class_top_digit_counts_pieces.signatures
+    assert {str(signature[0].dtype) for signature in class_signatures} >= {"uint32", "uint64"}
+    assert {(signature[0].mutable, signature[1].mutable)
+            for signature in class_signatures} >= {(True, True), (False, False), (True, False),
+                                                  (False, True)}
 
 
 def test_the_warm_up_lock_never_follows_a_link_nor_lives_where_others_write(tmp_path,

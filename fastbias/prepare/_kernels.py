@@ -8,7 +8,7 @@ membership (memberships are sparse).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True, nogil=True)
@@ -250,6 +250,90 @@ def place_csr_part(part_rows, part_ptr, part_groups, first_row, identity_offset,
         row_ptr[identity_offset + r] = part_ptr[r] + member_offset
     for e in range(part_groups.shape[0]):
         row_groups[member_offset + e] = part_groups[e]
+
+
+@njit(inline="always")
+def _dense_piece_csr(words, flat, n_cols, row_start, row_stop, fill, identity_at, member_at,
+                     identity_rows, row_ptr, row_groups, nonzero):
+    """Scan rows ``row_start:row_stop`` of a dense C-order (n, k) 0/1 matrix (``flat`` its
+    bytes, ``words`` its whole words; ``row_start`` a multiple of 8, so that the rows start
+    at a word) for non-zero bytes, as :func:`_scan_words` does; returns ``(identity rows,
+    memberships)`` found. With ``fill``, writes them as CSR: the rows (absolute) into
+    ``identity_rows`` from ``identity_at`` with their starts into ``row_ptr``, the columns
+    into ``row_groups`` from ``member_at``. ``nonzero``: scratch of DENSE_SCAN_CHUNK_WORDS."""
+    inverse = 1.0 / n_cols
+    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+    high = np.uint64(0x8080808080808080)
+    w_end = min((row_stop * n_cols) // 8, words.shape[0])
+    n_identity = 0
+    n_member = 0
+    last_row = -1
+    w = (row_start * n_cols) // 8
+    while w < w_end:
+        w_stop = min(w + DENSE_SCAN_CHUNK_WORDS, w_end)
+        n_nonzero = np.uint64(0)
+        for v in range(np.uint64(w), np.uint64(w_stop)):
+            nonzero[n_nonzero] = v
+            n_nonzero += np.uint64(words[v] != 0)
+        for q in range(n_nonzero):
+            v = np.uint64(nonzero[q])
+            x = words[v]
+            t = (((x & low7) + low7) | x) & high
+            start = np.int64(v) * 8
+            while t != 0:
+                lowest = t & (~t + np.uint64(1))
+                t ^= lowest
+                position = start + (_BIT_OF_POWER_MOD_67[lowest % np.uint64(67)] >> 3)
+                row = _row_of(position, n_cols, inverse)
+                if row != last_row:
+                    if fill:
+                        identity_rows[identity_at + n_identity] = row
+                        row_ptr[identity_at + n_identity] = member_at + n_member
+                    n_identity += 1
+                    last_row = row
+                if fill:
+                    row_groups[member_at + n_member] = position - row * n_cols
+                n_member += 1
+        w = w_stop
+    # the bytes after the last whole word (in the last piece only)
+    for position in range(max(w_end * 8, row_start * n_cols), row_stop * n_cols):
+        if flat[position]:
+            row = position // n_cols
+            if row != last_row:
+                if fill:
+                    identity_rows[identity_at + n_identity] = row
+                    row_ptr[identity_at + n_identity] = member_at + n_member
+                n_identity += 1
+                last_row = row
+            if fill:
+                row_groups[member_at + n_member] = position - row * n_cols
+            n_member += 1
+    return n_identity, n_member
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def dense_csr_counts_pieces(words, flat, n_cols, row_starts, row_stops):
+    """(pieces, 2) int64: the identity rows and memberships of each range of rows of a dense
+    0/1 matrix (:func:`_dense_piece_csr`), one round on Numba's threads."""
+    out = np.empty((row_starts.shape[0], 2), dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    for j in prange(row_starts.shape[0]):
+        nonzero = np.empty(DENSE_SCAN_CHUNK_WORDS, dtype=np.int64)
+        out[j, 0], out[j, 1] = _dense_piece_csr(words, flat, n_cols, row_starts[j], row_stops[j],
+                                                False, 0, 0, none, none, none, nonzero)
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def dense_csr_fill_pieces(words, flat, n_cols, row_starts, row_stops, identity_at, member_at,
+                          identity_rows, row_ptr, row_groups):
+    """Write each range of rows' CSR (:func:`_dense_piece_csr`) at its offsets
+    ``identity_at[j]``/``member_at[j]`` (from :func:`dense_csr_counts_pieces`), one round on
+    Numba's threads; ``row_ptr``'s last entry is the caller's."""
+    for j in prange(row_starts.shape[0]):
+        nonzero = np.empty(DENSE_SCAN_CHUNK_WORDS, dtype=np.int64)
+        _dense_piece_csr(words, flat, n_cols, row_starts[j], row_stops[j], True, identity_at[j],
+                         member_at[j], identity_rows, row_ptr, row_groups, nonzero)
 
 
 @njit(cache=True, nogil=True)

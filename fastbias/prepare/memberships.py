@@ -18,7 +18,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .._threads import jobs_for, run_jobs
+from .._native import numba_threads
+from .._threads import jobs_for, pieces_for, run_jobs
 from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
@@ -130,6 +131,32 @@ def prepare_memberships(labels: np.ndarray, group_rows: list, names: list,
 # below this many rows per extra thread the dense scan is not worth splitting
 PARALLEL_SCAN_MIN_ROWS = 200_000
 
+# on Numba's threads (fastbias._native): one range of rows per thread, none smaller than this
+NATIVE_SCAN_MIN_ROWS = 40_000
+
+#: the kernels of the dense scan's rounds on Numba's threads
+NATIVE_SCAN_KERNELS = (K.dense_csr_counts_pieces, K.dense_csr_fill_pieces)
+
+
+def csr_from_dense_on_numba(flat: np.ndarray, n: int, k: int, pieces: int) -> tuple:
+    """:func:`csr_from_dense` of the whole (n, k) matrix (``flat``: its bytes, 8-byte
+    aligned) as two rounds on Numba's threads (see :mod:`fastbias._native`): count each
+    range of rows' identity rows and memberships, then write them in place."""
+    words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
+    bounds = np.array([((j * n) // pieces) // 8 * 8 for j in range(pieces)] + [n],
+                      dtype=np.int64)
+    starts, stops = bounds[:-1], bounds[1:]
+    found = K.dense_csr_counts_pieces(words, flat, k, starts, stops)
+    offsets = np.zeros((pieces + 1, 2), dtype=np.int64)
+    np.cumsum(found, axis=0, out=offsets[1:])
+    identity_rows = np.empty(offsets[-1, 0], dtype=np.int64)
+    row_ptr = np.empty(offsets[-1, 0] + 1, dtype=np.int64)
+    row_groups = np.empty(offsets[-1, 1], dtype=np.int64)
+    row_ptr[-1] = offsets[-1, 1]
+    K.dense_csr_fill_pieces(words, flat, k, starts, stops, offsets[:-1, 0].copy(),
+                            offsets[:-1, 1].copy(), identity_rows, row_ptr, row_groups)
+    return identity_rows, row_ptr, row_groups
+
 
 def dense_members(words: np.ndarray, flat: np.ndarray, n_cols: int, capacity: int) -> tuple:
     """(row, column) of every non-zero byte of a dense C-order (n, k) 0/1 matrix, row-major:
@@ -187,6 +214,12 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     matrix = np.ascontiguousarray(matrix)
     n, k = matrix.shape
     flat = matrix.reshape(-1)
+    native_pieces = pieces_for(n, workers, NATIVE_SCAN_MIN_ROWS)
+    if native_pieces > 1 and k > 0 and flat.ctypes.data % 8 == 0:
+        with numba_threads(workers, n, NATIVE_SCAN_KERNELS) as on_numba:
+            if on_numba:
+                return memberships_from_csr(labels, names,
+                                            *csr_from_dense_on_numba(flat, n, k, native_pieces))
     pieces = jobs_for(n, workers, PARALLEL_SCAN_MIN_ROWS)
     bounds = [((j * n) // pieces) // 8 * 8 for j in range(pieces)] + [n]
 

@@ -9,7 +9,7 @@ rows by score range for out-of-core data.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 # LSD radix sort of float bit patterns: 11-bit digits
 RADIX_DIGIT_BITS = 11
@@ -424,6 +424,57 @@ def _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, n_passe
             values[j] = sorted_values[j]
             if with_payload:
                 payload[j] = sorted_payload[j]
+
+
+# ---------------------------------------------------------------- rounds on Numba's threads
+# Each runs one round of a sort (the kernels above, one piece per loop step) as one parallel
+# kernel, so that no piece costs a Python handoff (see fastbias._native); the pieces are those
+# the pool would run, so the result is the same.
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def class_top_digit_counts_pieces(bits, labels, starts, stops, low, shift):
+    """:func:`class_top_digit_counts` of each range ``starts[j]:stops[j]``: (pieces,
+    2 * TOP_BUCKETS) int64."""
+    out = np.empty((starts.shape[0], 2 * TOP_BUCKETS), dtype=np.int64)
+    for j in prange(starts.shape[0]):
+        out[j] = class_top_digit_counts(bits, labels, starts[j], stops[j], low, shift)
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def scatter_class_keys_pieces(bits, labels, starts, stops, low, shift, next_slot, out):
+    """:func:`scatter_class_keys` of each range ``starts[j]:stops[j]``, with ``next_slot[j]``."""
+    for j in prange(starts.shape[0]):
+        scatter_class_keys(bits, labels, starts[j], stops[j], low, shift, next_slot[j], out)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def member_top_digit_counts_pieces(bits, identity_rows, row_ptr, starts, stops, low, shift):
+    """:func:`member_top_digit_counts` of each range of identity rows: (pieces, TOP_BUCKETS)."""
+    out = np.empty((starts.shape[0], TOP_BUCKETS), dtype=np.int64)
+    for j in prange(starts.shape[0]):
+        out[j] = member_top_digit_counts(bits, identity_rows, row_ptr, starts[j], stops[j], low,
+                                         shift)
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def scatter_member_keys_pieces(bits, identity_rows, identity_labels, row_ptr, row_groups, starts,
+                               stops, low, shift, next_slot, keys_out, codes_out):
+    """:func:`scatter_member_keys` of each range of identity rows, with ``next_slot[j]``."""
+    for j in prange(starts.shape[0]):
+        scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups, starts[j],
+                            stops[j], low, shift, next_slot[j], keys_out, codes_out)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def sort_buckets_pieces(values, payload, scratch, payload_scratch, bucket_start, d_starts,
+                        d_stops, low, shift):
+    """:func:`sort_buckets` of each run of buckets ``d_starts[j]:d_stops[j]``."""
+    for j in prange(d_starts.shape[0]):
+        sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_starts[j],
+                     d_stops[j], low, shift)
 
 
 @njit(cache=True, nogil=True)

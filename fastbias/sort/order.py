@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._threads import even_ranges, jobs_for, run_jobs, run_pieces
+from .._native import numba_threads
+from .._threads import even_ranges, jobs_for, pieces_for, run_jobs, run_pieces
 from ..prepare.memberships import Memberships, membership_rows_and_codes
 from ..validate.values import score_bounds
 from . import _kernels as K
@@ -95,6 +96,15 @@ def sortable_key(value) -> int:
 # the last phase of a sort shared with another thread is offered as this many jobs
 SHARED_BUCKET_JOBS = 16
 
+# on Numba's threads (fastbias._native) a piece costs no handoff: a sort is cut into one piece
+# per thread, none smaller than this many keys
+NATIVE_SORT_MIN_KEYS = 20_000
+
+#: the kernels of the sorts' rounds on Numba's threads
+NATIVE_SORT_KERNELS = (K.class_top_digit_counts_pieces, K.scatter_class_keys_pieces,
+                       K.member_top_digit_counts_pieces, K.scatter_member_keys_pieces,
+                       K.sort_buckets_pieces)
+
 
 def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
               memberships: Memberships | None = None, workers: int = 1,
@@ -111,7 +121,9 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     not depend on ``workers``. ``key_range``: :func:`score_key_range`, if known.
     ``share`` (a :class:`~fastbias._threads.SharedJobs`): the last phase, sorting the
     buckets, is offered there as SHARED_BUCKET_JOBS jobs, so that a thread done with other
-    work can join in (the sort is the same).
+    work can join in (the sort is the same). Without ``share``, where
+    :func:`fastbias._native.numba_threads` allows, each round runs as one kernel on
+    Numba's threads instead, one piece per thread (the same pieces' kernels: the same sort).
     """
     uint = _UINT_OF_FLOAT[scores.dtype]
     bits = scores.view(uint)
@@ -120,6 +132,16 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
         labels = labels.view(np.uint8)  # read as 0/1 bytes: no branch on the label
     m = memberships
     n_members = 0 if m is None else m.row_groups.shape[0]
+    if share is None and pieces_for(max(scores.shape[0] if labels is not None else 0,
+                                        n_members), workers, NATIVE_SORT_MIN_KEYS) > 1:
+        with numba_threads(workers, scores.shape[0], NATIVE_SORT_KERNELS) as on_numba:
+            if on_numba:
+                return (None if labels is None else class_sort_on_numba(
+                            bits, labels, pieces_for(bits.shape[0], workers,
+                                                     NATIVE_SORT_MIN_KEYS), low, shift),
+                        None if m is None else member_sort_on_numba(
+                            bits, m, pieces_for(n_members, workers, NATIVE_SORT_MIN_KEYS),
+                            low, shift))
     pieces = jobs_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
                       PARALLEL_SORT_MIN_KEYS)
     rows = even_ranges(scores.shape[0], pieces)
@@ -176,6 +198,52 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
         share.finish(workers)
     return (SortedClasses(out[:n_neg], out[n_neg:]) if labels is not None else None,
             (keys, codes) if m is not None else None)
+
+
+def _sort_buckets_on_numba(values: np.ndarray, payload: np.ndarray | None,
+                           bucket_start: np.ndarray, pieces: int, low, shift) -> None:
+    """Sort every bucket of ``values`` (and ``payload``) in place, as ``pieces`` runs of
+    buckets of about equal numbers of keys in one round on Numba's threads."""
+    runs = [job[0][1:] if job else (0, 0) for job in _bucket_jobs([bucket_start], pieces)]
+    d_starts, d_stops = (np.array(column, dtype=np.int64) for column in zip(*runs))
+    none = np.empty(0, dtype=np.int64)
+    K.sort_buckets_pieces(values, none if payload is None else payload, np.empty_like(values),
+                          none if payload is None else np.empty_like(payload), bucket_start,
+                          d_starts, d_stops, low, shift)
+
+
+def class_sort_on_numba(bits: np.ndarray, labels: np.ndarray, pieces: int, low, shift
+                        ) -> SortedClasses:
+    """:func:`sort_keys`'s class sort as rounds on Numba's threads (see
+    :mod:`fastbias._native`), the rows cut into ``pieces`` ranges: ``bits`` the scores
+    viewed as unsigned integers, ``labels`` as uint8; ``(low, shift)`` the key range."""
+    rows = np.array(even_ranges(bits.shape[0], pieces), dtype=np.int64)
+    start, slot = _slots(list(K.class_top_digit_counts_pieces(bits, labels, rows[:, 0],
+                                                              rows[:, 1], low, shift)))
+    out = np.empty(int(start[-1]), dtype=bits.dtype)
+    K.scatter_class_keys_pieces(bits, labels, rows[:, 0], rows[:, 1], low, shift, slot, out)
+    _sort_buckets_on_numba(out, None, start, pieces, low, shift)
+    n_neg = int(start[K.TOP_BUCKETS])
+    return SortedClasses(out[:n_neg], out[n_neg:])
+
+
+def member_sort_on_numba(bits: np.ndarray, memberships: Memberships, pieces: int, low, shift
+                         ) -> tuple:
+    """:func:`sort_keys`'s membership sort as rounds on Numba's threads (see
+    :func:`class_sort_on_numba`), the identity rows cut into ``pieces`` ranges of about
+    equal numbers of memberships: ``(keys, codes)``."""
+    m = memberships
+    ranges = np.array(_member_ranges(m.row_ptr, pieces), dtype=np.int64)
+    start, slot = _slots(list(K.member_top_digit_counts_pieces(
+        bits, m.identity_rows, m.row_ptr, ranges[:, 0], ranges[:, 1], low, shift)))
+    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
+    keys = np.empty(m.row_groups.shape[0], dtype=bits.dtype)
+    codes = np.empty(m.row_groups.shape[0], dtype=code)
+    K.scatter_member_keys_pieces(bits, m.identity_rows, m.identity_labels, m.row_ptr,
+                                 m.row_groups, ranges[:, 0], ranges[:, 1], low, shift, slot,
+                                 keys, codes)
+    _sort_buckets_on_numba(keys, codes, start, pieces, low, shift)
+    return keys, codes
 
 
 def sort_classes(scores: np.ndarray, labels: np.ndarray, workers: int = 1,

@@ -23,7 +23,7 @@ belonging to at least one subgroup need per-subgroup work (cost
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 # Column order of the per-subgroup count matrices of ``finish_member_counts`` and
 # ``subgroup_counts_weighted``: cell totals (count or weight) first, then twice the U numerators.
@@ -311,6 +311,36 @@ def member_counts_in_range(member_keys, member_codes, start, stop, neg_sorted, p
                           neg_strictly_below, neg_below2, pos_below2, total_neg2 - neg_below2,
                           total_pos2 - pos_below2)
     return counts
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def member_counts_pieces(member_keys, member_codes, bounds, neg_sorted, pos_sorted, pos_bounds,
+                         n_groups, none):
+    """The unweighted counting walk as one round on Numba's threads (see fastbias._native):
+    :func:`member_counts_in_range` of the memberships ``bounds[j]:bounds[j + 1]`` and
+    :func:`twice_auc_numerator_sorted` of the positives ``pos_bounds[j]:pos_bounds[j + 1]``
+    for each piece j, the walks joined in order (:func:`add_member_counts`) and finished.
+
+    Returns ``(counts, twice_u)``: counts as :func:`finish_member_counts` gives them and
+    each piece's twice U (for the caller to add up without overflow). ``none`` is an
+    empty int64 array (every row weighs 1).
+    """
+    pieces = bounds.shape[0] - 1
+    parts = np.empty((pieces, n_groups, N_COUNT_COLUMNS), dtype=np.int64)
+    twice_u = np.empty(pieces, dtype=np.int64)
+    for t in prange(2 * pieces):  # a walk's piece and an overall U's piece in turn
+        j = t // 2
+        if t % 2:
+            twice_u[j] = twice_auc_numerator_sorted(
+                neg_sorted, pos_sorted[pos_bounds[j]:pos_bounds[j + 1]], none, none)
+        else:
+            parts[j] = member_counts_in_range(member_keys, member_codes, bounds[j],
+                                              bounds[j + 1], neg_sorted, pos_sorted, n_groups,
+                                              none, none, none)
+    joined = parts[0].copy()
+    for j in range(1, pieces):
+        joined = add_member_counts(joined, parts[j])
+    return finish_member_counts(joined), twice_u
 
 
 @njit(cache=True, nogil=True)

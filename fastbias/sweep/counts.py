@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._native import numba_threads
 from .._threads import JOBS_PER_WORKER, pieces_for, run_jobs
 from ..prepare.memberships import Memberships, group_mask
 from ..sort.order import ScoreOrder, SortedClasses, SortedScores
@@ -220,6 +221,29 @@ _NO_WEIGHTS = np.empty(0, dtype=np.int64)  # the counting kernel's "every row we
 # below this many memberships per extra thread the counting walk is not worth splitting
 PARALLEL_COUNT_MIN_MEMBERSHIPS = 50_000
 
+# on Numba's threads (fastbias._native): one piece per thread, none smaller than this
+NATIVE_COUNT_MIN_MEMBERSHIPS = 10_000
+
+
+def _walk_bounds(keys: np.ndarray, pos_keys: np.ndarray, pieces: int) -> tuple:
+    """``pieces`` ranges of the sorted memberships, each cut between two blocks of equal
+    scores, and of the positives: ``(bounds, pos_bounds)``, int64."""
+    bounds = np.array([0, *(K.block_boundary_near(keys, (j * keys.shape[0]) // pieces)
+                            for j in range(1, pieces)), keys.shape[0]], dtype=np.int64)
+    return bounds, (np.arange(pieces + 1, dtype=np.int64) * pos_keys.shape[0]) // pieces
+
+
+def count_on_numba(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
+                   pieces: int) -> tuple:
+    """:func:`count_all` as one round on Numba's threads (see :mod:`fastbias._native`),
+    cut into ``pieces`` ranges of the walk and of the positives."""
+    keys, codes = sorted_members
+    bounds, pos_bounds = _walk_bounds(keys, sorted_classes.pos_keys, pieces)
+    counts, twice_u = K.member_counts_pieces(keys, codes, bounds, sorted_classes.neg_keys,
+                                             sorted_classes.pos_keys, pos_bounds, n_groups,
+                                             _NO_WEIGHTS)
+    return counts, sum(int(u) for u in twice_u)
+
 
 def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: int,
               workers: int = 1) -> tuple:
@@ -229,17 +253,24 @@ def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: in
     ranges of the scores, each cut between two blocks of equal scores, and
     the positives into ranges for the overall U; the threads take these
     jobs as they become free (their costs differ: a positive costs more where
-    the negatives are dense), and the ranges are joined exactly.
+    the negatives are dense), and the ranges are joined exactly. Where
+    :func:`fastbias._native.numba_threads` allows, the walk runs as one kernel on
+    Numba's threads instead (:func:`count_on_numba`; the same counts).
     """
     keys, codes = sorted_members
     neg_keys, pos_keys = sorted_classes.neg_keys, sorted_classes.pos_keys
+    native_pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
+                               NATIVE_COUNT_MIN_MEMBERSHIPS)
+    if native_pieces > 1:
+        with numba_threads(workers, neg_keys.shape[0] + pos_keys.shape[0],
+                           (K.member_counts_pieces,)) as on_numba:
+            if on_numba:
+                return count_on_numba(sorted_members, sorted_classes, n_groups, native_pieces)
     pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
                         PARALLEL_COUNT_MIN_MEMBERSHIPS)
     if pieces > 1:
         pieces *= JOBS_PER_WORKER  # small jobs, so that the threads end together
-    bounds = [0, *(K.block_boundary_near(keys, (j * keys.shape[0]) // pieces)
-                   for j in range(1, pieces)), keys.shape[0]]
-    pos_bounds = (np.arange(pieces + 1) * pos_keys.shape[0]) // pieces
+    bounds, pos_bounds = _walk_bounds(keys, pos_keys, pieces)
 
     def job(task):
         kind, j = task

@@ -24,6 +24,7 @@ import threading
 
 import numpy as np
 
+from .. import _native
 from ..prepare.memberships import Memberships, group_mask
 from ..validate.values import power_of_two_scale
 from . import _kernels as K
@@ -436,3 +437,6 @@ def families_for(weighted: bool, ci: str | None = None, thresholds: bool = False
     if significance:
         families.append("significance")
     return families
+
+
+_native.register_first_call(sys.modules[__name__])

@@ -5,11 +5,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._native import available
 from .._numba_cache import announce_compiling
 from .._threads import SharedJobs, lend_helper
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SK
 from ..sort.order import (
+    NATIVE_SORT_KERNELS,
     SortedClasses,
     SortedScores,
     score_key_range,
@@ -88,8 +90,10 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
             compile_in_background(family)
         memberships = prepare(1, False)
         return memberships, None, counts_in_numpy(scores, memberships, sample_weight)
+    # (where the sorts run on Numba's threads, each round takes every thread: no overlap)
     overlap = (memberships is None and labels is not None and sample_weight is None
-               and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS)
+               and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS
+               and not available(workers, scores.shape[0], NATIVE_SORT_KERNELS))
     if not overlap:
         memberships = prepare(workers) if memberships is None else memberships
         sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers,

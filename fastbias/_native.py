@@ -1,0 +1,191 @@
+"""Numba's own threads for a stage's rounds of work: opt-in, where that is safe (issue 16).
+
+fastbias's pool (:mod:`fastbias._threads`) hands each piece of a round to a
+Python thread, which takes the GIL to start the piece's kernel and again when
+it returns. On a 16-core machine such a handoff costs about 20 us that no
+other thread can overlap, so a 1.8M-row call of about 150 pieces spends most
+of its time in them, and 16 cores are no faster than 8
+(``benchmarks/gil_pieces.py``, ``benchmarks/native_stages.py``;
+benchmarks/RESULTS.md). A ``parallel=True`` kernel runs a whole round on
+Numba's threads with no Python per piece: the dense membership scan, the two
+sorts of the unweighted count and the counting walk have such kernels. They
+cut the work into the same kind of pieces and run the same kernels on them, so
+the result is the same, bit for bit, either way.
+
+They are **off unless asked for** (``FASTBIAS_NUMBA_THREADS=1`` in the
+environment), because they won only in part of what was measured on a lent
+16-core Xeon: 1.8M rows x 24 in 8.2 ms on 16 cores against 13.9 on the pool, and
+10.7 against 12.3 on 8, but slower on 4 cores and at 18M rows (the pool
+overlaps the class sort with the membership work; these rounds take every
+thread in turn), and with GNU OpenMP's default wait policy its threads spin
+after each round, which made the 16-core call take 72 ms there: set
+``OMP_WAIT_POLICY=passive`` too (a warning says so once). Asked for, a round
+runs on Numba's threads only when all of these hold:
+
+* the call may use at least NATIVE_MIN_WORKERS threads, with at most
+  NATIVE_MAX_ROWS_PER_WORKER rows per thread, and it is not itself running on
+  a pool thread (nested work stays on its thread);
+* Numba's threading layer is thread-safe: ``tbb`` or ``omp`` (``workqueue``
+  ends the process when two threads start parallel kernels at once), and this
+  process is not a child forked from one that had started the threads of a
+  layer other than ``tbb`` (GNU OpenMP is not fork-safe: Numba ends such a
+  child when it starts a parallel kernel);
+* the round's kernels are compiled or cached; if not, they compile in a
+  background process (family ``"native"`` of :mod:`fastbias._warm_up`) and the
+  round uses the pool meanwhile (unless the first-call tier is off: then they
+  compile here);
+* no other thread is running such a round. One runs at a time, on at most
+  ``workers`` of Numba's threads, so that models evaluated in threads never
+  run more threads than they were given; a thread that finds one running uses
+  the pool.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from contextlib import contextmanager
+
+from . import _threads
+
+#: threading layers that may start parallel kernels from several threads at once
+SAFE_LAYERS = ("tbb", "omp")
+
+#: fewest threads, and most rows per thread, of a call whose rounds run on Numba's threads
+NATIVE_MIN_WORKERS = 8
+NATIVE_MAX_ROWS_PER_WORKER = 250_000
+
+#: True or False overrides ``FASTBIAS_NUMBA_THREADS`` (benchmarks and tests)
+ENABLED: bool | None = None
+
+
+def enabled() -> bool:
+    """Whether rounds may run on Numba's threads at all: ``FASTBIAS_NUMBA_THREADS=1`` (or
+    ``on``, ``true``, ``yes``) asks for them; off by default."""
+    if ENABLED is not None:
+        return ENABLED
+    return os.environ.get("FASTBIAS_NUMBA_THREADS", "0").strip().lower() in (
+        "1", "on", "true", "yes")
+
+
+_round_lock = threading.Lock()  # one round on Numba's threads at a time
+_layer_lock = threading.Lock()
+_layer: str | None = None  # Numba's threading layer once started ("" if it cannot start)
+_forked_after_omp = False  # a child forked from a process running GNU OpenMP's threads
+
+
+def threading_layer() -> str:
+    """The threading layer Numba runs parallel kernels on, started here if need be ("" if
+    none can start)."""
+    global _layer
+    with _layer_lock:
+        if _layer is None:
+            try:
+                import numba
+                from numba.np.ufunc import parallel
+
+                parallel._launch_threads()
+                _layer = numba.threading_layer()
+            except Exception:  # no layer at all: the pool does every round
+                _layer = ""
+        return _layer
+
+
+def _after_fork_in_child() -> None:
+    global _round_lock, _layer_lock, _forked_after_omp
+    _round_lock, _layer_lock = threading.Lock(), threading.Lock()
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    started = _layer is not None or getattr(parallel, "_is_initialized", False)
+    if started:
+        try:
+            import numba
+
+            layer = _layer or numba.threading_layer()
+        except Exception:
+            layer = ""
+        _forked_after_omp = _forked_after_omp or layer != "tbb"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def available(workers: int, n_rows: int, kernels=()) -> bool:
+    """Whether a round of ``kernels`` of a call on ``workers`` threads over ``n_rows`` rows
+    could run on Numba's threads now (see the module docstring), leaving aside whether
+    another thread runs one. Asks for the kernels to compile in the background if they must
+    compile first."""
+    if (workers < NATIVE_MIN_WORKERS or n_rows > NATIVE_MAX_ROWS_PER_WORKER * workers
+            or not enabled() or _forked_after_omp or _threads.in_pool_thread()):
+        return False
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2 or threading_layer() not in SAFE_LAYERS:
+        return False
+    _warn_if_spinning()
+    return _compiled(kernels)
+
+
+logger = logging.getLogger("fastbias")
+_warned: list = []
+
+
+def _warn_if_spinning() -> None:
+    """Once: GNU OpenMP's threads spin after each round unless told otherwise, taking the
+    cores from whatever runs next (a 16-core call took 72 ms instead of 8)."""
+    if _warned or _layer != "omp":
+        return
+    _warned.append(True)
+    if not (os.environ.get("OMP_WAIT_POLICY") or os.environ.get("GOMP_SPINCOUNT")):
+        logger.warning("FASTBIAS_NUMBA_THREADS: Numba's threads run on GNU OpenMP, whose "
+                       "threads spin after each round and can make calls several times "
+                       "slower; set OMP_WAIT_POLICY=passive in the environment before "
+                       "starting Python")
+
+
+#: :mod:`fastbias.sweep.first_call`, which registers itself on import (it belongs to a later
+#: stage than the ones that call this module); None: kernels compile where first called
+first_call = None
+
+
+def register_first_call(module) -> None:
+    """Called by :mod:`fastbias.sweep.first_call`: where kernels not compiled yet are asked
+    for (``compile_in_background``, ``still_compiling``, ``tier_enabled``)."""
+    global first_call
+    first_call = module
+
+
+def _compiled(kernels) -> bool:
+    from ._numba_cache import _needs_compiling
+
+    tier = first_call
+    if not any(_needs_compiling(kernel) for kernel in kernels):
+        # (cached, but maybe not for every type yet while the background process compiles)
+        return tier is None or not tier.still_compiling("native")
+    if tier is None or not tier.tier_enabled():
+        return True  # compiled here, on first use (the caller chose no background tier)
+    tier.compile_in_background("native")
+    return False
+
+
+@contextmanager
+def numba_threads(workers: int, n_rows: int, kernels=()):
+    """Yields True with Numba set to at most ``workers`` threads when a round of
+    ``kernels`` of a call over ``n_rows`` rows may run on Numba's threads
+    (:func:`available`, and no other thread runs one), else yields False (the caller uses
+    the pool)."""
+    if not available(workers, n_rows, kernels) or not _round_lock.acquire(blocking=False):
+        yield False
+        return
+    try:
+        import numba
+
+        previous = numba.get_num_threads()
+        numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
+        try:
+            yield True
+        finally:
+            numba.set_num_threads(previous)
+    finally:
+        _round_lock.release()

@@ -1,0 +1,339 @@
+"""Rounds on Numba's own threads (``FASTBIAS_NUMBA_THREADS=1``, :mod:`fastbias._native`).
+
+The same kernels as the pool's, on the same kind of pieces, run from one ``parallel=True``
+kernel per round: every result must be the pool's, bit for bit, and numpy's (the sorts, the
+dense scan) or sklearn's (the metrics). The size cutoffs are lowered here so that small
+inputs (run as plain Python under NUMBA_DISABLE_JIT=1 too) take these rounds: pieces with
+no rows, more pieces than rows, rows that end off a word, ties across pieces. Each test that
+compares results also checks that the rounds on Numba's threads ran, so that it cannot pass
+through the pool. Then when they must not run: off by default, too few threads, too many
+rows per thread, nested, an unsafe threading layer, a forked child, another thread's round,
+kernels not compiled yet.
+"""
+import logging
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+import fastbias
+from fastbias import _native, _threads
+from fastbias.prepare import memberships as prep
+from fastbias.sort import order
+from fastbias.sweep import counts
+
+from .test_threads import numpy_keys, pd_equal, tied_case
+
+
+@pytest.fixture
+def ran(monkeypatch):
+    """Which of the rounds on Numba's threads ran (their entry points, counted)."""
+    seen = {"class sort": 0, "member sort": 0, "scan": 0, "count": 0}
+    for module, name, label in ((order, "class_sort_on_numba", "class sort"),
+                                (order, "member_sort_on_numba", "member sort"),
+                                (prep, "csr_from_dense_on_numba", "scan"),
+                                (counts, "count_on_numba", "count")):
+        original = getattr(module, name)
+
+        def spy(*args, _original=original, _label=label, **kwargs):
+            seen[_label] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+    return seen
+
+
+@pytest.fixture
+def on_numba(monkeypatch, ran):
+    """Rounds on Numba's threads for every call of two threads or more, however small
+    (kernels compiled here, not in the background: the first-call tier is off)."""
+    monkeypatch.setattr(_native, "ENABLED", True)
+    monkeypatch.setattr(_native, "NATIVE_MIN_WORKERS", 2)
+    monkeypatch.setattr(_native, "NATIVE_MAX_ROWS_PER_WORKER", 1 << 62)
+    # whichever layer this machine has: fastbias's own rounds never overlap (one at a time),
+    # so even workqueue is safe for these tests
+    monkeypatch.setattr(_native, "SAFE_LAYERS", (_native.threading_layer(),))
+    monkeypatch.setattr(_native, "_warned", [True])
+    monkeypatch.setattr(order, "NATIVE_SORT_MIN_KEYS", 1)
+    monkeypatch.setattr(counts, "NATIVE_COUNT_MIN_MEMBERSHIPS", 1)
+    monkeypatch.setattr(prep, "NATIVE_SCAN_MIN_ROWS", 1)
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "0")
+    return ran
+
+
+def key_range(values):
+    return order.score_key_range(values)
+
+
+def as_bits(values):
+    return values.view(order._UINT_OF_FLOAT[values.dtype])
+
+
+# ------------------------------------------------------------------ the stages
+
+
+@pytest.mark.parametrize("pieces", [2, 3, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("levels", [1, 7, None])  # one value, heavy ties, continuous
+def test_class_sort_on_numba_equals_numpy(pieces, dtype, levels):
+    rng = np.random.default_rng(pieces)
+    n = 1_003
+    values = (rng.normal(size=n) if levels is None
+              else rng.integers(0, levels, n) - levels // 2).astype(dtype)
+    values[::97] = -0.0
+    labels = rng.random(n) < 0.3
+    got = order.class_sort_on_numba(as_bits(values), labels.view(np.uint8), pieces,
+                                    *key_range(values))
+    np.testing.assert_array_equal(got.neg_keys, numpy_keys(np.sort(values[~labels])))
+    np.testing.assert_array_equal(got.pos_keys, numpy_keys(np.sort(values[labels])))
+
+
+@pytest.mark.parametrize("pieces", [2, 3, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_member_sort_on_numba_equals_numpy_and_is_stable(pieces, dtype):
+    rng = np.random.default_rng(7)
+    n, k = 900, 5
+    values = (rng.integers(0, 40, n) / 8).astype(dtype)  # ties across many rows
+    labels = rng.random(n) < 0.4
+    matrix = rng.random((n, k)) < 0.3
+    m = prep.prepare_memberships_dense(labels, matrix, [f"g{j}" for j in range(k)])
+    keys, codes = order.member_sort_on_numba(as_bits(values), m, pieces, *key_range(values))
+    rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
+    expected = np.argsort(values[rows], kind="stable")  # stable: ties keep row, then subgroup
+    np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
+    np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 63, 64, 65, 1_000])
+@pytest.mark.parametrize("k", [1, 3, 8, 24])
+@pytest.mark.parametrize("pieces", [2, 3, 16])
+def test_dense_scan_on_numba_equals_numpy(n, k, pieces):
+    """Every byte value a member (any non-zero byte), rows ending off a word, a tail after the
+    last whole word, pieces without members, more pieces than rows."""
+    rng = np.random.default_rng(n * k + pieces)
+    matrix = np.where(rng.random((n, k)) < 0.2, rng.integers(1, 256, (n, k)), 0).astype(
+        np.uint8)
+    matrix[n // 2:n // 2 + 5] = 0
+    if n > 3:
+        matrix[-1] = 255  # the last row, in the tail past the last whole word
+    flat = matrix.reshape(-1)
+    identity_rows, row_ptr, row_groups = prep.csr_from_dense_on_numba(flat, n, k, pieces)
+    rows, groups = np.nonzero(matrix)
+    expected_rows, first = np.unique(rows, return_index=True)
+    np.testing.assert_array_equal(identity_rows, expected_rows)
+    np.testing.assert_array_equal(row_ptr, np.append(first, rows.size))
+    np.testing.assert_array_equal(row_groups, groups)
+
+
+@pytest.mark.parametrize("pieces", [2, 5, 16])
+def test_count_on_numba_equals_the_one_thread_walk(pieces):
+    rng = np.random.default_rng(pieces)
+    y, s, groups = tied_case(rng, n=1_500)
+    m = prep.prepare_memberships_dense(y, groups, [f"g{j}" for j in range(groups.shape[1])])
+    sorted_scores = order.SortedScores(s, m)
+    expected = counts.count_all(sorted_scores.members, sorted_scores.classes, m.n_groups, 1)
+    got = counts.count_on_numba(sorted_scores.members, sorted_scores.classes, m.n_groups, pieces)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1] and isinstance(got[1], int)
+
+
+# ------------------------------------------------------------------ the entry points
+
+
+@pytest.mark.parametrize("workers", [2, 3, 8])
+def test_bias_metrics_on_numba_threads_same_bits_as_one_thread(on_numba, workers):
+    rng = np.random.default_rng(workers)
+    y, s, groups = tied_case(rng)
+    one = fastbias.bias_metrics(y, s, groups, n_jobs=1)
+    assert on_numba == {"class sort": 0, "member sort": 0, "scan": 0, "count": 0}
+    many = fastbias.bias_metrics(y, s, groups, n_jobs=workers)
+    assert all(on_numba.values()), on_numba  # every round ran on Numba's threads
+    pd_equal(one, many)
+    for j in range(groups.shape[1]):
+        member = groups[:, j]
+        assert many.iloc[j]["subgroup_auc"] == pytest.approx(
+            roc_auc_score(y[member], s[member]), abs=1e-15)
+    # float64 scores, no identity rows at all, one class only
+    for case in ((y, s.astype(np.float64), groups), (y, s, np.zeros_like(groups)),
+                 (np.zeros_like(y), s, groups)):
+        pd_equal(fastbias.bias_metrics(*case, n_jobs=1),
+                 fastbias.bias_metrics(*case, n_jobs=workers))
+
+
+def test_evaluate_and_evaluator_on_numba_threads_same_bits_as_one_thread(on_numba):
+    rng = np.random.default_rng(11)
+    y, s, groups = tied_case(rng)
+    frame = pd.DataFrame(groups, columns=[f"g{j}" for j in range(groups.shape[1])])
+    names = list(frame.columns)
+    frame["label"], frame["m1"] = y, s
+    frame["m2"] = np.round(s + rng.normal(0, 0.1, y.size), 2)
+    one = fastbias.evaluate(frame, label="label", scores=["m1", "m2"], subgroups=names,
+                            n_jobs=1)
+    many = fastbias.evaluate(frame, label="label", scores=["m1", "m2"], subgroups=names,
+                             n_jobs=4)
+    assert on_numba["class sort"] and on_numba["count"]
+    pd_equal(one.table, many.table)
+    ev1 = fastbias.BiasEvaluator(y, frame[names], n_jobs=1)
+    ev4 = fastbias.BiasEvaluator(y, frame[names], n_jobs=4)
+    pd_equal(ev1.metrics(s), ev4.metrics(s))
+    pd_equal(ev1.metrics_many(np.c_[s, frame["m2"]]).table,
+             ev4.metrics_many(np.c_[s, frame["m2"]]).table)
+
+
+def test_models_in_threads_on_numba_threads_all_finish_with_the_same_bits(on_numba):
+    """One round at a time on Numba's threads; the others meanwhile run on the pool."""
+    rng = np.random.default_rng(4)
+    cases = [tied_case(rng) for _ in range(6)]
+    expected = [fastbias.bias_metrics(*case, n_jobs=1) for case in cases]
+    with ThreadPoolExecutor(6) as threads:
+        got = list(threads.map(lambda case: fastbias.bias_metrics(*case, n_jobs=2), cases))
+    for a, b in zip(expected, got):
+        pd_equal(a, b)
+    assert on_numba["count"] >= 1
+
+
+def _child_call(y, s, groups):
+    return fastbias.bias_metrics(y, s, groups, n_jobs=2), _native._forked_after_omp
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_uses_the_pool_after_the_parent_started_numba_threads(on_numba):
+    """GNU OpenMP is not fork-safe: Numba ends a forked child that starts a parallel kernel
+    once the parent started its threads. The child must use the pool instead."""
+    y, s, groups = tied_case(np.random.default_rng(5))
+    expected = fastbias.bias_metrics(y, s, groups, n_jobs=2)
+    assert on_numba["count"] == 1  # the parent's threads are started
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got, forked_flag = pool.apply_async(_child_call, (y, s, groups)).get(timeout=120)
+    pd_equal(expected, got)
+    assert forked_flag == (_native.threading_layer() != "tbb")
+
+
+# ------------------------------------------------------------------ when they must not run
+
+
+def test_off_unless_asked_for(monkeypatch):
+    monkeypatch.setattr(_native, "ENABLED", None)
+    monkeypatch.delenv("FASTBIAS_NUMBA_THREADS", raising=False)
+    assert not _native.enabled()
+    for value, expected in (("1", True), ("on", True), (" TRUE ", True), ("yes", True),
+                            ("0", False), ("off", False), ("", False), ("2", False)):
+        monkeypatch.setenv("FASTBIAS_NUMBA_THREADS", value)
+        assert _native.enabled() is expected, value
+    monkeypatch.setenv("FASTBIAS_NUMBA_THREADS", "1")
+    monkeypatch.setattr(_native, "ENABLED", False)  # the benchmarks' and warm-up's override
+    assert not _native.enabled()
+
+
+def test_not_by_default_in_a_call(monkeypatch, ran):
+    monkeypatch.setattr(_native, "ENABLED", None)
+    monkeypatch.delenv("FASTBIAS_NUMBA_THREADS", raising=False)
+    monkeypatch.setattr(_native, "NATIVE_MIN_WORKERS", 2)
+    monkeypatch.setattr(order, "NATIVE_SORT_MIN_KEYS", 1)
+    y, s, groups = tied_case(np.random.default_rng(1))
+    fastbias.bias_metrics(y, s, groups, n_jobs=4)
+    assert not any(ran.values())
+
+
+def test_too_few_threads_or_too_many_rows_per_thread(on_numba, monkeypatch):
+    monkeypatch.setattr(_native, "NATIVE_MIN_WORKERS", 8)
+    assert not _native.available(7, 100)
+    assert _native.available(8, 100)
+    monkeypatch.setattr(_native, "NATIVE_MAX_ROWS_PER_WORKER", 10)
+    assert _native.available(8, 80) and not _native.available(8, 81)
+
+
+def test_not_on_a_pool_thread_nor_in_a_forked_child_nor_on_an_unsafe_layer(on_numba,
+                                                                         monkeypatch):
+    assert _native.available(2, 100)
+    assert _threads.run_pieces(lambda _: _native.available(2, 100), range(2), 2) == [True,
+                                                                                    False]
+    monkeypatch.setattr(_native, "_forked_after_omp", True)
+    assert not _native.available(2, 100)
+    monkeypatch.setattr(_native, "_forked_after_omp", False)
+    monkeypatch.setattr(_native, "SAFE_LAYERS", ("tbb", "omp"))
+    monkeypatch.setattr(_native, "_layer", "workqueue")
+    assert not _native.available(2, 100)
+    monkeypatch.setattr(_native, "_layer", "")  # no layer could start
+    assert not _native.available(2, 100)
+
+
+def test_the_fork_handler_marks_a_child_of_a_process_with_started_threads(monkeypatch):
+    for layer, marked in (("omp", True), ("workqueue", True), ("tbb", False)):
+        monkeypatch.setattr(_native, "_layer", layer)
+        monkeypatch.setattr(_native, "_forked_after_omp", False)
+        _native._after_fork_in_child()
+        assert _native._forked_after_omp is marked, layer
+
+
+def test_one_round_at_a_time(on_numba):
+    holding, release = threading.Event(), threading.Event()
+    answers = []
+
+    def hold():
+        with _native.numba_threads(2, 100) as mine:
+            answers.append(mine)
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert holding.wait(30)
+    with _native.numba_threads(2, 100) as other:
+        answers.append(other)
+    release.set()
+    thread.join(30)
+    assert answers == [True, False]
+    with _native.numba_threads(2, 100) as again:  # free again once the round ended
+        assert again
+
+
+def test_numba_thread_count_follows_workers_and_is_restored(on_numba):
+    import numba
+
+    before = numba.get_num_threads()
+    with _native.numba_threads(2, 100) as mine:
+        assert mine and numba.get_num_threads() == min(2, numba.config.NUMBA_NUM_THREADS)
+    assert numba.get_num_threads() == before
+
+
+def test_kernels_not_compiled_yet_compile_in_the_background_and_the_pool_runs(on_numba,
+                                                                              monkeypatch):
+    from fastbias import _numba_cache
+    from fastbias.sweep import first_call
+
+    asked = []
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda kernel: True)
+    monkeypatch.setattr(first_call, "compile_in_background", asked.append)
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "1")
+    assert not _native.available(2, 100, order.NATIVE_SORT_KERNELS)
+    assert asked == ["native"]
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "0")  # no background tier: compiled here
+    assert _native.available(2, 100, order.NATIVE_SORT_KERNELS)
+    # compiled, but the background process still compiling other types: the pool still
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda kernel: False)
+    monkeypatch.setattr(first_call, "still_compiling", lambda name: name == "native")
+    assert not _native.available(2, 100, order.NATIVE_SORT_KERNELS)
+
+
+def test_gnu_openmp_spinning_is_warned_of_once(on_numba, monkeypatch, caplog):
+    monkeypatch.setattr(_native, "_layer", "omp")
+    monkeypatch.setattr(_native, "SAFE_LAYERS", ("omp",))
+    monkeypatch.setattr(_native, "_warned", [])
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    with caplog.at_level(logging.WARNING, logger="fastbias"):
+        _native.available(2, 100)
+        _native.available(2, 100)
+    assert [r.getMessage().count("OMP_WAIT_POLICY=passive") for r in caplog.records] == [1]
+    caplog.clear()
+    monkeypatch.setattr(_native, "_warned", [])
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    with caplog.at_level(logging.WARNING, logger="fastbias"):
+        _native.available(2, 100)
+    assert not caplog.records

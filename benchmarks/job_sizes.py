@@ -9,7 +9,7 @@ script times the call under other cuts, to find whether fewer, larger jobs help 
 * ``min_scale``: every stage's smallest piece of work times this (the sorts',
   ``PARALLEL_SORT_MIN_KEYS``; the counting walk's, ``PARALLEL_COUNT_MIN_MEMBERSHIPS``;
   the membership scan's, ``PARALLEL_SCAN_MIN_ROWS``; the score bounds',
-  ``PARALLEL_BOUNDS_MIN_VALUES``), so that small inputs take fewer threads.
+  ``PARALLEL_BOUNDS_MIN_VALUES``): above 1 small inputs take fewer threads, below 1 more.
 
 For each core count (the process pinned to the first N usable CPUs, as ``taskset`` does) and
 each setting it prints the median of ``--repeats`` calls (after one), and checks that every
@@ -20,6 +20,8 @@ Usage::
 
     python benchmarks/job_sizes.py --cores 8 16
     python benchmarks/job_sizes.py --rows 300000 --cores 1 2 --repeats 5
+    python benchmarks/job_sizes.py --cores 16 --jobs-per-worker 1 4 --min-scale 1 \
+        --switch-interval 0.005 0.0001
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import time
 import warnings
 
 import fastbias
+import fastbias._native as native
 import fastbias._threads as threads
 from fastbias.prepare import memberships
 from fastbias.sort import order
@@ -47,11 +50,11 @@ MINIMA = [(order, "PARALLEL_SORT_MIN_KEYS"), (counts, "PARALLEL_COUNT_MIN_MEMBER
           (memberships, "PARALLEL_SCAN_MIN_ROWS"), (values, "PARALLEL_BOUNDS_MIN_VALUES")]
 
 
-def apply(jobs_per_worker: int, min_scale: int, defaults: dict) -> None:
+def apply(jobs_per_worker: int, min_scale: float, defaults: dict) -> None:
     """Set the stages' cuts (``counts`` holds its own copy of JOBS_PER_WORKER)."""
     threads.JOBS_PER_WORKER = counts.JOBS_PER_WORKER = jobs_per_worker
     for module, name in MINIMA:
-        setattr(module, name, defaults[name] * min_scale)
+        setattr(module, name, max(1, round(defaults[name] * min_scale)))
 
 
 def main(argv=None) -> int:
@@ -60,8 +63,17 @@ def main(argv=None) -> int:
     parser.add_argument("--cores", type=int, nargs="+", default=None,
                         help="core counts (default: 1 and all usable)")
     parser.add_argument("--jobs-per-worker", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--min-scale", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--min-scale", type=float, nargs="+", default=[1, 4, 16],
+                        help="factors of the smallest pieces (below 1: smaller pieces, "
+                             "for many cores)")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--engine", nargs="+", choices=["numba", "pool"], default=["pool"],
+                        help="numba: rounds on Numba's threads where fastbias._native allows; "
+                             "pool: fastbias's pool only")
+    parser.add_argument("--switch-interval", type=float, nargs="+", default=None,
+                        help="Python's GIL switch intervals to try, in seconds (default: "
+                             "the interpreter's, 0.005): a thread that ends a kernel waits "
+                             "up to this long for the GIL while another runs Python")
     args = parser.parse_args(argv)
     usable = sorted(os.sched_getaffinity(0))
     cores = args.cores or sorted({1, len(usable)})
@@ -71,23 +83,34 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     fastbias.bias_metrics(y, s, groups)
     wait_until_compiled()
+    fastbias.bias_metrics(y, s, groups)  # (asks for the kernels of Numba's threads)
+    wait_until_compiled()
     defaults = {name: getattr(module, name) for module, name in MINIMA}
     default_jobs = threads.JOBS_PER_WORKER
+    default_switch = sys.getswitchinterval()
+    switches = args.switch_interval or [default_switch]
+    settings = list(itertools.product(args.engine, switches, args.jobs_per_worker,
+                                      args.min_scale))
     reference = fastbias.bias_metrics(y, s, groups)
     print(f"{args.rows:,} rows x {groups.shape[1]}, medians of {args.repeats} calls (ms); "
           f"defaults: jobs_per_worker {default_jobs}, min_scale 1\n")
-    print("| cores | " + " | ".join(f"jobs {j}, min x{m}" for j, m in itertools.product(
-        args.jobs_per_worker, args.min_scale)) + " |")
-    print("|---:|" + "---:|" * (len(args.jobs_per_worker) * len(args.min_scale)))
+    print("| cores | " + " | ".join(
+        (f"{e}, " if len(args.engine) > 1 else "")
+        + (f"switch {1e3 * w:g} ms, " if len(switches) > 1 else "") + f"jobs {j}, min x{m:g}"
+        for e, w, j, m in settings) + " |")
+    print("|---:|" + "---:|" * len(settings))
     try:
         for n in cores:
             os.sched_setaffinity(0, usable[:n])
             row = []
-            for jobs, scale in itertools.product(args.jobs_per_worker, args.min_scale):
+            for engine, switch, jobs, scale in settings:
+                native.ENABLED = engine == "numba"
+                sys.setswitchinterval(switch)
                 apply(jobs, scale, defaults)
                 table = fastbias.bias_metrics(y, s, groups)  # (and a warm-up)
                 if not table.equals(reference):
-                    raise SystemExit(f"jobs {jobs}, min x{scale} on {n} cores: another table")
+                    raise SystemExit(f"switch {switch}, jobs {jobs}, min x{scale:g} on {n} "
+                                     "cores: another table")
                 times = []
                 for _ in range(args.repeats):
                     start = time.perf_counter()
@@ -97,6 +120,8 @@ def main(argv=None) -> int:
             print(f"| {n} | " + " | ".join(row) + " |", flush=True)
     finally:
         apply(default_jobs, 1, defaults)
+        sys.setswitchinterval(default_switch)
+        native.ENABLED = True
         os.sched_setaffinity(0, usable)
     return 0
 

@@ -38,6 +38,13 @@ timeout 120 "$py" benchmarks/bench_threads.py --rows "$big" --cores $cores --rep
 # 1.8M rows under other cuts of the stages' work (fewer, larger jobs: issue 16's 8 ms target)
 # shellcheck disable=SC2086
 timeout 90 "$py" benchmarks/job_sizes.py --cores $cores --repeats 9 2>&1 | tee "$out/job_sizes.md"
+# the opt-in rounds on Numba's threads (FASTBIAS_NUMBA_THREADS=1) against the pool, as shipped
+# (from 8 threads and up to 250,000 rows a thread), with GNU OpenMP's threads told not to spin
+# shellcheck disable=SC2086
+OMP_WAIT_POLICY=passive timeout 120 "$py" benchmarks/job_sizes.py --engine numba pool \
+  --jobs-per-worker 4 --min-scale 1 --cores $cores --repeats 9 2>&1 | tee "$out/engines.md"
+OMP_WAIT_POLICY=passive timeout 90 "$py" benchmarks/job_sizes.py --rows 18000000 --engine numba \
+  pool --jobs-per-worker 4 --min-scale 1 --cores 8 16 --repeats 5 2>&1 | tee "$out/engines_18m.md"
 timeout 100 "$py" benchmarks/compare_reference.py --rows "$ref_rows" --skip-subprocess 2>&1 \
   | tee "$out/compare.txt"
 timeout 60 "$py" benchmarks/bench_first_use.py --rows "$ref_rows" --variants float32 \

@@ -48,7 +48,7 @@ from ..sweep import _kernels as SK
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
-from .delong import _delong_variance
+from .delong import _delong_variance, unresolved_backgrounds, unresolved_metrics
 from .first_call import (
     draws_in_numpy,
     intervals_in_numpy_now,
@@ -541,6 +541,19 @@ def _cells_drawn(cell_rows, class_rows) -> tuple:
     return rows, min_cell, drawable
 
 
+def _unresolved_tests(sums: PlacementSums) -> dict:
+    """metric -> (k,) bool: the tests whose sums cannot be told from rounding: a metric that
+    reads a background too small to resolve (:func:`~fastbias.intervals.delong.
+    unresolved_backgrounds`), and the subgroup AUC's test against its universe's AUC when
+    both backgrounds are (the two estimates then differ by less than the sums resolve)."""
+    unresolved = unresolved_backgrounds(sums.class_totals, sums.weights[:, 2:4],  # B-, B+
+                                        sums.class_rows - sums.cell_rows,
+                                        sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1))
+    out = unresolved_metrics(unresolved)
+    out["subgroup_auc"] = unresolved.all(axis=1) if len(unresolved) else out["subgroup_auc"]
+    return out
+
+
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
@@ -553,6 +566,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
     """
     se, overall_auc = difference_standard_errors(sums, table)
+    unresolved = _unresolved_tests(sums)
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     columns, small, moments = {}, {}, {}
@@ -591,6 +605,12 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
                 counts["permutation_untested"] += int((small[metric]
                                                        & np.isfinite(columns[metric])).sum())
                 columns[metric] = np.where(small[metric], np.nan, columns[metric])
+    # whatever test answered, the sums of a background too small to resolve decide nothing
+    counts["significance_unresolved"] = 0
+    for metric in METRIC_COLUMNS:
+        counts["significance_unresolved"] += int((unresolved[metric]
+                                                  & np.isfinite(columns[metric])).sum())
+        columns[metric] = np.where(unresolved[metric], np.nan, columns[metric])
     out = pd.concat([table, pd.DataFrame({f"{metric}_pvalue": columns[metric]
                                           for metric in METRIC_COLUMNS}, index=table.index)],
                     axis=1)
@@ -629,6 +649,9 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
                                             if len(untested) > 12 else "")
         lead = f"{context}: " if context else ""
         why = "DeLong's variance is undefined: a cell of total weight at most 1"
+        if table.attrs.get("significance_unresolved", 0):
+            why += (" or a background whose share of its class's weight is too small for "
+                    "DeLong's float64 sums to tell from rounding")
         if table.attrs.get("permutation_untested", 0):
             why += (" or, out of core, a weighted cell of fewer than "
                     f"{PERMUTATION_DRAWS_BELOW} rows, whose permutation test draws rows of its "

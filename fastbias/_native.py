@@ -38,6 +38,12 @@ runs on Numba's threads only when all of these hold:
   ``workers`` of Numba's threads, so that models evaluated in threads never
   run more threads than they were given; a thread that finds one running uses
   the pool.
+
+Asked for, the first call that could use them starts Numba's threading layer
+(to learn which it is), even if that call's rounds then run on the pool. Under
+GNU OpenMP, a child the program forks afterwards can no longer run Numba
+parallel kernels of its own (Numba ends it); fastbias's own calls in such a
+child use the pool.
 """
 from __future__ import annotations
 
@@ -138,10 +144,10 @@ def _warn_if_spinning() -> None:
         return
     _warned.append(True)
     if not (os.environ.get("OMP_WAIT_POLICY") or os.environ.get("GOMP_SPINCOUNT")):
-        logger.warning("FASTBIAS_NUMBA_THREADS: Numba's threads run on GNU OpenMP, whose "
-                       "threads spin after each round and can make calls several times "
-                       "slower; set OMP_WAIT_POLICY=passive in the environment before "
-                       "starting Python")
+        logger.warning("FASTBIAS_NUMBA_THREADS: Numba's threads run on OpenMP, whose "
+                       "threads spin after each round unless told otherwise and can make "
+                       "calls several times slower; set OMP_WAIT_POLICY=passive in the "
+                       "environment before starting Python")
 
 
 #: :mod:`fastbias.sweep.first_call`, which registers itself on import (it belongs to a later

@@ -107,14 +107,16 @@ def test_member_sort_on_numba_equals_numpy_and_is_stable(pieces, dtype):
     expected = np.argsort(values[rows], kind="stable")  # stable: ties keep row, then subgroup
     np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
     np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
+    assert codes.dtype == np.int32  # as the pool's (fewer than 2**30 subgroups)
 
 
-@pytest.mark.parametrize("n", [1, 7, 8, 9, 63, 64, 65, 1_000])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 63, 64, 65, 1_000, 12_000])
 @pytest.mark.parametrize("k", [1, 3, 8, 24])
 @pytest.mark.parametrize("pieces", [2, 3, 16])
 def test_dense_scan_on_numba_equals_numpy(n, k, pieces):
     """Every byte value a member (any non-zero byte), rows ending off a word, a tail after the
-    last whole word, pieces without members, more pieces than rows."""
+    last whole word, pieces without members, more pieces than rows, and pieces longer than
+    the scan's chunk of words (12,000 x 24 in 2 or 3 pieces)."""
     rng = np.random.default_rng(n * k + pieces)
     matrix = np.where(rng.random((n, k)) < 0.2, rng.integers(1, 256, (n, k)), 0).astype(
         np.uint8)
@@ -293,13 +295,41 @@ def test_one_round_at_a_time(on_numba):
         assert again
 
 
-def test_numba_thread_count_follows_workers_and_is_restored(on_numba):
+def test_numba_thread_count_follows_workers_and_is_restored(on_numba, monkeypatch):
     import numba
 
-    before = numba.get_num_threads()
+    numba.set_num_threads(1)  # (this thread's setting: whatever an earlier test left)
     with _native.numba_threads(2, 100) as mine:
         assert mine and numba.get_num_threads() == min(2, numba.config.NUMBA_NUM_THREADS)
-    assert numba.get_num_threads() == before
+    assert numba.get_num_threads() == 1
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    # the count asked for is the call's workers, at most Numba's threads
+    asked = []
+    monkeypatch.setattr(numba, "set_num_threads", asked.append)
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 64)
+    for workers in (3, 200):
+        with _native.numba_threads(workers, 100) as mine:
+            assert mine
+    assert asked[0::2] == [3, 64]
+
+
+def test_not_when_numba_has_one_thread(on_numba, monkeypatch):
+    import numba
+
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    assert not _native.available(2, 100)
+
+
+def test_a_forked_child_gets_free_locks(monkeypatch):
+    """A child forked while another thread held a lock here must not wait for it for ever."""
+    for name in ("_round_lock", "_layer_lock"):
+        monkeypatch.setattr(_native, name, threading.Lock())
+        getattr(_native, name).acquire()
+    monkeypatch.setattr(_native, "_forked_after_omp", _native._forked_after_omp)
+    _native._after_fork_in_child()
+    for name in ("_round_lock", "_layer_lock"):
+        assert getattr(_native, name).acquire(blocking=False), name
+        getattr(_native, name).release()
 
 
 def test_kernels_not_compiled_yet_compile_in_the_background_and_the_pool_runs(on_numba,

@@ -46,6 +46,27 @@ def jigsaw_like_arrays(n: int, k: int = 24, seed: int = 0):
     return y, s, groups
 
 
+def compiled_case(rows: int) -> tuple:
+    """:func:`jigsaw_like_arrays` of ``rows`` rows, after one call and the kernels' compiling
+    (a fresh cache compiles them in the background: the kernels are timed, not the
+    first-call tier); warnings off."""
+    y, s, groups = jigsaw_like_arrays(rows)
+    warnings.simplefilter("ignore")
+    fastbias.bias_metrics(y, s, groups)
+    wait_until_compiled()
+    return y, s, groups
+
+
+def core_counts(parser, asked) -> tuple:
+    """``(usable CPUs, core counts to time)``: ``asked`` (default 1 and all usable), refused
+    through ``parser`` beyond the usable CPUs."""
+    usable = sorted(os.sched_getaffinity(0))
+    cores = asked or sorted({1, len(usable)})
+    if max(cores) > len(usable):
+        parser.error(f"only {len(usable)} usable CPUs")
+    return usable, cores
+
+
 def median_time(function, repeats: int) -> tuple:
     function()  # warm-up (compiles on a cold cache, fills the pool)
     times = []

@@ -19,13 +19,11 @@ import resource
 import statistics
 import sys
 import time
-import warnings
 
 import fastbias
-from fastbias.sweep.first_call import wait_until_compiled
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import jigsaw_like_arrays  # noqa: E402
+from bench_threads import compiled_case, core_counts  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -34,12 +32,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cores", type=int, nargs="+", default=None)
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args(argv)
-    usable = sorted(os.sched_getaffinity(0))
-    cores = args.cores or sorted({1, len(usable)})
-    y, s, groups = jigsaw_like_arrays(args.rows)
-    warnings.simplefilter("ignore")
-    fastbias.bias_metrics(y, s, groups)
-    wait_until_compiled()
+    usable, cores = core_counts(parser, args.cores)
+    y, s, groups = compiled_case(args.rows)
     settings = {k: v for k, v in os.environ.items() if k.startswith(("MALLOC_", "GLIBC_"))}
     print(f"{args.rows:,} rows x {groups.shape[1]}, medians of {args.repeats} calls; "
           f"allocator settings: {settings or 'none'}\n")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
+import sys
 import time
 
 import numba
@@ -29,6 +29,9 @@ import numpy as np
 from numba import njit, prange
 
 from fastbias._threads import run_jobs, usable_cpus
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_threads import median_time  # noqa: E402
 
 
 @njit(nogil=True, cache=True)
@@ -49,13 +52,7 @@ def _all_pieces(values, rounds, pieces):
 
 
 def median_ms(function, repeats):
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    return 1e3 * median_time(function, repeats)[0]
 
 
 def main(argv=None) -> int:

@@ -31,7 +31,6 @@ import os
 import statistics
 import sys
 import time
-import warnings
 
 import fastbias
 import fastbias._native as native
@@ -43,7 +42,7 @@ from fastbias.sweep.first_call import wait_until_compiled
 from fastbias.validate import values
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import jigsaw_like_arrays  # noqa: E402
+from bench_threads import compiled_case, core_counts  # noqa: E402
 
 #: (module, name) of each smallest piece of work that ``min_scale`` multiplies
 MINIMA = [(order, "PARALLEL_SORT_MIN_KEYS"), (counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS"),
@@ -75,14 +74,8 @@ def main(argv=None) -> int:
                              "the interpreter's, 0.005): a thread that ends a kernel waits "
                              "up to this long for the GIL while another runs Python")
     args = parser.parse_args(argv)
-    usable = sorted(os.sched_getaffinity(0))
-    cores = args.cores or sorted({1, len(usable)})
-    if max(cores) > len(usable):
-        parser.error(f"only {len(usable)} usable CPUs")
-    y, s, groups = jigsaw_like_arrays(args.rows)
-    warnings.simplefilter("ignore")
-    fastbias.bias_metrics(y, s, groups)
-    wait_until_compiled()
+    usable, cores = core_counts(parser, args.cores)
+    y, s, groups = compiled_case(args.rows)
     fastbias.bias_metrics(y, s, groups)  # (asks for the kernels of Numba's threads)
     wait_until_compiled()
     defaults = {name: getattr(module, name) for module, name in MINIMA}

@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
-import warnings
 
 import numba
 import numpy as np
 from numba import njit, prange
 
-import fastbias
 from fastbias._threads import even_ranges
 from fastbias.prepare.memberships import prepare_subgroups
 from fastbias.sort import _kernels as SK
@@ -42,11 +38,10 @@ from fastbias.sort.order import (
 )
 from fastbias.sweep import _kernels as CK
 from fastbias.sweep.counts import count_all
-from fastbias.sweep.first_call import wait_until_compiled
 from fastbias.validate.rows import validated_rows
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import jigsaw_like_arrays  # noqa: E402
+from bench_threads import compiled_case, core_counts, median_time  # noqa: E402
 
 _NONE = np.empty(0, dtype=np.int64)
 
@@ -159,13 +154,7 @@ def native_count(members, classes, n_groups, pieces):
 
 
 def median_ms(function, repeats):
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    return 1e3 * median_time(function, repeats)[0]
 
 
 def main(argv=None) -> int:
@@ -175,12 +164,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--jobs-per-thread", type=int, default=4)
     args = parser.parse_args(argv)
-    usable = sorted(os.sched_getaffinity(0))
-    cores = args.cores or sorted({1, len(usable)})
-    y, s, groups = jigsaw_like_arrays(args.rows)
-    warnings.simplefilter("ignore")
-    fastbias.bias_metrics(y, s, groups)
-    wait_until_compiled()
+    usable, cores = core_counts(parser, args.cores)
+    y, s, groups = compiled_case(args.rows)
     rows = validated_rows(y, s, None)
     labels, scores = rows.labels, rows.scores
     m = prepare_subgroups(labels, groups, None, None)

@@ -27,7 +27,14 @@ from fastbias.prepare import memberships as prep
 from fastbias.sort import order
 from fastbias.sweep import counts
 
-from .test_threads import numpy_keys, pd_equal, tied_case
+from .test_threads import (
+    assert_class_keys,
+    assert_member_keys,
+    class_sort_case,
+    member_sort_case,
+    pd_equal,
+    tied_case,
+)
 
 
 @pytest.fixture
@@ -81,32 +88,17 @@ def as_bits(values):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("levels", [1, 7, None])  # one value, heavy ties, continuous
 def test_class_sort_on_numba_equals_numpy(pieces, dtype, levels):
-    rng = np.random.default_rng(pieces)
-    n = 1_003
-    values = (rng.normal(size=n) if levels is None
-              else rng.integers(0, levels, n) - levels // 2).astype(dtype)
-    values[::97] = -0.0
-    labels = rng.random(n) < 0.3
-    got = order.class_sort_on_numba(as_bits(values), labels.view(np.uint8), pieces,
-                                    *key_range(values))
-    np.testing.assert_array_equal(got.neg_keys, numpy_keys(np.sort(values[~labels])))
-    np.testing.assert_array_equal(got.pos_keys, numpy_keys(np.sort(values[labels])))
+    values, labels = class_sort_case(pieces, dtype, levels)
+    assert_class_keys(order.class_sort_on_numba(as_bits(values), labels.view(np.uint8), pieces,
+                                                *key_range(values)), values, labels)
 
 
 @pytest.mark.parametrize("pieces", [2, 3, 16])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_member_sort_on_numba_equals_numpy_and_is_stable(pieces, dtype):
-    rng = np.random.default_rng(7)
-    n, k = 900, 5
-    values = (rng.integers(0, 40, n) / 8).astype(dtype)  # ties across many rows
-    labels = rng.random(n) < 0.4
-    matrix = rng.random((n, k)) < 0.3
-    m = prep.prepare_memberships_dense(labels, matrix, [f"g{j}" for j in range(k)])
+    values, labels, matrix, m = member_sort_case(dtype)
     keys, codes = order.member_sort_on_numba(as_bits(values), m, pieces, *key_range(values))
-    rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
-    expected = np.argsort(values[rows], kind="stable")  # stable: ties keep row, then subgroup
-    np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
-    np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
+    assert_member_keys(keys, codes, values, labels, matrix)
     assert codes.dtype == np.int32  # as the pool's (fewer than 2**30 subgroups)
 
 

@@ -107,35 +107,52 @@ def test_jobs_for(n, workers, least, expected):
 # ------------------------------------------------------------------ the stages, split
 
 
+def class_sort_case(seed, dtype, levels, n=1_003):
+    """Scores (one value, ``levels`` tied values or continuous; -0.0 among them) and labels."""
+    rng = np.random.default_rng(seed)
+    values = (rng.normal(size=n) if levels is None
+              else rng.integers(0, levels, n) - levels // 2).astype(dtype)
+    values[::97] = -0.0
+    return values, rng.random(n) < 0.3
+
+
+def assert_class_keys(got, values, labels):
+    """``got`` (SortedClasses) holds each class's scores sorted, as numpy sorts them."""
+    np.testing.assert_array_equal(got.neg_keys, numpy_keys(np.sort(values[~labels])))
+    np.testing.assert_array_equal(got.pos_keys, numpy_keys(np.sort(values[labels])))
+
+
 @pytest.mark.parametrize("workers", [2, 3, 5, 16])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("levels", [1, 7, None])  # one value, heavy ties, continuous
 def test_sort_classes_split_equals_numpy(split_everything, workers, dtype, levels):
-    rng = np.random.default_rng(workers)
-    n = 1_003
-    values = (rng.normal(size=n) if levels is None
-              else rng.integers(0, levels, n) - levels // 2).astype(dtype)
-    values[::97] = -0.0
-    labels = rng.random(n) < 0.3
-    got = order.sort_classes(values, labels, workers)
-    np.testing.assert_array_equal(got.neg_keys, numpy_keys(np.sort(values[~labels])))
-    np.testing.assert_array_equal(got.pos_keys, numpy_keys(np.sort(values[labels])))
+    values, labels = class_sort_case(workers, dtype, levels)
+    assert_class_keys(order.sort_classes(values, labels, workers), values, labels)
+
+
+def member_sort_case(dtype, n=900, k=5):
+    """Scores tied across many rows, labels, a dense identity matrix and its Memberships."""
+    rng = np.random.default_rng(7)
+    values = (rng.integers(0, 40, n) / 8).astype(dtype)
+    labels = rng.random(n) < 0.4
+    matrix = rng.random((n, k)) < 0.3
+    return values, labels, matrix, prep.prepare_memberships_dense(
+        labels, matrix, [f"g{j}" for j in range(k)])
+
+
+def assert_member_keys(keys, codes, values, labels, matrix):
+    """Every membership by score, stably (ties keep row, then subgroup), as numpy sorts them."""
+    rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
+    expected = np.argsort(values[rows], kind="stable")
+    np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
+    np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
 
 
 @pytest.mark.parametrize("workers", [2, 3, 16])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sort_memberships_split_equals_numpy(split_everything, workers, dtype):
-    rng = np.random.default_rng(7)
-    n, k = 900, 5
-    values = (rng.integers(0, 40, n) / 8).astype(dtype)  # ties across many rows
-    labels = rng.random(n) < 0.4
-    matrix = rng.random((n, k)) < 0.3
-    m = prep.prepare_memberships_dense(labels, matrix, [f"g{j}" for j in range(k)])
-    keys, codes = order.sort_memberships(values, m, workers)
-    rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
-    expected = np.argsort(values[rows], kind="stable")  # stable: ties keep row, then subgroup
-    np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
-    np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
+    values, labels, matrix, m = member_sort_case(dtype)
+    assert_member_keys(*order.sort_memberships(values, m, workers), values, labels, matrix)
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 1_000])

@@ -124,6 +124,35 @@ _BIT_OF_POWER_MOD_67 = _bit_of_power_mod_67()
 
 
 @njit(inline="always")
+def _list_nonzero_words(words, w_start, w_stop, nonzero):
+    """The indices of the non-zero words of ``words[w_start:w_stop]`` into ``nonzero``,
+    listed without a branch (see :func:`_scan_words`); returns how many (uint64)."""
+    # unsigned indices: numba checks every signed one for a negative value (a quarter of the
+    # scan's time when the first word is not a constant)
+    n_nonzero = np.uint64(0)
+    for w in range(np.uint64(w_start), np.uint64(w_stop)):
+        nonzero[n_nonzero] = w
+        n_nonzero += np.uint64(words[w] != 0)
+    return n_nonzero
+
+
+@njit(inline="always")
+def _nonzero_bytes(x):
+    """The uint64 ``x`` with the high bit of each of its non-zero bytes set, every other bit
+    clear (no step overflows)."""
+    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+    return (((x & low7) + low7) | x) & np.uint64(0x8080808080808080)
+
+
+@njit(inline="always")
+def _pop_lowest_byte(t):
+    """``(index of the lowest byte marked in t, t without that mark)``: the lowest set bit
+    isolated (``t & -t``) and its index found from its remainder modulo 67."""
+    lowest = t & (~t + np.uint64(1))
+    return _BIT_OF_POWER_MOD_67[lowest % np.uint64(67)] >> 3, t ^ lowest
+
+
+@njit(inline="always")
 def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found, nonzero):
     """Append (row, column) of the non-zero bytes of ``words[w_start:w_stop]``; return the count.
 
@@ -140,24 +169,15 @@ def _scan_words(words, w_start, w_stop, n_cols, member_row, member_col, found, n
     than per byte, and no step overflows.
     """
     inverse = 1.0 / n_cols
-    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
-    high = np.uint64(0x8080808080808080)
-    # unsigned indices: numba checks every signed one for a negative value (a quarter of the
-    # scan's time when the first word is not a constant)
-    n_nonzero = np.uint64(0)
-    for w in range(np.uint64(w_start), np.uint64(w_stop)):
-        nonzero[n_nonzero] = w
-        n_nonzero += np.uint64(words[w] != 0)
+    n_nonzero = _list_nonzero_words(words, w_start, w_stop, nonzero)
     at = np.uint64(found)
     for q in range(n_nonzero):
         w = np.uint64(nonzero[q])
-        x = words[w]
-        t = (((x & low7) + low7) | x) & high
+        t = _nonzero_bytes(words[w])
         start = np.int64(w) * 8
         while t != 0:
-            lowest = t & (~t + np.uint64(1))
-            t ^= lowest
-            position = start + (_BIT_OF_POWER_MOD_67[lowest % np.uint64(67)] >> 3)
+            byte, t = _pop_lowest_byte(t)
+            position = start + byte
             row = _row_of(position, n_cols, inverse)
             member_row[at] = row
             member_col[at] = position - row * n_cols
@@ -262,8 +282,6 @@ def _dense_piece_csr(words, flat, n_cols, row_start, row_stop, fill, identity_at
     ``identity_rows`` from ``identity_at`` with their starts into ``row_ptr``, the columns
     into ``row_groups`` from ``member_at``. ``nonzero``: scratch of DENSE_SCAN_CHUNK_WORDS."""
     inverse = 1.0 / n_cols
-    low7 = np.uint64(0x7F7F7F7F7F7F7F7F)
-    high = np.uint64(0x8080808080808080)
     w_end = min((row_stop * n_cols) // 8, words.shape[0])
     n_identity = 0
     n_member = 0
@@ -271,44 +289,43 @@ def _dense_piece_csr(words, flat, n_cols, row_start, row_stop, fill, identity_at
     w = (row_start * n_cols) // 8
     while w < w_end:
         w_stop = min(w + DENSE_SCAN_CHUNK_WORDS, w_end)
-        n_nonzero = np.uint64(0)
-        for v in range(np.uint64(w), np.uint64(w_stop)):
-            nonzero[n_nonzero] = v
-            n_nonzero += np.uint64(words[v] != 0)
+        n_nonzero = _list_nonzero_words(words, w, w_stop, nonzero)
         for q in range(n_nonzero):
             v = np.uint64(nonzero[q])
-            x = words[v]
-            t = (((x & low7) + low7) | x) & high
+            t = _nonzero_bytes(words[v])
             start = np.int64(v) * 8
             while t != 0:
-                lowest = t & (~t + np.uint64(1))
-                t ^= lowest
-                position = start + (_BIT_OF_POWER_MOD_67[lowest % np.uint64(67)] >> 3)
+                byte, t = _pop_lowest_byte(t)
+                position = start + byte
                 row = _row_of(position, n_cols, inverse)
-                if row != last_row:
-                    if fill:
-                        identity_rows[identity_at + n_identity] = row
-                        row_ptr[identity_at + n_identity] = member_at + n_member
-                    n_identity += 1
-                    last_row = row
-                if fill:
-                    row_groups[member_at + n_member] = position - row * n_cols
-                n_member += 1
+                n_identity, n_member, last_row = _add_to_csr(
+                    row, position - row * n_cols, fill, identity_at, member_at, identity_rows,
+                    row_ptr, row_groups, n_identity, n_member, last_row)
         w = w_stop
     # the bytes after the last whole word (in the last piece only)
     for position in range(max(w_end * 8, row_start * n_cols), row_stop * n_cols):
         if flat[position]:
             row = position // n_cols
-            if row != last_row:
-                if fill:
-                    identity_rows[identity_at + n_identity] = row
-                    row_ptr[identity_at + n_identity] = member_at + n_member
-                n_identity += 1
-                last_row = row
-            if fill:
-                row_groups[member_at + n_member] = position - row * n_cols
-            n_member += 1
+            n_identity, n_member, last_row = _add_to_csr(
+                row, position - row * n_cols, fill, identity_at, member_at, identity_rows,
+                row_ptr, row_groups, n_identity, n_member, last_row)
     return n_identity, n_member
+
+
+@njit(inline="always")
+def _add_to_csr(row, col, fill, identity_at, member_at, identity_rows, row_ptr, row_groups,
+                n_identity, n_member, last_row):
+    """One membership (row, col) of a row-major scan, counted, and with ``fill`` written as
+    CSR (see :func:`_dense_piece_csr`): ``(n_identity, n_member, last_row)`` after it."""
+    if row != last_row:
+        if fill:
+            identity_rows[identity_at + n_identity] = row
+            row_ptr[identity_at + n_identity] = member_at + n_member
+        n_identity += 1
+        last_row = row
+    if fill:
+        row_groups[member_at + n_member] = col
+    return n_identity, n_member + 1, last_row
 
 
 @njit(parallel=True, cache=True, nogil=True)

@@ -20,60 +20,106 @@ def _z_value(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
-def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms: int | None = None):
+def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floor_x=None, floor_y=None):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
     ``S01 = (sq_y / w_x^2 - w_y theta^2) / (w_y - 1)``; var = S10/w_x + S01/w_y.
     NaN where a sample has total weight <= 1. Each numerator is a difference of two
-    float sums; given ``n_terms`` (at most how many terms each sum added), one within
-    their rounding (``4 (n_terms + 4) 2**-53`` of its first term: all its terms are
-    non-negative) is taken as 0, so that sums added in another order (threads, chunks,
-    the first call's numpy) give the same zero rather than different residues.
+    float sums; given ``n_terms`` (at most how many terms each sum added; a number or one
+    per entry), one within their rounding (``4 (n_terms + 4) 2**-53`` of its first term:
+    all its terms are non-negative) is taken as 0, so that sums added in another order
+    (threads, chunks, the first call's numpy) give the same zero rather than different
+    residues. ``floor_x``/``floor_y``: where ``sq_x``/``sq_y`` is itself a difference (a
+    background's sums, its class's less the subgroup's), the size of the sums it came from,
+    whose rounding it carries (see :func:`sum_floors`).
     """
     u, sq_x, sq_y, w_x, w_y = (np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y))
     ok = (w_x > 1) & (w_y > 1)
     wx = np.where(ok, w_x, 2.0)
     wy = np.where(ok, w_y, 2.0)
     theta = u / (wx * wy)
-    share = 0.0 if n_terms is None else 4.0 * (n_terms + 4) * 2.0 ** -53
-    s10 = _above_rounding(sq_x / (wy * wy), wx * theta * theta, share) / (wx - 1.0)
-    s01 = _above_rounding(sq_y / (wx * wx), wy * theta * theta, share) / (wy - 1.0)
-    return np.where(ok, s10 / wx + s01 / wy, np.nan)
+    share = 0.0 if n_terms is None else 4.0 * (np.asarray(n_terms, dtype=np.float64) + 4) \
+        * 2.0 ** -53
+    first_x, first_y = sq_x / (wy * wy), sq_y / (wx * wx)
+    ref_x = first_x if floor_x is None else np.maximum(first_x, floor_x / (wy * wy))
+    ref_y = first_y if floor_y is None else np.maximum(first_y, floor_y / (wx * wx))
+    diff_x, diff_y = first_x - wx * theta * theta, first_y - wy * theta * theta
+    # each part: its numerator, 0 within the rounding of the sums it was made from, and how
+    # large that rounding may be (as a part of the variance)
+    s10 = np.where(diff_x > share * ref_x, diff_x, 0.0) / (wx - 1.0) / wx
+    s01 = np.where(diff_y > share * ref_y, diff_y, 0.0) / (wy - 1.0) / wy
+    bound_x = share * ref_x / (wx - 1.0) / wx
+    bound_y = share * ref_y / (wy - 1.0) / wy
+    var = s10 + s01
+    # a part above its own sums' rounding but within that of the sums it was made from (a
+    # background's: its class's) is not known; where it may be a noticeable part of the
+    # variance, neither is the variance
+    unknown = (((diff_x > share * first_x) & (diff_x <= share * ref_x)
+                & (bound_x > VARIANCE_TOLERANCE * var))
+               | ((diff_y > share * first_y) & (diff_y <= share * ref_y)
+                  & (bound_y > VARIANCE_TOLERANCE * var)))
+    return np.where(ok & ~unknown, var, np.nan)
 
 
-def _above_rounding(first, second, share: float):
-    """``first - second`` (both non-negative), 0 where it is at most ``share`` of ``first``."""
-    difference = first - second
-    return np.where(difference > share * first, difference, 0.0)
+#: a variance part known only within rounding larger than this share of the variance makes it
+#: unknown (NaN): about 1% of the standard error
+VARIANCE_TOLERANCE = 0.02
+
+
+def sum_floors(delong_sums, sub_neg, sub_pos) -> tuple:
+    """``(floor_x, floor_y)``, each (k, 5): for each metric's SQX and SQY (``delong_sums``
+    (k, 15) as ``SK.finish_delong_sums`` gives them), the size of the sums it was made from.
+    A background's (BPSN's SQX, BNSP's SQY, the AEGs' SQX) is its class's sum less the
+    subgroup's, and carries the rounding of the class's: BPSN's SQX plus the subgroup AUC's
+    (the positives' sum over the whole class), likewise BNSP's SQY, and for the AEGs' SQX the
+    subgroup's own placements' part, at most its cell's weight cubed (``sub_neg``,
+    ``sub_pos``). Without this a background whose placements barely vary kept the residue of
+    the difference as its variance (found by review: a negative AEG's standard error of 4e-4
+    against an exact 1.25e-6). The others are direct sums: their own size."""
+    sums = np.asarray(delong_sums, dtype=np.float64)
+    sq_x = sums[:, SK.DELONG_SQ_X:SK.DELONG_SQ_X + 5].copy()
+    sq_y = sums[:, SK.DELONG_SQ_Y:SK.DELONG_SQ_Y + 5].copy()
+    floor_x, floor_y = sq_x.copy(), sq_y.copy()
+    floor_x[:, 1] += sq_x[:, 0]
+    floor_y[:, 2] += sq_y[:, 0]
+    floor_x[:, 3] += np.asarray(sub_neg, dtype=np.float64) ** 3
+    floor_x[:, 4] += np.asarray(sub_pos, dtype=np.float64) ** 3
+    return floor_x, floor_y
 
 
 # A background cell's DeLong sums are made as its class's minus the subgroup's (the walk sees
-# the memberships, not the background's rows). The rounding of a float sum of n_terms
-# non-negative terms is at most n_terms * 2**-53 of it, and the background's part of such a
-# difference carries that rounding divided by its share of the class's weight: against
-# exact rational arithmetic, standard errors were off by about 2.4 n_terms 2**-53 / share
-# (22% at a share of 1.3e-13 with 112 terms; 2e-9 instead of 0.022 for BPSN AUC, and a
-# p-value of 0, for a subgroup weighted 1e12 times its 400 background rows). Where the share
-# is below this many times n_terms 2**-53 (errors of about 1% and more), those standard
-# errors and tests are NaN instead.
-BACKGROUND_RESOLUTION = 2.0 ** 8
+# the memberships, not the background's rows), so they carry the rounding of the class's sums
+# divided by the background's share of the class's weight. Against exact rational arithmetic
+# (n_terms: the rows plus the subgroup's memberships): with 112 terms, standard errors were
+# off by 22% at a share of 1.3e-13, 3% at 1.1e-12 and 0.9% at 8.5e-12; with 2M rows, by at
+# most 1e-8 at shares down to 1.1e-7 (a review); a subgroup weighted 1e12 times its 400
+# background rows gave BPSN AUC a standard error of 2e-9 instead of 0.022 and a p-value of 0.
+# So below a share of BACKGROUND_RESOLUTION * sqrt(n_terms) * 2**-53 (1.2e-12 at 112 terms,
+# 1.6e-10 at 2M) those standard errors and tests are NaN instead.
+BACKGROUND_RESOLUTION = 2.0 ** 10
+
+
+def negligible_shares(cell_weights, class_totals, n_terms) -> np.ndarray:
+    """Per subgroup and cell (``cell_weights`` (k, c), ``class_totals`` of each cell's
+    class, (k, c) or (c,)): whether the cell's weight (as computed) is below the share of
+    its class that the sums resolve, BACKGROUND_RESOLUTION * sqrt(``n_terms``) * 2**-53
+    (``n_terms`` one per subgroup). A cell of weight 0 is negligible too."""
+    n_terms = np.asarray(n_terms, dtype=np.float64).reshape(-1, 1)
+    limit = BACKGROUND_RESOLUTION * np.sqrt(n_terms) * 2.0 ** -53 * np.asarray(
+        class_totals, dtype=np.float64)
+    return np.asarray(cell_weights, dtype=np.float64) < limit
 
 
 def unresolved_backgrounds(class_totals, background_weights, background_rows, n_terms
                            ) -> np.ndarray:
     """(k, 2) bool: per subgroup, whether its background negatives / positives have rows and
-    a weight (as computed, class minus subgroup) above 0 but below BACKGROUND_RESOLUTION
-    times the rounding of sums of ``n_terms`` terms of its class's weight ``class_totals``
-    ((2,) or (k, 2)); ``n_terms`` a number or one per subgroup. (A background whose rows
-    weigh nothing comes out exactly 0: both sums add the same weights in the same order.)"""
-    totals = np.asarray(class_totals, dtype=np.float64)
-    n_terms = np.asarray(n_terms, dtype=np.float64)
-    if n_terms.ndim:
-        n_terms = n_terms[:, None]
-    limit = BACKGROUND_RESOLUTION * n_terms * 2.0 ** -53 * totals
+    a weight (as computed, class minus subgroup) above 0 but negligible
+    (:func:`negligible_shares`). (A background whose rows weigh nothing comes out exactly 0:
+    both sums add the same weights in the same order.)"""
     weights = np.asarray(background_weights, dtype=np.float64)
-    return (np.asarray(background_rows) > 0) & (weights > 0) & (weights < limit)
+    return ((np.asarray(background_rows) > 0) & (weights > 0)
+            & negligible_shares(weights, class_totals, n_terms))
 
 
 def unresolved_metrics(unresolved: np.ndarray) -> dict:
@@ -147,16 +193,21 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         ("background", 0): np.where(n_neg_rows - m.cell_rows[:, 0] > 0, total_neg - cells[:, 0], 0.),
         ("background", 1): np.where(n_pos_rows - m.cell_rows[:, 1] > 0, total_pos - cells[:, 1], 0.),
     }
+    cell_rows = np.asarray(m.cell_rows)
     unresolved = unresolved_metrics(unresolved_backgrounds(
         (total_neg, total_pos),
         np.column_stack([weight[("background", 0)], weight[("background", 1)]]),
-        np.array(m.class_rows) - np.asarray(m.cell_rows), n_terms))
+        np.array(m.class_rows) - cell_rows, m.n_rows + cell_rows.sum(axis=1)))
+    floor_x, floor_y = sum_floors(sums, cells[:, 0], cells[:, 1])
     se = {}
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
         var = _delong_variance(sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
                                sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell],
-                               n_terms)
+                               n_terms, floor_x[:, j], floor_y[:, j])
+        # (NaN with both samples of weight above 1: a part not known within rounding)
+        unresolved[metric] = unresolved[metric] | (
+            np.isnan(var) & (weight[x_cell] > 1) & (weight[y_cell] > 1))
         se[metric] = np.where(unresolved[metric], np.nan, np.sqrt(var))
     return StandardErrors(se, unresolved), overall_se
 

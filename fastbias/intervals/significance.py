@@ -48,7 +48,12 @@ from ..sweep import _kernels as SK
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
-from .delong import _delong_variance, unresolved_backgrounds, unresolved_metrics
+from .delong import (
+    _delong_variance,
+    sum_floors,
+    unresolved_backgrounds,
+    unresolved_metrics,
+)
 from .first_call import (
     draws_in_numpy,
     intervals_in_numpy_now,
@@ -170,12 +175,21 @@ def _normal_exceedance(statistic, centre, mean, variance) -> np.ndarray:
     return out
 
 
+#: an AUC metric's difference from its universe's AUC is a difference of two variances and a
+#: covariance; where it is below this many times sqrt(n_terms) 2**-53 of their sum, it is
+#: rounding and the test is not made (a subgroup holding every row but one, weighted 2**40
+#: times it, gave p = 0.075 where exact arithmetic gives 0.0935; at 2**45, p = 0)
+DIFFERENCE_RESOLUTION = 2.0
+
+
 def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
     """Standard errors of ``metric - overall AUC`` (AUC metrics) and of the AEGs.
 
-    Returns ``(se, overall_auc)``: ``se`` a dict metric -> array (one entry
+    Returns ``(se, overall_auc, cancelled)``: ``se`` a dict metric -> array (one entry
     per subgroup), ``overall_auc`` per subgroup the AUC of the rows it is
-    compared with (what its AUC metrics are compared with). The variance
+    compared with (what its AUC metrics are compared with), ``cancelled`` per AUC metric
+    where the variance of the difference is below the rounding of its terms
+    (DIFFERENCE_RESOLUTION). The variance
     of a difference is ``sum_r w_r (psi_M(r) - psi_O(r))^2`` over rows, where
     ``psi`` of an estimate ``theta`` with samples X (weight W_X) and Y
     (W_Y) is ``(V(r) - theta) / sqrt(W (W - 1))`` on a row of the sample of
@@ -188,8 +202,11 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
     u_overall = sums.overall[:, OVERALL_U]
     with np.errstate(invalid="ignore", divide="ignore"):
         overall_auc = np.where((w_pos > 0) & (w_neg > 0), u_overall / (w_pos * w_neg), np.nan)
+    # (the rows, and each subgroup's memberships: how many terms its sums added)
+    n_terms = sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1)
     var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
-                             sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg)
+                             sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms)
+    floor_x, floor_y = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1])
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
     c = sums.cross
@@ -199,14 +216,17 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
         "bpsn_auc": ((c[:, 7] - c[:, 0], u_overall - c[:, 1]), (c[:, 6], c[:, 5])),
         "bnsp_auc": ((c[:, 2], c[:, 1]), (c[:, 3] - c[:, 4], u_overall - c[:, 5])),
     }
-    out = {}
+    out, cancelled = {}, {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for j, metric in enumerate(METRIC_COLUMNS):
             x_cell, y_cell = METRIC_SAMPLES[metric]
             w_x, w_y = weight[x_cell], weight[y_cell]
             var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
                                    sums.delong[:, SK.DELONG_SQ_X + j],
-                                   sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y)
+                                   sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
+                                   floor_x[:, j], floor_y[:, j])
+            # (NaN with both samples of weight above 1: a part not known within rounding)
+            cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
             if metric in AUC_METRICS:
                 theta = table[metric].to_numpy(dtype=np.float64)
                 (cx, ox), (cy, oy) = cross[metric]
@@ -214,9 +234,14 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
                 t_y = cy / (w_x * w_pos) - theta * oy / w_pos
                 cov = (t_x / np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
                        + t_y / np.sqrt(w_y * (w_y - 1.0) * w_neg * (w_neg - 1.0)))
+                scale = var + var_o + 2.0 * np.abs(cov)
                 var = var + var_o - 2.0 * cov
+                # the difference of two estimates that share almost all their rows is a small
+                # difference of large terms: below their rounding, it is not known
+                cancelled[metric] |= var < DIFFERENCE_RESOLUTION * np.sqrt(n_terms) \
+                    * 2.0 ** -53 * scale
             out[metric] = np.sqrt(np.maximum(var, 0.0))
-    return out, overall_auc
+    return out, overall_auc, cancelled
 
 
 def permutation_moments(n, n_fixed, size, other_total, f_sum, f_sq, pf_sum, p_sum, p_sq,
@@ -541,16 +566,18 @@ def _cells_drawn(cell_rows, class_rows) -> tuple:
     return rows, min_cell, drawable
 
 
-def _unresolved_tests(sums: PlacementSums) -> dict:
+def _unresolved_tests(sums: PlacementSums, cancelled: dict) -> dict:
     """metric -> (k,) bool: the tests whose sums cannot be told from rounding: a metric that
     reads a background too small to resolve (:func:`~fastbias.intervals.delong.
-    unresolved_backgrounds`), and the subgroup AUC's test against its universe's AUC when
-    both backgrounds are (the two estimates then differ by less than the sums resolve)."""
+    unresolved_backgrounds`), and an AUC metric whose difference from its universe's AUC
+    ``cancelled`` (:func:`difference_standard_errors`; where the cells beside its samples
+    weigh nothing at all it is that AUC, see :func:`_samples_of_the_universe`)."""
     unresolved = unresolved_backgrounds(sums.class_totals, sums.weights[:, 2:4],  # B-, B+
                                         sums.class_rows - sums.cell_rows,
                                         sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1))
     out = unresolved_metrics(unresolved)
-    out["subgroup_auc"] = unresolved.all(axis=1) if len(unresolved) else out["subgroup_auc"]
+    for metric, mask in cancelled.items():
+        out[metric] = out[metric] | mask
     return out
 
 
@@ -565,8 +592,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     exact one) when unweighted, and are not tested (NaN) when weighted;
     ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
     """
-    se, overall_auc = difference_standard_errors(sums, table)
-    unresolved = _unresolved_tests(sums)
+    se, overall_auc, cancelled = difference_standard_errors(sums, table)
+    unresolved = _unresolved_tests(sums, cancelled)
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     columns, small, moments = {}, {}, {}
@@ -578,6 +605,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
         same = (the_universe[metric] & np.isfinite(gap) & np.isfinite(se[metric])
                 if metric in AUC_METRICS else np.zeros(len(table), dtype=bool))
         gap = np.where(same, 0.0, gap)
+        unresolved[metric] = unresolved[metric] & ~same  # (the very same estimate: p = 1)
         se[metric] = np.where(same, 0.0, se[metric])
         columns[metric] = _two_sided_p(gap, se[metric])
         need = ((min_cells[metric] < PERMUTATION_BELOW) & np.isfinite(values[metric])
@@ -609,7 +637,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     counts["significance_unresolved"] = 0
     for metric in METRIC_COLUMNS:
         counts["significance_unresolved"] += int((unresolved[metric]
-                                                  & np.isfinite(columns[metric])).sum())
+                                                  & np.isfinite(values[metric])).sum())
         columns[metric] = np.where(unresolved[metric], np.nan, columns[metric])
     out = pd.concat([table, pd.DataFrame({f"{metric}_pvalue": columns[metric]
                                           for metric in METRIC_COLUMNS}, index=table.index)],

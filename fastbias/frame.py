@@ -15,7 +15,12 @@ import pandas as pd
 from ._threads import lend_helper
 from .intervals.attach import attach_intervals, check_ci
 from .intervals.bootstrap import check_n_boot
-from .intervals.significance import add_pvalues, adjust_table, check_significance
+from .intervals.significance import (
+    add_pvalues,
+    adjust_table,
+    check_significance,
+    joined_universes,
+)
 from .intervals.thresholds import check_gap_interval, check_rate_interval
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
@@ -368,7 +373,8 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                 pd.MultiIndex.from_product([cuts, subgroup_names],
                                            names=["threshold", "subgroup"]))
             by_threshold.attrs = at_thresholds[0].attrs
-        return pd.concat(tables).reindex(subgroup_names), overall, by_threshold
+        joined = joined_universes(tables)
+        return joined.reindex(subgroup_names), overall, by_threshold
 
     # the models share the threads: each one's sorts and walks get its share of them
     model_threads = resolve_n_jobs(n_jobs, len(models))

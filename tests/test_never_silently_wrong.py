@@ -611,3 +611,34 @@ def test_delong_of_a_background_of_one_row_is_right_or_nan():
                 assert abs(got - exact) <= 0.02 * exact, (k, metric, got, exact)
                 finite += 1
     assert finite >= 6
+
+
+def test_untested_counts_add_up_over_the_universes_of_exclude():
+    """missing_subgroup="exclude": each pattern of unannotated rows is a universe of its own,
+    whose table counts its untested metrics in attrs. Joining the tables (pd.concat) dropped
+    differing attrs, so the count was lost and the warning blamed "a cell of total weight at
+    most 1" (found by review). The count is now the number of defined metrics without a
+    p-value, over both universes."""
+    rng = np.random.default_rng(4)
+    n = 400
+    y = rng.random(n) < 0.5
+    a, b = np.ones(n), np.ones(n)
+    bg_a = np.concatenate([np.flatnonzero(y)[:3], np.flatnonzero(~y)[:3]])
+    bg_b = np.concatenate([np.flatnonzero(y)[3:5], np.flatnonzero(~y)[3:5]])
+    a[bg_a], b[bg_b] = 0, 0
+    a[rng.choice(np.setdiff1d(np.arange(n), bg_a), 20, replace=False)] = np.nan
+    b[rng.choice(np.setdiff1d(np.arange(n), bg_b), 30, replace=False)] = np.nan
+    heavy = np.ones(n, bool)
+    heavy[bg_a], heavy[bg_b] = False, False
+    w = rng.integers(1, 64, n) / 16.0 * np.where(heavy, 2.0 ** 45, 1.0)
+    df = pd.DataFrame({"y": y.astype(float), "s": rng.integers(0, 10, n) / 9, "w": w,
+                       "a": a, "b": b})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = fastbias.evaluate(df, label="y", scores="s", subgroups=["a", "b"],
+                                  sample_weight="w", significance="holm",
+                                  missing_subgroup="exclude").for_model()
+    untested = sum(int((np.isfinite(table[m]) & np.isnan(table[f"{m}_pvalue"])).sum())
+                   for m in METRICS)
+    assert untested >= 8 and table.attrs["significance_unresolved"] == untested
+    assert any("too small for DeLong's float64 sums" in str(c.message) for c in caught)

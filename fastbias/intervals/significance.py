@@ -491,6 +491,32 @@ def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores | None, samp
                       family_size, in_numpy)
 
 
+#: the ``attrs`` a table of p-values counts (one universe's; universes' tables add them up)
+COUNT_ATTRS = ("permutation_tests", "permutation_bounds", "permutation_untested",
+               "significance_unresolved")
+
+
+def joined_universes(tables: list) -> pd.DataFrame:
+    """The tables of several universes (``missing_subgroup="exclude"``) as one, with the
+    counts of :data:`COUNT_ATTRS` added up (``pd.concat`` keeps ``attrs`` only where every
+    table has the same, so the counts were lost, or showed one universe's where equal);
+    the other ``attrs`` kept where every table has the same value."""
+    out = pd.concat(tables)
+    first = tables[0].attrs
+    same = {name: value for name, value in first.items()
+            if all(name in t.attrs and _same_value(t.attrs[name], value) for t in tables)}
+    out.attrs = {**same, **{name: sum(t.attrs.get(name, 0) for t in tables)
+                            for name in COUNT_ATTRS if any(name in t.attrs for t in tables)}}
+    return out
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return bool(a == b) or (a != a and b != b)  # (NaN: the same)
+    except (TypeError, ValueError):
+        return False
+
+
 def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedScores | None,
                sample_weight, confidence: float, family_size: int | None,
                in_numpy: bool) -> pd.DataFrame:

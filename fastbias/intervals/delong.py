@@ -78,8 +78,8 @@ def sum_floors(delong_sums, sub_neg, sub_pos) -> tuple:
     the difference as its variance (found by review: a negative AEG's standard error of 4e-4
     against an exact 1.25e-6). The others are direct sums: their own size."""
     sums = np.asarray(delong_sums, dtype=np.float64)
-    sq_x = sums[:, SK.DELONG_SQ_X:SK.DELONG_SQ_X + 5].copy()
-    sq_y = sums[:, SK.DELONG_SQ_Y:SK.DELONG_SQ_Y + 5].copy()
+    sq_x = sums[:, SK.DELONG_SQ_X:SK.DELONG_SQ_X + 5]
+    sq_y = sums[:, SK.DELONG_SQ_Y:SK.DELONG_SQ_Y + 5]
     floor_x, floor_y = sq_x.copy(), sq_y.copy()
     floor_x[:, 1] += sq_x[:, 0]
     floor_y[:, 2] += sq_y[:, 0]
@@ -133,8 +133,9 @@ def unresolved_metrics(unresolved: np.ndarray) -> dict:
 
 class StandardErrors(dict):
     """metric -> standard errors (one per subgroup), and ``unresolved``: metric -> (k,) bool,
-    those NaN because the subgroup's background is too small for the sums to resolve (see
-    BACKGROUND_RESOLUTION)."""
+    those NaN because the sums cannot resolve them: a background too small (see
+    BACKGROUND_RESOLUTION), or a part of the variance not known within the rounding of the
+    class's sums (see :func:`_delong_variance`)."""
 
     def __init__(self, se: dict, unresolved: dict):
         super().__init__(se)

@@ -587,7 +587,8 @@ def test_delong_of_a_background_of_one_row_is_right_or_nan():
     residue of "class minus subgroup" had been kept as that part (found by review: negative
     AEG's standard error 4e-4 against an exact 1.25e-6, with the share above the rule of the
     test above). Now every standard error is within 2% of exact rational arithmetic or NaN,
-    and exact to 1e-12 while the weights are within 2**20 of each other."""
+    and exact to 1e-12 while the weights are within 2**20 of each other; the negative AEG,
+    whose background sample is that one row (no variance of its own), to 1e-6 up to 2**32."""
     rng = np.random.default_rng(8)
     n = 120
     y = rng.random(n) < 0.5
@@ -607,6 +608,8 @@ def test_delong_of_a_background_of_one_row_is_right_or_nan():
             got = table.loc["g", f"{metric}_se"]
             if k <= 20:
                 assert abs(got - exact) <= 1e-12 * exact, (k, metric)
+            if metric == "negative_aeg" and k <= 32:  # (its background: the one row)
+                assert abs(got - exact) <= 1e-6 * exact, (k, metric, got, exact)
             if np.isfinite(got):
                 assert abs(got - exact) <= 0.02 * exact, (k, metric, got, exact)
                 finite += 1
@@ -642,3 +645,26 @@ def test_untested_counts_add_up_over_the_universes_of_exclude():
                    for m in METRICS)
     assert untested >= 8 and table.attrs["significance_unresolved"] == untested
     assert any("too small for DeLong's float64 sums" in str(c.message) for c in caught)
+
+
+def test_a_background_that_vanished_from_its_class_sums_is_not_tested():
+    """Weighted 2**50 times it, a subgroup's one background negative falls below 2**-53 of
+    its class: the sums, class less subgroup, give it no weight, as if it weighed nothing.
+    The subgroup AUC's test then called the subgroup the whole universe (p = 1; exact: 0.09)
+    and a drawn permutation test gave BNSP p = 1e-4 (found by review). The table's exact
+    cell weights show the row's weight: those tests are now not made."""
+    rng = np.random.default_rng(11)
+    n = 150
+    y = rng.random(n) < 0.45
+    s = rng.integers(0, 8, n) / 7
+    base = rng.integers(1, 64, n) / 16.0
+    member = np.ones(n, bool)
+    member[np.flatnonzero(~y)[0]] = False  # the background: one negative, no positive
+    w = np.where(member, base * 2.0 ** 50, base)
+    table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w,
+                    significance="holm")
+    assert table.loc["g", "background_negative_weight"] == base[~member][0]
+    for metric in ("subgroup_auc", "bnsp_auc", "negative_aeg"):
+        assert np.isfinite(table.loc["g", metric])  # the metrics stay exact
+        assert np.isnan(table.loc["g", f"{metric}_pvalue"]), metric
+    assert table.attrs["significance_unresolved"] >= 2

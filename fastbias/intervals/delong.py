@@ -20,7 +20,8 @@ def _z_value(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
-def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floor_x=None, floor_y=None):
+def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floor_x=None, floor_y=None,
+                     rows_x=None, rows_y=None):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
@@ -32,7 +33,8 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floor_x=None, floor_
     (threads, chunks, the first call's numpy) give the same zero rather than different
     residues. ``floor_x``/``floor_y``: where ``sq_x``/``sq_y`` is itself a difference (a
     background's sums, its class's less the subgroup's), the size of the sums it came from,
-    whose rounding it carries (see :func:`sum_floors`).
+    whose rounding it carries (see :func:`sum_floors`). ``rows_x``/``rows_y``: the samples'
+    rows; a sample of one row has no variance of its own (its part is 0, exactly).
     """
     u, sq_x, sq_y, w_x, w_y = (np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y))
     ok = (w_x > 1) & (w_y > 1)
@@ -47,6 +49,10 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floor_x=None, floor_
     diff_x, diff_y = first_x - wx * theta * theta, first_y - wy * theta * theta
     # each part: its numerator, 0 within the rounding of the sums it was made from, and how
     # large that rounding may be (as a part of the variance)
+    one_x = np.zeros(np.shape(diff_x), dtype=bool) if rows_x is None else np.asarray(rows_x) == 1
+    one_y = np.zeros(np.shape(diff_y), dtype=bool) if rows_y is None else np.asarray(rows_y) == 1
+    diff_x = np.where(one_x, 0.0, diff_x)
+    diff_y = np.where(one_y, 0.0, diff_y)
     s10 = np.where(diff_x > share * ref_x, diff_x, 0.0) / (wx - 1.0) / wx
     s01 = np.where(diff_y > share * ref_y, diff_y, 0.0) / (wy - 1.0) / wy
     bound_x = share * ref_x / (wx - 1.0) / wx
@@ -65,6 +71,14 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floor_x=None, floor_
 #: a variance part known only within rounding larger than this share of the variance makes it
 #: unknown (NaN): about 1% of the standard error
 VARIANCE_TOLERANCE = 0.02
+
+
+def cell_rows_of(cell_rows, class_rows) -> dict:
+    """cell -> rows per subgroup, from the subgroups' cell rows (k, 2) and the classes' rows
+    ((2,) or (k, 2))."""
+    background = np.asarray(class_rows) - np.asarray(cell_rows)
+    return {("subgroup", 0): cell_rows[:, 0], ("subgroup", 1): cell_rows[:, 1],
+            ("background", 0): background[:, 0], ("background", 1): background[:, 1]}
 
 
 def sum_floors(delong_sums, sub_neg, sub_pos) -> tuple:
@@ -200,12 +214,13 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         np.column_stack([weight[("background", 0)], weight[("background", 1)]]),
         np.array(m.class_rows) - cell_rows, m.n_rows + cell_rows.sum(axis=1)))
     floor_x, floor_y = sum_floors(sums, cells[:, 0], cells[:, 1])
+    rows = cell_rows_of(cell_rows, np.array(m.class_rows))
     se = {}
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
         var = _delong_variance(sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
                                sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell],
-                               n_terms, floor_x[:, j], floor_y[:, j])
+                               n_terms, floor_x[:, j], floor_y[:, j], rows[x_cell], rows[y_cell])
         # (NaN with both samples of weight above 1: a part not known within rounding)
         unresolved[metric] = unresolved[metric] | (
             np.isnan(var) & (weight[x_cell] > 1) & (weight[y_cell] > 1))

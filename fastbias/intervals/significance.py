@@ -50,6 +50,7 @@ from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
 from .delong import (
     _delong_variance,
+    cell_rows_of,
     sum_floors,
     unresolved_backgrounds,
     unresolved_metrics,
@@ -207,6 +208,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
     var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
                              sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms)
     floor_x, floor_y = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1])
+    rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
     c = sums.cross
@@ -224,7 +226,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
             var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
                                    sums.delong[:, SK.DELONG_SQ_X + j],
                                    sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
-                                   floor_x[:, j], floor_y[:, j])
+                                   floor_x[:, j], floor_y[:, j], rows[x_cell], rows[y_cell])
             # (NaN with both samples of weight above 1: a part not known within rounding)
             cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
             if metric in AUC_METRICS:
@@ -607,6 +609,23 @@ def _unresolved_tests(sums: PlacementSums, cancelled: dict) -> dict:
     return out
 
 
+def _absorbed_tests(table: pd.DataFrame, sums: PlacementSums) -> dict:
+    """metric -> (k,) bool: the tests that read a background, or stand beside one, whose
+    weight the table's exact cell weights (weighted tables) give as more than nothing while
+    the sums, class less subgroup, give nothing: below 2**-53 of its class it vanished from
+    the class's sums, which then cannot tell it from a background weighing nothing (found by
+    review: the subgroup AUC's test gave p = 1 where exact arithmetic gives 0.003)."""
+    k = len(table)
+    if "background_negative_weight" not in table:
+        return {metric: np.zeros(k, dtype=bool) for metric in METRIC_COLUMNS}
+    exact = table[["background_negative_weight", "background_positive_weight"]].to_numpy(
+        dtype=np.float64)
+    absorbed = (exact > 0) & (sums.weights[:, 2:4] <= 0)
+    either = absorbed.any(axis=1)
+    return {"subgroup_auc": either, "bpsn_auc": either, "bnsp_auc": either,
+            "negative_aeg": absorbed[:, 0], "positive_aeg": absorbed[:, 1]}
+
+
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
@@ -620,6 +639,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     """
     se, overall_auc, cancelled = difference_standard_errors(sums, table)
     unresolved = _unresolved_tests(sums, cancelled)
+    absorbed = _absorbed_tests(table, sums)
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     columns, small, moments = {}, {}, {}
@@ -631,7 +651,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
         same = (the_universe[metric] & np.isfinite(gap) & np.isfinite(se[metric])
                 if metric in AUC_METRICS else np.zeros(len(table), dtype=bool))
         gap = np.where(same, 0.0, gap)
-        unresolved[metric] = unresolved[metric] & ~same  # (the very same estimate: p = 1)
+        # (the very same estimate: p = 1; unless a background's weight vanished from its class's)
+        unresolved[metric] = (unresolved[metric] & ~same) | absorbed[metric]
         se[metric] = np.where(same, 0.0, se[metric])
         columns[metric] = _two_sided_p(gap, se[metric])
         need = ((min_cells[metric] < PERMUTATION_BELOW) & np.isfinite(values[metric])

@@ -581,6 +581,20 @@ def test_streamed_significance_of_a_subgroup_holding_almost_all_the_weight_is_na
             assert any("too small for DeLong's float64 sums" in str(c.message) for c in caught)
 
 
+def _all_but_a_few(seed, n, share, levels, lowest, positives_out):
+    """Labels (``share`` positive), scores of ``levels`` tied values, dyadic base weights
+    (``lowest``/16 to 4) and a subgroup of every row but the first negative and the first
+    ``positives_out`` positives."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < share
+    s = rng.integers(0, levels, n) / (levels - 1)
+    base = rng.integers(lowest, 64, n) / 16.0
+    member = np.ones(n, bool)
+    member[np.flatnonzero(~y)[0]] = False
+    member[np.flatnonzero(y)[:positives_out]] = False
+    return y, s, base, member
+
+
 def test_delong_of_a_background_of_one_row_is_right_or_nan():
     """A background of one negative row (and three positives), weighted 2**k less than the
     subgroup: its placements do not vary, so its part of the variance is 0 exactly, and the
@@ -589,14 +603,8 @@ def test_delong_of_a_background_of_one_row_is_right_or_nan():
     test above). Now every standard error is within 2% of exact rational arithmetic or NaN,
     and exact to 1e-12 while the weights are within 2**20 of each other; the negative AEG,
     whose background sample is that one row (no variance of its own), to 1e-6 up to 2**32."""
-    rng = np.random.default_rng(8)
-    n = 120
-    y = rng.random(n) < 0.5
-    s = rng.integers(0, 10, n) / 9
-    base = rng.integers(16, 64, n) / 16.0
-    member = np.ones(n, bool)
-    member[np.flatnonzero(~y)[0]] = False
-    member[np.flatnonzero(y)[:3]] = False
+    y, s, base, member = _all_but_a_few(seed=8, n=120, share=0.5, levels=10, lowest=16,
+                                        positives_out=3)
     cells = {"bnsp_auc": (member & y, ~member & ~y), "negative_aeg": (~member & ~y, member & ~y)}
     finite = 0
     for k in (0, 20, 24, 26, 28, 30, 32, 36):
@@ -653,13 +661,8 @@ def test_a_background_that_vanished_from_its_class_sums_is_not_tested():
     The subgroup AUC's test then called the subgroup the whole universe (p = 1; exact: 0.09)
     and a drawn permutation test gave BNSP p = 1e-4 (found by review). The table's exact
     cell weights show the row's weight: those tests are now not made."""
-    rng = np.random.default_rng(11)
-    n = 150
-    y = rng.random(n) < 0.45
-    s = rng.integers(0, 8, n) / 7
-    base = rng.integers(1, 64, n) / 16.0
-    member = np.ones(n, bool)
-    member[np.flatnonzero(~y)[0]] = False  # the background: one negative, no positive
+    y, s, base, member = _all_but_a_few(seed=11, n=150, share=0.45, levels=8, lowest=1,
+                                        positives_out=0)  # the background: one negative
     w = np.where(member, base * 2.0 ** 50, base)
     table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w,
                     significance="holm")

@@ -114,26 +114,19 @@ def sum_floors(delong_sums, sub_neg, sub_pos) -> tuple:
 BACKGROUND_RESOLUTION = 2.0 ** 10
 
 
-def negligible_shares(cell_weights, class_totals, n_terms) -> np.ndarray:
-    """Per subgroup and cell (``cell_weights`` (k, c), ``class_totals`` of each cell's
-    class, (k, c) or (c,)): whether the cell's weight (as computed) is below the share of
-    its class that the sums resolve, BACKGROUND_RESOLUTION * sqrt(``n_terms``) * 2**-53
-    (``n_terms`` one per subgroup). A cell of weight 0 is negligible too."""
-    n_terms = np.asarray(n_terms, dtype=np.float64).reshape(-1, 1)
-    limit = BACKGROUND_RESOLUTION * np.sqrt(n_terms) * 2.0 ** -53 * np.asarray(
-        class_totals, dtype=np.float64)
-    return np.asarray(cell_weights, dtype=np.float64) < limit
-
-
 def unresolved_backgrounds(class_totals, background_weights, background_rows, n_terms
                            ) -> np.ndarray:
     """(k, 2) bool: per subgroup, whether its background negatives / positives have rows and
-    a weight (as computed, class minus subgroup) above 0 but negligible
-    (:func:`negligible_shares`). (A background whose rows weigh nothing comes out exactly 0:
-    both sums add the same weights in the same order.)"""
+    a weight (as computed, class minus subgroup) above 0 but below the share of its class
+    that the sums resolve, BACKGROUND_RESOLUTION * sqrt(``n_terms``) * 2**-53 of
+    ``class_totals`` ((2,) or (k, 2); ``n_terms`` one per subgroup). (A background whose
+    rows weigh nothing comes out exactly 0: both sums add the same weights in the same
+    order.)"""
+    n_terms = np.asarray(n_terms, dtype=np.float64).reshape(-1, 1)
+    limit = BACKGROUND_RESOLUTION * np.sqrt(n_terms) * 2.0 ** -53 * np.asarray(
+        class_totals, dtype=np.float64)
     weights = np.asarray(background_weights, dtype=np.float64)
-    return ((np.asarray(background_rows) > 0) & (weights > 0)
-            & negligible_shares(weights, class_totals, n_terms))
+    return (np.asarray(background_rows) > 0) & (weights > 0) & (weights < limit)
 
 
 def unresolved_metrics(unresolved: np.ndarray) -> dict:
@@ -209,12 +202,13 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         ("background", 1): np.where(n_pos_rows - m.cell_rows[:, 1] > 0, total_pos - cells[:, 1], 0.),
     }
     cell_rows = np.asarray(m.cell_rows)
-    unresolved = unresolved_metrics(unresolved_backgrounds(
-        (total_neg, total_pos),
-        np.column_stack([weight[("background", 0)], weight[("background", 1)]]),
-        np.array(m.class_rows) - cell_rows, m.n_rows + cell_rows.sum(axis=1)))
-    floor_x, floor_y = sum_floors(sums, cells[:, 0], cells[:, 1])
     rows = cell_rows_of(cell_rows, np.array(m.class_rows))
+    background = [("background", 0), ("background", 1)]
+    unresolved = unresolved_metrics(unresolved_backgrounds(
+        (total_neg, total_pos), np.column_stack([weight[cell] for cell in background]),
+        np.column_stack([rows[cell] for cell in background]),
+        m.n_rows + cell_rows.sum(axis=1)))
+    floor_x, floor_y = sum_floors(sums, cells[:, 0], cells[:, 1])
     se = {}
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]

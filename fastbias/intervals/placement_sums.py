@@ -19,14 +19,14 @@ a sum the one-machine walks already compute, on the chunk's rows alone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
-from .delong import _placement_sums
+from .delong import _placement_sums, weight_bits_of
 from .first_call import (
     class_sums_in_numpy,
     cross_sums_in_numpy,
@@ -69,6 +69,10 @@ class PlacementSums:
     cell_rows, class_rows : ndarray (k, 2) of int64
         Rows of the subgroup's cells and of its universe's classes.
     weighted : bool
+    weight_bits : int or None
+        Binary digits below the point that the weights need
+        (:func:`~.delong.fraction_bits`; 0 unweighted, None not known): where the sums
+        are exact (:func:`~.delong.sum_floors`).
     """
 
     delong: np.ndarray
@@ -79,6 +83,7 @@ class PlacementSums:
     cell_rows: np.ndarray
     class_rows: np.ndarray
     weighted: bool
+    weight_bits: int | None = None
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -161,7 +166,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
                                          walk.pos, walk.neg_cum, walk.pos_cum, q_pos, r_neg,
                                          walk.cells) if k else None
     del q_pos, r_neg
-    return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
+    return _gathered(m, walk, delong, overall, classes, cross, sample_weight)
 
 
 def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
@@ -179,10 +184,10 @@ def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None)
     q_pos, r_neg = classes.prefix_sums()
     cross = cross_sums_in_numpy(walk, q_pos, r_neg, k) if k else None
     del q_pos, r_neg
-    return _gathered(m, walk, delong, overall, classes, cross, sample_weight is not None)
+    return _gathered(m, walk, delong, overall, classes, cross, sample_weight)
 
 
-def _gathered(m, walk, delong, overall, classes, cross, weighted: bool) -> tuple:
+def _gathered(m, walk, delong, overall, classes, cross, sample_weight) -> tuple:
     """``(PlacementSums, walk, classes)`` from one universe's walk and its sums."""
     k = m.n_groups
     if cross is None:
@@ -200,7 +205,7 @@ def _gathered(m, walk, delong, overall, classes, cross, weighted: bool) -> tuple
                          np.tile(classes.above, (k, 1)), weights,
                          np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
-                         weighted)
+                         sample_weight is not None, weight_bits_of(sample_weight))
     return sums, walk, classes
 
 
@@ -209,13 +214,14 @@ def empty_placement_sums(k: int, weighted: bool) -> PlacementSums:
     return PlacementSums(np.zeros((k, 15)), np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS)),
                          np.zeros((k, 3)), np.zeros((k, 4)), np.zeros((k, 4)),
                          np.zeros((k, 2), dtype=np.int64), np.zeros((k, 2), dtype=np.int64),
-                         weighted)
+                         weighted, 0)
 
 
 def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
     """One chunk's :class:`PlacementSums` from those of its universes: ``[(sums, members)]``
     (each universe's subgroups, as indexes into the ``k`` of the chunk)."""
-    out = empty_placement_sums(k, weighted)
+    out = replace(empty_placement_sums(k, weighted),
+                  weight_bits=_most_bits([sums for sums, _ in parts]))
     for sums, members in parts:
         for name in ("delong", "cross", "overall", "above", "weights", "cell_rows",
                      "class_rows"):
@@ -260,7 +266,7 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None) -> 
     return PlacementSums(delong, cross, overall, above, w,
                          np.asarray(cell_rows, dtype=np.int64).reshape(k, 2),
                          np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
-                         square_weights is not None)
+                         square_weights is not None, None if square_weights is not None else 0)
 
 
 def combine_placement_sums(parts: list) -> PlacementSums:
@@ -319,4 +325,10 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     return PlacementSums(delong, cross, overall, above_sums, weights.sum(axis=0),
                          np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
                          np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
-                         parts[0].weighted)
+                         parts[0].weighted, _most_bits(parts))
+
+
+def _most_bits(parts: list) -> int | None:
+    """The most ``weight_bits`` of some :class:`PlacementSums` (None if one is not known)."""
+    bits = [p.weight_bits for p in parts]
+    return None if any(b is None for b in bits) else max(bits, default=0)

@@ -207,7 +207,8 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
     n_terms = sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1)
     var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
                              sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms)
-    floor_x, floor_y = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1])
+    floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals,
+                        sums.weight_bits)
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
@@ -226,7 +227,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
             var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
                                    sums.delong[:, SK.DELONG_SQ_X + j],
                                    sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
-                                   floor_x[:, j], floor_y[:, j], rows[x_cell], rows[y_cell])
+                                   [f[:, j] for f in floors], rows[x_cell], rows[y_cell])
             # (NaN with both samples of weight above 1: a part not known within rounding)
             cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
             if metric in AUC_METRICS:

@@ -346,6 +346,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                              workers=model_workers)
                 sc = count_sorted(sorted_scores, w)
             table = table_from_counts(sc, warn=False)
+            table.attrs["overall_auc"] = overall_auc_from_counts(sc)  # (this universe's)
             if ci is not None:  # (in numpy too when the counts were: no sorts then)
                 table = attach_intervals(table, method=ci, scores=s, memberships=memberships,
                                          sorted_scores=sorted_scores if compiled else None,

@@ -110,14 +110,16 @@ def cell_rows_of(cell_rows, class_rows) -> dict:
 
 def fraction_bits(weights) -> int | None:
     """How many binary digits below the point the weights need (0 for whole numbers, 3 for
-    eighths; None for weights no double's fraction holds exactly below 2**-60, such as 0.1),
-    read in blocks (bounded memory). With ``b`` bits every placement, class total and
-    subgroup total is a multiple of ``2**-(b + 1)``, exact while the class totals stay below
-    ``2**(52 - b)``: see :func:`sum_floors`."""
+    eighths), or None beyond 51 (such as 0.1, 55 as a double): with ``b`` bits every
+    placement, class total and subgroup total is a multiple of ``2**-(b + 1)``, exact while
+    the class totals stay below ``2**(52 - b)`` (see :func:`sum_floors`), which beyond 51
+    bits no class of weight above 1 is. Read in blocks (bounded memory), the first small:
+    weights of many digits are seen at once."""
     w = np.asarray(weights, dtype=np.float64).ravel()
     bits = 0
-    for start in range(0, w.shape[0], _BITS_BLOCK):
-        block = np.abs(w[start:start + _BITS_BLOCK])
+    starts = [0, *range(_BITS_HEAD, w.shape[0], _BITS_BLOCK)]
+    for start, stop in zip(starts, [*starts[1:], w.shape[0]]):
+        block = np.abs(w[start:stop])
         block = block[block != 0]
         if block.size == 0:
             continue
@@ -130,8 +132,8 @@ def fraction_bits(weights) -> int | None:
     return bits
 
 
-_BITS_BLOCK = 1 << 20
-_MAX_FRACTION_BITS = 60
+_BITS_HEAD, _BITS_BLOCK = 1 << 12, 1 << 20
+_MAX_FRACTION_BITS = 51
 
 
 def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=None) -> tuple:
@@ -266,7 +268,7 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     walk = member_walk(sorted_scores, sample_weight)
     return standard_errors_from_sums(walk, m, *_placement_sums(walk, m.n_groups,
                                                                sorted_scores.workers),
-                                     weight_bits_of(sample_weight),
+                                     lambda: weight_bits_of(sample_weight),
                                      (sorted_scores.scores, sample_weight))
 
 
@@ -274,7 +276,8 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
                               overall: tuple, weight_bits: int | None = 0, row_data=None):
     """``(se, overall_se)`` from the placement sums of a walk: ``sums`` (k, 15) U, SQX, SQY
     of the five metrics per subgroup and ``overall`` (u, sq_pos, sq_neg); ``weight_bits``:
-    :func:`fraction_bits` of the weights (0 unweighted). ``se`` is a
+    :func:`fraction_bits` of the weights (0 unweighted), or a function that gives it when
+    asked (read only if a variance is otherwise unknown). ``se`` is a
     :class:`StandardErrors`: NaN where a background is too small to resolve.
 
     ``row_data``: ``(scores, sample_weight)`` of the rows of ``m``, where at hand: a subgroup
@@ -306,19 +309,29 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     unresolved = unresolved_metrics(unresolved_backgrounds(
         (total_neg, total_pos), np.column_stack([weight[cell] for cell in background]),
         np.column_stack([rows[cell] for cell in background]), subgroup_terms))
-    floors = sum_floors(sums, cells[:, 0], cells[:, 1], walk.class_totals, weight_bits)
+    def variances(bits) -> tuple:
+        """(metric -> variances, metric -> where NaN with both samples of weight above 1:
+        a part not known within rounding)."""
+        floors = sum_floors(sums, cells[:, 0], cells[:, 1], walk.class_totals, bits)
+        var, unknown = {}, {}
+        for j, metric in enumerate(METRIC_COLUMNS):
+            x_cell, y_cell = METRIC_SAMPLES[metric]
+            var[metric] = _delong_variance(
+                sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
+                sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell], subgroup_terms,
+                [f[:, j] for f in floors], rows[x_cell], rows[y_cell],
+                None if row_data is None else RECHECK_TOLERANCE)
+            unknown[metric] = np.isnan(var[metric]) & (weight[x_cell] > 1) & (weight[y_cell] > 1)
+        return var, unknown
+
+    # the weights' digits are read only where the worst case leaves a variance unknown
+    var, unknown = variances(None if callable(weight_bits) else weight_bits)
+    if callable(weight_bits) and any(u.any() for u in unknown.values()):
+        var, unknown = variances(weight_bits())
     se = {}
-    for j, metric in enumerate(METRIC_COLUMNS):
-        x_cell, y_cell = METRIC_SAMPLES[metric]
-        var = _delong_variance(sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
-                               sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell],
-                               subgroup_terms, [f[:, j] for f in floors], rows[x_cell],
-                               rows[y_cell],
-                               None if row_data is None else RECHECK_TOLERANCE)
-        # (NaN with both samples of weight above 1: a part not known within rounding)
-        unresolved[metric] = unresolved[metric] | (
-            np.isnan(var) & (weight[x_cell] > 1) & (weight[y_cell] > 1))
-        se[metric] = np.where(unresolved[metric], np.nan, np.sqrt(var))
+    for metric in METRIC_COLUMNS:
+        unresolved[metric] = unresolved[metric] | unknown[metric]
+        se[metric] = np.where(unresolved[metric], np.nan, np.sqrt(var[metric]))
     # a background whose rows' weight vanished in its class's (computed as 0) is looked at too
     absorbed = np.column_stack([(rows[cell] > 0) & (weight[cell] == 0) for cell in background])
     again = np.flatnonzero(np.any(list(unresolved.values()), axis=0) | np.any(absorbed, axis=1))
@@ -331,24 +344,43 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     return StandardErrors(se, unresolved), overall_se
 
 
-def direct_variances(scores, labels, sample_weight, m: Memberships, groups) -> dict:
+def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
+                     against_overall: bool = False) -> dict:
     """metric -> (len(groups),) DeLong variances of the subgroups ``groups``, from their
     cells' own rows: each cell's rows are picked out (a background's too), so no sum is a
     difference of its class's and the subgroup's, whatever share of the class the
     background holds. NaN where a cell has total weight at most 1.
 
+    With ``against_overall``, an AUC metric's is the variance of its difference from the
+    AUC of all the rows (the significance tests' ``sum_r w_r (psi_M(r) - psi_O(r))^2``,
+    see :func:`~.significance.difference_standard_errors`), NaN where the rounding of the
+    rows' terms could move it by 1e-4; an AEG's its own; and the function returns
+    ``(variances, differences)``, the second: metric -> the AUC metrics' differences from
+    the AUC of all the rows, each AUC a double-double quotient (two doubles' difference
+    would lose the digits of a subgroup of almost every row).
+
     The rows are sorted once (numpy); each cell's placements come from double-double prefix
-    sums of the other cell's weights, rounded once, and every sum adds non-negative terms:
-    so each sum is within its own rounding, as a direct sum of the walk's is. ``O(n log n)``
-    once and ``O(n log n)`` for each subgroup: what :func:`standard_errors_from_sums` does
-    for the few subgroups whose background its sums cannot resolve (a subgroup holding all
-    of a class's weight but a sliver; found by review: a BPSN standard error of 4.1e-8
-    against an exact 6.9e-8, where the walk's sums carried its class's rounding)."""
+    sums of the other cell's weights, and each part is a weighted sum of squared deviations
+    (:func:`_deviations`). ``O(n log n)`` once and ``O(n log n)`` for each subgroup: what
+    the standard errors and the tests do for the few subgroups whose background the walk's
+    sums cannot resolve (a subgroup holding all of a class's weight but a sliver; found by
+    review: a BPSN standard error of 4.1e-8 against an exact 6.9e-8, where the walk's sums
+    carried its class's rounding)."""
     scores = np.asarray(scores)
     order = np.argsort(scores, kind="stable")
     keys = scores[order]
     positive = np.asarray(labels)[order].astype(bool)
-    weights = None if sample_weight is None else np.asarray(sample_weight, np.float64)[order]
+    weights = np.ones(order.shape[0]) if sample_weight is None \
+        else np.asarray(sample_weight, np.float64)[order]
+
+    def sample(rows) -> tuple:
+        return keys[rows], weights[rows], dd_prefix_sums(weights[rows])
+
+    overall = None
+    if against_overall:  # each class's rows' part of the overall AUC's variance
+        overall = _deviations(sample(positive), sample(~positive), scaled=True)
+        overall_auc = _auc(sample(positive), sample(~positive))
+        gaps = {metric: np.full(len(groups), np.nan) for metric in _AUC_METRICS}
     # each membership's row, in the order of row_groups
     member_rows = np.repeat(m.identity_rows, np.diff(m.row_ptr))
     out = {metric: np.full(len(groups), np.nan) for metric in METRIC_COLUMNS}
@@ -356,48 +388,80 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups) -> d
         member = np.zeros(order.shape[0], dtype=bool)
         member[member_rows[m.row_groups == g]] = True
         member = member[order]
-        cells = {}
-        for cell, rows in ((("subgroup", 0), member & ~positive),
-                           (("subgroup", 1), member & positive),
-                           (("background", 0), ~member & ~positive),
-                           (("background", 1), ~member & positive)):
-            cell_weights = np.ones(np.count_nonzero(rows)) if weights is None else weights[rows]
-            cells[cell] = (keys[rows], cell_weights, dd_prefix_sums(cell_weights))
+        cells = {("subgroup", 0): member & ~positive, ("subgroup", 1): member & positive,
+                 ("background", 0): ~member & ~positive, ("background", 1): ~member & positive}
+        samples = {cell: sample(rows) for cell, rows in cells.items()}
         for metric in METRIC_COLUMNS:
-            out[metric][i] = _cell_variance(*(cells[cell] for cell in METRIC_SAMPLES[metric]))
-    return out
+            x_cell, y_cell = METRIC_SAMPLES[metric]
+            parts = _deviations(samples[x_cell], samples[y_cell], scaled=True)
+            if parts is None:
+                continue
+            if overall is None or metric not in _AUC_METRICS:
+                out[metric][i] = sum(np.sum(w * d * d) for w, d in parts)
+                continue
+            auc = _auc(samples[x_cell], samples[y_cell])
+            gaps[metric][i] = np.add(*dd_add(*auc, -overall_auc[0], -overall_auc[1]))
+            total = rounding = 0.0
+            for (w, d), (w_o, d_o), rows in zip(parts, overall, (cells[x_cell][positive],
+                                                                  cells[y_cell][~positive])):
+                mine = np.zeros(w_o.shape[0])
+                mine[rows] = d
+                total += np.sum(w_o * (mine - d_o) ** 2)
+                # each deviation is within 4 ulps of its own size: their difference too
+                rounding += np.sum(w_o * (2.0 ** -51 * (np.abs(mine) + np.abs(d_o))) ** 2)
+            # the difference of two estimates on almost the same rows: where those roundings
+            # could move it by 1e-4, it is not known
+            out[metric][i] = total if rounding <= 2.5e-9 * total else np.nan
+    return (out, gaps) if against_overall else out
 
 
-def _cell_variance(x, y) -> float:
-    """DeLong variance of AUC(X above Y) from the two samples, each ``(sorted scores,
-    weights, double-double prefix sums of the weights)``; NaN where one weighs at most 1.
+def _auc(x, y) -> tuple:
+    """AUC(X above Y) as a double-double pair, from two samples as :func:`_deviations`
+    takes them."""
+    (x_keys, x_weights, _), (y_keys, _, y_prefix) = x, y
+    below_x = _placements(y_keys, y_prefix, x_keys)
+    u = dd_total(*dd_mul(x_weights, 0.0, *below_x))
+    pairs = dd_mul(*dd_total(x_weights), y_prefix[0][-1], y_prefix[1][-1])
+    return _dd_quotient(u, pairs)
 
-    With each row's placement at hand (double-double), each sample's part is its weighted
-    sum of squared deviations from the mean, each deviation taken in double-double before
-    it is rounded: no difference of large sums, which a part that barely varies would lose
-    in (an AUC of 1 - 1e-14 has placements that differ in their last digits). The mean's
-    rounding adds only its square times the weight; a sample whose placements are all
-    equal has a part of exactly 0."""
+
+#: the metrics compared with the AUC of all the rows (their X sample positives, Y negatives)
+_AUC_METRICS = ("subgroup_auc", "bpsn_auc", "bnsp_auc")
+
+
+def _deviations(x, y, scaled: bool = False):
+    """``[(weights, deviations) of X, (of Y)]`` for AUC(X above Y) from the two samples, each
+    ``(sorted scores, weights, double-double prefix sums of the weights)``: each row's
+    placement (the other sample's weight below it for X, above it for Y, ties 1/2) divided by
+    that weight, less the AUC; ``scaled``: divided by ``sqrt(W (W - 1))`` of its own sample
+    too, so that the variance is the weighted sum of their squares. None where a sample
+    weighs at most 1.
+
+    Placements and their mean are double-double, the deviation rounded once: no difference
+    of large sums, which a part that barely varies would lose in (an AUC of 1 - 1e-14 has
+    placements that differ in their last digits); a sample whose placements are all equal
+    has deviations of exactly 0."""
     (x_keys, x_weights, x_prefix), (y_keys, y_weights, y_prefix) = x, y
     w_x, w_y = (x_prefix[0][-1], x_prefix[1][-1]), (y_prefix[0][-1], y_prefix[1][-1])
     if not (sum(w_x) > 1 and sum(w_y) > 1):
-        return float("nan")
+        return None
     below_x = _placements(y_keys, y_prefix, x_keys)  # Y below each row of X, ties 1/2
     below_y = _placements(x_keys, x_prefix, y_keys)  # X below each row of Y, ties 1/2
     above_y = dd_add(*w_x, -below_y[0], -below_y[1])
     # U in double-double: the pairs X above Y, summed over X
     u = dd_total(*dd_mul(x_weights, 0.0, *below_x))
-    var = 0.0
+    out = []
     for weights, (hi, lo), own, other in ((x_weights, below_x, w_x, w_y),
                                           (y_weights, above_y, w_y, w_x)):
         if np.all(hi == hi[0]) and np.all(lo == lo[0]):
-            continue  # every placement the same: no variance
-        # each placement less their mean, U / own weight (double-double: the mean's
-        # rounding would count against a spread of a few last digits)
-        mean = _dd_quotient(u, own)
+            out.append((weights, np.zeros(hi.shape[0])))  # every placement the same
+            continue
+        mean = _dd_quotient(u, own)  # the mean placement, U / own weight
         deviation = np.add(*dd_add(hi, lo, -mean[0], -mean[1])) / sum(other)
-        var += np.sum(weights * deviation * deviation) / (sum(own) - 1.0) / sum(own)
-    return float(var)
+        if scaled:
+            deviation = deviation / np.sqrt(sum(own) * (sum(own) - 1.0))
+        out.append((weights, deviation))
+    return out
 
 
 def _dd_quotient(a, b) -> tuple:
@@ -476,7 +540,9 @@ def _warn_missing_se(table: pd.DataFrame, se: dict, method: str) -> None:
                                     "most 1"),
                          (unresolvable, "the subgroup holds all of a class's weight but a share "
                                         "too small for DeLong's float64 sums to tell its "
-                                        "background from rounding")):
+                                        "background from rounding, or a part of the variance "
+                                        "is within that rounding; with the rows in memory "
+                                        "these come from the cells' own rows")):
         if found:
             shown = "; ".join(found[:12]) + (f"; ... {len(found) - 12} more"
                                              if len(found) > 12 else "")

@@ -244,7 +244,8 @@ def delong_in_numpy(scores: np.ndarray, memberships: Memberships,
     walk = walk_in_numpy(scores, memberships, sample_weight)
     return standard_errors_from_sums(walk, memberships,
                                      *delong_sums_in_numpy(walk, memberships.n_groups),
-                                     weight_bits_of(sample_weight), (scores, sample_weight))
+                                     lambda: weight_bits_of(sample_weight),
+                                     (scores, sample_weight))
 
 
 #: rows whose Poisson counts are drawn at once in numpy (bounds the temporaries' memory)

@@ -51,6 +51,7 @@ from . import _kernels as IK
 from .delong import (
     _delong_variance,
     cell_rows_of,
+    direct_variances,
     sum_floors,
     unresolved_backgrounds,
     unresolved_metrics,
@@ -537,7 +538,11 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
         return _drawn_pvalues(walk, classes, memberships, values, float(overall_auc[0]), drawn,
                               max_draws, workers, in_numpy)
 
-    return pvalues_from_sums(table, sums, draw)
+    def recheck(groups):
+        return direct_variances(scores, memberships.labels, sample_weight, memberships,
+                                groups, against_overall=True)
+
+    return pvalues_from_sums(table, sums, draw, recheck, table.attrs.get("overall_auc"))
 
 
 def _samples_of_the_universe(sums: PlacementSums) -> dict:
@@ -627,7 +632,8 @@ def _absorbed_tests(table: pd.DataFrame, sums: PlacementSums) -> dict:
             "negative_aeg": absorbed[:, 0], "positive_aeg": absorbed[:, 1]}
 
 
-def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd.DataFrame:
+def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
+                      recheck=None, universe_auc: float | None = None) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
 
@@ -637,29 +643,84 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None) -> pd
     Hoeffding's bound on the permutation p-value (conservative: never smaller than the
     exact one) when unweighted, and are not tested (NaN) when weighted;
     ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
+
+    ``recheck(groups)`` (the rows are in memory): ``(variances, differences)``, metric -> the
+    variances of the tests of those subgroups and the AUC metrics' differences from the AUC
+    of all rows, from their cells' own rows
+    (:func:`~fastbias.intervals.delong.direct_variances`); the tests the walk's sums cannot
+    resolve (a background too small, a variance known only within rounding) then get their
+    DeLong p-value from those, where DeLong's test is the one made (a permutation test of
+    such a subgroup, which reads the same sums, is still not made).
+
+    ``universe_auc``: the AUC of the rows every subgroup is compared with, exact (the point
+    estimate's counts), where known; otherwise it comes from the walk's sums, within
+    ``4 (n + 4) 2**-53`` of itself. An AUC metric's difference from it, where that rounding
+    and the two doubles' could move its z by 1e-6, is taken from the cells' own rows
+    (``recheck``), or its test is not made.
     """
     se, overall_auc, cancelled = difference_standard_errors(sums, table)
-    unresolved = _unresolved_tests(sums, cancelled)
-    absorbed = _absorbed_tests(table, sums)
-    _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
+    if universe_auc is not None and np.isfinite(universe_auc):
+        overall_auc = np.full(len(table), float(universe_auc))
+        rounding = 0.0  # (each of the two AUCs is exact to half an ulp)
+    else:  # the walk's sums: their rounding
+        rounding = 4.0 * (sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1) + 4) \
+            * 2.0 ** -53 * np.abs(overall_auc)
+    gaps = {metric: values[metric] if metric in AEG_METRICS else values[metric] - overall_auc
+            for metric in METRIC_COLUMNS}
+    unresolved = _unresolved_tests(sums, cancelled)
+    too_small = _unresolved_tests(sums, {})  # (the backgrounds too small alone)
+    absorbed = _absorbed_tests(table, sums)
+    # an AUC metric's difference from the AUC of all rows, two doubles, within rounding that
+    # could move its z by 1e-6 (taken from the cells' own rows where they are at hand) or by
+    # 1e-3 (not tested otherwise): a subgroup of every row but ten weighted 2**36 times them
+    # gave p = 0.734 against an exact 0.743, and p = 0 at 2**48
+    rounding = {metric: (rounding + 2.0 ** -53 * (np.abs(values[metric]) + np.abs(overall_auc))
+                         if metric in AUC_METRICS else np.zeros(len(table)))
+                for metric in METRIC_COLUMNS}
+    imprecise = {metric: np.isfinite(se[metric]) & (rounding[metric] > 1e-6 * se[metric])
+                 for metric in METRIC_COLUMNS}
+    rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}
+    again = np.flatnonzero(np.any([unresolved[metric] | absorbed[metric] | imprecise[metric]
+                                   for metric in METRIC_COLUMNS], axis=0))
+    if recheck is not None and again.size:
+        variances, differences = recheck(again)
+        for metric in METRIC_COLUMNS:
+            found = np.sqrt(variances[metric])
+            good = np.isfinite(found)
+            rechecked[metric][again] = good
+            se[metric][again] = np.where(good, found, se[metric][again])
+            if metric in AUC_METRICS:
+                gaps[metric][again] = np.where(good, differences[metric],
+                                               gaps[metric][again])
+    _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     columns, small, moments = {}, {}, {}
     the_universe = _samples_of_the_universe(sums)
     for metric in METRIC_COLUMNS:
-        gap = values[metric] if metric in AEG_METRICS else values[metric] - overall_auc
+        gap = gaps[metric]
         # the overall AUC's own samples: no difference to test (p = 1, no permutation test),
         # where the variance is defined at all (a class of weight at most 1 stays untested)
         same = (the_universe[metric] & np.isfinite(gap) & np.isfinite(se[metric])
-                if metric in AUC_METRICS else np.zeros(len(table), dtype=bool))
+                & ~rechecked[metric] if metric in AUC_METRICS
+                else np.zeros(len(table), dtype=bool))
         gap = np.where(same, 0.0, gap)
-        # (the very same estimate: p = 1; unless a background's weight vanished from its class's)
-        unresolved[metric] = (unresolved[metric] & ~same) | absorbed[metric]
-        se[metric] = np.where(same, 0.0, se[metric])
-        columns[metric] = _two_sided_p(gap, se[metric])
         need = ((min_cells[metric] < PERMUTATION_BELOW) & np.isfinite(values[metric])
                 & ~same)
+        se[metric] = np.where(same, 0.0, se[metric])
+        columns[metric] = _two_sided_p(gap, se[metric])
         small[metric] = need & drawable[metric]
         moments[metric] = need & ~small[metric] & (not sums.weighted)
+        # (the very same estimate: p = 1; unless a background's weight vanished from its
+        # class's; where DeLong's test is made, one from the cells' own rows decides)
+        delong = rechecked[metric] & ~small[metric] & ~moments[metric]
+        unresolved[metric] = np.where(
+            delong, False, ((unresolved[metric] | (rounding[metric] > 1e-3 * se[metric]))
+                            & ~same) | absorbed[metric])
+        if draw is not None:  # a drawn test reads each row's placement, not sums of squares:
+            # only a background too small to tell from its class's rounding stops it
+            unresolved[metric] = np.where(small[metric],
+                                          (too_small[metric] & ~same) | absorbed[metric],
+                                          unresolved[metric])
     counts = {"permutation_tests": 0, "permutation_bounds": 0, "permutation_untested": 0}
 
     def replace_with(found: dict, which: dict, count: str) -> None:
@@ -727,7 +788,8 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
         why = "DeLong's variance is undefined: a cell of total weight at most 1"
         if table.attrs.get("significance_unresolved", 0):
             why += (" or a background whose share of its class's weight is too small for "
-                    "DeLong's float64 sums to tell from rounding")
+                    "DeLong's float64 sums to tell from rounding, or a variance or a "
+                    "difference from the AUC of all rows within that rounding")
         if table.attrs.get("permutation_untested", 0):
             why += (" or, out of core, a weighted cell of fewer than "
                     f"{PERMUTATION_DRAWS_BELOW} rows, whose permutation test draws rows of its "

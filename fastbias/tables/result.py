@@ -165,7 +165,7 @@ def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) ->
     per_model = [table_from_chunks(chunks, names, spec.weighted, spec.weight_scale)
                  for chunks in chunks_per_model]
     if spec.significance is not None:  # each model's p-values from its chunks' placement sums
-        per_model = [(significance_from_chunks(table, chunks, spec, model), auc)
+        per_model = [(significance_from_chunks(table, chunks, spec, model, auc), auc)
                      for model, (table, auc), chunks in zip(spec.models, per_model,
                                                             chunks_per_model)]
     at_thresholds = None
@@ -186,16 +186,19 @@ def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) ->
 
 
 def significance_from_chunks(table: pd.DataFrame, chunks: list, spec: ColumnSpec,
-                             model: str) -> pd.DataFrame:
+                             model: str, overall_auc: float | None = None) -> pd.DataFrame:
     """One model's table with its adjusted p-values, from the placement sums its chunks
-    carry (joined in score order)."""
+    carry (joined in score order); ``overall_auc``: the model's exact AUC of all rows, what
+    its subgroups are compared with unless each has a universe of its own (``exclude``)."""
     parts = [c.placements for c in sorted((c for c in chunks if c is not None),
                                           key=lambda c: c.min_score)]
     if any(p is None for p in parts):
         raise RuntimeError("a chunk was counted without its placement sums (significance= "
                            "must reach every chunk)")
     sums = combine_placement_sums(parts)
-    return adjust_table(pvalues_from_sums(table, sums), method=spec.significance,
+    universe = None if spec.exclude_missing else overall_auc
+    return adjust_table(pvalues_from_sums(table, sums, universe_auc=universe),
+                        method=spec.significance,
                         confidence=spec.confidence, context=f"model {model!r}", stacklevel=5)
 
 

@@ -62,7 +62,7 @@ from .validate.columns import (
     frame_columns,
     require_columns,
 )
-from .validate.errors import OmittedRowsWarning
+from .validate.errors import OmittedRowsWarning, gathered, warn_listed
 from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
 from .validate.settings import (
     check_confidence,
@@ -332,6 +332,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     def run_model(model: str):
         values = as_scores(df[model], f"score column {model!r}", n, omit=True)
         tables, overall, at_thresholds = [], None, []
+        undefined = []  # each universe's undefined intervals: one warning for them all
         for kept, memberships in universes:
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
@@ -351,7 +352,8 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                 table = attach_intervals(table, method=ci, scores=s, memberships=memberships,
                                          sorted_scores=sorted_scores if compiled else None,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
-                                         random_state=random_state, progress=bar)
+                                         random_state=random_state, progress=bar, warn=False)
+                undefined.append(table.attrs.pop("undefined_intervals"))
             if settings["significance"] is not None:
                 table = add_pvalues(table, sorted_scores=sorted_scores if compiled else None,
                                     sample_weight=w, confidence=confidence,
@@ -375,6 +377,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                            names=["threshold", "subgroup"]))
             by_threshold.attrs = at_thresholds[0].attrs
         joined = joined_universes(tables)
+        warn_listed(gathered(undefined), context=f"model {model!r}")
         return joined.reindex(subgroup_names), overall, by_threshold
 
     # the models share the threads: each one's sorts and walks get its share of them

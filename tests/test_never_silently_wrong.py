@@ -859,6 +859,35 @@ def test_untested_counts_add_up_over_the_universes_of_exclude():
     assert any("too small for DeLong's float64 sums" in str(c.message) for c in caught)
 
 
+def test_undefined_intervals_of_every_universe_are_one_warning():
+    """missing_subgroup="exclude" computes each pattern of unannotated rows as a universe of
+    its own; each had warned of its own undefined DeLong intervals (three warnings for three
+    subgroups). Now one warning per model names all nine, and the table's intervals are NaN
+    exactly there."""
+    rng = np.random.default_rng(0)
+    n = 400
+    y = np.arange(n) % 2 == 0
+    df = pd.DataFrame({"y": y.astype(float), "s": rng.random(n)})
+    for j in range(3):  # one positive and five negatives: the subgroup AUC is defined
+        g = np.zeros(n)
+        g[np.flatnonzero(y)[j]] = 1
+        g[np.flatnonzero(~y)[10 * j:10 * j + 5]] = 1
+        g[rng.choice(np.flatnonzero(g == 0), 30, replace=False)] = np.nan
+        df[f"g{j}"] = g
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = fastbias.evaluate(df, label="y", scores="s", subgroups=["g0", "g1", "g2"],
+                                  ci="delong", missing_subgroup="exclude").for_model()
+    messages = [str(c.message) for c in caught if "interval(s) undefined" in str(c.message)]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("model 's': 9 DeLong interval(s) undefined")
+    named = {tuple(entry.split(": ")) for entry in messages[0].split("set to NaN: ")[1]
+             .split("; ")}
+    nan = {(g, m) for g in table.index for m in METRICS
+           if np.isfinite(table.loc[g, m]) and np.isnan(table.loc[g, f"{m}_se"])}
+    assert named == nan and len(nan) == 9
+
+
 def test_a_background_that_vanished_from_its_class_sums_is_not_tested():
     """Weighted 2**50 times it, a subgroup's one background negative falls below 2**-53 of
     its class: the sums, class less subgroup, give it no weight, as if it weighed nothing.

@@ -22,12 +22,12 @@ from ..sweep.first_call import (
     counts_in_numpy,
 )
 from ..validate.columns import check_aligned
-from ..validate.errors import UndefinedMetricWarning
+from ..validate.errors import warn_listed
 from ..validate.rows import validated_rows
 from ..validate.settings import check_confidence, resolve_workers
 from ..validate.values import check_interval_weights_of
 from .bootstrap import _percentile_interval, replicates
-from .delong import _normal_interval, _warn_missing_se, _z_value, standard_errors
+from .delong import _normal_interval, _z_value, missing_se, standard_errors
 from .first_call import delong_in_numpy, intervals_in_numpy_now
 from .ustatistic import ustatistic_bernstein_interval
 
@@ -165,8 +165,12 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
                      n_boot: int = 1000, random_state=None, progress=None,
                      n_jobs: int | None = None,
                      bernstein_variance: str = "adaptive", scores: np.ndarray | None = None,
-                     memberships: Memberships | None = None) -> pd.DataFrame:
+                     memberships: Memberships | None = None, warn: bool = True) -> pd.DataFrame:
     """:func:`add_intervals` from the sorts the point estimate made (validated inputs).
+
+    ``warn=False``: the undefined intervals are not warned of but kept in
+    ``attrs["undefined_intervals"]`` (see :func:`~fastbias.validate.errors.warn_listed`),
+    for an entry point that computes in parts to warn of them once.
 
     The entry points call this with the :class:`~fastbias.sort.order.SortedScores`
     of their point estimate, so DeLong and the bootstrap sort nothing again. A point
@@ -187,6 +191,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     overall_point = float(overall_point)
     new_columns = {}
     attrs = {"ci_method": method, "confidence": confidence}
+    found = {}
 
     if method == "delong":
         check_interval_weights_of(sample_weight, "DeLong intervals")
@@ -201,7 +206,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         low, high = _normal_interval(overall_point, overall_se, z, (0.0, 1.0))
         attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
                      overall_auc_se=overall_se)
-        _warn_missing_se(out, se, "DeLong")
+        found = missing_se(out, se, "DeLong")
     elif method == "bootstrap":
         reps = replicates(sorted_scores, sample_weight, n_boot=n_boot,
                           random_state=random_state, progress=progress, n_jobs=n_jobs,
@@ -223,12 +228,8 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
             low, high, se, count = _percentile_interval(reps.final_metric, confidence)
             attrs.update(final_metric=final_point, final_metric_low=float(low),
                          final_metric_high=float(high), final_metric_se=float(se))
-        if undefined:
-            shown = "; ".join(undefined[:12]) + (f"; ... {len(undefined) - 12} more"
-                                                 if len(undefined) > 12 else "")
-            warnings.warn(f"{len(undefined)} metric(s) were undefined in some bootstrap replicates "
-                          f"(an emptied cell; the interval uses the others; count in "
-                          f"parentheses): {shown}", UndefinedMetricWarning, stacklevel=2)
+        found = {"metric(s) were undefined in some bootstrap replicates (an emptied cell; the "
+                 "interval uses the others; count in parentheses)": undefined}
     else:
         if sample_weight is not None:
             raise ValueError("the Bernstein interval needs unweighted rows (it counts independent "
@@ -260,4 +261,8 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
                      bernstein_variance=bernstein_variance)
     out = pd.concat([out, pd.DataFrame(new_columns, index=out.index)], axis=1)
     out.attrs = {**table.attrs, **attrs}
+    if warn:
+        warn_listed(found, stacklevel=2)
+    else:
+        out.attrs["undefined_intervals"] = found
     return out

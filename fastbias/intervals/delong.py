@@ -1,7 +1,6 @@
 """DeLong (1988) standard errors of every metric, from placement sums of one sweep."""
 from __future__ import annotations
 
-import warnings
 from statistics import NormalDist
 
 import numpy as np
@@ -21,7 +20,6 @@ from ..sweep.double_double import (
     two_sum,
 )
 from ..sweep.walk import MemberWalk, member_walk
-from ..validate.errors import UndefinedMetricWarning
 
 
 def _z_value(confidence: float) -> float:
@@ -524,8 +522,8 @@ def _normal_interval(estimate, se, z, bounds):
     return low, high
 
 
-def _warn_missing_se(table: pd.DataFrame, se: dict, method: str) -> None:
-    """One :class:`UndefinedMetricWarning` per cause listing the defined metrics whose
+def missing_se(table: pd.DataFrame, se: dict, method: str) -> dict:
+    """For :func:`~fastbias.validate.errors.warn_listed`: per cause, the defined metrics whose
     interval is NaN: a cell too small, or (``se.unresolved``) a background too small for
     the sums to resolve."""
     unresolved = getattr(se, "unresolved", {})
@@ -536,15 +534,9 @@ def _warn_missing_se(table: pd.DataFrame, se: dict, method: str) -> None:
         why = unresolved.get(metric, np.zeros(len(bad), dtype=bool))
         problems += [f"{name}: {metric}" for name in table.index[bad & ~why]]
         unresolvable += [f"{name}: {metric}" for name in table.index[bad & why]]
-    for found, cause in ((problems, "a cell with fewer than 2 rows, or of total weight at "
-                                    "most 1"),
-                         (unresolvable, "the subgroup holds all of a class's weight but a share "
-                                        "too small for DeLong's float64 sums to tell its "
-                                        "background from rounding, or a part of the variance "
-                                        "is within that rounding; with the rows in memory "
-                                        "these come from the cells' own rows")):
-        if found:
-            shown = "; ".join(found[:12]) + (f"; ... {len(found) - 12} more"
-                                             if len(found) > 12 else "")
-            warnings.warn(f"{len(found)} {method} interval(s) undefined ({cause}), set to NaN: "
-                          f"{shown}", UndefinedMetricWarning, stacklevel=3)
+    return {f"{method} interval(s) undefined (a cell with fewer than 2 rows, or of total "
+            "weight at most 1), set to NaN": problems,
+            f"{method} interval(s) undefined (the subgroup holds all of a class's weight but a "
+            "share too small for DeLong's float64 sums to tell its background from rounding, "
+            "or a part of the variance is within that rounding; with the rows in memory these "
+            "come from the cells' own rows), set to NaN": unresolvable}

@@ -45,7 +45,7 @@ from ..metrics.definitions import (
 )
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
-from ..validate.errors import UndefinedMetricWarning
+from ..validate.errors import UndefinedMetricWarning, listed
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
 from .delong import (
@@ -782,8 +782,7 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
                                                                stacked[:, j])
                      if d and not np.isfinite(p)]
     if untested:
-        shown = "; ".join(untested[:12]) + (f"; ... {len(untested) - 12} more"
-                                            if len(untested) > 12 else "")
+        shown = listed(untested)
         lead = f"{context}: " if context else ""
         why = "DeLong's variance is undefined: a cell of total weight at most 1"
         if table.attrs.get("significance_unresolved", 0):

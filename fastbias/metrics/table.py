@@ -13,7 +13,7 @@ from ..sweep import _kernels as K
 from ..sweep.chunks import combine_chunks
 from ..sweep.counts import SweepCounts
 from ..sweep.double_double import metric_ratios, overall_ratio
-from ..validate.errors import UndefinedMetricWarning
+from ..validate.errors import UndefinedMetricWarning, listed
 from .definitions import (
     AEG_METRICS,
     AUC_METRICS,
@@ -153,11 +153,9 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
             counts = ", ".join(f"{c}={int(table.at[name, c])}" for c in cells)
             problems.append(f"{name}: {metric} ({counts})")
     if problems:
-        shown = "; ".join(problems[:12]) + (f"; ... {len(problems) - 12} more"
-                                             if len(problems) > 12 else "")
         where = f" for {context}" if context else ""
         warnings.warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
-                      f"one-class cell), set to NaN: {shown}", UndefinedMetricWarning,
+                      f"one-class cell), set to NaN: {listed(problems)}", UndefinedMetricWarning,
                       stacklevel=3)
 
 

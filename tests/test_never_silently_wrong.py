@@ -555,14 +555,9 @@ def test_delong_of_a_subgroup_holding_almost_all_the_weight_is_exact(interval_ti
     assert untested
 
 
-def test_delong_of_a_sliver_of_a_background_beside_heavy_rows_is_exact(interval_tier):
-    """Two background positives of weight 1.5625 and 0.4375 scored below almost every
-    subgroup negative, whose rows weigh up to 2**22: BPSN AUC about 1e-7. Its standard error
-    came out 4.1e-8 against an exact 6.9e-8 (found by review's fuzz, seed 55): the
-    background's sum of squared placements (about 50) was made as its class's (about 4e22)
-    less the subgroup's, all of it rounding, and the background share of weight (5e-8) was
-    far above the rule that catches too small a background. Now such a sum is known to lie
-    within its class's rounding, and the standard error comes from the cells' own rows."""
+def _sliver_beside_heavy_rows():
+    """``(y, s, w, member)``: a subgroup of all but two positives (weights 1.5625 and
+    0.4375, scored near the bottom), most of its rows above them 2**22 times heavier."""
     rng = np.random.default_rng(55)
     n = 120
     y = rng.random(n) < 0.5
@@ -575,12 +570,43 @@ def test_delong_of_a_sliver_of_a_background_beside_heavy_rows_is_exact(interval_
     w[out] = [1.5625, 0.4375]
     heavy = member & (s > 2 / 24) & (rng.random(n) < 0.8)  # the rows below them stay light
     w[heavy] *= 2.0 ** 22
+    return y, s, w, member
+
+
+def test_delong_of_a_sliver_of_a_background_beside_heavy_rows_is_exact(interval_tier):
+    """Two background positives of weight 1.5625 and 0.4375 scored below almost every
+    subgroup negative, whose rows weigh up to 2**22: BPSN AUC about 1e-7. Its standard error
+    came out 4.1e-8 against an exact 6.9e-8 (found by review's fuzz, seed 55): the
+    background's sum of squared placements (about 50) was made as its class's (about 4e22)
+    less the subgroup's, all of it rounding, and the background share of weight (5e-8) was
+    far above the rule that catches too small a background. Now such a sum is known to lie
+    within its class's rounding, and the standard error comes from the cells' own rows."""
+    y, s, w, member = _sliver_beside_heavy_rows()
     table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w, ci="delong")
     assert 1e-8 < table.loc["g", "bpsn_auc"] < 1e-6
     for metric in ("subgroup_auc", "bpsn_auc", "positive_aeg"):  # (no background negative)
         above, below = _metric_cells(y, member)[metric]
         exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
         assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-12 * exact, metric
+
+
+def test_beyond_the_recheck_rows_a_sliver_of_a_background_is_nan_not_wrong(monkeypatch):
+    """Beyond RECHECK_MAX_ROWS rows no recheck is made (it sorts every row): the standard
+    errors the walk's sums cannot resolve within 2% are then NaN, with a warning that names
+    them, as out of core; never the 40%-low value of before (4.1e-8 against 6.9e-8)."""
+    from fastbias.intervals import delong
+
+    monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 100)
+    called = []
+    monkeypatch.setattr(delong, "direct_variances", lambda *a, **k: called.append(a))
+    y, s, w, member = _sliver_beside_heavy_rows()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = fastbias.bias_metrics(y, s, {"g": member}, sample_weight=w, ci="delong")
+    assert not called
+    assert np.isnan(table.loc["g", "bpsn_auc_se"])
+    assert any("g: bpsn_auc" in str(c.message) and "own rows" in str(c.message)
+               for c in caught)
 
 
 @pytest.mark.parametrize("recheck", [False, True])

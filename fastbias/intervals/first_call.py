@@ -239,13 +239,13 @@ def delong_in_numpy(scores: np.ndarray, memberships: Memberships,
                     sample_weight: np.ndarray | None = None) -> tuple:
     """DeLong ``(se, overall_se)`` as :func:`fastbias.intervals.delong.standard_errors`
     gives them, in numpy (no kernel compiles)."""
-    from .delong import standard_errors_from_sums, weight_bits_of
+    from .delong import recheck_rows, standard_errors_from_sums, weight_bits_of
 
     walk = walk_in_numpy(scores, memberships, sample_weight)
     return standard_errors_from_sums(walk, memberships,
                                      *delong_sums_in_numpy(walk, memberships.n_groups),
                                      lambda: weight_bits_of(sample_weight),
-                                     (scores, sample_weight))
+                                     recheck_rows(scores, sample_weight))
 
 
 #: rows whose Poisson counts are drawn at once in numpy (bounds the temporaries' memory)

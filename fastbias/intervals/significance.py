@@ -52,6 +52,7 @@ from .delong import (
     _delong_variance,
     cell_rows_of,
     direct_variances,
+    recheck_rows,
     sum_floors,
     unresolved_backgrounds,
     unresolved_metrics,
@@ -542,7 +543,9 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
         return direct_variances(scores, memberships.labels, sample_weight, memberships,
                                 groups, against_overall=True)
 
-    return pvalues_from_sums(table, sums, draw, recheck, table.attrs.get("overall_auc"))
+    return pvalues_from_sums(table, sums, draw,
+                             recheck if recheck_rows(scores, sample_weight) else None,
+                             table.attrs.get("overall_auc"))
 
 
 def _samples_of_the_universe(sums: PlacementSums) -> dict:

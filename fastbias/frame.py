@@ -377,7 +377,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                            names=["threshold", "subgroup"]))
             by_threshold.attrs = at_thresholds[0].attrs
         joined = joined_universes(tables)
-        warn_listed(gathered(undefined), context=f"model {model!r}")
+        # (this runs in the models' threads: the warning names this line, as the metrics'
+        # warnings of a model do)
+        warn_listed(gathered(undefined), context=f"model {model!r}", stacklevel=1)
         return joined.reindex(subgroup_names), overall, by_threshold
 
     # the models share the threads: each one's sorts and walks get its share of them

@@ -696,6 +696,102 @@ def test_delong_of_an_almost_whole_subgroup_on_many_rows_is_exact():
             assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-8 * exact, metric
 
 
+def test_delong_of_three_positives_against_many_negatives_is_exact(interval_tier):
+    """Unweighted: three subgroup positives against 300,000 subgroup negatives, one of them
+    above one positive (subgroup AUC 1 - 2.2e-6). The positives' part of the variance is
+    1e-11 of its sums, below their worst-case rounding, and had been taken as 0: the
+    standard error came out 11% low (2.22e-6 against an exact 2.48e-6). The sums are exact
+    here (whole numbers below 2**51): the parts are now worked out in exact arithmetic."""
+    rng = np.random.default_rng(0)
+    nx, ny, nb = 3, 300_000, 2_000
+    n = nx + ny + nb
+    y = np.zeros(n, bool)
+    y[:nx] = True
+    y[nx + ny:nx + ny + nb // 2] = True
+    member = np.zeros(n, bool)
+    member[:nx + ny] = True
+    s = np.concatenate([0.9 + rng.random(nx) * 0.1, rng.random(ny) * 0.5, rng.random(nb)])
+    s[nx] = 0.95  # one subgroup negative among the positives
+    s = np.round(s, 4)
+    table = quietly(fastbias.bias_metrics, y, s, {"g": member}, ci="delong")
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+        above, below = _metric_cells(y, member)[metric]
+        exact = float(_exact_delong_variance_by_score(s, np.ones(n), above, below)) ** 0.5
+        assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-12 * exact, metric
+
+
+def test_delong_beside_one_heavy_row_is_exact(interval_tier):
+    """Fifteen unit positives and negatives, and one negative weighing 2**E below every row
+    (found by review): the subgroup AUC's and the overall AUC's standard errors came out 11%
+    low at 2**30 and 0 at 2**48 (a direct sum's part within its own rounding taken as 0).
+    Now within 1e-12 of exact rational arithmetic: in memory, from the rows themselves."""
+    rng = np.random.default_rng(3)
+    n = 15
+    s = np.r_[rng.integers(0, 10, n) / 9, rng.integers(0, 10, n) / 9, -1.0]
+    y = np.r_[np.ones(n), np.zeros(n), 0].astype(bool)
+    member = np.ones(2 * n + 1, bool)
+    member[0] = False
+    for e in (30, 40, 48):
+        w = np.r_[np.ones(2 * n), 2.0 ** e]
+        table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w,
+                        ci="delong")
+        above, below = _metric_cells(y, member)["subgroup_auc"]
+        exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
+        assert abs(table.loc["g", "subgroup_auc_se"] - exact) <= 1e-12 * exact, e
+        exact = float(_exact_delong_variance(s, w, y, ~y)) ** 0.5
+        assert abs(table.attrs["overall_auc_se"] - exact) <= 1e-12 * exact, e
+
+
+@pytest.mark.parametrize("model", ["constant", "perfect"])
+def test_constant_and_perfect_models_are_tested_at_once(model, tmp_path, monkeypatch):
+    """A constant-score model and a perfectly separating one: every AUC metric is the AUC of
+    all rows (0.5 or 1) and its difference has a variance of exactly 0, so p = 1. The
+    variance's rounding rule had called each of them unknown: in memory every subgroup was
+    computed again from its rows (5 s instead of 0.02 s at 1.8M x 24), out of core every
+    p-value was NaN (found by review). Now p = 1 at once, in memory and out of core."""
+    from fastbias.intervals import delong, significance
+    from fastbias.streaming import evaluate_csv
+
+    called = []
+    for module in (delong, significance):
+        monkeypatch.setattr(module, "direct_variances",
+                            lambda *a, **k: called.append(a) or None)
+    rng = np.random.default_rng(0)
+    n = 5_000
+    y = rng.random(n) < 0.3
+    scores = np.full(n, 0.5) if model == "constant" else y * 2.0 + np.round(rng.random(n), 3)
+    groups = {"g1": rng.random(n) < 0.4, "g2": rng.random(n) < 0.2}
+    table = quietly(fastbias.bias_metrics, y, scores, groups, ci="delong",
+                    significance="holm")
+    frame = pd.DataFrame({"y": y.astype(int), "s": scores,
+                          **{g: v.astype(int) for g, v in groups.items()}})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    streamed = quietly(evaluate_csv, tmp_path / "d.csv", label="y", scores="s",
+                       subgroups=["g1", "g2"], significance="holm", bucket_rows=1000)
+    assert not called
+    for got in (table, streamed.for_model()):
+        for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+            assert (got[f"{metric}_pvalue"] == 1.0).all(), metric
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+        assert (table[f"{metric}_se"] == 0.0).all(), metric
+
+
+def test_the_exact_floors_keep_the_background_negatives_side_of_bnsp():
+    """With exact weights the subgroup's own side of a metric is a direct sum, but BNSP's
+    SQY is the background negatives' (its class's less the subgroup's): its floor stays the
+    class's (found by review: reset to its own size, a BNSP variance of 1.5e-12 against an
+    exact 6.1e-12 was accepted)."""
+    from fastbias.intervals.delong import sum_floors
+    from fastbias.sweep import _kernels as SK
+
+    sums = np.zeros((1, 15))
+    sums[0, SK.DELONG_SQ_Y + 0] = 1e17  # the subgroup AUC's (the class's part of BNSP's)
+    sums[0, SK.DELONG_SQ_Y + 2] = 1e12  # BNSP's: the background negatives'
+    floor_u, floor_x, floor_y = sum_floors(sums, [10.0], [10.0], (1e6, 1e6), 0)
+    assert floor_y[0, 2] >= 1e17
+    assert floor_y[0, 0] == 1e17  # a direct sum: its own size
+
+
 def test_fraction_bits_counts_the_binary_digits_below_the_point():
     """The digits that decide whether the walk's placements are exact (``sum_floors``)."""
     from fastbias.intervals.delong import fraction_bits

@@ -1,6 +1,7 @@
 """DeLong (1988) standard errors of every metric, from placement sums of one sweep."""
 from __future__ import annotations
 
+from fractions import Fraction
 from statistics import NormalDist
 
 import numpy as np
@@ -27,7 +28,7 @@ def _z_value(confidence: float) -> float:
 
 
 def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=None,
-                     rows_y=None, tolerance=None):
+                     rows_y=None, tolerance=None, exact=None, flat=None):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
@@ -44,9 +45,18 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     rounding could be more than ``tolerance`` (default VARIANCE_TOLERANCE) of the
     variance, the variance is NaN.
     ``rows_x``/``rows_y``: the samples' rows; a sample of one row has no variance of its own
-    (its part is 0, exactly).
+    (its part is 0, exactly). ``exact``: where ``u``, ``sq_x``, ``sq_y`` and the weights are
+    exact (:func:`exact_sums`), each numerator is worked out in exact rational arithmetic,
+    ``(sq_x w_x - u^2) / (w_x w_y^2)``, and needs no rule at all (three subgroup positives
+    against 300,000 negatives, one of them above one positive: the positives' part, 1e-11
+    of its sums, had been taken as 0, and the standard error came out 11% low). ``flat``:
+    where every placement of both samples is known to be the same (every score equal, or
+    every positive above every negative for an AUC metric): both parts are exactly 0.
+    Elsewhere a part, of a direct sum too, known only within rounding that could be more
+    than ``tolerance`` of the variance makes the variance unknown (NaN).
     """
-    u, sq_x, sq_y, w_x, w_y = (np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y))
+    u, sq_x, sq_y, w_x, w_y = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y)))
     ok = (w_x > 1) & (w_y > 1)
     wx = np.where(ok, w_x, 2.0)
     wy = np.where(ok, w_y, 2.0)
@@ -68,19 +78,34 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     one_y = np.zeros(np.shape(diff_y), dtype=bool) if rows_y is None else np.asarray(rows_y) == 1
     diff_x = np.where(one_x, 0.0, diff_x)
     diff_y = np.where(one_y, 0.0, diff_y)
-    s10 = np.where(diff_x > share * ref_x, diff_x, 0.0) / (wx - 1.0) / wx
-    s01 = np.where(diff_y > share * ref_y, diff_y, 0.0) / (wy - 1.0) / wy
+    known = np.zeros(u.shape, dtype=bool) if exact is None \
+        else np.broadcast_to(np.asarray(exact, dtype=bool), u.shape) & ok
+    if flat is not None:
+        flat = np.broadcast_to(np.asarray(flat, dtype=bool), u.shape) & ok
+        one_x, one_y = one_x | flat, one_y | flat  # (no variance of their own either)
+        diff_x, diff_y = np.where(flat, 0.0, diff_x), np.where(flat, 0.0, diff_y)
+        known = known | flat
+    if known.any():
+        diff_x, diff_y = np.array(diff_x, dtype=np.float64), np.array(diff_y, dtype=np.float64)
+        one_x, one_y = np.broadcast_to(one_x, u.shape), np.broadcast_to(one_y, u.shape)
+        for i in (i for i in np.ndindex(known.shape) if known[i]):
+            uu, sx, sy, ax, ay = (Fraction(float(v[i])) for v in (u, sq_x, sq_y, w_x, w_y))
+            diff_x[i] = 0.0 if one_x[i] else float((sx * ax - uu * uu) / (ax * ay * ay))
+            diff_y[i] = 0.0 if one_y[i] else float((sy * ay - uu * uu) / (ay * ax * ax))
+    s10 = np.where(known | (diff_x > share * ref_x), diff_x, 0.0) / (wx - 1.0) / wx
+    s01 = np.where(known | (diff_y > share * ref_y), diff_y, 0.0) / (wy - 1.0) / wy
     bound_x = share * ref_x / (wx - 1.0) / wx
     bound_y = share * ref_y / (wy - 1.0) / wy
     var = s10 + s01
-    # a part made from differences of larger sums (a background's: its class's less the
-    # subgroup's) is known only within their rounding, whatever it came out as (above its
-    # own sums' rounding, within it, or below 0: found by review, a BPSN standard error 40%
-    # low); where that rounding may be a noticeable part of the variance, the variance is not
-    # known
+    # a part is known only within the rounding of the sums it was made from, whatever it came
+    # out as (above that rounding, within it and taken as 0, or below 0); where that rounding
+    # may be a noticeable part of the variance, the variance is not known. Found by review: a
+    # background's part, made from its class's sums, a BPSN standard error 40% low; a direct
+    # sum's part within its own rounding, standard errors 24-49% low (a cell of unit rows
+    # beside one of weight 2**39)
     tolerance = VARIANCE_TOLERANCE if tolerance is None else tolerance
-    unknown = (((ref_x > first_x) & ~one_x & (bound_x > tolerance * var))
-               | ((ref_y > first_y) & ~one_y & (bound_y > tolerance * var)))
+    unknown = ~known & ((~one_x & (bound_x > tolerance * var))
+                        | (~one_y & (bound_y > tolerance * var)))
     return np.where(ok & ~unknown, var, np.nan)
 
 
@@ -189,7 +214,10 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     # exact placements: U and the subgroup's side are direct sums
     floor_u = np.where(exact[:, None], np.abs(u), floor_u)
     floor_x[:, 2] = np.where(exact, np.abs(sq_x[:, 2]), floor_x[:, 2])
-    floor_y[:, 1:5] = np.where(exact[:, None], np.abs(sq_y[:, 1:5]), floor_y[:, 1:5])
+    # (BNSP's SQY, column 2, is the background negatives' side: its class's less the
+    # subgroup's, not a placement of the subgroup's rows; found by review)
+    floor_y[:, [1, 3, 4]] = np.where(exact[:, None], np.abs(sq_y[:, [1, 3, 4]]),
+                                     floor_y[:, [1, 3, 4]])
     # and no rounding at all in sums of squares that stay below 2**(51 - 3 bits)
     for floor, own in ((floor_x, sq_x), (floor_y, sq_y)):
         floor[:] = np.where(exact[:, None] & (floor < 2.0 ** (51 - 3 * weight_bits)),
@@ -293,10 +321,25 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     cells' own rows (:func:`direct_variances`), not NaN."""
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
-    u, sq_pos, sq_neg = overall
-    n_terms = m.n_rows + m.row_groups.shape[0]
-    overall_se = float(np.sqrt(_delong_variance(u, sq_pos, sq_neg, total_pos, total_neg,
-                                                n_terms)))
+    tolerance = None if row_data is None else RECHECK_TOLERANCE
+    same_score, separated = _flat_universe(walk)
+    lazy = callable(weight_bits)
+
+    def overall_variance(bits) -> float:
+        u, sq_pos, sq_neg = (float(v) for v in overall)
+        return float(_delong_variance(
+            u, sq_pos, sq_neg, total_pos, total_neg, m.n_rows, tolerance=tolerance,
+            exact=_exact_sums(bits, (total_neg, total_pos), abs(u), sq_pos, sq_neg),
+            flat=same_score or separated))
+
+    overall_var = overall_variance(None if lazy else weight_bits)
+    if lazy and np.isnan(overall_var) and total_pos > 1 and total_neg > 1:
+        weight_bits = weight_bits()
+        lazy = False
+        overall_var = overall_variance(weight_bits)
+    if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and row_data is not None:
+        overall_var = direct_overall_variance(row_data[0], m.labels, row_data[1])
+    overall_se = float(np.sqrt(overall_var))
     if m.n_groups == 0:
         return StandardErrors({metric: np.empty(0) for metric in METRIC_COLUMNS},
                               {metric: np.zeros(0, dtype=bool) for metric in METRIC_COLUMNS}
@@ -317,6 +360,7 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     unresolved = unresolved_metrics(unresolved_backgrounds(
         (total_neg, total_pos), np.column_stack([weight[cell] for cell in background]),
         np.column_stack([rows[cell] for cell in background]), subgroup_terms))
+
     def variances(bits) -> tuple:
         """(metric -> variances, metric -> where NaN with both samples of weight above 1:
         a part not known within rounding)."""
@@ -327,14 +371,15 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
             var[metric] = _delong_variance(
                 sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
                 sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell], subgroup_terms,
-                [f[:, j] for f in floors], rows[x_cell], rows[y_cell],
-                None if row_data is None else RECHECK_TOLERANCE)
+                [f[:, j] for f in floors], rows[x_cell], rows[y_cell], tolerance,
+                _exact_sums(bits, (total_neg, total_pos), *(f[:, j] for f in floors)),
+                same_score or (separated and metric not in _AEG_METRICS))
             unknown[metric] = np.isnan(var[metric]) & (weight[x_cell] > 1) & (weight[y_cell] > 1)
         return var, unknown
 
     # the weights' digits are read only where the worst case leaves a variance unknown
-    var, unknown = variances(None if callable(weight_bits) else weight_bits)
-    if callable(weight_bits) and any(u.any() for u in unknown.values()):
+    var, unknown = variances(None if lazy else weight_bits)
+    if lazy and any(u.any() for u in unknown.values()):
         var, unknown = variances(weight_bits())
     se = {}
     for metric in METRIC_COLUMNS:
@@ -350,6 +395,49 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
             se[metric][again] = np.sqrt(direct[metric])
             unresolved[metric][again] = False
     return StandardErrors(se, unresolved), overall_se
+
+
+def _flat_universe(walk: MemberWalk) -> tuple:
+    """``(every score equal, every positive above every negative)`` over the rows of the
+    walk (its classes, sorted): then every placement of a sample is the same, in every
+    metric or in every AUC metric, and their parts of the variances are exactly 0 (a
+    constant or a perfectly separating model: no rounding to judge)."""
+    neg, pos = walk.neg, walk.pos
+    if neg.shape[0] == 0 or pos.shape[0] == 0:
+        return False, False
+    return bool(neg[0] == neg[-1] == pos[0] == pos[-1]), bool(neg[-1] < pos[0])
+
+
+#: the metrics whose samples are of one class (not all placements equal when the classes
+#: separate)
+_AEG_METRICS = ("negative_aeg", "positive_aeg")
+
+
+def _exact_sums(bits, class_totals, *sums):
+    """Whether sums of the walk (each their floor, :func:`sum_floors`) are exact: weights of
+    ``bits`` binary digits below the point (None: not known) make every placement exact
+    while the class totals stay below ``2**(52 - bits)``, and every sum of such terms
+    while it stays below ``2**(51 - 3 bits)``."""
+    if bits is None:
+        return None
+    limit = 2.0 ** (51 - 3 * bits)
+    exact = bool(max(class_totals) < 2.0 ** (52 - bits))
+    for values in sums:
+        exact = exact & (np.abs(np.asarray(values, dtype=np.float64)) < limit)
+    return exact
+
+
+def direct_overall_variance(scores, labels, sample_weight) -> float:
+    """The overall AUC's DeLong variance from the rows themselves (see
+    :func:`direct_variances`)."""
+    order = np.argsort(np.asarray(scores), kind="stable")
+    keys = np.asarray(scores)[order]
+    positive = np.asarray(labels)[order].astype(bool)
+    weights = np.ones(order.shape[0]) if sample_weight is None \
+        else np.asarray(sample_weight, np.float64)[order]
+    parts = _deviations(*((keys[rows], weights[rows], dd_prefix_sums(weights[rows]))
+                          for rows in (positive, ~positive)), scaled=True)
+    return float("nan") if parts is None else float(sum(np.sum(w * d * d) for w, d in parts))
 
 
 def direct_variances(scores, labels, sample_weight, m: Memberships, groups,

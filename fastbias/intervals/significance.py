@@ -49,7 +49,10 @@ from ..validate.errors import UndefinedMetricWarning, listed
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
 from .delong import (
+    RECHECK_TOLERANCE,
     _delong_variance,
+    _exact_sums,
+    _flat_universe,
     cell_rows_of,
     direct_variances,
     recheck_rows,
@@ -185,8 +188,14 @@ def _normal_exceedance(statistic, centre, mean, variance) -> np.ndarray:
 DIFFERENCE_RESOLUTION = 2.0
 
 
-def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
+def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(False, False),
+                               tolerance=None):
     """Standard errors of ``metric - overall AUC`` (AUC metrics) and of the AEGs.
+
+    ``flat``: ``(every score equal, every positive above every negative)`` over the rows
+    (see :func:`~fastbias.intervals.delong._flat_universe`; not known out of core);
+    ``tolerance``: how much of a variance its sums' rounding may be (default
+    ``VARIANCE_TOLERANCE``; see :func:`~fastbias.intervals.delong._delong_variance`).
 
     Returns ``(se, overall_auc, cancelled)``: ``se`` a dict metric -> array (one entry
     per subgroup), ``overall_auc`` per subgroup the AUC of the rows it is
@@ -207,10 +216,16 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
         overall_auc = np.where((w_pos > 0) & (w_neg > 0), u_overall / (w_pos * w_neg), np.nan)
     # (the rows, and each subgroup's memberships: how many terms its sums added)
     n_terms = sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1)
+    same_score, separated = flat
+    bits = sums.weight_bits
     var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
-                             sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms)
-    floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals,
-                        sums.weight_bits)
+                             sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms,
+                             tolerance=tolerance,
+                             exact=_exact_sums(bits, totals.max(axis=1), np.abs(u_overall),
+                                               sums.overall[:, OVERALL_SQ_POS],
+                                               sums.overall[:, OVERALL_SQ_NEG]),
+                             flat=same_score or separated)
+    floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits)
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
@@ -229,7 +244,11 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
             var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
                                    sums.delong[:, SK.DELONG_SQ_X + j],
                                    sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
-                                   [f[:, j] for f in floors], rows[x_cell], rows[y_cell])
+                                   [f[:, j] for f in floors], rows[x_cell], rows[y_cell],
+                                   tolerance,
+                                   _exact_sums(bits, totals.max(axis=1),
+                                               *(f[:, j] for f in floors)),
+                                   same_score or (separated and metric in AUC_METRICS))
             # (NaN with both samples of weight above 1: a part not known within rounding)
             cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
             if metric in AUC_METRICS:
@@ -239,6 +258,8 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame):
                 t_y = cy / (w_x * w_pos) - theta * oy / w_pos
                 cov = (t_x / np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
                        + t_y / np.sqrt(w_y * (w_y - 1.0) * w_neg * (w_neg - 1.0)))
+                if same_score or separated:  # every psi is 0: no covariance, exactly
+                    cov = np.zeros_like(cov)
                 scale = var + var_o + 2.0 * np.abs(cov)
                 var = var + var_o - 2.0 * cov
                 # the difference of two estimates that share almost all their rows is a small
@@ -545,7 +566,7 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
 
     return pvalues_from_sums(table, sums, draw,
                              recheck if recheck_rows(scores, sample_weight) else None,
-                             table.attrs.get("overall_auc"))
+                             table.attrs.get("overall_auc"), _flat_universe(walk))
 
 
 def _samples_of_the_universe(sums: PlacementSums) -> dict:
@@ -636,7 +657,8 @@ def _absorbed_tests(table: pd.DataFrame, sums: PlacementSums) -> dict:
 
 
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
-                      recheck=None, universe_auc: float | None = None) -> pd.DataFrame:
+                      recheck=None, universe_auc: float | None = None,
+                      flat=(False, False)) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
 
@@ -661,7 +683,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     and the two doubles' could move its z by 1e-6, is taken from the cells' own rows
     (``recheck``), or its test is not made.
     """
-    se, overall_auc, cancelled = difference_standard_errors(sums, table)
+    se, overall_auc, cancelled = difference_standard_errors(
+        sums, table, flat, None if recheck is None else RECHECK_TOLERANCE)
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     if universe_auc is not None and np.isfinite(universe_auc):
         overall_auc = np.full(len(table), float(universe_auc))
@@ -681,11 +704,18 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     rounding = {metric: (rounding + 2.0 ** -53 * (np.abs(values[metric]) + np.abs(overall_auc))
                          if metric in AUC_METRICS else np.zeros(len(table)))
                 for metric in METRIC_COLUMNS}
+    # (a difference of 0 with a standard error of 0, a constant or perfectly separating
+    # model's, is no difference: p = 1, as exact arithmetic gives)
+    nothing = {metric: (gaps[metric] == 0) & (se[metric] == 0) for metric in METRIC_COLUMNS}
     imprecise = {metric: np.isfinite(se[metric]) & (rounding[metric] > 1e-6 * se[metric])
-                 for metric in METRIC_COLUMNS}
+                 & ~nothing[metric] for metric in METRIC_COLUMNS}
     rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}
-    again = np.flatnonzero(np.any([unresolved[metric] | absorbed[metric] | imprecise[metric]
-                                   for metric in METRIC_COLUMNS], axis=0))
+    # (an AUC metric on the very samples of the AUC of all rows is that AUC: p = 1, below)
+    the_universe = _samples_of_the_universe(sums)
+    again = np.flatnonzero(np.any(
+        [((unresolved[metric] | imprecise[metric])
+          & ~the_universe.get(metric, np.zeros(len(table), dtype=bool))) | absorbed[metric]
+         for metric in METRIC_COLUMNS], axis=0))
     if recheck is not None and again.size:
         variances, differences = recheck(again)
         for metric in METRIC_COLUMNS:
@@ -698,7 +728,6 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                                                gaps[metric][again])
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     columns, small, moments = {}, {}, {}
-    the_universe = _samples_of_the_universe(sums)
     for metric in METRIC_COLUMNS:
         gap = gaps[metric]
         # the overall AUC's own samples: no difference to test (p = 1, no permutation test),
@@ -717,7 +746,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
         # class's; where DeLong's test is made, one from the cells' own rows decides)
         delong = rechecked[metric] & ~small[metric] & ~moments[metric]
         unresolved[metric] = np.where(
-            delong, False, ((unresolved[metric] | (rounding[metric] > 1e-3 * se[metric]))
+            delong, False, ((unresolved[metric] | ((rounding[metric] > 1e-3 * se[metric])
+                                                   & ~nothing[metric]))
                             & ~same) | absorbed[metric])
         if draw is not None:  # a drawn test reads each row's placement, not sums of squares:
             # only a background too small to tell from its class's rounding stops it

@@ -69,10 +69,11 @@ class PlacementSums:
     cell_rows, class_rows : ndarray (k, 2) of int64
         Rows of the subgroup's cells and of its universe's classes.
     weighted : bool
-    weight_bits : int or None
+    weight_bits : int, None or a function that gives it
         Binary digits below the point that the weights need
         (:func:`~.delong.fraction_bits`; 0 unweighted, None not known): where the sums
-        are exact (:func:`~.delong.sum_floors`).
+        are exact (:func:`~.delong.sum_floors`). In memory a function, called (reading
+        every weight) only where a variance is not known without it: :func:`bits_of`.
     """
 
     delong: np.ndarray
@@ -83,7 +84,7 @@ class PlacementSums:
     cell_rows: np.ndarray
     class_rows: np.ndarray
     weighted: bool
-    weight_bits: int | None = None
+    weight_bits: object = None
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -205,7 +206,8 @@ def _gathered(m, walk, delong, overall, classes, cross, sample_weight) -> tuple:
                          np.tile(classes.above, (k, 1)), weights,
                          np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
-                         sample_weight is not None, weight_bits_of(sample_weight))
+                         sample_weight is not None,
+                         0 if sample_weight is None else lambda: weight_bits_of(sample_weight))
     return sums, walk, classes
 
 
@@ -328,7 +330,13 @@ def combine_placement_sums(parts: list) -> PlacementSums:
                          parts[0].weighted, _most_bits(parts))
 
 
+def bits_of(sums: PlacementSums) -> int | None:
+    """``sums.weight_bits``, worked out if it is a function."""
+    bits = sums.weight_bits
+    return bits() if callable(bits) else bits
+
+
 def _most_bits(parts: list) -> int | None:
     """The most ``weight_bits`` of some :class:`PlacementSums` (None if one is not known)."""
-    bits = [p.weight_bits for p in parts]
+    bits = [bits_of(p) for p in parts]
     return None if any(b is None for b in bits) else max(bits, default=0)

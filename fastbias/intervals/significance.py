@@ -70,6 +70,7 @@ from .placement_sums import (
     OVERALL_SQ_POS,
     OVERALL_U,
     PlacementSums,
+    bits_of,
     placement_sums,
     placement_sums_in_numpy,
 )
@@ -217,15 +218,6 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
     # (the rows, and each subgroup's memberships: how many terms its sums added)
     n_terms = sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1)
     same_score, separated = flat
-    bits = sums.weight_bits
-    var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
-                             sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms,
-                             tolerance=tolerance,
-                             exact=_exact_sums(bits, totals.max(axis=1), np.abs(u_overall),
-                                               sums.overall[:, OVERALL_SQ_POS],
-                                               sums.overall[:, OVERALL_SQ_NEG]),
-                             flat=same_score or separated)
-    floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits)
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
@@ -236,37 +228,54 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
         "bpsn_auc": ((c[:, 7] - c[:, 0], u_overall - c[:, 1]), (c[:, 6], c[:, 5])),
         "bnsp_auc": ((c[:, 2], c[:, 1]), (c[:, 3] - c[:, 4], u_overall - c[:, 5])),
     }
-    out, cancelled = {}, {}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for j, metric in enumerate(METRIC_COLUMNS):
-            x_cell, y_cell = METRIC_SAMPLES[metric]
-            w_x, w_y = weight[x_cell], weight[y_cell]
-            var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
-                                   sums.delong[:, SK.DELONG_SQ_X + j],
-                                   sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
-                                   [f[:, j] for f in floors], rows[x_cell], rows[y_cell],
-                                   tolerance,
-                                   _exact_sums(bits, totals.max(axis=1),
-                                               *(f[:, j] for f in floors)),
-                                   same_score or (separated and metric in AUC_METRICS))
-            # (NaN with both samples of weight above 1: a part not known within rounding)
-            cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
-            if metric in AUC_METRICS:
-                theta = table[metric].to_numpy(dtype=np.float64)
-                (cx, ox), (cy, oy) = cross[metric]
-                t_x = cx / (w_y * w_neg) - theta * ox / w_neg
-                t_y = cy / (w_x * w_pos) - theta * oy / w_pos
-                cov = (t_x / np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
-                       + t_y / np.sqrt(w_y * (w_y - 1.0) * w_neg * (w_neg - 1.0)))
-                if same_score or separated:  # every psi is 0: no covariance, exactly
-                    cov = np.zeros_like(cov)
-                scale = var + var_o + 2.0 * np.abs(cov)
-                var = var + var_o - 2.0 * cov
-                # the difference of two estimates that share almost all their rows is a small
-                # difference of large terms: below their rounding, it is not known
-                cancelled[metric] |= var < DIFFERENCE_RESOLUTION * np.sqrt(n_terms) \
-                    * 2.0 ** -53 * scale
-            out[metric] = np.sqrt(np.maximum(var, 0.0))
+
+    def variances(bits) -> tuple:
+        var_o = _delong_variance(u_overall, sums.overall[:, OVERALL_SQ_POS],
+                                 sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, n_terms,
+                                 tolerance=tolerance,
+                                 exact=_exact_sums(bits, totals.max(axis=1), np.abs(u_overall),
+                                                   sums.overall[:, OVERALL_SQ_POS],
+                                                   sums.overall[:, OVERALL_SQ_NEG]),
+                                 flat=same_score or separated)
+        floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits)
+        out, cancelled = {}, {}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for j, metric in enumerate(METRIC_COLUMNS):
+                x_cell, y_cell = METRIC_SAMPLES[metric]
+                w_x, w_y = weight[x_cell], weight[y_cell]
+                var = _delong_variance(sums.delong[:, SK.DELONG_U + j],
+                                       sums.delong[:, SK.DELONG_SQ_X + j],
+                                       sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
+                                       [f[:, j] for f in floors], rows[x_cell], rows[y_cell],
+                                       tolerance,
+                                       _exact_sums(bits, totals.max(axis=1),
+                                                   *(f[:, j] for f in floors)),
+                                       same_score or (separated and metric in AUC_METRICS))
+                # (NaN with both samples of weight above 1: a part not known within rounding)
+                cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
+                if metric in AUC_METRICS:
+                    theta = table[metric].to_numpy(dtype=np.float64)
+                    (cx, ox), (cy, oy) = cross[metric]
+                    t_x = cx / (w_y * w_neg) - theta * ox / w_neg
+                    t_y = cy / (w_x * w_pos) - theta * oy / w_pos
+                    cov = (t_x / np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
+                           + t_y / np.sqrt(w_y * (w_y - 1.0) * w_neg * (w_neg - 1.0)))
+                    if same_score or separated:  # every psi is 0: no covariance, exactly
+                        cov = np.zeros_like(cov)
+                    scale = var + var_o + 2.0 * np.abs(cov)
+                    var = var + var_o - 2.0 * cov
+                    # the difference of two estimates that share almost all their rows is a
+                    # small difference of large terms: below their rounding, it is not known
+                    cancelled[metric] |= var < DIFFERENCE_RESOLUTION * np.sqrt(n_terms) \
+                        * 2.0 ** -53 * scale
+                out[metric] = np.sqrt(np.maximum(var, 0.0))
+        return out, cancelled
+
+    # the weights' digits are read only where the worst case leaves a variance unknown
+    lazy = callable(sums.weight_bits)
+    out, cancelled = variances(None if lazy else sums.weight_bits)
+    if lazy and any(mask.any() for mask in cancelled.values()):
+        out, cancelled = variances(bits_of(sums))
     return out, overall_auc, cancelled
 
 

@@ -519,8 +519,8 @@ def test_delong_of_a_subgroup_holding_almost_all_the_weight_is_exact(interval_ti
     background, a subgroup's background share fell below the sums' rounding: BPSN AUC's
     standard error came out 2e-9 instead of 0.022 and its p-value 0, without a word; then
     NaN. Now a subgroup whose background the walk's sums cannot resolve has its standard
-    errors from its cells' own rows: every one within 1e-13 of exact rational arithmetic,
-    up to a background share of 2**-63 (below 2**-53 it vanishes from its class's sums
+    errors from its cells' own rows: every one within 1e-4 of exact rational arithmetic
+    (1e-13 where so computed), up to a background share of 2**-63 (below 2**-53 it vanishes from its class's sums
     altogether). Its significance tests, which read the walk's sums, are not made below
     a share of 1024 * sqrt(n_terms) * 2**-53 (NaN, with a warning)."""
     rng = np.random.default_rng(3)
@@ -545,7 +545,9 @@ def test_delong_of_a_subgroup_holding_almost_all_the_weight_is_exact(interval_ti
         assert not any("interval(s) undefined" in m for m in messages), (k, messages)
         for metric, (above, below) in _metric_cells(y, member).items():
             exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
-            assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-13 * exact, (k, metric)
+            # (within 1e-13 where computed from the rows; elsewhere within the rule's 1%: these
+            # data come within 4e-5)
+            assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-4 * exact, (k, metric)
             if metric != "subgroup_auc" and min(share) < limit / 2:
                 assert np.isnan(table.loc["g", f"{metric}_pvalue"]), (k, metric)
                 untested += 1
@@ -674,11 +676,11 @@ def _exact_delong_variance_by_score(s, w, above, below):
 def test_delong_of_an_almost_whole_subgroup_on_many_rows_is_exact():
     """200,000 rows, a subgroup of all but two negatives and two positives, unweighted and
     weighted (0.125 to 10; the subgroup's rows 2**20 or 1.1 times heavier): every standard
-    error within 1e-8 of exact rational arithmetic (with the weights 1.1 times heavier, BPSN
-    AUC's had been 3e-4 off, within the 2% that a variance known only within rounding was
-    allowed; a first rule that took every sum made from a class's within the class's
-    worst-case rounding turned such standard errors, right to 1e-8 before, into NaN at 2M
-    rows: found by review)."""
+    error within 1e-3 of exact rational arithmetic, the rule's 1% at most (BPSN AUC's is
+    3.5e-4 off with some of these weights: its worst-case rounding stays under 2% of the
+    variance, so no recheck is made; a first rule that took every sum made from a class's
+    within the class's worst-case rounding turned such standard errors, right to 1e-8
+    before, into NaN at 2M rows: found by review)."""
     rng = np.random.default_rng(21)
     n = 200_000
     y = rng.random(n) < 0.5
@@ -693,7 +695,7 @@ def test_delong_of_an_almost_whole_subgroup_on_many_rows_is_exact():
                         ci="delong")
         for metric, (above, below) in _metric_cells(y, member).items():
             exact = float(_exact_delong_variance_by_score(s, w, above, below)) ** 0.5
-            assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-8 * exact, metric
+            assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-3 * exact, metric
 
 
 def test_delong_of_three_positives_against_many_negatives_is_exact(interval_tier):
@@ -774,6 +776,66 @@ def test_constant_and_perfect_models_are_tested_at_once(model, tmp_path, monkeyp
             assert (got[f"{metric}_pvalue"] == 1.0).all(), metric
     for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
         assert (table[f"{metric}_se"] == 0.0).all(), metric
+
+
+def test_tests_whose_overall_variance_is_unknown_are_recomputed(monkeypatch):
+    """Where the AUC of all rows has a variance its sums cannot tell (forced here: a rounding
+    tolerance of 0, float weights), every AUC metric's difference is unknown too: its tests
+    are computed from the rows (found by review: they were NaN, with no recheck, blaming "a
+    cell of total weight at most 1"). Each z within 1e-9 of exact rational arithmetic."""
+    from fastbias.intervals import significance
+
+    monkeypatch.setattr(significance, "RECHECK_TOLERANCE", 0.0)
+    rng = np.random.default_rng(12)
+    n = 300
+    y = rng.random(n) < 0.4
+    s = np.round(y * 1.5 + rng.normal(size=n), 2)
+    member = rng.random(n) < 0.3
+    w = np.round(rng.uniform(0.1, 3, n), 3)
+    table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w,
+                    significance="holm")
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+        p = table.loc["g", f"{metric}_pvalue"]
+        exact = _exact_test_z(s, w, y, member, metric)
+        assert abs(NormalDist().inv_cdf(1 - p / 2) - exact) <= 1e-9 * max(exact, 1.0), metric
+
+
+def test_a_subgroup_of_every_row_is_the_overall_auc_p_1():
+    """A subgroup of every row: its subgroup AUC is the AUC of all rows, p = 1 (found by
+    review: NaN once the variance of that no-difference was left unknown)."""
+    rng = np.random.default_rng(13)
+    n = 2_000
+    y = rng.random(n) < 0.5
+    s = np.round(y * 1.0 + rng.normal(size=n), 3)
+    table = quietly(fastbias.bias_metrics, y, s,
+                    {"all": np.ones(n, bool), "g": rng.random(n) < 0.3}, significance="holm")
+    assert table.loc["all", "subgroup_auc_pvalue"] == 1.0
+
+
+def test_a_test_its_recheck_cannot_make_is_not_made(monkeypatch):
+    """Where the rows cannot tell a flagged test's variance either, the test is not made
+    (NaN): never the walk's unresolved value (found by review: a standard error of 6e-9
+    against an exact 6e-15, p = 1 against an exact 0.014)."""
+    from fastbias.intervals import significance
+
+    real = significance.direct_variances
+
+    def unknown(*args, **kwargs):
+        variances, differences = real(*args, **kwargs)
+        return {metric: np.full_like(v, np.nan) for metric, v in variances.items()}, differences
+
+    monkeypatch.setattr(significance, "direct_variances", unknown)
+    monkeypatch.setattr(significance, "RECHECK_TOLERANCE", 0.0)
+    rng = np.random.default_rng(12)
+    n = 300
+    y = rng.random(n) < 0.4
+    s = np.round(y * 1.5 + rng.normal(size=n), 2)
+    w = np.round(rng.uniform(0.1, 3, n), 3)
+    table = quietly(fastbias.bias_metrics, y, s, {"g": rng.random(n) < 0.3}, sample_weight=w,
+                    significance="holm")
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+        assert np.isnan(table.loc["g", f"{metric}_pvalue"]), metric
+    assert table.attrs["significance_unresolved"] >= 3
 
 
 def test_the_exact_floors_keep_the_background_negatives_side_of_bnsp():

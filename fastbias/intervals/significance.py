@@ -263,6 +263,9 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
                     if same_score or separated:  # every psi is 0: no covariance, exactly
                         cov = np.zeros_like(cov)
                     scale = var + var_o + 2.0 * np.abs(cov)
+                    # (the AUC of all rows' variance not known: neither is the difference's;
+                    # found by review, p-values NaN with no recheck and the wrong cause)
+                    cancelled[metric] |= np.isnan(var_o) & (w_pos > 1) & (w_neg > 1)
                     var = var + var_o - 2.0 * cov
                     # the difference of two estimates that share almost all their rows is a
                     # small difference of large terms: below their rounding, it is not known
@@ -730,6 +733,10 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
         for metric in METRIC_COLUMNS:
             found = np.sqrt(variances[metric])
             good = np.isfinite(found)
+            # (a test the recheck cannot make either stays unresolved: never the walk's value,
+            # found by review: a standard error of 6e-9 against an exact 6e-15, p = 1 against
+            # an exact 0.014)
+            unresolved[metric][again] |= ~good
             rechecked[metric][again] = good
             se[metric][again] = np.where(good, found, se[metric][again])
             if metric in AUC_METRICS:
@@ -737,12 +744,14 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                                                gaps[metric][again])
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     columns, small, moments = {}, {}, {}
+    # (DeLong's variance needs each class to weigh more than 1, whatever its rounding)
+    defined = np.all(sums.class_totals > 1, axis=1)
     for metric in METRIC_COLUMNS:
         gap = gaps[metric]
         # the overall AUC's own samples: no difference to test (p = 1, no permutation test),
         # where the variance is defined at all (a class of weight at most 1 stays untested)
-        same = (the_universe[metric] & np.isfinite(gap) & np.isfinite(se[metric])
-                & ~rechecked[metric] if metric in AUC_METRICS
+        same = (the_universe[metric] & np.isfinite(gap) & ~rechecked[metric] & defined
+                if metric in AUC_METRICS
                 else np.zeros(len(table), dtype=bool))
         gap = np.where(same, 0.0, gap)
         need = ((min_cells[metric] < PERMUTATION_BELOW) & np.isfinite(values[metric])

@@ -427,16 +427,29 @@ def _exact_sums(bits, class_totals, *sums):
     return exact
 
 
-def direct_overall_variance(scores, labels, sample_weight) -> float:
-    """The overall AUC's DeLong variance from the rows themselves (see
-    :func:`direct_variances`)."""
-    order = np.argsort(np.asarray(scores), kind="stable")
-    keys = np.asarray(scores)[order]
+def _rows_by_score(scores, labels, sample_weight) -> tuple:
+    """``(order, positive, sample)``: the rows sorted by score once (numpy), whether each is
+    positive, and ``sample(rows)`` the sample of the sorted rows ``rows`` as
+    :func:`_deviations` takes it (scores, weights, double-double prefix sums of the
+    weights)."""
+    scores = np.asarray(scores)
+    order = np.argsort(scores, kind="stable")
+    keys = scores[order]
     positive = np.asarray(labels)[order].astype(bool)
     weights = np.ones(order.shape[0]) if sample_weight is None \
         else np.asarray(sample_weight, np.float64)[order]
-    parts = _deviations(*((keys[rows], weights[rows], dd_prefix_sums(weights[rows]))
-                          for rows in (positive, ~positive)), scaled=True)
+
+    def sample(rows) -> tuple:
+        return keys[rows], weights[rows], dd_prefix_sums(weights[rows])
+
+    return order, positive, sample
+
+
+def direct_overall_variance(scores, labels, sample_weight) -> float:
+    """The overall AUC's DeLong variance from the rows themselves (see
+    :func:`direct_variances`)."""
+    _, positive, sample = _rows_by_score(scores, labels, sample_weight)
+    parts = _deviations(sample(positive), sample(~positive), scaled=True)
     return float("nan") if parts is None else float(sum(np.sum(w * d * d) for w, d in parts))
 
 
@@ -462,15 +475,7 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
     sums cannot resolve (a subgroup holding all of a class's weight but a sliver; found by
     review: a BPSN standard error of 4.1e-8 against an exact 6.9e-8, where the walk's sums
     carried its class's rounding)."""
-    scores = np.asarray(scores)
-    order = np.argsort(scores, kind="stable")
-    keys = scores[order]
-    positive = np.asarray(labels)[order].astype(bool)
-    weights = np.ones(order.shape[0]) if sample_weight is None \
-        else np.asarray(sample_weight, np.float64)[order]
-
-    def sample(rows) -> tuple:
-        return keys[rows], weights[rows], dd_prefix_sums(weights[rows])
+    order, positive, sample = _rows_by_score(scores, labels, sample_weight)
 
     overall = None
     if against_overall:  # each class's rows' part of the overall AUC's variance

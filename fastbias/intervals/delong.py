@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 
 from .._threads import run_pieces
-from ..metrics.definitions import METRIC_COLUMNS, METRIC_SAMPLES
+from ..metrics.definitions import (
+    AEG_METRICS,
+    AUC_METRICS,
+    METRIC_COLUMNS,
+    METRIC_SAMPLES,
+)
 from ..prepare.memberships import Memberships
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
@@ -373,7 +378,7 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
                 sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell], subgroup_terms,
                 [f[:, j] for f in floors], rows[x_cell], rows[y_cell], tolerance,
                 _exact_sums(bits, (total_neg, total_pos), *(f[:, j] for f in floors)),
-                same_score or (separated and metric not in _AEG_METRICS))
+                same_score or (separated and metric not in AEG_METRICS))
             unknown[metric] = np.isnan(var[metric]) & (weight[x_cell] > 1) & (weight[y_cell] > 1)
         return var, unknown
 
@@ -406,11 +411,6 @@ def _flat_universe(walk: MemberWalk) -> tuple:
     if neg.shape[0] == 0 or pos.shape[0] == 0:
         return False, False
     return bool(neg[0] == neg[-1] == pos[0] == pos[-1]), bool(neg[-1] < pos[0])
-
-
-#: the metrics whose samples are of one class (not all placements equal when the classes
-#: separate)
-_AEG_METRICS = ("negative_aeg", "positive_aeg")
 
 
 def _exact_sums(bits, class_totals, *sums):
@@ -481,7 +481,7 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
     if against_overall:  # each class's rows' part of the overall AUC's variance
         overall = _deviations(sample(positive), sample(~positive), scaled=True)
         overall_auc = _auc(sample(positive), sample(~positive))
-        gaps = {metric: np.full(len(groups), np.nan) for metric in _AUC_METRICS}
+        gaps = {metric: np.full(len(groups), np.nan) for metric in AUC_METRICS}
     # each membership's row, in the order of row_groups
     member_rows = np.repeat(m.identity_rows, np.diff(m.row_ptr))
     out = {metric: np.full(len(groups), np.nan) for metric in METRIC_COLUMNS}
@@ -497,7 +497,7 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
             parts = _deviations(samples[x_cell], samples[y_cell], scaled=True)
             if parts is None:
                 continue
-            if overall is None or metric not in _AUC_METRICS:
+            if overall is None or metric not in AUC_METRICS:
                 out[metric][i] = sum(np.sum(w * d * d) for w, d in parts)
                 continue
             auc = _auc(samples[x_cell], samples[y_cell])
@@ -524,10 +524,6 @@ def _auc(x, y) -> tuple:
     u = dd_total(*dd_mul(x_weights, 0.0, *below_x))
     pairs = dd_mul(*dd_total(x_weights), y_prefix[0][-1], y_prefix[1][-1])
     return _dd_quotient(u, pairs)
-
-
-#: the metrics compared with the AUC of all the rows (their X sample positives, Y negatives)
-_AUC_METRICS = ("subgroup_auc", "bpsn_auc", "bnsp_auc")
 
 
 def _deviations(x, y, scaled: bool = False):

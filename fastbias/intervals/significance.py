@@ -700,9 +700,9 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     values = {metric: table[metric].to_numpy(dtype=np.float64) for metric in METRIC_COLUMNS}
     if universe_auc is not None and np.isfinite(universe_auc):
         overall_auc = np.full(len(table), float(universe_auc))
-        rounding = 0.0  # (each of the two AUCs is exact to half an ulp)
+        auc_rounding = 0.0  # (each of the two AUCs is exact to half an ulp)
     else:  # the walk's sums: their rounding
-        rounding = 4.0 * (sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1) + 4) \
+        auc_rounding = 4.0 * (sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1) + 4) \
             * 2.0 ** -53 * np.abs(overall_auc)
     gaps = {metric: values[metric] if metric in AEG_METRICS else values[metric] - overall_auc
             for metric in METRIC_COLUMNS}
@@ -713,7 +713,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     # could move its z by 1e-6 (taken from the cells' own rows where they are at hand) or by
     # 1e-3 (not tested otherwise): a subgroup of every row but ten weighted 2**36 times them
     # gave p = 0.734 against an exact 0.743, and p = 0 at 2**48
-    rounding = {metric: (rounding + 2.0 ** -53 * (np.abs(values[metric]) + np.abs(overall_auc))
+    rounding = {metric: (auc_rounding + 2.0 ** -53 * (np.abs(values[metric]) + np.abs(overall_auc))
                          if metric in AUC_METRICS else np.zeros(len(table)))
                 for metric in METRIC_COLUMNS}
     # (a difference of 0 with a standard error of 0, a constant or perfectly separating

@@ -34,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from .intervals.chunked import counted_chunk, with_tied_extras
+from .intervals.delong import fraction_bits
 from .prepare.encoded import EncodedRows, encode_frame, piece_labels
 from .prepare.memberships import (
     add_combination_cells,
@@ -100,6 +101,9 @@ class _ModelSpill:
         self.cell_weight = np.zeros((slots, groups, 2, 2))
         self.background_weight = np.zeros((slots, groups, 2, 2))
         self.weighted = weighted
+        # binary digits below the point of the weights of rows in single-score buckets, in
+        # the input's units (fraction_bits; None beyond 51): where their sums are exact
+        self.tied_bits = 0
 
     def path(self, bucket: int) -> str:
         return os.path.join(self.directory, f"model{self.index}-bucket{bucket:06d}.bin")
@@ -112,6 +116,10 @@ class _ModelSpill:
             K.accumulate_tied_rows(self.slot_of_bucket[bucket], rows.labels, rows.codes, weights,
                                     self.class_rows, self.cell_rows, self.background_rows,
                                     self.class_weight, self.cell_weight, self.background_weight)
+            if self.weighted and self.extras.get("with_sums") and self.tied_bits is not None:
+                bits = fraction_bits(weights[self.slot_of_bucket[bucket] >= 0],
+                                     self.extras.get("weight_scale", 1.0))
+                self.tied_bits = None if bits is None else max(self.tied_bits, bits)
         order = SK.stored_rows_by_bucket(bucket, per_bucket, self.slot_of_bucket)
         if scores.dtype.itemsize > self.record_dtype["score"].itemsize:
             raise TypeError(f"score column {self.name!r} is float32 in the Parquet schema but "
@@ -160,7 +168,8 @@ class _ModelSpill:
                                self.background_weight[slot])
         if not self.extras.get("with_sums") and self.extras.get("thresholds") is None:
             return chunk
-        return with_tied_extras(chunk, **self.extras, score_dtype=self.record_dtype["score"])
+        return with_tied_extras(chunk, **self.extras, score_dtype=self.record_dtype["score"],
+                                weight_bits=self.tied_bits)
 
 
 def evaluate_parquet(source, *, label: str, scores, subgroups=None,

@@ -206,7 +206,10 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         low, high = _normal_interval(overall_point, overall_se, z, (0.0, 1.0))
         attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
                      overall_auc_se=overall_se)
-        found = missing_se(out, se, "DeLong")
+        found = missing_se(out, se, "DeLong", (overall_point, overall_se, lambda: [
+            float(np.sum(memberships.labels == label) if sample_weight is None
+                  else np.sum(sample_weight[memberships.labels == label]))
+            for label in (0, 1)]))
     elif method == "bootstrap":
         reps = replicates(sorted_scores, sample_weight, n_boot=n_boot,
                           random_state=random_state, progress=progress, n_jobs=n_jobs,

@@ -53,11 +53,13 @@ def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0
 
 
 def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: bool = False,
-                     thresholds=None, score_dtype=np.float64) -> ChunkCounts:
+                     thresholds=None, score_dtype=np.float64, weight_bits: int | None = None
+                     ) -> ChunkCounts:
     """A chunk of one score (``fastbias.sweep.chunks.tied_chunk``) with what
     :func:`counted_chunk` adds, from its cell totals (weights: high + low parts, times the
     ``weight_scale`` they were divided by). ``score_dtype``: the scores' type, in which the
-    thresholds are compared."""
+    thresholds are compared; ``weight_bits``: :func:`~.delong.fraction_bits` of its rows'
+    weights in the input's units (None: not known), which tell where its sums are exact."""
     cell_columns = [SK.CELL_SUBGROUP_NEG, SK.CELL_SUBGROUP_POS]
     cells = chunk.counts[:, cell_columns].astype(np.float64)
     backgrounds = chunk.backgrounds.astype(np.float64)
@@ -73,7 +75,8 @@ def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: b
         sums = tied_placement_sums(np.column_stack([cells + cells_lo,
                                                     backgrounds + backgrounds_lo]),
                                    chunk.cell_rows, chunk.universe_rows,
-                                   np.full(cells.shape, np.nan) if weighted else None)
+                                   np.full(cells.shape, np.nan) if weighted else None,
+                                   weight_bits)
     if thresholds is not None:
         pairs = np.stack([cells, cells_lo], axis=-1)
         totals = dd_add(pairs, np.stack([backgrounds, backgrounds_lo], axis=-1))

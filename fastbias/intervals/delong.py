@@ -33,7 +33,7 @@ def _z_value(confidence: float) -> float:
 
 
 def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=None,
-                     rows_y=None, tolerance=None, exact=None, flat=None):
+                     rows_y=None, tolerance=None, exact=None, flat=None, with_bound=False):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
@@ -59,6 +59,9 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     every positive above every negative for an AUC metric): both parts are exactly 0.
     Elsewhere a part, of a direct sum too, known only within rounding that could be more
     than ``tolerance`` of the variance makes the variance unknown (NaN).
+    ``with_bound``: return ``(variance, bound)``, ``bound`` how far the variance may be
+    from the exact one through its sums' rounding (0 where worked out exactly); a
+    difference of variances (a significance test's) needs it.
     """
     u, sq_x, sq_y, w_x, w_y = np.broadcast_arrays(
         *(np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y)))
@@ -66,8 +69,7 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     wx = np.where(ok, w_x, 2.0)
     wy = np.where(ok, w_y, 2.0)
     theta = u / (wx * wy)
-    share = 0.0 if n_terms is None else 4.0 * (np.asarray(n_terms, dtype=np.float64) + 4) \
-        * 2.0 ** -53
+    share = 0.0 if n_terms is None else rounding_share(n_terms)
     first_x, first_y = sq_x / (wy * wy), sq_y / (wx * wx)
     ref_x, ref_y = first_x, first_y
     if floors is not None:
@@ -111,7 +113,16 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     tolerance = VARIANCE_TOLERANCE if tolerance is None else tolerance
     unknown = ~known & ((~one_x & (bound_x > tolerance * var))
                         | (~one_y & (bound_y > tolerance * var)))
-    return np.where(ok & ~unknown, var, np.nan)
+    var = np.where(ok & ~unknown, var, np.nan)
+    if not with_bound:
+        return var
+    return var, np.where(known, 0.0, np.where(one_x, 0.0, bound_x) + np.where(one_y, 0.0, bound_y))
+
+
+def rounding_share(n_terms):
+    """How much of a float64 sum of ``n_terms`` non-negative terms (each a product of a few
+    rounded factors) its rounding may be: ``4 (n_terms + 4) 2**-53``."""
+    return 4.0 * (np.asarray(n_terms, dtype=np.float64) + 4) * 2.0 ** -53
 
 
 #: a variance part known only within rounding larger than this share of the variance makes it
@@ -146,14 +157,16 @@ def cell_rows_of(cell_rows, class_rows) -> dict:
             ("background", 0): background[:, 0], ("background", 1): background[:, 1]}
 
 
-def fraction_bits(weights) -> int | None:
+def fraction_bits(weights, scale: float = 1.0) -> int | None:
     """How many binary digits below the point the weights need (0 for whole numbers, 3 for
     eighths), or None beyond 51 (such as 0.1, 55 as a double): with ``b`` bits every
     placement, class total and subgroup total is a multiple of ``2**-(b + 1)``, exact while
     the class totals stay below ``2**(52 - b)`` (see :func:`sum_floors`), which beyond 51
     bits no class of weight above 1 is. Read in blocks (bounded memory), the first small:
-    weights of many digits are seen at once."""
+    weights of many digits are seen at once. ``scale``: a power of two the weights are to be
+    multiplied by (the digits of ``weights * scale``, without making them)."""
     w = np.asarray(weights, dtype=np.float64).ravel()
+    shift = int(np.frexp(scale)[1]) - 1  # scale = 2**shift
     bits = 0
     starts = [0, *range(_BITS_HEAD, w.shape[0], _BITS_BLOCK)]
     for start, stop in zip(starts, [*starts[1:], w.shape[0]]):
@@ -164,7 +177,7 @@ def fraction_bits(weights) -> int | None:
         fraction, exponent = np.frexp(block)  # block = fraction 2**exponent, 1/2 <= fraction < 1
         mantissa = (fraction * 2.0 ** 53).astype(np.int64)  # exact: 53 bits
         lowest = np.frexp((mantissa & -mantissa).astype(np.float64))[1] - 1  # trailing zeros
-        bits = max(bits, int(np.max(53 - exponent - lowest)))
+        bits = max(bits, int(np.max(53 - (exponent + shift) - lowest)))
         if bits > _MAX_FRACTION_BITS:
             return None
     return bits
@@ -621,12 +634,18 @@ def _normal_interval(estimate, se, z, bounds):
     return low, high
 
 
-def missing_se(table: pd.DataFrame, se: dict, method: str) -> dict:
+def missing_se(table: pd.DataFrame, se: dict, method: str, overall=None) -> dict:
     """For :func:`~fastbias.validate.errors.warn_listed`: per cause, the defined metrics whose
     interval is NaN: a cell too small, or (``se.unresolved``) a background too small for
-    the sums to resolve."""
+    the sums to resolve. ``overall``: ``(overall_auc, its standard error, the classes'
+    weights)``; an overall AUC whose interval is NaN is listed too ("overall AUC"), under
+    the rounding where both classes weigh more than 1 (beyond RECHECK_MAX_ROWS rows)."""
     unresolved = getattr(se, "unresolved", {})
     problems, unresolvable = [], []
+    if overall is not None:
+        point, overall_se, class_weights = overall
+        if np.isfinite(point) and not np.isfinite(overall_se):
+            (unresolvable if min(class_weights()) > 1 else problems).append("overall AUC")
     for metric in METRIC_COLUMNS:
         value = table[metric].to_numpy(dtype=np.float64)
         bad = np.isfinite(value) & ~np.isfinite(se[metric])
@@ -637,5 +656,6 @@ def missing_se(table: pd.DataFrame, se: dict, method: str) -> dict:
             "weight at most 1), set to NaN": problems,
             f"{method} interval(s) undefined (the subgroup holds all of a class's weight but a "
             "share too small for DeLong's float64 sums to tell its background from rounding, "
-            "or a part of the variance is within that rounding; with the rows in memory these "
-            "come from the cells' own rows), set to NaN": unresolvable}
+            "or a part of the variance is within that rounding; with the rows in memory, up to "
+            f"{RECHECK_MAX_ROWS:,} of them, these come from the cells' own rows), set to NaN":
+            unresolvable}

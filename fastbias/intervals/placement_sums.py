@@ -231,11 +231,13 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
     return out
 
 
-def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None) -> PlacementSums:
+def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
+                        weight_bits: int | None = None) -> PlacementSums:
     """:class:`PlacementSums` of a chunk whose rows all have one score (every pair a tie),
     from its cell weights alone: ``weights`` (k, 4) of Dg-, Dg+, B-, B+, ``cell_rows`` and
     ``class_rows`` (k, 2). ``square_weights`` (k, 2): each class's sum of squared weights
-    (the own-class sums need it; None: every row weighs 1)."""
+    (the own-class sums need it; None: every row weighs 1). ``weight_bits``: where weighted,
+    :func:`~.delong.fraction_bits` of the chunk's weights (None: not known)."""
     w = np.asarray(weights, dtype=np.float64)
     k = w.shape[0]
     half = 0.5 * w
@@ -268,7 +270,8 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None) -> 
     return PlacementSums(delong, cross, overall, above, w,
                          np.asarray(cell_rows, dtype=np.int64).reshape(k, 2),
                          np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
-                         square_weights is not None, None if square_weights is not None else 0)
+                         square_weights is not None,
+                         weight_bits if square_weights is not None else 0)
 
 
 def combine_placement_sums(parts: list) -> PlacementSums:

@@ -33,7 +33,8 @@ def _z_value(confidence: float) -> float:
 
 
 def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=None,
-                     rows_y=None, tolerance=None, exact=None, flat=None, with_bound=False):
+                     rows_y=None, tolerance=None, exact=None, flat=None, with_bound=False,
+                     flat_parts=None):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
@@ -59,6 +60,8 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     every positive above every negative for an AUC metric): both parts are exactly 0.
     Elsewhere a part, of a direct sum too, known only within rounding that could be more
     than ``tolerance`` of the variance makes the variance unknown (NaN).
+    ``flat_parts``: ``(flat_x, flat_y)``, where the placements of one sample are known to be
+    all the same (:func:`flat_parts`): that part is exactly 0, as for a sample of one row.
     ``with_bound``: return ``(variance, bound)``, ``bound`` how far the variance may be
     from the exact one through its sums' rounding (0 where worked out exactly); a
     difference of variances (a significance test's) needs it.
@@ -83,6 +86,8 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     # large that rounding may be (as a part of the variance)
     one_x = np.zeros(np.shape(diff_x), dtype=bool) if rows_x is None else np.asarray(rows_x) == 1
     one_y = np.zeros(np.shape(diff_y), dtype=bool) if rows_y is None else np.asarray(rows_y) == 1
+    if flat_parts is not None:
+        one_x, one_y = one_x | flat_parts[0], one_y | flat_parts[1]
     diff_x = np.where(one_x, 0.0, diff_x)
     diff_y = np.where(one_y, 0.0, diff_y)
     known = np.zeros(u.shape, dtype=bool) if exact is None \
@@ -117,6 +122,20 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     if not with_bound:
         return var
     return var, np.where(known, 0.0, np.where(one_x, 0.0, bound_x) + np.where(one_y, 0.0, bound_y))
+
+
+def metric_terms(all_terms, cell_rows, joins=None) -> list:
+    """Per metric (order of METRIC_COLUMNS), at most how many terms each of its sums added
+    (``n_terms`` of :func:`_delong_variance`): the subgroup AUC's only the subgroup's
+    memberships (``cell_rows`` (k, 2); its placements are running sums of its own cells'
+    weights) and the ``joins`` pieces they were added up in (default DELONG_MAX_RANGES, the
+    most a walk is split into); every other metric's placements read its classes' prefix
+    sums: ``all_terms`` (the rows and the memberships). A small subgroup's AUC judged by
+    all the rows had its standard error recomputed from its rows where its own sums were
+    exact to 1e-12 (27 pairs of identities with float weights: 6 s instead of 0.1 s)."""
+    joins = DELONG_MAX_RANGES if joins is None else joins
+    own = np.asarray(cell_rows).sum(axis=1) + 4 * np.asarray(joins)
+    return [own if metric == "subgroup_auc" else all_terms for metric in METRIC_COLUMNS]
 
 
 def rounding_share(n_terms):
@@ -200,7 +219,8 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     BNSP; the subgroup's cells beyond a row are what the subgroup AUC counts) or the
     subgroup's own cell, at most its weight squared (U) or cubed (squares), for the AEGs
     (``sub_neg``, ``sub_pos``); a placement's square by at most twice the sum of the
-    squares. Without this a background whose placements barely vary kept the residue of
+    squares. The subgroup AUC's own sums are direct, but the placement of its negatives is
+    its positives' weight less those below: SQY within ``pos |U|`` of its rounding. Without this a background whose placements barely vary kept the residue of
     the difference as its variance (found by review: a negative AEG's standard error of 4e-4
     against an exact 1.25e-6; a BPSN one 40% low). The subgroup AUC's are direct sums:
     their own size.
@@ -220,8 +240,10 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     floor_u = np.abs(u) + np.column_stack([0 * neg, u[:, 0], u[:, 0], neg ** 2, pos ** 2])
     floor_x = np.abs(sq_x) + np.column_stack([0 * neg, sq_x[:, 0], sq_x[:, 0], neg ** 3,
                                               pos ** 3])
-    floor_y = np.abs(sq_y) + np.column_stack([0 * neg, sq_y[:, 0], sq_y[:, 0], neg ** 3,
-                                              pos ** 3])
+    # (the subgroup AUC's placements of its negatives are its positives' weight less those
+    # below: each within the rounding of that weight, so its SQY within pos |U| of it)
+    floor_y = np.abs(sq_y) + np.column_stack([pos * np.abs(u[:, 0]), sq_y[:, 0], sq_y[:, 0],
+                                              neg ** 3, pos ** 3])
     # a placement made as a difference: its square within twice the squares' sum
     floor_x[:, 2] *= 2.0
     floor_y[:, [1, 3, 4]] *= 2.0
@@ -234,8 +256,8 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     floor_x[:, 2] = np.where(exact, np.abs(sq_x[:, 2]), floor_x[:, 2])
     # (BNSP's SQY, column 2, is the background negatives' side: its class's less the
     # subgroup's, not a placement of the subgroup's rows; found by review)
-    floor_y[:, [1, 3, 4]] = np.where(exact[:, None], np.abs(sq_y[:, [1, 3, 4]]),
-                                     floor_y[:, [1, 3, 4]])
+    floor_y[:, [0, 1, 3, 4]] = np.where(exact[:, None], np.abs(sq_y[:, [0, 1, 3, 4]]),
+                                        floor_y[:, [0, 1, 3, 4]])
     # and no rounding at all in sums of squares that stay below 2**(51 - 3 bits)
     for floor, own in ((floor_x, sq_x), (floor_y, sq_y)):
         floor[:] = np.where(exact[:, None] & (floor < 2.0 ** (51 - 3 * weight_bits)),
@@ -340,7 +362,7 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
     tolerance = None if row_data is None else RECHECK_TOLERANCE
-    same_score, separated = _flat_universe(walk)
+    same_score, separated, *overall_parts = _flat_universe(walk)
     lazy = callable(weight_bits)
 
     def overall_variance(bits) -> float:
@@ -348,7 +370,7 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         return float(_delong_variance(
             u, sq_pos, sq_neg, total_pos, total_neg, m.n_rows, tolerance=tolerance,
             exact=_exact_sums(bits, (total_neg, total_pos), abs(u), sq_pos, sq_neg),
-            flat=same_score or separated))
+            flat=same_score or separated, flat_parts=overall_parts))
 
     overall_var = overall_variance(None if lazy else weight_bits)
     if lazy and np.isnan(overall_var) and total_pos > 1 and total_neg > 1:
@@ -374,31 +396,39 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     rows = cell_rows_of(cell_rows, np.array(m.class_rows))
     # what each subgroup's sums add up: the rows (the classes' prefix sums) and its memberships
     subgroup_terms = m.n_rows + cell_rows.sum(axis=1)
+    terms = metric_terms(subgroup_terms, cell_rows)
     background = [("background", 0), ("background", 1)]
     unresolved = unresolved_metrics(unresolved_backgrounds(
         (total_neg, total_pos), np.column_stack([weight[cell] for cell in background]),
         np.column_stack([rows[cell] for cell in background]), subgroup_terms))
 
-    def variances(bits) -> tuple:
+    def variances(bits, parts=None) -> tuple:
         """(metric -> variances, metric -> where NaN with both samples of weight above 1:
-        a part not known within rounding)."""
+        a part not known within rounding); ``parts``: :func:`flat_parts`."""
         floors = sum_floors(sums, cells[:, 0], cells[:, 1], walk.class_totals, bits)
         var, unknown = {}, {}
         for j, metric in enumerate(METRIC_COLUMNS):
             x_cell, y_cell = METRIC_SAMPLES[metric]
             var[metric] = _delong_variance(
                 sums[:, SK.DELONG_U + j], sums[:, SK.DELONG_SQ_X + j],
-                sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell], subgroup_terms,
+                sums[:, SK.DELONG_SQ_Y + j], weight[x_cell], weight[y_cell], terms[j],
                 [f[:, j] for f in floors], rows[x_cell], rows[y_cell], tolerance,
                 _exact_sums(bits, (total_neg, total_pos), *(f[:, j] for f in floors)),
-                same_score or (separated and metric not in AEG_METRICS))
+                same_score or (separated and metric not in AEG_METRICS),
+                flat_parts=None if parts is None else parts[metric])
             unknown[metric] = np.isnan(var[metric]) & (weight[x_cell] > 1) & (weight[y_cell] > 1)
         return var, unknown
 
     # the weights' digits are read only where the worst case leaves a variance unknown
     var, unknown = variances(None if lazy else weight_bits)
     if lazy and any(u.any() for u in unknown.values()):
-        var, unknown = variances(weight_bits())
+        weight_bits = weight_bits()
+        var, unknown = variances(weight_bits)
+    unsure = np.flatnonzero(np.any(list(unknown.values()), axis=0))
+    if unsure.size:  # a part whose placements are all the same is exactly 0
+        parts = flat_parts(walk, unsure)
+        if any(x.any() or y.any() for x, y in parts.values()):
+            var, unknown = variances(None if callable(weight_bits) else weight_bits, parts)
     se = {}
     for metric in METRIC_COLUMNS:
         unresolved[metric] = unresolved[metric] | unknown[metric]
@@ -408,22 +438,114 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     again = np.flatnonzero(np.any(list(unresolved.values()), axis=0) | np.any(absorbed, axis=1))
     if row_data is not None and again.size:
         scores, sample_weight = row_data
-        direct = direct_variances(scores, m.labels, sample_weight, m, again)
-        for metric in METRIC_COLUMNS:
-            se[metric][again] = np.sqrt(direct[metric])
-            unresolved[metric][again] = False
+        # (only the metrics not known; all of a subgroup whose background weight vanished)
+        wanted = np.column_stack([unresolved[metric][again] | np.any(absorbed[again], axis=1)
+                                  for metric in METRIC_COLUMNS])
+        direct = direct_variances(scores, m.labels, sample_weight, m, again, wanted=wanted)
+        for j, metric in enumerate(METRIC_COLUMNS):
+            at = again[wanted[:, j]]
+            se[metric][at] = np.sqrt(direct[metric][wanted[:, j]])
+            unresolved[metric][at] = False
     return StandardErrors(se, unresolved), overall_se
 
 
 def _flat_universe(walk: MemberWalk) -> tuple:
-    """``(every score equal, every positive above every negative)`` over the rows of the
-    walk (its classes, sorted): then every placement of a sample is the same, in every
-    metric or in every AUC metric, and their parts of the variances are exactly 0 (a
-    constant or a perfectly separating model: no rounding to judge)."""
+    """``(every score equal, every positive above every negative, the positives' placements
+    all the same, the negatives' all the same)`` over the rows of the walk (its classes,
+    sorted): then every placement of a sample is the same, in every metric or in every AUC
+    metric, and their parts of the variances are exactly 0 (a constant or a perfectly
+    separating model: no rounding to judge); the last two for the overall AUC's own parts
+    (and each row's psi of it): a class at one score, or none of the other class at or
+    between its lowest and highest score (a model that separates all but ten negatives,
+    above every positive)."""
     neg, pos = walk.neg, walk.pos
     if neg.shape[0] == 0 or pos.shape[0] == 0:
-        return False, False
-    return bool(neg[0] == neg[-1] == pos[0] == pos[-1]), bool(neg[-1] < pos[0])
+        return False, False, False, False
+
+    def none_between(sorted_keys, lo, hi) -> bool:
+        return bool(lo == hi or np.searchsorted(sorted_keys, hi, "right")
+                    == np.searchsorted(sorted_keys, lo))
+
+    return (bool(neg[0] == neg[-1] == pos[0] == pos[-1]), bool(neg[-1] < pos[0]),
+            none_between(neg, pos[0], pos[-1]), none_between(pos, neg[0], neg[-1]))
+
+
+def flat_parts(walk: MemberWalk, groups) -> dict:
+    """metric -> ``(flat_x, flat_y)``, (k,) bool each: for the subgroups ``groups`` (indexes),
+    whether the placements of a subgroup cell of the metric's X (above) or Y (below) sample
+    are all the same: its rows at one score, or no row of the other sample at or between
+    its lowest and highest score. Such a part of the DeLong variance, and of a covariance
+    with any estimate, is exactly 0, which the sums' rounding cannot show (a model that
+    separates the classes but for ten negatives: every subgroup's BNSP standard error and
+    test computed again from its rows, 4-6 s instead of 0.1 s at 1.8M x 24; a pair of
+    identities separated within itself likewise). A background cell's lowest and highest
+    score come from its class's less the subgroup's (:func:`_background_span`). From the
+    walk's memberships of those subgroups (in score order) and its sorted classes; rows of
+    weight 0 count as rows."""
+    n_groups = walk.cells.shape[0]
+    flat = {metric: (np.zeros(n_groups, dtype=bool), np.zeros(n_groups, dtype=bool))
+            for metric in METRIC_COLUMNS}
+    groups = np.asarray(groups, dtype=np.int64)
+    if groups.size == 0:
+        return flat
+    chosen = np.zeros(n_groups, dtype=bool)
+    chosen[groups] = True
+    at = np.flatnonzero(chosen[walk.codes // 2])
+    codes = walk.codes[at]
+    by_code = np.argsort(codes, kind="stable")  # (each code's memberships stay in score order)
+    codes, keys = codes[by_code], walk.keys[at][by_code]
+    bounds = np.searchsorted(codes, np.arange(2 * n_groups + 1))
+
+    def flat_against(span, other, other_class=None) -> bool:
+        """Whether rows spanning ``span`` (lowest, highest; None: no rows) all have the same
+        placement against ``other`` (a subgroup cell's sorted keys, or ``other_class`` less
+        them: the background): at one score, or none of the other at or between."""
+        if span is None:
+            return False
+        lo, hi = span
+        if lo == hi:
+            return True
+        rows = int(np.searchsorted(other, hi, "right") - np.searchsorted(other, lo))
+        if other_class is not None:
+            rows = int(np.searchsorted(other_class, hi, "right")
+                       - np.searchsorted(other_class, lo)) - rows
+        return rows == 0
+
+    for g in groups.tolist():
+        neg = keys[bounds[2 * g]:bounds[2 * g + 1]]
+        pos = keys[bounds[2 * g + 1]:bounds[2 * g + 2]]
+        sub_neg, sub_pos = _span(neg), _span(pos)
+        bg_neg, bg_pos = _background_span(walk.neg, neg), _background_span(walk.pos, pos)
+        flat["subgroup_auc"][0][g] = flat_against(sub_pos, neg)
+        flat["subgroup_auc"][1][g] = flat_against(sub_neg, pos)
+        flat["bpsn_auc"][0][g] = flat_against(bg_pos, neg)
+        flat["bpsn_auc"][1][g] = flat_against(sub_neg, pos, walk.pos)
+        flat["bnsp_auc"][0][g] = flat_against(sub_pos, neg, walk.neg)
+        flat["bnsp_auc"][1][g] = flat_against(bg_neg, pos)
+        flat["negative_aeg"][0][g] = flat_against(bg_neg, neg)
+        flat["negative_aeg"][1][g] = flat_against(sub_neg, neg, walk.neg)
+        flat["positive_aeg"][0][g] = flat_against(bg_pos, pos)
+        flat["positive_aeg"][1][g] = flat_against(sub_pos, pos, walk.pos)
+    return flat
+
+
+def _span(keys):
+    """(lowest, highest) of sorted keys; None if there are none."""
+    return (keys[0], keys[-1]) if keys.shape[0] else None
+
+
+def _background_span(class_keys, own_keys):
+    """:func:`_span` of a class's rows less a subgroup's (both sorted; the subgroup's keys
+    are some of the class's): the lowest is the first class key its subgroup does not match
+    from the bottom, the highest likewise from the top."""
+    n, m = class_keys.shape[0], own_keys.shape[0]
+    if n == m:
+        return None
+    differ = np.flatnonzero(class_keys[:m] != own_keys)
+    low = class_keys[differ[0] if differ.size else m]
+    differ = np.flatnonzero(class_keys[n - m:][::-1] != own_keys[::-1])
+    high = class_keys[n - 1 - (differ[0] if differ.size else m)]
+    return low, high
 
 
 def _exact_sums(bits, class_totals, *sums):
@@ -467,7 +589,7 @@ def direct_overall_variance(scores, labels, sample_weight) -> float:
 
 
 def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
-                     against_overall: bool = False) -> dict:
+                     against_overall: bool = False, wanted=None) -> dict:
     """metric -> (len(groups),) DeLong variances of the subgroups ``groups``, from their
     cells' own rows: each cell's rows are picked out (a background's too), so no sum is a
     difference of its class's and the subgroup's, whatever share of the class the
@@ -479,7 +601,9 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
     rows' terms could move it by 1e-4; an AEG's its own; and the function returns
     ``(variances, differences)``, the second: metric -> the AUC metrics' differences from
     the AUC of all the rows, each AUC a double-double quotient (two doubles' difference
-    would lose the digits of a subgroup of almost every row).
+    would lose the digits of a subgroup of almost every row). ``wanted``: (len(groups), 5)
+    bool, the metrics (order of METRIC_COLUMNS) to work out for each subgroup (default all;
+    the others stay NaN): each costs passes over its two cells' rows.
 
     The rows are sorted once (numpy); each cell's placements come from double-double prefix
     sums of the other cell's weights, and each part is a weighted sum of squared deviations
@@ -499,14 +623,21 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
     member_rows = np.repeat(m.identity_rows, np.diff(m.row_ptr))
     out = {metric: np.full(len(groups), np.nan) for metric in METRIC_COLUMNS}
     for i, g in enumerate(groups):
+        if wanted is not None and not np.any(wanted[i]):
+            continue
         member = np.zeros(order.shape[0], dtype=bool)
         member[member_rows[m.row_groups == g]] = True
         member = member[order]
         cells = {("subgroup", 0): member & ~positive, ("subgroup", 1): member & positive,
                  ("background", 0): ~member & ~positive, ("background", 1): ~member & positive}
-        samples = {cell: sample(rows) for cell, rows in cells.items()}
-        for metric in METRIC_COLUMNS:
+        samples = {}
+        for j, metric in enumerate(METRIC_COLUMNS):
+            if wanted is not None and not wanted[i, j]:
+                continue
             x_cell, y_cell = METRIC_SAMPLES[metric]
+            for cell in (x_cell, y_cell):
+                if cell not in samples:
+                    samples[cell] = sample(cells[cell])
             parts = _deviations(samples[x_cell], samples[y_cell], scaled=True)
             if parts is None:
                 continue

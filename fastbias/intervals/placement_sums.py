@@ -26,7 +26,7 @@ import numpy as np
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
-from .delong import _placement_sums, weight_bits_of
+from .delong import DELONG_MAX_RANGES, _placement_sums, flat_parts, weight_bits_of
 from .first_call import (
     class_sums_in_numpy,
     cross_sums_in_numpy,
@@ -74,6 +74,13 @@ class PlacementSums:
         (:func:`~.delong.fraction_bits`; 0 unweighted, None not known): where the sums
         are exact (:func:`~.delong.sum_floors`). In memory a function, called (reading
         every weight) only where a variance is not known without it: :func:`bits_of`.
+    joins : int
+        At most how many pieces each subgroup's own sums were added up in (a walk's ranges,
+        then the chunks joined out of core): how many terms its subgroup AUC's sums carry
+        beyond its memberships (:func:`~.delong.metric_terms`).
+    flat_parts : function or None
+        In memory, ``flat_parts(groups)``: :func:`~.delong.flat_parts` of the walk the sums
+        came from (None out of core, where the rows are not kept).
     """
 
     delong: np.ndarray
@@ -85,6 +92,8 @@ class PlacementSums:
     class_rows: np.ndarray
     weighted: bool
     weight_bits: object = None
+    joins: int = DELONG_MAX_RANGES
+    flat_parts: object = None
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -207,7 +216,8 @@ def _gathered(m, walk, delong, overall, classes, cross, sample_weight) -> tuple:
                          np.asarray(m.cell_rows, dtype=np.int64).reshape(k, 2),
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
                          sample_weight is not None,
-                         0 if sample_weight is None else lambda: weight_bits_of(sample_weight))
+                         0 if sample_weight is None else lambda: weight_bits_of(sample_weight),
+                         flat_parts=lambda groups: flat_parts(walk, groups))
     return sums, walk, classes
 
 
@@ -223,7 +233,8 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
     """One chunk's :class:`PlacementSums` from those of its universes: ``[(sums, members)]``
     (each universe's subgroups, as indexes into the ``k`` of the chunk)."""
     out = replace(empty_placement_sums(k, weighted),
-                  weight_bits=_most_bits([sums for sums, _ in parts]))
+                  weight_bits=_most_bits([sums for sums, _ in parts]),
+                  joins=max((sums.joins for sums, _ in parts), default=1))
     for sums, members in parts:
         for name in ("delong", "cross", "overall", "above", "weights", "cell_rows",
                      "class_rows"):
@@ -271,7 +282,7 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
                          np.asarray(cell_rows, dtype=np.int64).reshape(k, 2),
                          np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
                          square_weights is not None,
-                         weight_bits if square_weights is not None else 0)
+                         weight_bits if square_weights is not None else 0, 1)
 
 
 def combine_placement_sums(parts: list) -> PlacementSums:
@@ -330,7 +341,8 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     return PlacementSums(delong, cross, overall, above_sums, weights.sum(axis=0),
                          np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
                          np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
-                         parts[0].weighted, _most_bits(parts))
+                         parts[0].weighted, _most_bits(parts),
+                         sum(p.joins for p in parts) + len(parts))
 
 
 def bits_of(sums: PlacementSums) -> int | None:

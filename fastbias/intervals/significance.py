@@ -57,6 +57,7 @@ from .delong import (
     _flat_universe,
     cell_rows_of,
     direct_variances,
+    metric_terms,
     recheck_rows,
     rounding_share,
     sum_floors,
@@ -192,12 +193,13 @@ def _normal_exceedance(statistic, centre, mean, variance) -> np.ndarray:
 DIFFERENCE_RESOLUTION = 2.0
 
 
-def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(False, False),
-                               tolerance=None):
+def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
+                               flat=(False, False, False, False), tolerance=None):
     """Standard errors of ``metric - overall AUC`` (AUC metrics) and of the AEGs.
 
-    ``flat``: ``(every score equal, every positive above every negative)`` over the rows
-    (see :func:`~fastbias.intervals.delong._flat_universe`; not known out of core);
+    ``flat``: ``(every score equal, every positive above every negative, the positives'
+    placements all the same, the negatives')`` over the rows (see
+    :func:`~fastbias.intervals.delong._flat_universe`; not known out of core);
     ``tolerance``: how much of a variance its sums' rounding may be (default
     ``VARIANCE_TOLERANCE``; see :func:`~fastbias.intervals.delong._delong_variance`).
 
@@ -223,7 +225,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
         overall_auc = np.where((w_pos > 0) & (w_neg > 0), u_overall / (w_pos * w_neg), np.nan)
     # (the rows, and each subgroup's memberships: how many terms its sums added)
     n_terms = sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1)
-    same_score, separated = flat
+    same_score, separated, *overall_parts = flat
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
@@ -242,6 +244,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
                       np.abs(u_overall) + c[:, 5])),
     }
     share = rounding_share(n_terms)
+    terms = metric_terms(n_terms, sums.cell_rows, sums.joins)
     # how far each cell's weight may be off, in shares of it: a background's is its class's
     # less the subgroup's, so its class's rounding
     off = {(part, label): (totals[:, label] / np.where(weight[(part, label)] > 0,
@@ -251,13 +254,13 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
 
     tolerance = VARIANCE_TOLERANCE if tolerance is None else tolerance
 
-    def variances(bits) -> tuple:
+    def variances(bits, parts=None) -> tuple:
         var_o, var_o_off = _delong_variance(
             u_overall, sums.overall[:, OVERALL_SQ_POS], sums.overall[:, OVERALL_SQ_NEG], w_pos,
             w_neg, n_terms, tolerance=tolerance,
             exact=_exact_sums(bits, totals.max(axis=1), np.abs(u_overall),
                               sums.overall[:, OVERALL_SQ_POS], sums.overall[:, OVERALL_SQ_NEG]),
-            flat=same_score or separated, with_bound=True)
+            flat=same_score or separated, with_bound=True, flat_parts=overall_parts)
         floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits)
         out, cancelled = {}, {}
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -266,10 +269,11 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
                 w_x, w_y = weight[x_cell], weight[y_cell]
                 var, var_off = _delong_variance(
                     sums.delong[:, SK.DELONG_U + j], sums.delong[:, SK.DELONG_SQ_X + j],
-                    sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, n_terms,
+                    sums.delong[:, SK.DELONG_SQ_Y + j], w_x, w_y, terms[j],
                     [f[:, j] for f in floors], rows[x_cell], rows[y_cell], tolerance,
                     _exact_sums(bits, totals.max(axis=1), *(f[:, j] for f in floors)),
-                    same_score or (separated and metric in AUC_METRICS), with_bound=True)
+                    same_score or (separated and metric in AUC_METRICS), with_bound=True,
+                    flat_parts=None if parts is None else parts[metric])
                 # (NaN with both samples of weight above 1: a part not known within rounding)
                 cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
                 if metric in AUC_METRICS:
@@ -284,14 +288,22 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
                                        + 2.0 * np.abs(theta) * floor_ox / w_neg)
                     t_y_off = share * ((2.0 + off[x_cell]) * floor_cy / (w_x * w_pos)
                                        + 2.0 * np.abs(theta) * floor_oy / w_pos)
-                    cov_off = ((t_x_off + np.abs(t_x) * share * (1.0 + off[x_cell])) / root_x
-                               + (t_y_off + np.abs(t_y) * share * (1.0 + off[y_cell])) / root_y)
+                    cov_x_off = (t_x_off + np.abs(t_x) * share * (1.0 + off[x_cell])) / root_x
+                    cov_y_off = (t_y_off + np.abs(t_y) * share * (1.0 + off[y_cell])) / root_y
+                    # a sample whose placements are all the same: its psi are 0, and so is its
+                    # part of the covariance, exactly
+                    flat_x, flat_y = (False, False) if parts is None else parts[metric]
+                    # (and where the overall AUC's psi are 0: on its positives, X's rows)
+                    flat_x, flat_y = flat_x | overall_parts[0], flat_y | overall_parts[1]
                     exact = _exact_sums(bits, totals.max(axis=1), floors[0][:, j],
                                         np.abs(u_overall), floor_cx, floor_ox, floor_cy,
                                         floor_oy)
-                    cov = t_x / root_x + t_y / root_y
-                    if same_score or separated:  # every psi is 0: no covariance, exactly
-                        cov, cov_off = np.zeros_like(cov), np.zeros_like(cov)
+                    # every psi of either estimate 0: no covariance, exactly
+                    no_cov = same_score | separated | (flat_x & flat_y)
+                    cov = np.where(no_cov, 0.0, np.where(flat_x, 0.0, t_x / root_x)
+                                   + np.where(flat_y, 0.0, t_y / root_y))
+                    cov_off = np.where(no_cov, 0.0, np.where(flat_x, 0.0, cov_x_off)
+                                       + np.where(flat_y, 0.0, cov_y_off))
                     # (the AUC of all rows' variance not known: neither is the difference's;
                     # found by review, p-values NaN with no recheck and the wrong cause)
                     cancelled[metric] |= np.isnan(var_o) & (w_pos > 1) & (w_neg > 1)
@@ -303,10 +315,11 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
                     vague = var_off + var_o_off + 2.0 * cov_off > tolerance * difference
                     if exact is not None and np.any(vague & exact):
                         # exact sums: the covariance's numerators in exact rationals
-                        redo = np.flatnonzero(vague & exact & ~np.isnan(difference))
+                        redo = np.flatnonzero(vague & exact & ~np.isnan(difference) & ~no_cov)
                         t_x[redo], t_y[redo] = _exact_cross_terms(
                             redo, sums.delong[:, SK.DELONG_U + j], w_x, w_y, w_neg, w_pos,
                             cx, ox, cy, oy)
+                        t_x, t_y = np.where(flat_x, 0.0, t_x), np.where(flat_y, 0.0, t_y)
                         cov[redo] = t_x[redo] / root_x[redo] + t_y[redo] / root_y[redo]
                         cov_off[redo] = 8.0 * 2.0 ** -53 * (np.abs(t_x[redo]) / root_x[redo]
                                                             + np.abs(t_y[redo]) / root_y[redo])
@@ -321,9 +334,17 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame, flat=(F
 
     # the weights' digits are read only where the worst case leaves a variance unknown
     lazy = callable(sums.weight_bits)
-    out, cancelled = variances(None if lazy else sums.weight_bits)
+    bits = None if lazy else sums.weight_bits
+    out, cancelled = variances(bits)
     if lazy and any(mask.any() for mask in cancelled.values()):
-        out, cancelled = variances(bits_of(sums))
+        bits = bits_of(sums)
+        out, cancelled = variances(bits)
+    unsure = np.flatnonzero(np.any(list(cancelled.values()), axis=0))
+    if sums.flat_parts is not None and unsure.size:
+        # (a sample whose placements are all the same: its parts exactly 0)
+        parts = sums.flat_parts(unsure)
+        if any(x.any() or y.any() for x, y in parts.values()):
+            out, cancelled = variances(bits, parts)
     return out, overall_auc, cancelled
 
 
@@ -631,9 +652,9 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
         return _drawn_pvalues(walk, classes, memberships, values, float(overall_auc[0]), drawn,
                               max_draws, workers, in_numpy)
 
-    def recheck(groups):
+    def recheck(groups, wanted):
         return direct_variances(scores, memberships.labels, sample_weight, memberships,
-                                groups, against_overall=True)
+                                groups, against_overall=True, wanted=wanted)
 
     return pvalues_from_sums(table, sums, draw,
                              recheck if recheck_rows(scores, sample_weight) else None,
@@ -729,7 +750,7 @@ def _absorbed_tests(table: pd.DataFrame, sums: PlacementSums) -> dict:
 
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                       recheck=None, universe_auc: float | None = None,
-                      flat=(False, False)) -> pd.DataFrame:
+                      flat=(False, False, False, False)) -> pd.DataFrame:
     """Add the raw ``<metric>_pvalue`` columns from the placement sums of the table's rows
     (one per subgroup, in its order), as :func:`add_pvalues` describes.
 
@@ -740,7 +761,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     exact one) when unweighted, and are not tested (NaN) when weighted;
     ``attrs["permutation_bounds"]`` and ``attrs["permutation_untested"]`` count them.
 
-    ``recheck(groups)`` (the rows are in memory): ``(variances, differences)``, metric -> the
+    ``recheck(groups, wanted)`` (the rows are in memory; ``wanted`` (len(groups), 5) which of
+    their tests): ``(variances, differences)``, metric -> the
     variances of the tests of those subgroups and the AUC metrics' differences from the AUC
     of all rows, from their cells' own rows
     (:func:`~fastbias.intervals.delong.direct_variances`); the tests the walk's sums cannot
@@ -783,24 +805,27 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}
     # (an AUC metric on the very samples of the AUC of all rows is that AUC: p = 1, below)
     the_universe = _samples_of_the_universe(sums)
-    again = np.flatnonzero(np.any(
-        [((unresolved[metric] | imprecise[metric])
-          & ~the_universe.get(metric, np.zeros(len(table), dtype=bool))) | absorbed[metric]
-         for metric in METRIC_COLUMNS], axis=0))
+    flagged = {metric: ((unresolved[metric] | imprecise[metric])
+                        & ~the_universe.get(metric, np.zeros(len(table), dtype=bool)))
+               | absorbed[metric] for metric in METRIC_COLUMNS}
+    again = np.flatnonzero(np.any(list(flagged.values()), axis=0))
     if recheck is not None and again.size:
-        variances, differences = recheck(again)
-        for metric in METRIC_COLUMNS:
-            found = np.sqrt(variances[metric])
+        # (only the flagged tests: each costs a pass over the rows)
+        wanted = np.column_stack([flagged[metric][again] for metric in METRIC_COLUMNS])
+        variances, differences = recheck(again, wanted)
+        for j, metric in enumerate(METRIC_COLUMNS):
+            at = again[wanted[:, j]]
+            found = np.sqrt(variances[metric][wanted[:, j]])
             good = np.isfinite(found)
             # (a test the recheck cannot make either stays unresolved: never the walk's value,
             # found by review: a standard error of 6e-9 against an exact 6e-15, p = 1 against
             # an exact 0.014)
-            unresolved[metric][again] |= ~good
-            rechecked[metric][again] = good
-            se[metric][again] = np.where(good, found, se[metric][again])
+            unresolved[metric][at] |= ~good
+            rechecked[metric][at] = good
+            se[metric][at] = np.where(good, found, se[metric][at])
             if metric in AUC_METRICS:
-                gaps[metric][again] = np.where(good, differences[metric],
-                                               gaps[metric][again])
+                gaps[metric][at] = np.where(good, differences[metric][wanted[:, j]],
+                                            gaps[metric][at])
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
     columns, small, moments = {}, {}, {}
     # (DeLong's variance needs each class to weigh more than 1, whatever its rounding)

@@ -722,17 +722,24 @@ def test_delong_of_three_positives_against_many_negatives_is_exact(interval_tier
         assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-12 * exact, metric
 
 
-def test_delong_beside_one_heavy_row_is_exact(interval_tier):
-    """Fifteen unit positives and negatives, and one negative weighing 2**E below every row
-    (found by review): the subgroup AUC's and the overall AUC's standard errors came out 11%
-    low at 2**30 and 0 at 2**48 (a direct sum's part within its own rounding taken as 0).
-    Now within 1e-12 of exact rational arithmetic: in memory, from the rows themselves."""
+def _beside_one_heavy_row():
+    """Fifteen positives and negatives of tied scores and one negative below them all (the
+    row to weigh heavily), outside the subgroup: ``(y, s, member, 15)``."""
     rng = np.random.default_rng(3)
     n = 15
     s = np.r_[rng.integers(0, 10, n) / 9, rng.integers(0, 10, n) / 9, -1.0]
     y = np.r_[np.ones(n), np.zeros(n), 0].astype(bool)
     member = np.ones(2 * n + 1, bool)
     member[0] = False
+    return y, s, member, n
+
+
+def test_delong_beside_one_heavy_row_is_exact(interval_tier):
+    """Fifteen unit positives and negatives, and one negative weighing 2**E below every row
+    (found by review): the subgroup AUC's and the overall AUC's standard errors came out 11%
+    low at 2**30 and 0 at 2**48 (a direct sum's part within its own rounding taken as 0).
+    Now within 1e-12 of exact rational arithmetic: in memory, from the rows themselves."""
+    y, s, member, n = _beside_one_heavy_row()
     for e in (30, 40, 48):
         w = np.r_[np.ones(2 * n), 2.0 ** e]
         table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w,
@@ -753,12 +760,7 @@ def test_beyond_the_recheck_rows_an_unknown_overall_interval_is_said(monkeypatch
     from fastbias.intervals import delong
 
     monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
-    rng = np.random.default_rng(3)
-    n = 15
-    s = np.r_[rng.integers(0, 10, n) / 9, rng.integers(0, 10, n) / 9, -1.0]
-    y = np.r_[np.ones(n), np.zeros(n), 0].astype(bool)
-    member = np.ones(2 * n + 1, bool)
-    member[0] = False
+    y, s, member, n = _beside_one_heavy_row()
     for w, cause in ((np.r_[np.ones(2 * n), 2.0 ** 30], "rounding"),
                      (np.r_[np.full(n, 0.05), np.ones(n + 1)], "at most 1")):
         with warnings.catch_warnings(record=True) as caught:
@@ -1230,6 +1232,19 @@ def test_parts_said_flat_have_all_their_placements_equal(weighted):
     assert min(said.values()) > 50, said
 
 
+def _count_rechecks(monkeypatch) -> list:
+    """A list that gains an entry each time standard errors or tests are computed again from
+    the rows (``direct_variances``, which still runs)."""
+    from fastbias.intervals import delong, significance
+
+    called = []
+    for module in (delong, significance):
+        real = module.direct_variances
+        monkeypatch.setattr(module, "direct_variances",
+                            lambda *a, real=real, **k: called.append(a) or real(*a, **k))
+    return called
+
+
 @pytest.mark.parametrize("weighted, n", [
     (True, 20_000), pytest.param(False, 400_000, marks=pytest.mark.jit_heavy)])
 def test_a_model_separating_all_but_a_few_rows_needs_no_recomputation(weighted, n,
@@ -1241,13 +1256,7 @@ def test_a_model_separating_all_but_a_few_rows_needs_no_recomputation(weighted, 
     of 0.06 s at 1.8M x 24). Now those parts are known to be 0 from the scores' order
     (``flat_parts``): no recomputation, each standard error within 1e-9 of exact rational
     arithmetic, and (on the smaller data) each test's z within 1e-6."""
-    from fastbias.intervals import delong, significance
-
-    called = []
-    for module in (delong, significance):
-        real = module.direct_variances
-        monkeypatch.setattr(module, "direct_variances",
-                            lambda *a, real=real, **k: called.append(a) or real(*a, **k))
+    called = _count_rechecks(monkeypatch)
     rng = np.random.default_rng(8)
     y = rng.random(n) < 0.3
     s = np.where(y, 2.0 + rng.integers(0, 50, n) / 50, rng.integers(0, 50, n) / 50)
@@ -1276,13 +1285,7 @@ def test_a_small_subgroup_separated_within_itself_needs_no_recomputation(monkeyp
     like it: 6 s instead of 0.5 s at 1.8M rows). Its own sums add only its memberships
     (``metric_terms``) and its cells are flat (``flat_parts``): standard error 0 exactly, no
     recomputation, and the other metrics within 1e-9 of exact rational arithmetic."""
-    from fastbias.intervals import delong, significance
-
-    called = []
-    for module in (delong, significance):
-        real = module.direct_variances
-        monkeypatch.setattr(module, "direct_variances",
-                            lambda *a, real=real, **k: called.append(a) or real(*a, **k))
+    called = _count_rechecks(monkeypatch)
     rng = np.random.default_rng(4)
     n = 20_000
     y = rng.random(n) < 0.3

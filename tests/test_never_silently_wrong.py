@@ -1302,3 +1302,35 @@ def test_a_small_subgroup_separated_within_itself_needs_no_recomputation(monkeyp
         above, below = _metric_cells(y, member)[metric]
         exact = float(_exact_delong_variance_by_score(s, w, above, below)) ** 0.5
         assert abs(table.loc["g", f"{metric}_se"] - exact) <= 1e-9 * exact, metric
+
+
+def test_an_aeg_of_every_pair_tied_is_not_significant(tmp_path):
+    """Every negative at one score: each negative AEG is exactly 0 (every pair of negatives
+    tied) with a DeLong variance of exactly 0. Weighted, the double-double counts gave the AEG
+    as 3.7e-32, and with a standard error of 0 the test said p = 0, "significant" (found by
+    review). A standard error of 0 leaves an AEG of -1/2, 0 or 1/2 only; now p = 1 (out of
+    core with float weights the variance is not known: not tested, never significant)."""
+    from fastbias.streaming import evaluate_csv
+
+    rng = np.random.default_rng(1)
+    n = 200
+    y = rng.random(n) < 0.5
+    frame = pd.DataFrame({"y": y.astype(float), "s": np.where(y, rng.random(n), 0.3),
+                          "w": np.round(rng.uniform(0.1, 10, n), 3),
+                          "g": (rng.random(n) < 0.5).astype(float)})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    options = dict(label="y", scores="s", subgroups=["g"], significance="holm")
+    for weight in ("w", None):
+        tables = [quietly(fastbias.evaluate, frame, sample_weight=weight, ci="delong",
+                          **options).for_model(),
+                  quietly(evaluate_csv, tmp_path / "d.csv", sample_weight=weight,
+                          bucket_rows=64, **options).for_model()]
+        for table in tables:
+            assert abs(table.loc["g", "negative_aeg"]) < 1e-30, weight
+            assert not table.loc["g", "negative_aeg_significant"], weight
+        assert tables[0].loc["g", "negative_aeg_se"] == 0.0
+        assert tables[0].loc["g", "negative_aeg_pvalue"] == 1.0, weight
+        # (out of core, with float weights, a variance of 0 is not told from its sums'
+        # rounding: the test is not made, and said)
+        assert tables[1].loc["g", "negative_aeg_pvalue"] == (1.0 if weight is None else
+                                                            pytest.approx(np.nan, nan_ok=True))

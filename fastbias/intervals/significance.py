@@ -832,6 +832,13 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     defined = np.all(sums.class_totals > 1, axis=1)
     for metric in METRIC_COLUMNS:
         gap = gaps[metric]
+        if metric in AEG_METRICS:
+            # an AEG's standard error is 0 only where each sample's placements are all the
+            # same: its rows and the other's lie apart or all at one score, so the AEG is
+            # -1/2, 0 or 1/2, and one within 1/4 of 0 is the weighted counts' rounding of 0
+            # (found by review: every negative at one score, weighted, gave an AEG of
+            # 3.7e-32 and p = 0, "significant")
+            gap = np.where((se[metric] == 0) & (np.abs(gap) < 0.25), 0.0, gap)
         # the overall AUC's own samples: no difference to test (p = 1, no permutation test),
         # where the variance is defined at all (a class of weight at most 1 stays untested)
         same = (the_universe[metric] & np.isfinite(gap) & ~rechecked[metric] & defined

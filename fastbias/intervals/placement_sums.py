@@ -294,8 +294,14 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     """
     k = parts[0].weights.shape[0]
     weights = np.stack([p.weights for p in parts])  # (chunks, k, 4)
-    below = np.cumsum(weights, axis=0) - weights  # in the chunks below each chunk
-    above = weights.sum(axis=0) - below - weights  # in the chunks above it
+    # in the chunks below each chunk, and above it: sums of those chunks' weights alone, so
+    # that each is known within its own rounding (a total less the rest carried a heavy
+    # chunk's rounding into the light ones' offsets; found by review: a negative of weight
+    # 1e18 in the top chunk, a subgroup AUC's test at z 0.20 against an exact 0.51)
+    below = np.zeros_like(weights)
+    np.cumsum(weights[:-1], axis=0, out=below[1:])
+    above = np.zeros_like(weights)
+    np.cumsum(weights[:0:-1], axis=0, out=above[-2::-1])
     delong = np.zeros((k, 15))
     cross = np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS))
     overall = np.zeros((k, 3))

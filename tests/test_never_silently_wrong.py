@@ -1372,3 +1372,33 @@ def test_out_of_core_offsets_do_not_carry_a_heavy_chunks_rounding(tmp_path, heav
             z = NormalDist().inv_cdf(1 - p / 2)
             exact = _exact_test_z(s, w, y, member, metric)
             assert abs(z - exact) <= 1e-6 * max(exact, 1.0), (name, metric, z, exact)
+
+
+def test_a_rechecked_difference_within_double_double_rounding_is_not_tested():
+    """A perfectly separating model, plus one negative of weight 0 (or -0.0) among the
+    positives: every AUC metric is 1, as is the AUC of all rows, and every variance is
+    exactly 0. The weight-0 row keeps the placements from looking flat, the subgroup AUC's
+    test is computed again from the rows, and the double-double residues left there (a
+    difference of 1e-32, a standard error of 2e-34) gave p = 0, "significant" (found by
+    review). A standard error below 1e3 times that rounding tells nothing: not tested (NaN,
+    counted), never significant; without the weight-0 row, p = 1."""
+    rng = np.random.default_rng(3)
+    n = 150
+    y = rng.random(n) < 0.6
+    y[:2] = True, False
+    s = np.where(y, 0.5 + 0.1 * rng.integers(0, 3, n), -0.1 * rng.integers(0, 3, n))
+    w = 10.0 ** rng.uniform(-8, 3, n)
+    g = np.ones(n, bool)
+    g[rng.choice(np.flatnonzero(y), 3, replace=False)] = False
+    for zero in (None, 0.0, -0.0):
+        scores, weights = s.copy(), w.copy()
+        if zero is not None:
+            scores[1], weights[1] = 0.6, zero
+        table = quietly(fastbias.bias_metrics, y, scores, {"g": g}, sample_weight=weights,
+                        significance="holm")
+        assert table.loc["g", "subgroup_auc"] == 1.0 and table.attrs["overall_auc"] == 1.0
+        assert not table["subgroup_auc_significant"].any(), zero
+        p = table.loc["g", "subgroup_auc_pvalue"]
+        assert p == 1.0 if zero is None else np.isnan(p), (zero, p)
+        if zero is not None:
+            assert table.attrs["significance_unresolved"] >= 1

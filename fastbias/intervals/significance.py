@@ -46,6 +46,7 @@ from ..metrics.definitions import (
 )
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
+from ..sweep.double_double import dd_sum_error_bound
 from ..validate.errors import UndefinedMetricWarning, listed
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
@@ -346,6 +347,14 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         if any(x.any() or y.any() for x, y in parts.values()):
             out, cancelled = variances(bits, parts)
     return out, overall_auc, cancelled
+
+
+def _flat_aeg_gap(gap, se):
+    """An AEG whose standard error is 0: each sample's placements are all the same, so its
+    rows and the other's lie apart or all at one score and the AEG is -1/2, 0 or 1/2; one
+    within 1/4 of 0 is the weighted counts' rounding of 0 (found by review: every negative
+    at one score, weighted, gave an AEG of 3.7e-32 and p = 0, "significant")."""
+    return np.where((se == 0) & (np.abs(gap) < 0.25), 0.0, gap)
 
 
 def _exact_cross_terms(at, u, w_x, w_y, w_neg, w_pos, cx, ox, cy, oy) -> tuple:
@@ -794,11 +803,21 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     # could move its z by 1e-6 (taken from the cells' own rows where they are at hand) or by
     # 1e-3 (not tested otherwise): a subgroup of every row but ten weighted 2**36 times them
     # gave p = 0.734 against an exact 0.743, and p = 0 at 2**48
+    # what double-double values (a weighted AEG from its counts, an AUC difference from the
+    # cells' own rows) may be off by: a standard error below 1e3 times it tells nothing
+    # (found by review: a weight-0 row beside a separating model left rechecked residues of
+    # 1e-32 and 1e-34 as a difference and its standard error, p = 0 for an exact 0)
+    dd_rounding = 4.0 * dd_sum_error_bound(int(np.max(sums.class_rows.sum(axis=1)
+                                                      + sums.cell_rows.sum(axis=1),
+                                                      initial=0)))
     rounding = {metric: (auc_rounding + 2.0 ** -53 * (np.abs(values[metric]) + np.abs(overall_auc))
-                         if metric in AUC_METRICS else np.zeros(len(table)))
+                         if metric in AUC_METRICS
+                         else np.full(len(table), dd_rounding if sums.weighted else 0.0))
                 for metric in METRIC_COLUMNS}
     # (a difference of 0 with a standard error of 0, a constant or perfectly separating
     # model's, is no difference: p = 1, as exact arithmetic gives)
+    for metric in AEG_METRICS:
+        gaps[metric] = _flat_aeg_gap(gaps[metric], se[metric])
     nothing = {metric: (gaps[metric] == 0) & (se[metric] == 0) for metric in METRIC_COLUMNS}
     imprecise = {metric: np.isfinite(se[metric]) & (rounding[metric] > 1e-6 * se[metric])
                  & ~nothing[metric] for metric in METRIC_COLUMNS}
@@ -832,13 +851,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     defined = np.all(sums.class_totals > 1, axis=1)
     for metric in METRIC_COLUMNS:
         gap = gaps[metric]
-        if metric in AEG_METRICS:
-            # an AEG's standard error is 0 only where each sample's placements are all the
-            # same: its rows and the other's lie apart or all at one score, so the AEG is
-            # -1/2, 0 or 1/2, and one within 1/4 of 0 is the weighted counts' rounding of 0
-            # (found by review: every negative at one score, weighted, gave an AEG of
-            # 3.7e-32 and p = 0, "significant")
-            gap = np.where((se[metric] == 0) & (np.abs(gap) < 0.25), 0.0, gap)
+        if metric in AEG_METRICS:  # (a standard error rechecked to 0)
+            gap = _flat_aeg_gap(gap, se[metric])
         # the overall AUC's own samples: no difference to test (p = 1, no permutation test),
         # where the variance is defined at all (a class of weight at most 1 stays untested)
         same = (the_universe[metric] & np.isfinite(gap) & ~rechecked[metric] & defined
@@ -855,9 +869,10 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
         # class's; where DeLong's test is made, one from the cells' own rows decides)
         delong = rechecked[metric] & ~small[metric] & ~moments[metric]
         unresolved[metric] = np.where(
-            delong, False, ((unresolved[metric] | ((rounding[metric] > 1e-3 * se[metric])
-                                                   & ~nothing[metric]))
-                            & ~same) | absorbed[metric])
+            delong, (dd_rounding > 1e-3 * se[metric]) & ~((gap == 0) & (se[metric] == 0)),
+            ((unresolved[metric] | ((rounding[metric] > 1e-3 * se[metric])
+                                    & ~nothing[metric]))
+             & ~same) | absorbed[metric])
         if draw is not None:  # a drawn test reads each row's placement, not sums of squares:
             # only a background too small to tell from its class's rounding stops it
             unresolved[metric] = np.where(small[metric],

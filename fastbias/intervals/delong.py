@@ -130,9 +130,7 @@ def metric_terms(all_terms, cell_rows, joins=None) -> list:
     memberships (``cell_rows`` (k, 2); its placements are running sums of its own cells'
     weights) and the ``joins`` pieces they were added up in (default DELONG_MAX_RANGES, the
     most a walk is split into); every other metric's placements read its classes' prefix
-    sums: ``all_terms`` (the rows and the memberships). A small subgroup's AUC judged by
-    all the rows had its standard error recomputed from its rows where its own sums were
-    exact to 1e-12 (27 pairs of identities with float weights: 6 s instead of 0.1 s)."""
+    sums: ``all_terms`` (the rows and the memberships)."""
     joins = DELONG_MAX_RANGES if joins is None else joins
     own = np.asarray(cell_rows).sum(axis=1) + 4 * np.asarray(joins)
     return [own if metric == "subgroup_auc" else all_terms for metric in METRIC_COLUMNS]
@@ -219,11 +217,11 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     BNSP; the subgroup's cells beyond a row are what the subgroup AUC counts) or the
     subgroup's own cell, at most its weight squared (U) or cubed (squares), for the AEGs
     (``sub_neg``, ``sub_pos``); a placement's square by at most twice the sum of the
-    squares. The subgroup AUC's own sums are direct, but the placement of its negatives is
-    its positives' weight less those below: SQY within ``pos |U|`` of its rounding. Without this a background whose placements barely vary kept the residue of
+    squares. Without this a background whose placements barely vary kept the residue of
     the difference as its variance (found by review: a negative AEG's standard error of 4e-4
-    against an exact 1.25e-6; a BPSN one 40% low). The subgroup AUC's are direct sums:
-    their own size.
+    against an exact 1.25e-6; a BPSN one 40% low). The subgroup AUC's U and SQX are direct
+    sums (their own size); its SQY's placements (each negative's) are its positives' weight
+    less those below it, so its SQY carries ``pos |U|`` more.
 
     Where the weights need ``weight_bits`` binary digits below the point
     (:func:`fraction_bits`; 0 when unweighted) and ``class_totals`` ((2,) or (k, 2)) are
@@ -420,15 +418,16 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         return var, unknown
 
     # the weights' digits are read only where the worst case leaves a variance unknown
-    var, unknown = variances(None if lazy else weight_bits)
+    bits = None if lazy else weight_bits
+    var, unknown = variances(bits)
     if lazy and any(u.any() for u in unknown.values()):
-        weight_bits = weight_bits()
-        var, unknown = variances(weight_bits)
+        bits = weight_bits()
+        var, unknown = variances(bits)
     unsure = np.flatnonzero(np.any(list(unknown.values()), axis=0))
     if unsure.size:  # a part whose placements are all the same is exactly 0
         parts = flat_parts(walk, unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
-            var, unknown = variances(None if callable(weight_bits) else weight_bits, parts)
+            var, unknown = variances(bits, parts)
     se = {}
     for metric in METRIC_COLUMNS:
         unresolved[metric] = unresolved[metric] | unknown[metric]
@@ -462,12 +461,8 @@ def _flat_universe(walk: MemberWalk) -> tuple:
     if neg.shape[0] == 0 or pos.shape[0] == 0:
         return False, False, False, False
 
-    def none_between(sorted_keys, lo, hi) -> bool:
-        return bool(lo == hi or np.searchsorted(sorted_keys, hi, "right")
-                    == np.searchsorted(sorted_keys, lo))
-
     return (bool(neg[0] == neg[-1] == pos[0] == pos[-1]), bool(neg[-1] < pos[0]),
-            none_between(neg, pos[0], pos[-1]), none_between(pos, neg[0], neg[-1]))
+            _placements_equal(_span(pos), neg), _placements_equal(_span(neg), pos))
 
 
 def flat_parts(walk: MemberWalk, groups) -> dict:
@@ -496,37 +491,39 @@ def flat_parts(walk: MemberWalk, groups) -> dict:
     codes, keys = codes[by_code], walk.keys[at][by_code]
     bounds = np.searchsorted(codes, np.arange(2 * n_groups + 1))
 
-    def flat_against(span, other, other_class=None) -> bool:
-        """Whether rows spanning ``span`` (lowest, highest; None: no rows) all have the same
-        placement against ``other`` (a subgroup cell's sorted keys, or ``other_class`` less
-        them: the background): at one score, or none of the other at or between."""
-        if span is None:
-            return False
-        lo, hi = span
-        if lo == hi:
-            return True
-        rows = int(np.searchsorted(other, hi, "right") - np.searchsorted(other, lo))
-        if other_class is not None:
-            rows = int(np.searchsorted(other_class, hi, "right")
-                       - np.searchsorted(other_class, lo)) - rows
-        return rows == 0
-
     for g in groups.tolist():
         neg = keys[bounds[2 * g]:bounds[2 * g + 1]]
         pos = keys[bounds[2 * g + 1]:bounds[2 * g + 2]]
         sub_neg, sub_pos = _span(neg), _span(pos)
         bg_neg, bg_pos = _background_span(walk.neg, neg), _background_span(walk.pos, pos)
-        flat["subgroup_auc"][0][g] = flat_against(sub_pos, neg)
-        flat["subgroup_auc"][1][g] = flat_against(sub_neg, pos)
-        flat["bpsn_auc"][0][g] = flat_against(bg_pos, neg)
-        flat["bpsn_auc"][1][g] = flat_against(sub_neg, pos, walk.pos)
-        flat["bnsp_auc"][0][g] = flat_against(sub_pos, neg, walk.neg)
-        flat["bnsp_auc"][1][g] = flat_against(bg_neg, pos)
-        flat["negative_aeg"][0][g] = flat_against(bg_neg, neg)
-        flat["negative_aeg"][1][g] = flat_against(sub_neg, neg, walk.neg)
-        flat["positive_aeg"][0][g] = flat_against(bg_pos, pos)
-        flat["positive_aeg"][1][g] = flat_against(sub_pos, pos, walk.pos)
+        flat["subgroup_auc"][0][g] = _placements_equal(sub_pos, neg)
+        flat["subgroup_auc"][1][g] = _placements_equal(sub_neg, pos)
+        flat["bpsn_auc"][0][g] = _placements_equal(bg_pos, neg)
+        flat["bpsn_auc"][1][g] = _placements_equal(sub_neg, pos, walk.pos)
+        flat["bnsp_auc"][0][g] = _placements_equal(sub_pos, neg, walk.neg)
+        flat["bnsp_auc"][1][g] = _placements_equal(bg_neg, pos)
+        flat["negative_aeg"][0][g] = _placements_equal(bg_neg, neg)
+        flat["negative_aeg"][1][g] = _placements_equal(sub_neg, neg, walk.neg)
+        flat["positive_aeg"][0][g] = _placements_equal(bg_pos, pos)
+        flat["positive_aeg"][1][g] = _placements_equal(sub_pos, pos, walk.pos)
     return flat
+
+
+def _placements_equal(span, other, other_class=None) -> bool:
+    """Whether rows spanning ``span`` (lowest, highest key; None: no rows) all have the same
+    placement against ``other`` (sorted keys; with ``other_class``, that class's keys less
+    them: a background): at one score, or none of the other at or between."""
+    if span is None:
+        return False
+    lo, hi = span
+    if lo == hi:
+        return True
+
+    def between(keys) -> int:
+        return int(np.searchsorted(keys, hi, "right") - np.searchsorted(keys, lo))
+
+    rows = between(other)
+    return (rows if other_class is None else between(other_class) - rows) == 0
 
 
 def _span(keys):

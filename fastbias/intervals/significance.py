@@ -322,6 +322,8 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
                             cx, ox, cy, oy)
                         t_x, t_y = np.where(flat_x, 0.0, t_x), np.where(flat_y, 0.0, t_y)
                         cov[redo] = t_x[redo] / root_x[redo] + t_y[redo] / root_y[redo]
+                        # (each numerator rounded once, each root and quotient a few ulps:
+                        # 8 ulps of each term bounds them)
                         cov_off[redo] = 8.0 * 2.0 ** -53 * (np.abs(t_x[redo]) / root_x[redo]
                                                             + np.abs(t_y[redo]) / root_y[redo])
                         difference = var + var_o - 2.0 * cov

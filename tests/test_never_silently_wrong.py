@@ -1402,3 +1402,22 @@ def test_a_rechecked_difference_within_double_double_rounding_is_not_tested():
         assert p == 1.0 if zero is None else np.isnan(p), (zero, p)
         if zero is not None:
             assert table.attrs["significance_unresolved"] >= 1
+
+
+def test_tests_under_huge_frequency_weights_are_made():
+    """Frequency weights scaled by 2**150 (the validator allows up to 2**200) make every
+    standard error about 1e-25, below a thousand times the double-double rounding of the
+    values tested: every test had become NaN (found by review), though each difference is
+    1e23 standard errors from 0 and its exact p is 0. A rounding that small against the
+    difference itself leaves z known to 0.1%: the tests are made, p = 0, as at 2**60."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    y = rng.random(n) < 0.4
+    g = rng.random(n) < 0.3
+    s = np.round(rng.normal(y * 0.8 + g * 0.3, 1.0), 2)
+    w = rng.integers(1, 8, n) / 4.0
+    for e in (60, 150, 190):
+        table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w * 2.0 ** e,
+                        significance="holm")
+        for metric in ("subgroup_auc", "negative_aeg", "positive_aeg"):
+            assert table.loc["g", f"{metric}_pvalue"] == 0.0, (e, metric)

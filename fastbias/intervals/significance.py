@@ -821,7 +821,12 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     for metric in AEG_METRICS:
         gaps[metric] = _flat_aeg_gap(gaps[metric], se[metric])
     nothing = {metric: (gaps[metric] == 0) & (se[metric] == 0) for metric in METRIC_COLUMNS}
-    imprecise = {metric: np.isfinite(se[metric]) & (rounding[metric] > 1e-6 * se[metric])
+    # (rounding that could move z by 1e-6, or by 1e-3 below, unless the difference is a
+    # thousand times larger than it: then z is known to 0.1% whatever the standard error;
+    # found by review: weights scaled by 2**150 make every standard error about 1e-25, and
+    # every test was NaN)
+    imprecise = {metric: np.isfinite(se[metric])
+                 & (rounding[metric] > 1e-6 * np.fmax(se[metric], np.abs(gaps[metric])))
                  & ~nothing[metric] for metric in METRIC_COLUMNS}
     rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}
     # (an AUC metric on the very samples of the AUC of all rows is that AUC: p = 1, below)
@@ -870,11 +875,11 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
         # (the very same estimate: p = 1; unless a background's weight vanished from its
         # class's; where DeLong's test is made, one from the cells' own rows decides)
         delong = rechecked[metric] & ~small[metric] & ~moments[metric]
+        scale = 1e-3 * np.fmax(se[metric], np.abs(gap))
         unresolved[metric] = np.where(
-            delong, (dd_rounding > 1e-3 * se[metric]) & ~((gap == 0) & (se[metric] == 0)),
-            ((unresolved[metric] | ((rounding[metric] > 1e-3 * se[metric])
-                                    & ~nothing[metric]))
-             & ~same) | absorbed[metric])
+            delong, (dd_rounding > scale) & ~((gap == 0) & (se[metric] == 0)),
+            ((unresolved[metric] | ((rounding[metric] > scale) & ~nothing[metric])) & ~same)
+            | absorbed[metric])
         if draw is not None:  # a drawn test reads each row's placement, not sums of squares:
             # only a background too small to tell from its class's rounding stops it
             unresolved[metric] = np.where(small[metric],

@@ -806,7 +806,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
     # 1e-3 (not tested otherwise): a subgroup of every row but ten weighted 2**36 times them
     # gave p = 0.734 against an exact 0.743, and p = 0 at 2**48
     # what double-double values (a weighted AEG from its counts, an AUC difference from the
-    # cells' own rows) may be off by: a standard error below 1e3 times it tells nothing
+    # cells' own rows) may be off by: a standard error and a difference both below 1e3
+    # times it tell nothing
     # (found by review: a weight-0 row beside a separating model left rechecked residues of
     # 1e-32 and 1e-34 as a difference and its standard error, p = 0 for an exact 0)
     dd_rounding = 4.0 * dd_sum_error_bound(int(np.max(sums.class_rows.sum(axis=1)

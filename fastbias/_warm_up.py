@@ -12,13 +12,15 @@ several pieces), so that the parent process finds them all in its cache:
 ``weighted``
     a call with ``sample_weight`` (also the explicit-cell recount);
 ``delong``
-    ``ci="delong"``, unweighted and weighted (with ``counting`` first);
+    ``ci="delong"``, unweighted and weighted (with ``counting`` first), and the exact walks
+    of unweighted sums that cannot tell a variance (:mod:`fastbias.intervals.exact_sums`);
 ``bootstrap``
     ``ci="bootstrap"``'s replicates, unweighted and weighted;
 ``thresholds``
     threshold metrics' counts, unweighted and weighted;
 ``significance``
-    ``significance=``'s placement sums and permutation draws, unweighted and weighted;
+    ``significance=``'s placement sums and permutation draws, unweighted and weighted, and
+    the exact walks (with the cross sums');
 ``native``
     an unweighted call's sorts and counting walk as rounds on Numba's threads
     (:mod:`fastbias._native`), asked for by the first call that could use them.
@@ -137,7 +139,23 @@ def delong(rng) -> None:
             sorted_scores = SortedScores(scores, memberships, workers=workers)
             standard_errors(sorted_scores)
             standard_errors(sorted_scores, np.ascontiguousarray(weights))
+        _exact_walks(SortedScores(scores, memberships), cross=False)
     # (first_call.INCLUDES says what this family compiles besides its own)
+
+
+def _exact_walks(sorted_scores, cross: bool) -> None:
+    """The walks that keep their sums exact (:mod:`fastbias.intervals.exact_sums`), over the
+    sorts of an unweighted call: its own compilation of the DeLong walks (and with ``cross``
+    of the cross sums' walk), which a call needs only where the float sums cannot tell a
+    variance, and then should not wait for."""
+    from .intervals.exact_sums import exact_sums_of
+    from .sweep.walk import member_walk
+
+    exact = exact_sums_of(member_walk(sorted_scores), sorted_scores.memberships.n_rows)
+    exact.delong(0)
+    exact.overall()
+    if cross:
+        exact.cross(0)
 
 
 def bootstrap(rng) -> None:
@@ -186,6 +204,7 @@ def significance(rng) -> None:
         # scores as keys: the weighted walk's keys too)
         for sorts, in_numpy in ((sorted_scores, False), (None, True)):
             pvalues_of(table, scores, memberships, sorts, None, 0.95, None, in_numpy)
+        _exact_walks(sorted_scores, cross=True)
         # weighted: the weights are the caller's, writable or read-only (as pandas gives)
         for writable in (True, False):
             pvalues_of(table, scores, memberships, sorted_scores,

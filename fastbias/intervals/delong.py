@@ -1,7 +1,6 @@
 """DeLong (1988) standard errors of every metric, from placement sums of one sweep."""
 from __future__ import annotations
 
-from fractions import Fraction
 from statistics import NormalDist
 
 import numpy as np
@@ -26,6 +25,7 @@ from ..sweep.double_double import (
     two_sum,
 )
 from ..sweep.walk import MemberWalk, member_walk
+from .exact_sums import NO_LO, exact_parts, exact_sums_of, exact_variance
 
 
 def _z_value(confidence: float) -> float:
@@ -101,9 +101,9 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
         diff_x, diff_y = np.array(diff_x, dtype=np.float64), np.array(diff_y, dtype=np.float64)
         one_x, one_y = np.broadcast_to(one_x, u.shape), np.broadcast_to(one_y, u.shape)
         for i in (i for i in np.ndindex(known.shape) if known[i]):
-            uu, sx, sy, ax, ay = (Fraction(float(v[i])) for v in (u, sq_x, sq_y, w_x, w_y))
-            diff_x[i] = 0.0 if one_x[i] else float((sx * ax - uu * uu) / (ax * ay * ay))
-            diff_y[i] = 0.0 if one_y[i] else float((sy * ay - uu * uu) / (ay * ax * ax))
+            part_x, part_y = exact_parts(*(float(v[i]) for v in (u, sq_x, sq_y, w_x, w_y)))
+            diff_x[i] = 0.0 if one_x[i] else float(part_x)
+            diff_y[i] = 0.0 if one_y[i] else float(part_y)
     s10 = np.where(known | (diff_x > share * ref_x), diff_x, 0.0) / (wx - 1.0) / wx
     s01 = np.where(known | (diff_y > share * ref_y), diff_y, 0.0) / (wy - 1.0) / wy
     bound_x = share * ref_x / (wx - 1.0) / wx
@@ -343,11 +343,13 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     return standard_errors_from_sums(walk, m, *_placement_sums(walk, m.n_groups,
                                                                sorted_scores.workers),
                                      lambda: weight_bits_of(sample_weight),
-                                     recheck_rows(sorted_scores.scores, sample_weight))
+                                     recheck_rows(sorted_scores.scores, sample_weight),
+                                     exact_sums_of(walk, m.n_rows))
 
 
 def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray,
-                              overall: tuple, weight_bits: int | None = 0, row_data=None):
+                              overall: tuple, weight_bits: int | None = 0, row_data=None,
+                              exact=None):
     """``(se, overall_se)`` from the placement sums of a walk: ``sums`` (k, 15) U, SQX, SQY
     of the five metrics per subgroup and ``overall`` (u, sq_pos, sq_neg); ``weight_bits``:
     :func:`fraction_bits` of the weights (0 unweighted), or a function that gives it when
@@ -356,7 +358,9 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
 
     ``row_data``: ``(scores, sample_weight)`` of the rows of ``m``, where at hand: a subgroup
     whose background the walk's sums cannot resolve then has its standard errors from its
-    cells' own rows (:func:`direct_variances`), not NaN."""
+    cells' own rows (:func:`direct_variances`), not NaN. ``exact``: the walk's
+    :class:`~.exact_sums.ExactSums` (unweighted kernel walks): a variance its float sums
+    leave unknown is first worked out from those (:func:`~.exact_sums.exact_variance`)."""
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
     tolerance = None if row_data is None else RECHECK_TOLERANCE
@@ -375,6 +379,8 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         weight_bits = weight_bits()
         lazy = False
         overall_var = overall_variance(weight_bits)
+    if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and exact is not None:
+        overall_var = float(exact_variance(*exact.overall(), total_pos, total_neg))
     if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and row_data is not None:
         overall_var = direct_overall_variance(row_data[0], m.labels, row_data[1])
     overall_se = float(np.sqrt(overall_var))
@@ -428,6 +434,15 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         parts = flat_parts(walk, unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
             var, unknown = variances(bits, parts)
+    if exact is not None:  # exact sums: exact variances
+        for j, metric in enumerate(METRIC_COLUMNS):
+            x_cell, y_cell = METRIC_SAMPLES[metric]
+            for g in np.flatnonzero(unknown[metric]).tolist():
+                sums_g = exact.delong(g)
+                var[metric][g] = float(exact_variance(
+                    sums_g[SK.DELONG_U + j], sums_g[SK.DELONG_SQ_X + j],
+                    sums_g[SK.DELONG_SQ_Y + j], weight[x_cell][g], weight[y_cell][g]))
+                unknown[metric][g] = False
     se = {}
     for metric in METRIC_COLUMNS:
         unresolved[metric] = unresolved[metric] | unknown[metric]
@@ -744,10 +759,10 @@ def _placement_sums(walk: MemberWalk, n_groups: int, workers: int):
 
     def piece(j):
         if j == n_ranges:  # the classes' walk
-            return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum)
+            return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum, NO_LO)
         return SK.member_delong_sums_in_range(w.keys, w.codes, w.weights, bounds[j],
                                               bounds[j + 1], w.neg, w.pos, w.neg_cum, w.pos_cum,
-                                              w.cells, below[j])
+                                              w.cells, below[j], NO_LO)
 
     *parts, overall_sums = run_pieces(piece, range(n_ranges + 1), workers)
     sums = parts[0]

@@ -27,6 +27,7 @@ from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
 from .delong import DELONG_MAX_RANGES, _placement_sums, flat_parts, weight_bits_of
+from .exact_sums import NO_LO, exact_sums_of
 from .first_call import (
     class_sums_in_numpy,
     cross_sums_in_numpy,
@@ -81,6 +82,9 @@ class PlacementSums:
     flat_parts : function or None
         In memory, ``flat_parts(groups)``: :func:`~.delong.flat_parts` of the walk the sums
         came from (None out of core, where the rows are not kept).
+    exact : ExactSums or None
+        In memory, unweighted, from the kernels: the same sums exact
+        (:class:`~.exact_sums.ExactSums`), for the variances the float sums leave unknown.
     """
 
     delong: np.ndarray
@@ -94,6 +98,7 @@ class PlacementSums:
     weight_bits: object = None
     joins: int = DELONG_MAX_RANGES
     flat_parts: object = None
+    exact: object = None
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -174,9 +179,10 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
     q_pos, r_neg = classes.prefix_sums()
     cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
                                          walk.pos, walk.neg_cum, walk.pos_cum, q_pos, r_neg,
-                                         walk.cells) if k else None
+                                         walk.cells, NO_LO) if k else None
     del q_pos, r_neg
-    return _gathered(m, walk, delong, overall, classes, cross, sample_weight)
+    return _gathered(m, walk, delong, overall, classes, cross, sample_weight,
+                     exact_sums_of(walk, m.n_rows))
 
 
 def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
@@ -197,8 +203,9 @@ def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None)
     return _gathered(m, walk, delong, overall, classes, cross, sample_weight)
 
 
-def _gathered(m, walk, delong, overall, classes, cross, sample_weight) -> tuple:
-    """``(PlacementSums, walk, classes)`` from one universe's walk and its sums."""
+def _gathered(m, walk, delong, overall, classes, cross, sample_weight, exact=None) -> tuple:
+    """``(PlacementSums, walk, classes)`` from one universe's walk and its sums (``exact``:
+    its :class:`~.exact_sums.ExactSums`, or None)."""
     k = m.n_groups
     if cross is None:
         cross = np.zeros((0, SK.N_OVERALL_CROSS_COLUMNS))
@@ -217,7 +224,7 @@ def _gathered(m, walk, delong, overall, classes, cross, sample_weight) -> tuple:
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
                          sample_weight is not None,
                          0 if sample_weight is None else lambda: weight_bits_of(sample_weight),
-                         flat_parts=lambda groups: flat_parts(walk, groups))
+                         flat_parts=lambda groups: flat_parts(walk, groups), exact=exact)
     return sums, walk, classes
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -65,6 +64,7 @@ from .delong import (
     unresolved_backgrounds,
     unresolved_metrics,
 )
+from .exact_sums import cross_numerators, exact_difference_variance, exact_variance
 from .first_call import (
     draws_in_numpy,
     intervals_in_numpy_now,
@@ -230,19 +230,18 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = {("subgroup", 0): sums.weights[:, 0], ("subgroup", 1): sums.weights[:, 1],
               ("background", 0): sums.weights[:, 2], ("background", 1): sums.weights[:, 3]}
-    c = sums.cross
+    c = sums.cross.T
+    made = _metric_cross_sums(c, u_overall)
     # per metric: (sum over X of w c_M c_O, of w c_O), (over Y of w d_M d_O, of w d_O), each
-    # with what it was made from, whose rounding it carries (c[:, 0] + c[:, 2] is the sum of
+    # with what it was made from, whose rounding it carries (c[0] + c[2] is the sum of
     # w c_O^2 over Dg+ that BNSP's placements c_O - c_g were taken from; likewise on Dg-)
     cross = {
-        "subgroup_auc": ((c[:, 0], c[:, 1], c[:, 0], c[:, 1]),
-                         (c[:, 4], c[:, 5], c[:, 4], c[:, 5])),
-        "bpsn_auc": ((c[:, 7] - c[:, 0], u_overall - c[:, 1], c[:, 7] + c[:, 0],
-                      np.abs(u_overall) + c[:, 1]),
-                     (c[:, 6], c[:, 5], c[:, 4] + c[:, 6], c[:, 5])),
-        "bnsp_auc": ((c[:, 2], c[:, 1], c[:, 0] + c[:, 2], c[:, 1]),
-                     (c[:, 3] - c[:, 4], u_overall - c[:, 5], c[:, 3] + c[:, 4],
-                      np.abs(u_overall) + c[:, 5])),
+        "subgroup_auc": (made["subgroup_auc"][:2] + (c[0], c[1]),
+                         made["subgroup_auc"][2:] + (c[4], c[5])),
+        "bpsn_auc": (made["bpsn_auc"][:2] + (c[7] + c[0], np.abs(u_overall) + c[1]),
+                     made["bpsn_auc"][2:] + (c[4] + c[6], c[5])),
+        "bnsp_auc": (made["bnsp_auc"][:2] + (c[0] + c[2], c[1]),
+                     made["bnsp_auc"][2:] + (c[3] + c[4], np.abs(u_overall) + c[5])),
     }
     share = rounding_share(n_terms)
     terms = metric_terms(n_terms, sums.cell_rows, sums.joins)
@@ -348,7 +347,44 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         parts = sums.flat_parts(unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
             out, cancelled = variances(bits, parts)
+    if sums.exact is not None and any(mask.any() for mask in cancelled.values()):
+        _exact_tests(sums.exact, out, cancelled, weight, w_pos, w_neg)
     return out, overall_auc, cancelled
+
+
+def _metric_cross_sums(c, u_overall) -> dict:
+    """AUC metric -> ``(cx, ox, cy, oy)``: over its X sample the sums of ``w c_M c_O`` and of
+    ``w c_O``, over its Y sample of ``w d_M d_O`` and ``w d_O``, from the cross sums ``c``
+    (indexed by their columns, ``SK.member_overall_cross_sums``; arrays or exact numbers)
+    and the overall AUC's U."""
+    return {"subgroup_auc": (c[0], c[1], c[4], c[5]),
+            "bpsn_auc": (c[7] - c[0], u_overall - c[1], c[6], c[5]),
+            "bnsp_auc": (c[2], c[1], c[3] - c[4], u_overall - c[5])}
+
+
+def _exact_tests(exact, se: dict, cancelled: dict, weight: dict, w_pos, w_neg) -> None:
+    """The standard errors :func:`difference_standard_errors` left ``cancelled`` (its float
+    sums could not tell them from their rounding), from the walk's exact sums (``exact``,
+    :class:`~.exact_sums.ExactSums`): an AUC metric's difference from the AUC of all rows by
+    :func:`~.exact_sums.exact_difference_variance`, an AEG's variance by
+    :func:`~.exact_sums.exact_variance`. In place."""
+    for j, metric in enumerate(METRIC_COLUMNS):
+        x_cell, y_cell = METRIC_SAMPLES[metric]
+        for i in np.flatnonzero(cancelled[metric]).tolist():
+            sums_i = exact.delong(i)
+            own = (sums_i[SK.DELONG_U + j], sums_i[SK.DELONG_SQ_X + j],
+                   sums_i[SK.DELONG_SQ_Y + j], weight[x_cell][i], weight[y_cell][i])
+            if metric in AUC_METRICS:
+                u, sq_pos, sq_neg = exact.overall()
+                var = exact_difference_variance(
+                    own, (u, sq_pos, sq_neg, w_pos[i], w_neg[i]),
+                    _metric_cross_sums(exact.cross(i), u)[metric])
+            else:
+                found = exact_variance(*own)
+                var = float("nan") if found is None else float(found)
+            if np.isfinite(var):
+                se[metric][i] = np.sqrt(max(var, 0.0))
+                cancelled[metric][i] = False
 
 
 def _flat_aeg_gap(gap, se):
@@ -365,11 +401,8 @@ def _exact_cross_terms(at, u, w_x, w_y, w_neg, w_pos, cx, ox, cy, oy) -> tuple:
     estimate ``u / (w_x w_y)`` too)."""
     t_x, t_y = np.empty(len(at)), np.empty(len(at))
     for i, k in enumerate(at):
-        uu, ax, ay, an, ap, sx, so, sy, sp = (Fraction(float(v[k])) for v in (
-            u, w_x, w_y, w_neg, w_pos, cx, ox, cy, oy))
-        theta = uu / (ax * ay)
-        t_x[i] = float(sx / (ay * an) - theta * so / an)
-        t_y[i] = float(sy / (ax * ap) - theta * sp / ap)
+        t_x[i], t_y[i] = (float(t) for t in cross_numerators(
+            *(float(v[k]) for v in (u, w_x, w_y, w_neg, w_pos, cx, ox, cy, oy))))
     return t_x, t_y
 
 

@@ -23,7 +23,8 @@ belonging to at least one subgroup need per-subgroup work (cost
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 # Column order of the per-subgroup count matrices of ``finish_member_counts`` and
 # ``subgroup_counts_weighted``: cell totals (count or weight) first, then twice the U numerators.
@@ -993,24 +994,60 @@ def _class_total(sorted_values, cumulative):
 
 
 @njit(inline="always")
-def _add_pair_squares(sums, g, column, w, own_other, big_beyond, big_eq):
-    """``w * (2 own_other (B + B_eq / 2) + w (B + B_eq / 4))``: the sum over ``w`` tied rows and
-    the subgroup's ``own_other`` rows beyond them of the placement products among the class."""
-    sums[g, column] += w * (2.0 * own_other * (big_beyond + 0.5 * big_eq)
-                            + w * (big_beyond + 0.25 * big_eq))
+def _float_term(sums, g, column, w, a, b):
+    sums[g, column] += w * a * b
 
 
 @njit(inline="always")
-def _add_placements(sums, g, metric, square_block, w, placement, with_u):
+def _kept_term(sums, lo, g, column, w, a, b):
+    p, e = _two_prod(w, a * b)
+    s, e2 = _two_sum(sums[g, column], p)
+    sums[g, column] = s
+    lo[g, column] += e + e2
+
+
+def _add_term(sums, lo, g, column, w, a, b):
+    """``sums[g, column] += w * a * b``. With ``lo`` an array (an exact walk), ``w`` times
+    the product ``a * b`` (which must be exact), and the rounding of that product and of
+    the addition (Dekker's and Knuth's error-free transformations) added to
+    ``lo[g, column]``: unweighted, whose terms are whole multiples of 1/4, ``sums + lo`` is
+    then the exact sum (see :mod:`fastbias.intervals.exact_sums`). Compiled, ``lo``'s type
+    picks one of the two (:func:`_add_term_compiled`)."""
+    if lo is None:
+        _float_term(sums, g, column, w, a, b)
+    else:
+        _kept_term(sums, lo, g, column, w, a, b)
+
+
+@overload(_add_term, inline="always")
+def _add_term_compiled(sums, lo, g, column, w, a, b):
+    """:func:`_add_term` in a kernel: the walk is compiled once with ``lo`` None (the float
+    sums, no branch: a test of ``lo`` at run time made the walks up to 14 times slower)
+    and, where an exact walk is first wanted, once with an array."""
+    if isinstance(lo, types.NoneType):
+        return lambda sums, lo, g, column, w, a, b: _float_term(sums, g, column, w, a, b)
+    return lambda sums, lo, g, column, w, a, b: _kept_term(sums, lo, g, column, w, a, b)
+
+
+@njit(inline="always")
+def _add_pair_squares(sums, lo, g, column, w, own_other, big_beyond, big_eq):
+    """``w * (2 own_other (B + B_eq / 2) + w (B + B_eq / 4))``: the sum over ``w`` tied rows and
+    the subgroup's ``own_other`` rows beyond them of the placement products among the class."""
+    _add_term(sums, lo, g, column, w, 2.0 * own_other * (big_beyond + 0.5 * big_eq)
+              + w * (big_beyond + 0.25 * big_eq), 1.0)
+
+
+@njit(inline="always")
+def _add_placements(sums, lo, g, metric, square_block, w, placement, with_u):
     """``w`` rows of one cell with the same placement: add to the metric's U (if ``with_u``)
     and to its sum of squared placements in ``square_block`` (DELONG_SQ_X or DELONG_SQ_Y)."""
     if with_u:
-        sums[g, DELONG_U + metric] += w * placement
-    sums[g, square_block + metric] += w * placement * placement
+        _add_term(sums, lo, g, DELONG_U + metric, w, placement, 1.0)
+    _add_term(sums, lo, g, square_block + metric, w, placement, placement)
 
 
 @njit(inline="always")
-def _add_block_placements(sums, g, n_lt, n_eq, n_all, p_lt, p_eq, p_all, big_n_lt, big_n_eq,
+def _add_block_placements(sums, lo, g, n_lt, n_eq, n_all, p_lt, p_eq, p_all, big_n_lt, big_n_eq,
                           big_p_gt, big_p_eq, total_neg):
     """Add subgroup ``g``'s rows at one score to its DeLong sums.
 
@@ -1024,28 +1061,29 @@ def _add_block_placements(sums, g, n_lt, n_eq, n_all, p_lt, p_eq, p_all, big_n_l
     a = n_lt + 0.5 * n_eq  # Dg- below the positives here
     b = p_gt + 0.5 * p_eq  # Dg+ above the negatives here
     # metric column, side of the sum of squares, rows here on that side, their placement
-    _add_placements(sums, g, 0, DELONG_SQ_X, p_eq, a, True)
-    _add_placements(sums, g, 0, DELONG_SQ_Y, n_eq, b, False)  # U counted on the X side
-    _add_placements(sums, g, 1, DELONG_SQ_Y, n_eq, big_p_gt + 0.5 * big_p_eq - b, True)
-    _add_placements(sums, g, 2, DELONG_SQ_X, p_eq, big_n_lt + 0.5 * big_n_eq - a, True)
-    _add_placements(sums, g, 3, DELONG_SQ_Y, n_eq,
+    _add_placements(sums, lo, g, 0, DELONG_SQ_X, p_eq, a, True)
+    _add_placements(sums, lo, g, 0, DELONG_SQ_Y, n_eq, b, False)  # U counted on the X side
+    _add_placements(sums, lo, g, 1, DELONG_SQ_Y, n_eq, big_p_gt + 0.5 * big_p_eq - b, True)
+    _add_placements(sums, lo, g, 2, DELONG_SQ_X, p_eq, big_n_lt + 0.5 * big_n_eq - a, True)
+    _add_placements(sums, lo, g, 3, DELONG_SQ_Y, n_eq,
                     (big_n_gt + 0.5 * big_n_eq) - (n_gt + 0.5 * n_eq), True)
-    _add_placements(sums, g, 4, DELONG_SQ_Y, p_eq,
+    _add_placements(sums, lo, g, 4, DELONG_SQ_Y, p_eq,
                     (big_p_gt + 0.5 * big_p_eq) - (p_gt + 0.5 * p_eq), True)
     # the parts over all of a class, and the subgroup's own part of them (see above)
     own_neg = n_lt + 0.5 * n_eq
     own_pos = p_lt + 0.5 * p_eq
-    sums[g, DELONG_SELF + 0] += n_eq * own_neg * own_neg
-    sums[g, DELONG_SELF + 1] += p_eq * own_pos * own_pos
-    _add_pair_squares(sums, g, DELONG_ALL + 0, n_eq, n_lt, big_p_gt, big_p_eq)
-    _add_pair_squares(sums, g, DELONG_ALL + 1, p_eq, p_gt, big_n_lt, big_n_eq)
-    _add_pair_squares(sums, g, DELONG_ALL + 2, n_eq, n_lt, big_n_gt, big_n_eq)
-    _add_pair_squares(sums, g, DELONG_ALL + 3, p_eq, p_lt, big_p_gt, big_p_eq)
+    _add_term(sums, lo, g, DELONG_SELF + 0, n_eq, own_neg, own_neg)
+    _add_term(sums, lo, g, DELONG_SELF + 1, p_eq, own_pos, own_pos)
+    _add_pair_squares(sums, lo, g, DELONG_ALL + 0, n_eq, n_lt, big_p_gt, big_p_eq)
+    _add_pair_squares(sums, lo, g, DELONG_ALL + 1, p_eq, p_gt, big_n_lt, big_n_eq)
+    _add_pair_squares(sums, lo, g, DELONG_ALL + 2, n_eq, n_lt, big_n_gt, big_n_eq)
+    _add_pair_squares(sums, lo, g, DELONG_ALL + 3, p_eq, p_lt, big_p_gt, big_p_eq)
 
 
 @njit(cache=True, nogil=True)
 def member_delong_sums_in_range(member_keys, member_codes, member_weights, start, stop,
-                                neg_sorted, pos_sorted, neg_cum, pos_cum, cells, below_start):
+                                neg_sorted, pos_sorted, neg_cum, pos_cum, cells, below_start,
+                                lo):
     """DeLong placement sums of the memberships ``start:stop`` (float64).
 
     Like :func:`member_counts_in_range` it walks blocks of equal scores, ranks
@@ -1057,7 +1095,8 @@ def member_delong_sums_in_range(member_keys, member_codes, member_weights, start
     positives (count or weight) over all memberships; ``below_start``
     (n_groups, 2) those below ``start``. Returns (n_groups, N_DELONG_COLUMNS)
     partial sums, which add up over adjacent ranges;
-    :func:`finish_delong_sums` turns their total into U, SQX, SQY.
+    :func:`finish_delong_sums` turns their total into U, SQX, SQY. ``lo``: None, or
+    (n_groups, N_DELONG_COLUMNS) zeros that get each sum's rounding (:func:`_add_term`).
     """
     n_groups = cells.shape[0]
     sums = np.zeros((n_groups, N_DELONG_COLUMNS), dtype=np.float64)
@@ -1081,7 +1120,7 @@ def member_delong_sums_in_range(member_keys, member_codes, member_weights, start
         big_p_gt = total_pos - big_p_lt - big_p_eq
         for j in range(n_touched):
             g = touched[j]
-            _add_block_placements(sums, g, neg_below[g], neg_in_block[g], cells[g, 0],
+            _add_block_placements(sums, lo, g, neg_below[g], neg_in_block[g], cells[g, 0],
                                   pos_below[g], pos_in_block[g], cells[g, 1], big_n_lt, big_n_eq,
                                   big_p_gt, big_p_eq, total_neg)
             neg_below[g] += neg_in_block[g]
@@ -1092,18 +1131,25 @@ def member_delong_sums_in_range(member_keys, member_codes, member_weights, start
     return sums
 
 
+#: how :func:`finish_delong_sums` makes the background sides' sums: (column of the 15 made,
+#: the walk's column of the whole class's sum, the walk's column of the part to take off)
+DELONG_FINISH = ((DELONG_SQ_X + 1, DELONG_ALL + 0, DELONG_SQ_X + 0),
+                 (DELONG_SQ_Y + 2, DELONG_ALL + 1, DELONG_SQ_Y + 0),
+                 (DELONG_SQ_X + 3, DELONG_ALL + 2, DELONG_SELF + 0),
+                 (DELONG_SQ_X + 4, DELONG_ALL + 3, DELONG_SELF + 1))
+
+
 @njit(cache=True, nogil=True)
 def finish_delong_sums(sums):
-    """(n_groups, 15) U, SQX, SQY of the five metrics from the walk's total sums."""
+    """(n_groups, 15) U, SQX, SQY of the five metrics from the walk's total sums: the first
+    15 columns, but those of DELONG_FINISH, each a whole class's sum less a part of it."""
     n_groups = sums.shape[0]
     out = np.empty((n_groups, 15), dtype=np.float64)
     for g in range(n_groups):
         for c in range(15):
             out[g, c] = sums[g, c]
-        out[g, DELONG_SQ_X + 1] = sums[g, DELONG_ALL + 0] - sums[g, DELONG_SQ_X + 0]
-        out[g, DELONG_SQ_Y + 2] = sums[g, DELONG_ALL + 1] - sums[g, DELONG_SQ_Y + 0]
-        out[g, DELONG_SQ_X + 3] = sums[g, DELONG_ALL + 2] - sums[g, DELONG_SELF + 0]
-        out[g, DELONG_SQ_X + 4] = sums[g, DELONG_ALL + 3] - sums[g, DELONG_SELF + 1]
+        for made, whole, part in DELONG_FINISH:
+            out[g, made] = sums[g, whole] - sums[g, part]
     return out
 
 
@@ -1127,13 +1173,13 @@ def _placement_block(values, j, others, others_cumulative, lt, le, above, total_
 
 
 @njit(inline="always")
-def _placement_moments(values, cumulative, others, others_cumulative, above):
+def _placement_moments(values, cumulative, others, others_cumulative, above, sums, lo, at):
     """Sum and sum of squares, over the rows of ``values`` (sorted), of each row's placement:
-    the weight of ``others`` (sorted) below it, ties 1/2 (above it when ``above``). Rows weigh 1
-    or, with a non-empty ``cumulative``, the differences of those prefix sums."""
+    the weight of ``others`` (sorted) below it, ties 1/2 (above it when ``above``), added to
+    ``sums[0, at]`` and ``sums[0, at + 1]`` (their rounding to ``lo``'s, as
+    :func:`_add_term`). Rows weigh 1 or, with a non-empty ``cumulative``, the differences of
+    those prefix sums."""
     total_others = _class_total(others, others_cumulative)
-    first = 0.0
-    second = 0.0
     j = 0
     lt = 0
     le = 0
@@ -1141,25 +1187,27 @@ def _placement_moments(values, cumulative, others, others_cumulative, above):
         stop, lt, le, place = _placement_block(values, j, others, others_cumulative, lt, le,
                                                above, total_others)
         w = cumulative[stop] - cumulative[j] if cumulative.shape[0] > 0 else float(stop - j)
-        first += w * place
-        second += w * place * place
+        _add_term(sums, lo, 0, at, w, place, 1.0)
+        _add_term(sums, lo, 0, at + 1, w, place, place)
         j = stop
-    return first, second
 
 
 @njit(cache=True, nogil=True)
-def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum):
+def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum, lo):
     """Overall-AUC DeLong sums from the two sorted classes.
 
     Returns ``(u, sq_pos, sq_neg)``: sum and sum of squares over positives of
     the negatives below each (ties 1/2), and sum of squares over negatives of
     the positives above each (ties 1/2). Blocks of equal scores are handled
     once each. Frequency weights as in :func:`member_delong_sums_in_range`
-    (``neg_cum``/``pos_cum`` empty: unweighted).
+    (``neg_cum``/``pos_cum`` empty: unweighted). ``lo``: None, or (1, 4) zeros that get
+    the rounding of ``u``, ``sq_pos``, (the negatives' sum of placements) and ``sq_neg``
+    (as :func:`_add_term`).
     """
-    u, sq_pos = _placement_moments(pos_sorted, pos_cum, neg_sorted, neg_cum, False)
-    _, sq_neg = _placement_moments(neg_sorted, neg_cum, pos_sorted, pos_cum, True)
-    return u, sq_pos, sq_neg
+    sums = np.zeros((1, 4))
+    _placement_moments(pos_sorted, pos_cum, neg_sorted, neg_cum, False, sums, lo, 0)
+    _placement_moments(neg_sorted, neg_cum, pos_sorted, pos_cum, True, sums, lo, 2)
+    return sums[0, 0], sums[0, 1], sums[0, 3]
 
 
 # --- covariance of each AUC metric with the overall AUC (significance tests) ------------------
@@ -1242,13 +1290,15 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
 
 @njit(cache=True, nogil=True)
 def member_overall_cross_sums(member_keys, member_codes, member_weights, neg_sorted, pos_sorted,
-                              neg_cum, pos_cum, q_pos, r_neg, cells):
+                              neg_cum, pos_cum, q_pos, r_neg, cells, lo):
     """The (n_groups, N_OVERALL_CROSS_COLUMNS) sums of the table above, in one walk.
 
     Walks the memberships in score order by blocks of equal scores as
     :func:`member_delong_sums_in_range` does (same arguments; ``q_pos``/``r_neg``
     the prefix sums of ``w * c_O`` along the positives and ``w * d_O``
-    along the negatives, from :func:`class_sums`). ``O(memberships + n)``.
+    along the negatives, from :func:`class_sums`). ``O(memberships + n)``. ``lo``: None,
+    or (n_groups, N_OVERALL_CROSS_COLUMNS) zeros that get each sum's rounding (as
+    :func:`_add_term`).
     """
     n_groups = cells.shape[0]
     sums = np.zeros((n_groups, N_OVERALL_CROSS_COLUMNS), dtype=np.float64)
@@ -1277,14 +1327,14 @@ def member_overall_cross_sums(member_keys, member_codes, member_weights, neg_sor
             p_eq = pos_in_block[g]
             c_g = neg_below[g] + 0.5 * n_eq
             d_g = (cells[g, 1] - pos_below[g] - p_eq) + 0.5 * p_eq
-            sums[g, 0] += p_eq * c_g * c_o
-            sums[g, 1] += p_eq * c_o
-            sums[g, 2] += p_eq * (c_o - c_g) * c_o
-            sums[g, 3] += p_eq * r_here
-            sums[g, 4] += n_eq * d_g * d_o
-            sums[g, 5] += n_eq * d_o
-            sums[g, 6] += n_eq * (d_o - d_g) * d_o
-            sums[g, 7] += n_eq * q_here
+            _add_term(sums, lo, g, 0, p_eq, c_g, c_o)
+            _add_term(sums, lo, g, 1, p_eq, c_o, 1.0)
+            _add_term(sums, lo, g, 2, p_eq, c_o - c_g, c_o)
+            _add_term(sums, lo, g, 3, p_eq, r_here, 1.0)
+            _add_term(sums, lo, g, 4, n_eq, d_g, d_o)
+            _add_term(sums, lo, g, 5, n_eq, d_o, 1.0)
+            _add_term(sums, lo, g, 6, n_eq, d_o - d_g, d_o)
+            _add_term(sums, lo, g, 7, n_eq, q_here, 1.0)
             neg_below[g] += n_eq
             pos_below[g] += p_eq
             neg_in_block[g] = 0.0

@@ -257,3 +257,29 @@ def test_a_model_separating_all_but_five_negatives_is_tested_without_a_recheck(m
             p = table.loc[name, f"{metric}_pvalue"]
             z = _exact_difference_z_by_score(s, y, member, metric)
             assert abs(_z_of(p) - z) <= 1e-6 * max(z, 1.0), (name, metric, p, z)
+
+
+@pytest.mark.jit_heavy
+def test_a_difference_of_auc_beyond_the_doubles_digits_comes_from_the_exact_sums(monkeypatch):
+    """A million negatives tied below 200,000 tied positives but ten above them all, and a
+    subgroup of 400 positives and 5 negatives: its BNSP AUC differs from the overall AUC by
+    5e-11, within 1e6 times the rounding of the two doubles' difference (4e-16), so its test
+    was recomputed from the rows (101 such tests with pairs of identities at 1.8M rows: 10
+    s). The exact sums now give the difference itself: z within 1e-9 of exact rational
+    arithmetic, without a recheck."""
+    def no_recheck(*args, **kwargs):
+        raise AssertionError("recomputed from the rows")
+
+    monkeypatch.setattr(significance, "direct_variances", no_recheck)
+    n_neg, n_pos = 1_000_000, 200_000
+    y = np.concatenate([np.zeros(n_neg, bool), np.ones(n_pos, bool)])
+    s = np.where(y, 2.0, 0.0)
+    s[:10] = 3.0
+    member = np.zeros(n_neg + n_pos, bool)
+    member[10:15] = True  # five negatives, not among the ten
+    member[n_neg:n_neg + 400] = True
+    table = quietly(fastbias.bias_metrics, y, s, {"g": member}, significance="holm")
+    gap = table.loc["g", "bnsp_auc"] - fastbias.overall_auc(y, s)
+    assert 1e-11 < abs(gap) < 1e-10
+    z = _exact_difference_z_by_score(s, y, member, "bnsp_auc")
+    assert abs(_z_of(table.loc["g", "bnsp_auc_pvalue"]) - z) <= 1e-9 * max(z, 1.0), z

@@ -139,7 +139,8 @@ def delong(rng) -> None:
             sorted_scores = SortedScores(scores, memberships, workers=workers)
             standard_errors(sorted_scores)
             standard_errors(sorted_scores, np.ascontiguousarray(weights))
-        _exact_walks(SortedScores(scores, memberships), cross=False)
+        if scores.dtype == np.float64:  # (their keys widened to 64 bits: one type for all)
+            _exact_walks(SortedScores(scores, memberships), cross=False)
     # (first_call.INCLUDES says what this family compiles besides its own)
 
 
@@ -204,7 +205,8 @@ def significance(rng) -> None:
         # scores as keys: the weighted walk's keys too)
         for sorts, in_numpy in ((sorted_scores, False), (None, True)):
             pvalues_of(table, scores, memberships, sorts, None, 0.95, None, in_numpy)
-        _exact_walks(sorted_scores, cross=True)
+        if dtype == np.float64:
+            _exact_walks(sorted_scores, cross=True)
         # weighted: the weights are the caller's, writable or read-only (as pandas gives)
         for writable in (True, False):
             pvalues_of(table, scores, memberships, sorted_scores,

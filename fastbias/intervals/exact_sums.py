@@ -55,6 +55,10 @@ def _exact(hi, lo) -> Fraction:
 class ExactSums:
     """The sums of one unweighted walk, exact, made on first use (one walk each kind).
 
+    The walks read the sorts' keys widened to 64 bits (the same order and ties), so that
+    their kernels compile once for float32 and float64 scores alike (each compiles for
+    several seconds, and they are rarely needed).
+
     :meth:`delong` gives a subgroup's U, SQX, SQY of the five metrics (the 15 columns of
     ``_kernels.finish_delong_sums``), :meth:`overall` the overall AUC's ``(u, sq_pos,
     sq_neg)`` and :meth:`cross` a subgroup's cross sums with it (the columns of
@@ -62,7 +66,8 @@ class ExactSums:
     """
 
     def __init__(self, walk):
-        self._walk = walk
+        self._walk = walk._replace(**{name: getattr(walk, name).astype(np.uint64, copy=False)
+                                      for name in ("keys", "neg", "pos")})
         self._delong = self._overall = self._cross = None
 
     def delong(self, g: int) -> list:

@@ -998,7 +998,7 @@ def _float_term(sums, g, column, w, a, b):
     sums[g, column] += w * a * b
 
 
-@njit(inline="always")
+@njit(cache=True, nogil=True)  # (not inlined: the exact walks compile in 6.5 s instead of 9)
 def _kept_term(sums, lo, g, column, w, a, b):
     p, e = _two_prod(w, a * b)
     s, e2 = _two_sum(sums[g, column], p)

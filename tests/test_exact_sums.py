@@ -15,11 +15,17 @@ import pytest
 
 import fastbias
 from fastbias.intervals import delong, significance
+from fastbias.intervals.delong import weight_bits_of
 from fastbias.intervals.exact_sums import EXACT_MAX_ROWS, exact_sums_of
 from fastbias.prepare.memberships import prepare_memberships_dense
 from fastbias.sort.order import SortedScores
 from fastbias.sweep.walk import member_walk
-from tests.test_never_silently_wrong import _exact_test_z, _metric_cells, quietly
+from tests.test_never_silently_wrong import (
+    _exact_delong_variance,
+    _exact_test_z,
+    _metric_cells,
+    quietly,
+)
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 
@@ -33,46 +39,59 @@ def _twice_placements(at, others):
     return [int(a) + int(b) for a, b in zip(lt, le)]
 
 
-def _brute_sums(s, y, member):
+def _placements(at, others, weights):
+    """The placement of each score of ``at`` among ``others`` (of ``weights``): their weight
+    below it plus half their weight at it, in exact rationals."""
+    order = np.argsort(others, kind="stable")
+    others = others[order]
+    prefix = [Fraction(0)]
+    for weight in weights[order].tolist():
+        prefix.append(prefix[-1] + Fraction(weight))
+    lt = np.searchsorted(others, at, side="left").tolist()
+    le = np.searchsorted(others, at, side="right").tolist()
+    return [prefix[a] + (prefix[b] - prefix[a]) / 2 for a, b in zip(lt, le)]
+
+
+def _brute_sums(s, y, member, w):
     """(the 15 DeLong sums per metric, the overall AUC's 3, the 8 cross sums) of one
-    subgroup, as Fractions, from twice-placements in Python integers."""
+    subgroup, as Fractions, from each row's placement in exact rationals."""
     cells = _metric_cells(y, member)
+    weight = [Fraction(v) for v in w.tolist()]
+
+    def total(rows, values):  # sum over ``rows`` (a mask) of the row's weight times its value
+        return sum((weight[r] * v for r, v in zip(np.flatnonzero(rows).tolist(), values)),
+                   Fraction(0))
+
+    def below(rows, others):  # each row's placement among ``others``: their weight below
+        return _placements(s[rows], s[others], w[others])
+
+    def above(rows, others):  # their weight above
+        whole = sum((weight[r] for r in np.flatnonzero(others).tolist()), Fraction(0))
+        return [whole - v for v in below(rows, others)]
+
     delong_sums = [None] * 15
     for j, metric in enumerate(METRICS):
-        above, below = cells[metric]
-        px = _twice_placements(s[above], s[below])  # Y below each X row
-        qy = [2 * int(above.sum()) - v for v in _twice_placements(s[below], s[above])]
-        delong_sums[j] = Fraction(sum(px), 2)
-        delong_sums[5 + j] = Fraction(sum(v * v for v in px), 4)
-        delong_sums[10 + j] = Fraction(sum(v * v for v in qy), 4)
-    pos, neg = s[y], s[~y]
-    c_pos = _twice_placements(pos, neg)
-    d_neg = [2 * len(pos) - v for v in _twice_placements(neg, pos)]
-    overall = (Fraction(sum(c_pos), 2), Fraction(sum(v * v for v in c_pos), 4),
-               Fraction(sum(v * v for v in d_neg), 4))
-
-    def c_terms(rows):  # (c_g, c_O) of positives ``rows``: the subgroup's negatives below, all
-        return (_twice_placements(s[rows], s[member & ~y]),
-                _twice_placements(s[rows], neg))
-
-    def d_terms(rows):  # (d_g, d_O) of negatives ``rows``: the subgroup's positives above, all
-        n_sub, n_pos = int((member & y).sum()), len(pos)
-        return ([2 * n_sub - v for v in _twice_placements(s[rows], s[member & y])],
-                [2 * n_pos - v for v in _twice_placements(s[rows], pos)])
-
-    def total(values, scale):
-        return Fraction(sum(values), scale)
-
-    cg, co = c_terms(member & y)
-    dg, do = d_terms(member & ~y)
-    all_dg, all_do = d_terms(~y)  # (every negative, every positive: the table's D-, D+)
-    all_cg, all_co = c_terms(y)
-    cross = [total([a * b for a, b in zip(cg, co)], 4), total(co, 2),
-             total([(b - a) * b for a, b in zip(cg, co)], 4),
-             total([a * b for a, b in zip(all_dg, all_do)], 4),
-             total([a * b for a, b in zip(dg, do)], 4), total(do, 2),
-             total([(b - a) * b for a, b in zip(dg, do)], 4),
-             total([a * b for a, b in zip(all_cg, all_co)], 4)]
+        x, yy = cells[metric]
+        px, qy = below(x, yy), above(yy, x)
+        delong_sums[j] = total(x, px)
+        delong_sums[5 + j] = total(x, [v * v for v in px])
+        delong_sums[10 + j] = total(yy, [v * v for v in qy])
+    c_pos, d_neg = below(y, ~y), above(~y, y)
+    overall = (total(y, c_pos), total(y, [v * v for v in c_pos]),
+               total(~y, [v * v for v in d_neg]))
+    sub_neg, sub_pos = member & ~y, member & y
+    # (c_g, c_O) of positives: the subgroup's negatives below, every negative below; (d_g,
+    # d_O) of negatives: the subgroup's positives above, every positive above
+    cg, co = below(sub_pos, sub_neg), below(sub_pos, ~y)
+    dg, do = above(sub_neg, sub_pos), above(sub_neg, y)
+    all_dg, all_do = above(~y, sub_pos), above(~y, y)  # (every negative: the table's D-)
+    all_cg, all_co = below(y, sub_neg), below(y, ~y)  # (every positive: D+)
+    cross = [total(sub_pos, [a * b for a, b in zip(cg, co)]), total(sub_pos, co),
+             total(sub_pos, [(b - a) * b for a, b in zip(cg, co)]),
+             total(~y, [a * b for a, b in zip(all_dg, all_do)]),
+             total(sub_neg, [a * b for a, b in zip(dg, do)]), total(sub_neg, do),
+             total(sub_neg, [(b - a) * b for a, b in zip(dg, do)]),
+             total(y, [a * b for a, b in zip(all_cg, all_co)])]
     return delong_sums, overall, cross
 
 
@@ -86,33 +105,44 @@ def _data(seed, n, levels):
     return s, y, groups
 
 
+@pytest.mark.parametrize("weights", ["none", "whole", "eighths"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("seed, levels", [(0, 2), (1, 5), (2, 40), (3, 1000)])
-def test_exact_walk_sums_are_the_brute_force_sums(seed, levels, dtype):
+def test_exact_walk_sums_are_the_brute_force_sums(seed, levels, dtype, weights):
     """Heavy ties (2 levels) to none, a subgroup of every row, one of every negative, one of
-    a few rows: every sum of the exact walks, the 15 DeLong sums per subgroup (background
-    ones a class's less the subgroup's), the overall AUC's 3 and the 8 cross sums, is the
-    brute-force pair count's."""
+    a few rows; unweighted, whole frequency weights (0 to 1000) and eighths: every sum of the
+    exact walks, the 15 DeLong sums per subgroup (background ones a class's less the
+    subgroup's), the overall AUC's 3 and the 8 cross sums, is the one from each row's
+    placement in exact rationals."""
     s, y, groups = _data(seed, 300, levels)
     s = s.astype(dtype)
+    rng = np.random.default_rng(seed)
+    w = {"none": np.ones(len(y)), "whole": rng.integers(0, 1001, len(y)).astype(float),
+         "eighths": rng.integers(1, 800, len(y)) / 8.0}[weights]
     names = [f"g{j}" for j in range(groups.shape[1])]
     m = prepare_memberships_dense(y, groups, names)
-    exact = exact_sums_of(member_walk(SortedScores(s, m)), len(y))
+    sample_weight = None if weights == "none" else w
+    exact = exact_sums_of(member_walk(SortedScores(s, m), sample_weight), len(y),
+                          weight_bits_of(sample_weight))
     for g in range(groups.shape[1]):
-        sums, overall, cross = _brute_sums(s.astype(np.float64), y, groups[:, g])
+        sums, overall, cross = _brute_sums(s.astype(np.float64), y, groups[:, g], w)
         assert exact.delong(g) == sums, names[g]
         assert exact.cross(g) == cross, names[g]
     assert exact.overall() == overall
 
 
 def test_exact_sums_are_only_made_where_they_are_exact():
-    """Weighted placements are prefix sums of floats, and beyond EXACT_MAX_ROWS a term may
-    round: no exact sums then (None), whatever the data."""
+    """Weights of many binary digits (0.1) make placements that round, and so do classes of
+    more than 2**25 placement units (2**24 rows; whole weights of 2**30) and more than
+    EXACT_MAX_ROWS rows: no exact sums then (None), whatever the data."""
     s, y, groups = _data(4, 200, 7)
     m = prepare_memberships_dense(y, groups, [f"g{j}" for j in range(groups.shape[1])])
     sorts = SortedScores(s, m)
-    assert exact_sums_of(member_walk(sorts), len(y)) is not None
-    assert exact_sums_of(member_walk(sorts, np.ones(len(y))), len(y)) is None
+    n = len(y)
+    for w, made in ((None, True), (np.full(n, 3.0), True), (np.full(n, 0.375), True),
+                    (np.full(n, 0.1), False), (np.full(n, 2.0 ** 30), False)):
+        found = exact_sums_of(member_walk(sorts, w), n, weight_bits_of(w))
+        assert (found is not None) == made, w[0] if w is not None else None
     assert exact_sums_of(member_walk(sorts), EXACT_MAX_ROWS + 1) is None
 
 
@@ -138,27 +168,30 @@ def _z_of(p):
     return -NormalDist().inv_cdf(p / 2.0) if p < 1.0 else 0.0
 
 
-@pytest.mark.parametrize("seed, levels, missing", [(5, 3, False), (6, 12, True),
-                                                    (7, 1000, False)])
+@pytest.mark.parametrize("seed, levels, missing, weighted", [
+    (5, 3, False, False), (6, 12, True, False), (7, 1000, False, False),
+    (8, 3, False, True), (9, 12, True, True), (10, 1000, False, True)])
 def test_standard_errors_and_tests_from_exact_sums_are_exact(exact_path_only, seed, levels,
-                                                             missing):
+                                                             missing, weighted):
     """With every float variance in doubt, the standard errors and the DeLong tests of every
     metric (AUC metrics against the AUC of all rows, or of the rows annotated for the
-    subgroup under ``missing_subgroup="exclude"``) come from the exact sums alone: each
-    standard error within 1e-14 of exact rational arithmetic, each z within 1e-9."""
+    subgroup under ``missing_subgroup="exclude"``), unweighted or with whole frequency
+    weights (0 to 20), come from the exact sums alone: each standard error within 1e-14 of
+    exact rational arithmetic, each z within 1e-9."""
     s, y, groups = _data(seed, 160, levels)
     groups = groups[:, [0, 2, 3]]
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 21, len(y)).astype(float) if weighted else np.ones(len(y))
     subgroups = {f"g{j}": groups[:, j].astype(float) for j in range(groups.shape[1])}
     universe = {name: np.ones(len(y), bool) for name in subgroups}
     if missing:  # a few unannotated rows in one subgroup: its own universe
-        rng = np.random.default_rng(seed)
         unknown = rng.random(len(y)) < 0.1
         unknown[:2] = False
         subgroups["g0"][unknown] = np.nan
         universe["g0"] = ~unknown
-    frame = pd.DataFrame({"y": y, "s": s, **subgroups})
+    frame = pd.DataFrame({"y": y, "s": s, "w": w, **subgroups})
     table = quietly(fastbias.evaluate, frame, label="y", scores="s", subgroups=list(subgroups),
-                    ci="delong", significance="holm",
+                    sample_weight="w" if weighted else None, ci="delong", significance="holm",
                     missing_subgroup="exclude" if missing else "background").for_model()
     for name, column in subgroups.items():
         rows = universe[name]
@@ -166,28 +199,16 @@ def test_standard_errors_and_tests_from_exact_sums_are_exact(exact_path_only, se
         for metric in METRICS:
             above, below = _metric_cells(y[rows], member)[metric]
             got, p = table.loc[name, f"{metric}_se"], table.loc[name, f"{metric}_pvalue"]
-            if min(above.sum(), below.sum()) < 2:  # (no variance: a sample of one row or none)
+            if min(w[rows][above].sum(), w[rows][below].sum()) <= 1:  # (no variance)
                 assert np.isnan(got) and np.isnan(p), (name, metric)
                 continue
-            exact_se = float(_exact_variance(s[rows], above, below)) ** 0.5
+            exact_se = float(_exact_delong_variance(s[rows], w[rows], above, below)) ** 0.5
             assert abs(got - exact_se) <= 1e-14 * exact_se, (name, metric)
             try:
-                z = _exact_test_z(s[rows], np.ones(rows.sum()), y[rows], member, metric)
+                z = _exact_test_z(s[rows], w[rows], y[rows], member, metric)
             except InvalidOperation:  # 0 / 0: the AUC of all rows itself, p = 1
                 z = 0.0
             assert abs(_z_of(p) - z) <= 1e-9 * max(z, 1.0), (name, metric, p, z)
-
-
-def _exact_variance(s, above, below):
-    """DeLong's variance of P(s[above] > s[below]), ties 1/2, unweighted, in exact rationals
-    from each row's placement."""
-    x, y = s[above], s[below]
-    px = [Fraction(v, 2 * len(y)) for v in _twice_placements(x, y)]
-    qy = [Fraction(2 * len(x) - v, 2 * len(x)) for v in _twice_placements(y, x)]
-    theta = sum(px) / len(x)
-    s10 = sum((v - theta) ** 2 for v in px) / (len(x) - 1)
-    s01 = sum((v - theta) ** 2 for v in qy) / (len(y) - 1)
-    return s10 / len(x) + s01 / len(y)
 
 
 def _exact_difference_z_by_score(s, y, member, metric):

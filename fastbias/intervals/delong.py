@@ -25,7 +25,7 @@ from ..sweep.double_double import (
     two_sum,
 )
 from ..sweep.walk import MemberWalk, member_walk
-from .exact_sums import NO_LO, exact_parts, exact_sums_of, exact_variance
+from .exact_sums import NO_LO, exact_parts, exact_variance, lazy_exact_sums
 
 
 def _z_value(confidence: float) -> float:
@@ -344,7 +344,8 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
                                                                sorted_scores.workers),
                                      lambda: weight_bits_of(sample_weight),
                                      recheck_rows(sorted_scores.scores, sample_weight),
-                                     exact_sums_of(walk, m.n_rows))
+                                     lazy_exact_sums(walk, m.n_rows,
+                                                     lambda: weight_bits_of(sample_weight)))
 
 
 def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray,
@@ -358,9 +359,10 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
 
     ``row_data``: ``(scores, sample_weight)`` of the rows of ``m``, where at hand: a subgroup
     whose background the walk's sums cannot resolve then has its standard errors from its
-    cells' own rows (:func:`direct_variances`), not NaN. ``exact``: the walk's
-    :class:`~.exact_sums.ExactSums` (unweighted kernel walks): a variance its float sums
-    leave unknown is first worked out from those (:func:`~.exact_sums.exact_variance`)."""
+    cells' own rows (:func:`direct_variances`), not NaN. ``exact``: a function that gives
+    the walk's :class:`~.exact_sums.ExactSums` or None (kernel walks,
+    :func:`~.exact_sums.lazy_exact_sums`): a variance its float sums leave unknown is first
+    worked out from those (:func:`~.exact_sums.exact_variance`)."""
     cells = walk.cells
     total_neg, total_pos = walk.class_totals
     tolerance = None if row_data is None else RECHECK_TOLERANCE
@@ -379,8 +381,11 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         weight_bits = weight_bits()
         lazy = False
         overall_var = overall_variance(weight_bits)
-    if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and exact is not None:
-        overall_var = float(exact_variance(*exact.overall(), total_pos, total_neg))
+    if exact is None:
+        def exact():
+            return None
+    if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and exact() is not None:
+        overall_var = float(exact_variance(*exact().overall(), total_pos, total_neg))
     if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and row_data is not None:
         overall_var = direct_overall_variance(row_data[0], m.labels, row_data[1])
     overall_se = float(np.sqrt(overall_var))
@@ -434,11 +439,11 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         parts = flat_parts(walk, unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
             var, unknown = variances(bits, parts)
-    if exact is not None:  # exact sums: exact variances
+    if any(u.any() for u in unknown.values()) and exact() is not None:  # exact variances
         for j, metric in enumerate(METRIC_COLUMNS):
             x_cell, y_cell = METRIC_SAMPLES[metric]
             for g in np.flatnonzero(unknown[metric]).tolist():
-                sums_g = exact.delong(g)
+                sums_g = exact().delong(g)
                 var[metric][g] = float(exact_variance(
                     sums_g[SK.DELONG_U + j], sums_g[SK.DELONG_SQ_X + j],
                     sums_g[SK.DELONG_SQ_Y + j], weight[x_cell][g], weight[y_cell][g]))

@@ -1,4 +1,4 @@
-"""Exact placement sums of an unweighted walk, for the variances its float sums cannot tell.
+"""Exact placement sums of a walk, for the variances its float sums cannot tell.
 
 A DeLong variance is a small difference of large sums, ``sum w p^2 - (sum w p)^2 / W``, and
 a significance test's a small difference of three such variances. Where every placement of
@@ -9,17 +9,21 @@ from each subgroup's own rows (:func:`~.delong.direct_variances`, about 0.1 s pe
 subgroup and metric at 1.8M rows: 2.5-4 s per call, 32 s with pairs of identities).
 
 Unweighted, every placement is a whole multiple of 1/2 and every term of the sums a whole
-multiple of 1/4 below ``2**53`` (while the rows stay within :data:`EXACT_MAX_ROWS`). The
-same walks then run once more with each term's product and each addition's rounding
-kept beside the sum (``lo``, see ``_kernels._add_term``): the sums ``hi + lo`` are exact,
-and so is every variance and covariance numerator made from them in rational arithmetic
-(:func:`exact_variance`, :func:`exact_difference_variance`). ``O(memberships + n)`` for all
-subgroups at once, and only where a variance is in doubt.
+multiple of 1/4; with weights of ``b`` binary digits below the point (whole numbers: 0,
+frequency weights), of ``2**-(b + 1)`` and ``2**-(3b + 2)``. While a class's weight in
+placement units, ``2**(b + 1) W``, stays within :data:`EXACT_MAX_UNITS` (and the rows
+within :data:`EXACT_MAX_ROWS`), every placement, product of two placements and prefix sum
+is exact in a double. The same walks then run once more with each term's product and each
+addition's rounding kept beside the sum (``lo``, see ``_kernels._add_term``): the sums
+``hi + lo`` are exact, and so is every variance and covariance numerator made from them in
+rational arithmetic (:func:`exact_variance`, :func:`exact_difference_variance`).
+``O(memberships + n)`` for all subgroups at once, and only where a variance is in doubt.
 """
 from __future__ import annotations
 
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from functools import cache
 
 import numpy as np
 
@@ -28,36 +32,65 @@ from ..sweep import _kernels as SK
 #: ``lo`` for the kernels' walks that keep no rounding (the float sums alone)
 NO_LO = None
 
-#: the most rows whose unweighted walk sums are exact: a placement is at most ``n`` and a
-#: term, ``w`` times a product of two placements or ``3 n^2`` (a class's pair products), is a
-#: multiple of 1/4 below ``2**53`` up to ``n = 2**24.7``; the rounding kept beside a sum of
-#: at most ``n^3`` stays within ``2**46`` quarters
+#: the most rows whose walk sums are made exact (the rounding kept beside a sum stays within
+#: ``2**47`` of its terms' unit; see :data:`EXACT_MAX_UNITS`)
 EXACT_MAX_ROWS = 1 << 24
+
+#: the most a class may weigh in placement units (``2**(b + 1) W``; ``2 n`` unweighted): a
+#: term is ``w`` times a product of two placements or ``3 W^2`` (a class's pair products), a
+#: multiple of the square of that unit below ``2**53`` up to ``2**25.2`` units
+EXACT_MAX_UNITS = float(1 << 25)
 
 #: decimal digits a difference of variances is worked out to (its square roots are not
 #: rational): far beyond any difference the rows can make
 _DIGITS = 100
 
 
-def exact_sums_of(walk, n_rows: int):
-    """:class:`ExactSums` of an unweighted kernel walk (``walk``: a
-    :class:`~fastbias.sweep.walk.MemberWalk`) of at most :data:`EXACT_MAX_ROWS` rows, else
-    None (weighted placements are prefix sums of floats: not exact)."""
-    if walk.weights.size or walk.neg_cum.size or walk.pos_cum.size or n_rows > EXACT_MAX_ROWS:
+def exact_sums_of(walk, n_rows: int, weight_bits=0):
+    """:class:`ExactSums` of a kernel walk (``walk``: a
+    :class:`~fastbias.sweep.walk.MemberWalk`) where its sums can be exact, else None: at
+    most :data:`EXACT_MAX_ROWS` rows, and weights (of a weighted walk) of ``weight_bits``
+    binary digits below the point (:func:`~.delong.fraction_bits`; a function that gives
+    it, called only for a weighted walk; None: not known) whose class totals stay within
+    :data:`EXACT_MAX_UNITS` placement units."""
+    if n_rows > EXACT_MAX_ROWS:
+        return None
+    bits = 0
+    if walk.weights.size or walk.neg_cum.size or walk.pos_cum.size:
+        bits = weight_bits() if callable(weight_bits) else weight_bits
+        if bits is None:
+            return None
+    if max(walk.class_totals) * 2.0 ** (bits + 1) > EXACT_MAX_UNITS:
         return None
     return ExactSums(walk)
+
+
+def lazy_exact_sums(walk, n_rows: int, weight_bits=0):
+    """:func:`exact_sums_of` as a function of no argument, worked out (the weights' digits
+    read) on its first call only."""
+    return cache(lambda: exact_sums_of(walk, n_rows, weight_bits))
 
 
 def _exact(hi, lo) -> Fraction:
     return Fraction(float(hi)) + Fraction(float(lo))
 
 
-class ExactSums:
-    """The sums of one unweighted walk, exact, made on first use (one walk each kind).
+def sortable_keys(values: np.ndarray) -> np.ndarray:
+    """64-bit unsigned keys in the order of ``values`` (and equal where they are): unsigned
+    keys widened, float scores by their bits (the sign bit flipped on positives, every bit on
+    negatives; -0.0 as 0.0)."""
+    if values.dtype.kind == "u":
+        return values.astype(np.uint64, copy=False)
+    bits = (values.astype(np.float64) + 0.0).view(np.uint64)
+    return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
 
-    The walks read the sorts' keys widened to 64 bits (the same order and ties), so that
-    their kernels compile once for float32 and float64 scores alike (each compiles for
-    several seconds, and they are rarely needed).
+
+class ExactSums:
+    """The sums of one walk, exact, made on first use (one walk each kind).
+
+    The walks read the keys as :func:`sortable_keys` (the same order and ties), so that
+    their kernels compile once for the sorts' keys and for scores, float32 and float64
+    alike (each compiles for seconds, and they are rarely needed).
 
     :meth:`delong` gives a subgroup's U, SQX, SQY of the five metrics (the 15 columns of
     ``_kernels.finish_delong_sums``), :meth:`overall` the overall AUC's ``(u, sq_pos,
@@ -66,7 +99,7 @@ class ExactSums:
     """
 
     def __init__(self, walk):
-        self._walk = walk._replace(**{name: getattr(walk, name).astype(np.uint64, copy=False)
+        self._walk = walk._replace(**{name: sortable_keys(getattr(walk, name))
                                       for name in ("keys", "neg", "pos")})
         self._delong = self._overall = self._cross = None
 

@@ -27,7 +27,7 @@ from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
 from .delong import DELONG_MAX_RANGES, _placement_sums, flat_parts, weight_bits_of
-from .exact_sums import NO_LO, exact_sums_of
+from .exact_sums import NO_LO, lazy_exact_sums
 from .first_call import (
     class_sums_in_numpy,
     cross_sums_in_numpy,
@@ -82,9 +82,10 @@ class PlacementSums:
     flat_parts : function or None
         In memory, ``flat_parts(groups)``: :func:`~.delong.flat_parts` of the walk the sums
         came from (None out of core, where the rows are not kept).
-    exact : ExactSums or None
-        In memory, unweighted, from the kernels: the same sums exact
-        (:class:`~.exact_sums.ExactSums`), for the variances the float sums leave unknown.
+    exact : function or None
+        In memory, from the kernels: a function that gives the same sums exact
+        (:class:`~.exact_sums.ExactSums`, for the variances the float sums leave unknown),
+        or None where they cannot be (:func:`~.exact_sums.exact_sums_of`).
     """
 
     delong: np.ndarray
@@ -182,7 +183,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
                                          walk.cells, NO_LO) if k else None
     del q_pos, r_neg
     return _gathered(m, walk, delong, overall, classes, cross, sample_weight,
-                     exact_sums_of(walk, m.n_rows))
+                     lazy_exact_sums(walk, m.n_rows, lambda: weight_bits_of(sample_weight)))
 
 
 def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
@@ -205,7 +206,7 @@ def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None)
 
 def _gathered(m, walk, delong, overall, classes, cross, sample_weight, exact=None) -> tuple:
     """``(PlacementSums, walk, classes)`` from one universe's walk and its sums (``exact``:
-    its :class:`~.exact_sums.ExactSums`, or None)."""
+    a function that gives its :class:`~.exact_sums.ExactSums`, or None)."""
     k = m.n_groups
     if cross is None:
         cross = np.zeros((0, SK.N_OVERALL_CROSS_COLUMNS))

@@ -347,8 +347,9 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         parts = sums.flat_parts(unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
             out, cancelled = variances(bits, parts)
-    if sums.exact is not None and any(mask.any() for mask in cancelled.values()):
-        _exact_tests(sums.exact, out, cancelled, weight, w_pos, w_neg)
+    if (any(mask.any() for mask in cancelled.values()) and sums.exact is not None
+            and sums.exact() is not None):
+        _exact_tests(sums.exact(), out, cancelled, weight, w_pos, w_neg)
     return out, overall_auc, cancelled
 
 
@@ -367,7 +368,8 @@ def _exact_gaps(sums: PlacementSums, gaps: dict, rounding: dict, which: dict) ->
     at 1.8M rows). In place."""
     weight = _cell_weights(sums)
     w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
-    u_overall = sums.exact.overall()[0]
+    exact = sums.exact()
+    u_overall = exact.overall()[0]
     for j, metric in enumerate(METRIC_COLUMNS):
         if metric not in AUC_METRICS:
             continue
@@ -376,7 +378,7 @@ def _exact_gaps(sums: PlacementSums, gaps: dict, rounding: dict, which: dict) ->
             pairs = Fraction(float(weight[x_cell][i])) * Fraction(float(weight[y_cell][i]))
             total = Fraction(float(w_pos[i])) * Fraction(float(w_neg[i]))
             if pairs > 0 and total > 0:
-                gap = float(sums.exact.delong(i)[SK.DELONG_U + j] / pairs - u_overall / total)
+                gap = float(exact.delong(i)[SK.DELONG_U + j] / pairs - u_overall / total)
                 gaps[metric][i] = gap
                 rounding[metric][i] = 2.0 ** -53 * abs(gap)
 
@@ -894,7 +896,8 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                 & ~nothing[metric] for metric in METRIC_COLUMNS}
 
     imprecise = imprecise_tests()
-    if sums.exact is not None and any(imprecise[metric].any() for metric in AUC_METRICS):
+    if (any(imprecise[metric].any() for metric in AUC_METRICS) and sums.exact is not None
+            and sums.exact() is not None):
         _exact_gaps(sums, gaps, rounding, imprecise)
         imprecise = imprecise_tests()
     rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}

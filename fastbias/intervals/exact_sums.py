@@ -88,9 +88,9 @@ def sortable_keys(values: np.ndarray) -> np.ndarray:
 class ExactSums:
     """The sums of one walk, exact, made on first use (one walk each kind).
 
-    The walks read the keys as :func:`sortable_keys` (the same order and ties), so that
-    their kernels compile once for the sorts' keys and for scores, float32 and float64
-    alike (each compiles for seconds, and they are rarely needed).
+    The walks read the keys as :func:`sortable_keys` (the same order and ties) and 64-bit
+    codes, so that their kernels compile once for the sorts' keys and for scores, float32
+    and float64, weighted or not (each compiles for seconds, and they are rarely needed).
 
     :meth:`delong` gives a subgroup's U, SQX, SQY of the five metrics (the 15 columns of
     ``_kernels.finish_delong_sums``), :meth:`overall` the overall AUC's ``(u, sq_pos,
@@ -99,7 +99,8 @@ class ExactSums:
     """
 
     def __init__(self, walk):
-        self._walk = walk._replace(**{name: sortable_keys(getattr(walk, name))
+        self._walk = walk._replace(codes=walk.codes.astype(np.int64, copy=False),
+                                   **{name: sortable_keys(getattr(walk, name))
                                       for name in ("keys", "neg", "pos")})
         self._delong = self._overall = self._cross = None
 

@@ -175,10 +175,24 @@ _ready: set = set()  # the kernel sets known compiled (or cached) in this proces
 _announce_lock = threading.Lock()
 
 
-def _needs_compiling(dispatcher) -> bool:
+def _needs_compiling(dispatcher, kind=None) -> bool:
     """Whether a call of this kernel must compile it: nothing compiled in this process and
-    no cache index for its current source on disk."""
-    if getattr(dispatcher, "signatures", True):  # compiled already, or a plain function (no JIT)
+    no cache index for its current source on disk. ``kind``: a test of a compiled version's
+    argument types, for a call that needs a version of its own (the exact walks'): none of
+    that kind compiled in this process nor in the cache's index (read where numba lets it
+    be; where not, nothing is said)."""
+    signatures = getattr(dispatcher, "signatures", None)
+    if signatures is None:  # a plain function (no JIT)
+        return False
+    if kind is not None:
+        if any(kind(signature) for signature in signatures):
+            return False
+        try:
+            index = dispatcher._cache._cache_file._load_index()
+            return not any(kind(key[0]) for key in index)
+        except Exception:  # (numba's cache internals: not known)
+            return False
+    if signatures:  # compiled already
         return False
     cache = getattr(dispatcher, "_cache", None)
     index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
@@ -186,7 +200,7 @@ def _needs_compiling(dispatcher) -> bool:
 
 
 def announce_compiling(name: str, dispatchers, note: str = "",
-                       seconds_each: float | None = None) -> int:
+                       seconds_each: float | None = None, kind=None) -> int:
     """Log one line (``logging``, logger ``"fastbias"``, INFO) before a call that must
     compile kernels: which, about how long, and that they are cached afterwards.
 
@@ -194,12 +208,13 @@ def announce_compiling(name: str, dispatchers, note: str = "",
     or not: a set still compiling is the caller's to follow), so this costs nothing on
     later calls. Returns how many of the
     kernels must compile (0 when all are ready); ``note`` ends the line; ``seconds_each``:
-    about how long one of them compiles (default SECONDS_PER_KERNEL).
+    about how long one of them compiles (default SECONDS_PER_KERNEL); ``kind``: the
+    version the call needs (see :func:`_needs_compiling`).
     """
     with _announce_lock:  # models evaluated in threads: one line, not one per model
         if name in _ready:
             return 0
-        missing = [d for d in dispatchers if _needs_compiling(d)]
+        missing = [d for d in dispatchers if _needs_compiling(d, kind)]
         _ready.add(name)
     if missing:
         seconds = max(1, round((seconds_each or SECONDS_PER_KERNEL) * len(missing)))

@@ -8,15 +8,18 @@ can be more than the difference, and those standard errors and tests were comput
 from each subgroup's own rows (:func:`~.delong.direct_variances`, about 0.1 s per
 subgroup and metric at 1.8M rows: 2.5-4 s per call, 32 s with pairs of identities).
 
-Unweighted, every placement is a whole multiple of 1/2 and every term of the sums a whole
-multiple of 1/4; with weights of ``b`` binary digits below the point (whole numbers: 0,
-frequency weights), of ``2**-(b + 1)`` and ``2**-(3b + 2)``. While a class's weight in
-placement units, ``2**(b + 1) W``, stays within :data:`EXACT_MAX_UNITS` (and the rows
-within :data:`EXACT_MAX_ROWS`), every placement, product of two placements and prefix sum
-is exact in a double. The same walks then run once more with each term's product and each
-addition's rounding kept beside the sum (``lo``, see ``_kernels._add_term``): the sums
-``hi + lo`` are exact, and so is every variance and covariance numerator made from them in
-rational arithmetic (:func:`exact_variance`, :func:`exact_difference_variance`).
+Unweighted, every placement is a whole multiple of 1/2, and every product of two
+placements (and every prefix sum the cross sums read) a multiple of 1/4; with weights of
+``b`` binary digits below the point (whole numbers: 0, frequency weights), of
+``2**-(b + 1)`` and ``2**-(2b + 2)``. While a class's weight in placement units,
+``2**(b + 1) W``, stays within :data:`EXACT_MAX_UNITS` (and the rows within
+:data:`EXACT_MAX_ROWS`), all of them are below ``2**53`` such units: exact in a double. The
+same walks then run once more making each term, a weight times such a product, exact as two
+doubles (Dekker's product) and keeping each addition's rounding (Knuth's) beside the sum
+(``lo``, see ``_kernels._add_term``): every term and rounding is a multiple of
+``2**-(3b + 2)`` and ``lo`` stays far below ``2**53`` of those, so the sums ``hi + lo`` are
+exact, and so is every variance and covariance numerator made from them in rational
+arithmetic (:func:`exact_variance`, :func:`exact_difference_variance`).
 ``O(memberships + n)`` for all subgroups at once, and only where a variance is in doubt.
 """
 from __future__ import annotations
@@ -26,19 +29,23 @@ from fractions import Fraction
 from functools import cache
 
 import numpy as np
+from numba import types
 
+from .._numba_cache import announce_compiling
 from ..sweep import _kernels as SK
 
 #: ``lo`` for the kernels' walks that keep no rounding (the float sums alone)
 NO_LO = None
 
-#: the most rows whose walk sums are made exact (the rounding kept beside a sum stays within
-#: ``2**47`` of its terms' unit; see :data:`EXACT_MAX_UNITS`)
+#: the most rows whose walk sums are made exact: each sum adds at most a term per row, so the
+#: rounding kept beside a sum of at most ``3 W^3`` stays within about ``2**47`` of its terms'
+#: unit (see :data:`EXACT_MAX_UNITS`)
 EXACT_MAX_ROWS = 1 << 24
 
 #: the most a class may weigh in placement units (``2**(b + 1) W``; ``2 n`` unweighted): a
-#: term is ``w`` times a product of two placements or ``3 W^2`` (a class's pair products), a
-#: multiple of the square of that unit below ``2**53`` up to ``2**25.2`` units
+#: product of two placements, a class's pair products (``2 a (B + B_eq / 2) + w (B + B_eq /
+#: 4)``, below ``3 W^2``) and the cross sums' prefix sums are then multiples of the square of
+#: that unit below ``2**53`` of them (``3 * 2**50``)
 EXACT_MAX_UNITS = float(1 << 25)
 
 #: decimal digits a difference of variances is worked out to (its square roots are not
@@ -69,6 +76,18 @@ def lazy_exact_sums(walk, n_rows: int, weight_bits=0):
     """:func:`exact_sums_of` as a function of no argument, worked out (the weights' digits
     read) on its first call only."""
     return cache(lambda: exact_sums_of(walk, n_rows, weight_bits))
+
+
+def _announce(sums: str, kernel) -> None:
+    """Say so before an exact walk compiles in the caller (the warm-up compiles them in the
+    background with the others; with the first-call tier off they compile on first use)."""
+    announce_compiling(f"exact {sums} sums", [kernel], seconds_each=2.5, kind=_keeps_rounding)
+
+
+def _keeps_rounding(signature) -> bool:
+    """Whether a compiled walk (its argument types) is the exact one: its last argument,
+    ``lo``, an array rather than None."""
+    return isinstance(signature[-1], types.Array)
 
 
 def _exact(hi, lo) -> Fraction:
@@ -106,6 +125,7 @@ class ExactSums:
 
     def delong(self, g: int) -> list:
         if self._delong is None:
+            _announce("DeLong", SK.member_delong_sums_in_range)
             w = self._walk
             k = w.cells.shape[0]
             lo = np.zeros((k, SK.N_DELONG_COLUMNS))
@@ -122,6 +142,7 @@ class ExactSums:
 
     def overall(self) -> tuple:
         if self._overall is None:
+            _announce("overall", SK.class_placement_sums)
             w = self._walk
             lo = np.zeros((1, 4))
             hi = SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum, lo)
@@ -130,6 +151,7 @@ class ExactSums:
 
     def cross(self, g: int) -> list:
         if self._cross is None:
+            _announce("cross", SK.member_overall_cross_sums)
             w = self._walk
             # the prefix sums of w c_O along the positives and w d_O along the negatives:
             # whole multiples of 1/2 below 2**53, so exact as float sums

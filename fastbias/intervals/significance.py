@@ -360,25 +360,26 @@ def _cell_weights(sums: PlacementSums) -> dict:
 
 
 def _exact_gaps(sums: PlacementSums, gaps: dict, rounding: dict, which: dict) -> None:
-    """Each AUC metric's difference from the AUC of all rows at the entries ``which`` marks,
-    from the walk's exact sums (``sums.exact``): the two AUCs' difference in rational
-    arithmetic, rounded once (``rounding`` then half an ulp of it), where the difference
-    of the two doubles could be off by more than the test allows (a model separating all
-    but ten negatives, with pairs of identities: 101 tests recomputed from their rows, 10 s
-    at 1.8M rows). In place."""
+    """Each test's difference at the entries ``which`` marks, from the walk's exact sums
+    (``sums.exact``), in rational arithmetic and rounded once (``rounding`` then half an
+    ulp of it): an AUC metric's from the AUC of all rows, an AEG's from 0 (``1/2 - theta``),
+    where the difference of the two doubles, or a weighted AEG's double-double counts, could
+    be off by more than the test allows (a model separating all but ten negatives, with
+    pairs of identities: 101 tests recomputed from their rows, 10 s at 1.8M rows). In
+    place."""
     weight = _cell_weights(sums)
     w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
     exact = sums.exact()
     u_overall = exact.overall()[0]
     for j, metric in enumerate(METRIC_COLUMNS):
-        if metric not in AUC_METRICS:
-            continue
         x_cell, y_cell = METRIC_SAMPLES[metric]
         for i in np.flatnonzero(which[metric]).tolist():
             pairs = Fraction(float(weight[x_cell][i])) * Fraction(float(weight[y_cell][i]))
             total = Fraction(float(w_pos[i])) * Fraction(float(w_neg[i]))
             if pairs > 0 and total > 0:
-                gap = float(exact.delong(i)[SK.DELONG_U + j] / pairs - u_overall / total)
+                theta = exact.delong(i)[SK.DELONG_U + j] / pairs
+                gap = float(theta - u_overall / total if metric in AUC_METRICS
+                            else Fraction(1, 2) - theta)
                 gaps[metric][i] = gap
                 rounding[metric][i] = 2.0 ** -53 * abs(gap)
 
@@ -896,9 +897,15 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                 & ~nothing[metric] for metric in METRIC_COLUMNS}
 
     imprecise = imprecise_tests()
-    if (any(imprecise[metric].any() for metric in AUC_METRICS) and sums.exact is not None
+    if (any(mask.any() for mask in imprecise.values()) and sums.exact is not None
             and sums.exact() is not None):
         _exact_gaps(sums, gaps, rounding, imprecise)
+        # and their standard errors from the same sums: beside a difference known to an ulp,
+        # one known within the float sums' 1% would leave z 1e-5 off where the rows, before,
+        # gave it to 1e-11 (found by review)
+        _exact_tests(sums.exact(), se, {metric: imprecise[metric] & np.isfinite(se[metric])
+                                        for metric in METRIC_COLUMNS},
+                     _cell_weights(sums), sums.class_totals[:, 1], sums.class_totals[:, 0])
         imprecise = imprecise_tests()
     rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}
     # (an AUC metric on the very samples of the AUC of all rows is that AUC: p = 1, below)

@@ -214,7 +214,8 @@ def announce_compiling(name: str, dispatchers, note: str = "",
     with _announce_lock:  # models evaluated in threads: one line, not one per model
         if name in _ready:
             return 0
-        missing = [d for d in dispatchers if _needs_compiling(d, kind)]
+        missing = [d for d in dispatchers
+                   if (_needs_compiling(d) if kind is None else _needs_compiling(d, kind))]
         _ready.add(name)
     if missing:
         seconds = max(1, round((seconds_each or SECONDS_PER_KERNEL) * len(missing)))

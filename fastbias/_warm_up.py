@@ -13,7 +13,7 @@ several pieces), so that the parent process finds them all in its cache:
     a call with ``sample_weight`` (also the explicit-cell recount);
 ``delong``
     ``ci="delong"``, unweighted and weighted (with ``counting`` first), and the exact walks
-    of unweighted sums that cannot tell a variance (:mod:`fastbias.intervals.exact_sums`);
+    for the variances the float sums cannot tell (:mod:`fastbias.intervals.exact_sums`);
 ``bootstrap``
     ``ci="bootstrap"``'s replicates, unweighted and weighted;
 ``thresholds``
@@ -145,10 +145,10 @@ def delong(rng) -> None:
 
 
 def _exact_walks(sorted_scores, cross: bool) -> None:
-    """The walks that keep their sums exact (:mod:`fastbias.intervals.exact_sums`), over the
-    sorts of an unweighted call: its own compilation of the DeLong walks (and with ``cross``
-    of the cross sums' walk), which a call needs only where the float sums cannot tell a
-    variance, and then should not wait for."""
+    """The walks that keep their sums exact (:mod:`fastbias.intervals.exact_sums`; one
+    compiled version for every kind of call): their own compilation of the DeLong walks
+    (and with ``cross`` of the cross sums' walk), which a call needs only where the float
+    sums cannot tell a variance, and then should not wait for."""
     from .intervals.exact_sums import exact_sums_of
     from .sweep.walk import member_walk
 

@@ -154,7 +154,8 @@ class ExactSums:
             _announce("cross", SK.member_overall_cross_sums)
             w = self._walk
             # the prefix sums of w c_O along the positives and w d_O along the negatives:
-            # whole multiples of 1/2 below 2**53, so exact as float sums
+            # multiples of the square of the placement unit below 2**53 of them, so exact as
+            # float sums
             prefix = []
             for values, cumulative, others, others_cumulative, above in (
                     (w.pos, w.pos_cum, w.neg, w.neg_cum, False),

@@ -347,10 +347,15 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         parts = sums.flat_parts(unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
             out, cancelled = variances(bits, parts)
-    if (any(mask.any() for mask in cancelled.values()) and sums.exact is not None
-            and sums.exact() is not None):
-        _exact_tests(sums.exact(), out, cancelled, weight, w_pos, w_neg)
+    if any(mask.any() for mask in cancelled.values()) and _exact_of(sums) is not None:
+        _exact_tests(sums, out, cancelled)
     return out, overall_auc, cancelled
+
+
+def _exact_of(sums: PlacementSums):
+    """The walk's :class:`~.exact_sums.ExactSums`, or None (out of core, the numpy tier,
+    sums that cannot be exact)."""
+    return None if sums.exact is None else sums.exact()
 
 
 def _cell_weights(sums: PlacementSums) -> dict:
@@ -369,7 +374,7 @@ def _exact_gaps(sums: PlacementSums, gaps: dict, rounding: dict, which: dict) ->
     place."""
     weight = _cell_weights(sums)
     w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
-    exact = sums.exact()
+    exact = _exact_of(sums)
     u_overall = exact.overall()[0]
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
@@ -394,12 +399,14 @@ def _metric_cross_sums(c, u_overall) -> dict:
             "bnsp_auc": (c[2], c[1], c[3] - c[4], u_overall - c[5])}
 
 
-def _exact_tests(exact, se: dict, cancelled: dict, weight: dict, w_pos, w_neg) -> None:
+def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict) -> None:
     """The standard errors :func:`difference_standard_errors` left ``cancelled`` (its float
-    sums could not tell them from their rounding), from the walk's exact sums (``exact``,
-    :class:`~.exact_sums.ExactSums`): an AUC metric's difference from the AUC of all rows by
-    :func:`~.exact_sums.exact_difference_variance`, an AEG's variance by
+    sums could not tell them from their rounding), from the walk's exact sums
+    (``sums.exact``, :class:`~.exact_sums.ExactSums`): an AUC metric's difference from the
+    AUC of all rows by :func:`~.exact_sums.exact_difference_variance`, an AEG's variance by
     :func:`~.exact_sums.exact_variance`. In place."""
+    exact, weight = _exact_of(sums), _cell_weights(sums)
+    w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
         for i in np.flatnonzero(cancelled[metric]).tolist():
@@ -897,15 +904,13 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                 & ~nothing[metric] for metric in METRIC_COLUMNS}
 
     imprecise = imprecise_tests()
-    if (any(mask.any() for mask in imprecise.values()) and sums.exact is not None
-            and sums.exact() is not None):
+    if any(mask.any() for mask in imprecise.values()) and _exact_of(sums) is not None:
         _exact_gaps(sums, gaps, rounding, imprecise)
         # and their standard errors from the same sums: beside a difference known to an ulp,
         # one known within the float sums' 1% would leave z 1e-5 off where the rows, before,
         # gave it to 1e-11 (found by review)
-        _exact_tests(sums.exact(), se, {metric: imprecise[metric] & np.isfinite(se[metric])
-                                        for metric in METRIC_COLUMNS},
-                     _cell_weights(sums), sums.class_totals[:, 1], sums.class_totals[:, 0])
+        _exact_tests(sums, se, {metric: imprecise[metric] & np.isfinite(se[metric])
+                                for metric in METRIC_COLUMNS})
         imprecise = imprecise_tests()
     rechecked = {metric: np.zeros(len(table), dtype=bool) for metric in METRIC_COLUMNS}
     # (an AUC metric on the very samples of the AUC of all rows is that AUC: p = 1, below)

@@ -49,6 +49,19 @@ MINIMA = [(order, "PARALLEL_SORT_MIN_KEYS"), (counts, "PARALLEL_COUNT_MIN_MEMBER
           (memberships, "PARALLEL_SCAN_MIN_ROWS"), (values, "PARALLEL_BOUNDS_MIN_VALUES")]
 
 
+def _count_native_rounds() -> list:
+    """A list that gets one entry each time the counting walk runs on Numba's threads."""
+    ran = []
+    original = counts.count_on_numba
+
+    def counted(*args, **kwargs):
+        ran.append(True)
+        return original(*args, **kwargs)
+
+    counts.count_on_numba = counted
+    return ran
+
+
 def apply(jobs_per_worker: int, min_scale: float, defaults: dict) -> None:
     """Set the stages' cuts (``counts`` holds its own copy of JOBS_PER_WORKER)."""
     threads.JOBS_PER_WORKER = counts.JOBS_PER_WORKER = jobs_per_worker
@@ -76,8 +89,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     usable, cores = core_counts(parser, args.cores)
     y, s, groups = compiled_case(args.rows)
+    if "numba" in args.engine:
+        native.ENABLED = True
     fastbias.bias_metrics(y, s, groups)  # (asks for the kernels of Numba's threads)
     wait_until_compiled()
+    ran = _count_native_rounds()
     defaults = {name: getattr(module, name) for module, name in MINIMA}
     default_jobs = threads.JOBS_PER_WORKER
     default_switch = sys.getswitchinterval()
@@ -85,8 +101,11 @@ def main(argv=None) -> int:
     settings = list(itertools.product(args.engine, switches, args.jobs_per_worker,
                                       args.min_scale))
     reference = fastbias.bias_metrics(y, s, groups)
+    layer = native.threading_layer() if "numba" in args.engine else "not started"
     print(f"{args.rows:,} rows x {groups.shape[1]}, medians of {args.repeats} calls (ms); "
-          f"defaults: jobs_per_worker {default_jobs}, min_scale 1\n")
+          f"defaults: jobs_per_worker {default_jobs}, min_scale 1; Numba's threading "
+          f"layer: {layer}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
+          f"(fastbias asked for passive: {bool(native._passive_asked)})\n")
     print("| cores | " + " | ".join(
         (f"{e}, " if len(args.engine) > 1 else "")
         + (f"switch {1e3 * w:g} ms, " if len(switches) > 1 else "") + f"jobs {j}, min x{m:g}"
@@ -105,11 +124,14 @@ def main(argv=None) -> int:
                     raise SystemExit(f"switch {switch}, jobs {jobs}, min x{scale:g} on {n} "
                                      "cores: another table")
                 times = []
+                ran.clear()
                 for _ in range(args.repeats):
                     start = time.perf_counter()
                     fastbias.bias_metrics(y, s, groups)
                     times.append(time.perf_counter() - start)
-                row.append(f"{1e3 * statistics.median(times):.1f}")
+                row.append(f"{1e3 * statistics.median(times):.1f}"
+                           + (f" ({len(ran)}/{args.repeats} counted on Numba's threads)"
+                              if engine == "numba" else ""))
             print(f"| {n} | " + " | ".join(row) + " |", flush=True)
     finally:
         apply(default_jobs, 1, defaults)

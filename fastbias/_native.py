@@ -91,11 +91,47 @@ def threading_layer() -> str:
                 import numba
                 from numba.np.ufunc import parallel
 
-                parallel._launch_threads()
+                with _passive_openmp():
+                    parallel._launch_threads()
                 _layer = numba.threading_layer()
             except Exception:  # no layer at all: the pool does every round
                 _layer = ""
         return _layer
+
+
+_WAIT_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+_passive_asked: list = []  # True once this module set OpenMP's wait policy for its start
+
+
+def _openmp_loaded() -> bool:
+    """Whether the OpenMP runtime Numba would load is in this process already (it reads its
+    settings once, as it loads); True on Linux where that cannot be told. Copies that other
+    packages bundle under names of their own (``libgomp-1a2b3c.so.1``) are other runtimes
+    with settings of their own, and do not count."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            names = {os.path.basename(line.split()[-1]) for line in maps if "/" in line}
+    except OSError:
+        return sys.platform.startswith("linux")
+    return any(name.startswith(("libgomp.so", "libomp.so", "libiomp5.so")) for name in names)
+
+
+@contextmanager
+def _passive_openmp():
+    """While Numba starts its threading layer: if that may load an OpenMP runtime for the
+    first time and the environment says nothing of its wait policy, ``OMP_WAIT_POLICY=passive``
+    (read once, as the runtime loads; its threads then sleep between rounds instead of
+    spinning on the cores the next round needs). The environment is put back afterwards, so
+    that processes started later do not inherit the setting."""
+    if any(name in os.environ for name in _WAIT_SETTINGS) or _openmp_loaded():
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+    _passive_asked.append(True)
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_WAIT_POLICY", None)
 
 
 def _after_fork_in_child() -> None:
@@ -139,15 +175,17 @@ _warned: list = []
 
 def _warn_if_spinning() -> None:
     """Once: GNU OpenMP's threads spin after each round unless told otherwise, taking the
-    cores from whatever runs next (a 16-core call took 72 ms instead of 8)."""
+    cores from whatever runs next (a 16-core call took 72 ms instead of 8). Said only where
+    the runtime was loaded before this module could ask it to wait passively."""
     if _warned or _layer != "omp":
         return
     _warned.append(True)
-    if not (os.environ.get("OMP_WAIT_POLICY") or os.environ.get("GOMP_SPINCOUNT")):
+    if not (_passive_asked or any(os.environ.get(name) for name in _WAIT_SETTINGS)):
         logger.warning("FASTBIAS_NUMBA_THREADS: Numba's threads run on OpenMP, whose "
                        "threads spin after each round unless told otherwise and can make "
                        "calls several times slower; set OMP_WAIT_POLICY=passive in the "
-                       "environment before starting Python")
+                       "environment before starting Python (OpenMP was loaded before "
+                       "fastbias could ask for it)")
 
 
 #: :mod:`fastbias.sweep.first_call`, which registers itself on import (it belongs to a later

@@ -347,6 +347,7 @@ def test_gnu_openmp_spinning_is_warned_of_once(on_numba, monkeypatch, caplog):
     monkeypatch.setattr(_native, "_layer", "omp")
     monkeypatch.setattr(_native, "SAFE_LAYERS", ("omp",))
     monkeypatch.setattr(_native, "_warned", [])
+    monkeypatch.setattr(_native, "_passive_asked", [])
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     with caplog.at_level(logging.WARNING, logger="fastbias"):
@@ -359,3 +360,73 @@ def test_gnu_openmp_spinning_is_warned_of_once(on_numba, monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="fastbias"):
         _native.available(2, 100)
     assert not caplog.records
+    # asked for by fastbias itself as the runtime loaded: nothing to warn of
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setattr(_native, "_warned", [])
+    monkeypatch.setattr(_native, "_passive_asked", [True])
+    with caplog.at_level(logging.WARNING, logger="fastbias"):
+        _native.available(2, 100)
+    assert not caplog.records
+
+
+@pytest.mark.parametrize("loaded, given, inside", [
+    (False, None, "passive"),   # first load, nothing said: passive while it loads
+    (True, None, None),         # already loaded: it would not read it, so nothing is set
+    (False, "active", "active"),  # the user's choice stays
+])
+def test_openmp_is_asked_to_wait_passively_only_while_it_first_loads(monkeypatch, loaded,
+                                                                       given, inside):
+    monkeypatch.setattr(_native, "_openmp_loaded", lambda: loaded)
+    monkeypatch.setattr(_native, "_passive_asked", [])
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    if given is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    with _native._passive_openmp():
+        assert os.environ.get("OMP_WAIT_POLICY") == inside
+    assert os.environ.get("OMP_WAIT_POLICY") == given  # put back for later processes
+    assert _native._passive_asked == ([True] if inside == "passive" else [])
+
+
+def test_openmp_loaded_reads_only_the_runtime_numba_loads(monkeypatch, tmp_path):
+    import builtins
+
+    maps = tmp_path / "maps"
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):
+        return real_open(maps if path == "/proc/self/maps" else path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    line = "7f00-7f10 r-xp 00000000 08:01 1234 {}\n"
+    maps.write_text(line.format("/usr/lib/libc.so.6")
+                    + line.format("/site-packages/scikit_learn.libs/libgomp-a34b3233.so.1.0.0")
+                    + "7f20-7f30 rw-p 00000000 00:00 0\n")
+    assert not _native._openmp_loaded()  # a bundled copy is a runtime of its own
+    maps.write_text(line.format("/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0"))
+    assert _native._openmp_loaded()
+
+
+def test_numbas_openmp_starts_passive_and_the_environment_is_put_back(tmp_path):
+    """In a fresh process, GNU OpenMP reports the wait policy it read as it loaded."""
+    import subprocess
+    import sys
+
+    code = ("import os\nfrom fastbias import _native\nlayer = _native.threading_layer()\n"
+            "print('LAYER', layer, 'ENV', os.environ.get('OMP_WAIT_POLICY'), flush=True)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(OMP_DISPLAY_ENV="true", NUMBA_THREADING_LAYER="omp",
+               NUMBA_CACHE_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120)
+    out = result.stdout + result.stderr
+    if "LAYER omp" not in out:
+        pytest.skip(f"no GNU OpenMP layer for Numba here: {out[-300:]}")
+    assert "LAYER omp ENV None" in out
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in out, out
+    env["OMP_WAIT_POLICY"] = "active"  # the user's own setting wins
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120)
+    out = result.stdout + result.stderr
+    assert "OMP_WAIT_POLICY = 'ACTIVE'" in out and "ENV active" in out, out

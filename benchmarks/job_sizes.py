@@ -86,7 +86,13 @@ def main(argv=None) -> int:
                         help="Python's GIL switch intervals to try, in seconds (default: "
                              "the interpreter's, 0.005): a thread that ends a kernel waits "
                              "up to this long for the GIL while another runs Python")
+    parser.add_argument("--native-max-rows", type=int, default=None,
+                        help="most rows per thread of a call whose rounds run on Numba's "
+                             "threads (fastbias._native.NATIVE_MAX_ROWS_PER_WORKER, "
+                             f"{native.NATIVE_MAX_ROWS_PER_WORKER:,} as shipped)")
     args = parser.parse_args(argv)
+    if args.native_max_rows is not None:
+        native.NATIVE_MAX_ROWS_PER_WORKER = args.native_max_rows
     usable, cores = core_counts(parser, args.cores)
     y, s, groups = compiled_case(args.rows)
     if "numba" in args.engine:

@@ -1,4 +1,4 @@
-"""Numba's own threads for a stage's rounds of work: opt-in, where that is safe (issue 16).
+"""Numba's own threads for a stage's rounds of work, where that is safe (issue 16).
 
 fastbias's pool (:mod:`fastbias._threads`) hands each piece of a round to a
 Python thread, which takes the GIL to start the piece's kernel and again when
@@ -12,15 +12,27 @@ sorts of the unweighted count and the counting walk have such kernels. They
 cut the work into the same kind of pieces and run the same kernels on them, so
 the result is the same, bit for bit, either way.
 
-They are **off unless asked for** (``FASTBIAS_NUMBA_THREADS=1`` in the
-environment), because they won only in part of what was measured on a lent
-16-core Xeon: 1.8M rows x 24 in 8.2 ms on 16 cores against 13.9 on the pool, and
-10.7 against 12.3 on 8, but slower on 4 cores and at 18M rows (the pool
-overlaps the class sort with the membership work; these rounds take every
-thread in turn), and with GNU OpenMP's default wait policy its threads spin
-after each round, which made the 16-core call take 72 ms there: set
-``OMP_WAIT_POLICY=passive`` too (a warning says so once). Asked for, a round
-runs on Numba's threads only when all of these hold:
+``FASTBIAS_NUMBA_THREADS`` in the environment chooses:
+
+* **auto** (unset, the default): where Numba's threading layer is **Intel TBB**
+  (started as TBB already, or TBB is what Numba would start: ``conda install
+  tbb``, or a ``libtbb.so.12`` on the loader's path), which is safe to fork and
+  whose threads do not spin. The default never starts another layer, so a
+  program that never asked for GNU OpenMP does not get its fork hazard.
+* **on** (``1``): under TBB or GNU OpenMP. fastbias asks OpenMP to wait
+  passively (``OMP_WAIT_POLICY=passive`` while the runtime first loads, the
+  environment put back afterwards; a warning says so once where OpenMP was
+  loaded before it could ask): with its default policy its threads spin after
+  each round, which made a 16-core call take 72 ms instead of 8.
+* **off** (``0``): the pool only.
+
+Measured on a lent 16-core Xeon (benchmarks/RESULTS.md), 1.8M rows x 24 on 16
+cores: 11.3 ms under OpenMP and 12.1 ms under TBB against 15.0-15.2 ms on the
+pool in the same process; on 8 cores within 1-6% of the pool; at 18M rows
+slower than the pool (91.5 and 95.1 against 78.2-79.9 ms: the pool overlaps the
+class sort with the membership work, while these rounds take every thread in
+turn), hence the limits below. On, or by default under TBB, a round runs on
+Numba's threads only when all of these hold:
 
 * the call may use at least NATIVE_MIN_WORKERS threads, with at most
   NATIVE_MAX_ROWS_PER_WORKER rows per thread, and it is not itself running on
@@ -39,8 +51,8 @@ runs on Numba's threads only when all of these hold:
   run more threads than they were given; a thread that finds one running uses
   the pool.
 
-Asked for, the first call that could use them starts Numba's threading layer
-(to learn which it is), even if that call's rounds then run on the pool. Under
+Asked for (``on``), the first call that could use them starts Numba's threading
+layer (to learn which it is), even if that call's rounds then run on the pool. Under
 GNU OpenMP, a child the program forks afterwards can no longer run Numba
 parallel kernels of its own (Numba ends it); fastbias's own calls in such a
 child use the pool.
@@ -62,17 +74,68 @@ SAFE_LAYERS = ("tbb", "omp")
 NATIVE_MIN_WORKERS = 8
 NATIVE_MAX_ROWS_PER_WORKER = 250_000
 
-#: True or False overrides ``FASTBIAS_NUMBA_THREADS`` (benchmarks and tests)
+#: True ("on") or False ("off") overrides ``FASTBIAS_NUMBA_THREADS`` (benchmarks and tests)
 ENABLED: bool | None = None
 
 
-def enabled() -> bool:
-    """Whether rounds may run on Numba's threads at all: ``FASTBIAS_NUMBA_THREADS=1`` (or
-    ``on``, ``true``, ``yes``) asks for them; off by default."""
+def mode() -> str:
+    """``FASTBIAS_NUMBA_THREADS``: ``"on"`` (``1``, ``on``, ``true``, ``yes``), ``"auto"``
+    (unset, empty or ``auto``: the default) or ``"off"`` (anything else); :data:`ENABLED`
+    overrides it."""
     if ENABLED is not None:
-        return ENABLED
-    return os.environ.get("FASTBIAS_NUMBA_THREADS", "0").strip().lower() in (
-        "1", "on", "true", "yes")
+        return "on" if ENABLED else "off"
+    value = os.environ.get("FASTBIAS_NUMBA_THREADS", "").strip().lower()
+    if value in ("1", "on", "true", "yes"):
+        return "on"
+    return "auto" if value in ("", "auto") else "off"
+
+
+def enabled() -> bool:
+    """Whether rounds may run on Numba's threads at all: asked for (``on``), or by default
+    (``auto``) where Numba's threading layer is Intel TBB, which is safe to fork and does not
+    spin: started already as TBB, or not started and TBB the layer Numba would start. The
+    default never starts another layer."""
+    chosen = mode()
+    if chosen == "auto":
+        return _tbb_is_numbas_layer()
+    return chosen == "on"
+
+
+_tbb_would_start_memo: list = []
+
+
+def _tbb_is_numbas_layer() -> bool:
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    if _layer is not None or getattr(parallel, "_is_initialized", False):
+        return threading_layer() == "tbb"
+    if not _tbb_would_start_memo:
+        _tbb_would_start_memo.append(_tbb_would_start())
+    return _tbb_would_start_memo[0]
+
+
+def _tbb_would_start() -> bool:
+    """Whether Numba, asked to start its threading layer, would start TBB: the layer its
+    settings put first (``NUMBA_THREADING_LAYER``, ``NUMBA_THREADING_LAYER_PRIORITY``), and
+    a TBB it can load (a recent enough ``libtbb`` on the loader's path, Numba's ``tbbpool``).
+    Loads TBB's library to ask, and starts nothing."""
+    import warnings
+
+    try:
+        import numba
+        from numba.np.ufunc import parallel
+
+        layer = str(numba.config.THREADING_LAYER).lower()
+        first = [str(name).lower() for name in numba.config.THREADING_LAYER_PRIORITY][:1]
+        if not (layer in ("tbb", "safe")
+                or (layer in ("default", "threadsafe", "forksafe") and first == ["tbb"])):
+            return False
+        with warnings.catch_warnings():  # (an old TBB: Numba warns, and will not use it)
+            warnings.simplefilter("ignore")
+            parallel._check_tbb_version_compatible()
+        from numba.np.ufunc import tbbpool  # noqa: F401
+    except Exception:
+        return False
+    return True
 
 
 _round_lock = threading.Lock()  # one round on Numba's threads at a time

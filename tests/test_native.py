@@ -211,27 +211,109 @@ def test_a_forked_child_uses_the_pool_after_the_parent_started_numba_threads(on_
 # ------------------------------------------------------------------ when they must not run
 
 
-def test_off_unless_asked_for(monkeypatch):
+@pytest.mark.parametrize("tbb", [False, True])
+def test_on_when_asked_off_when_told_and_by_default_only_under_tbb(monkeypatch, tbb):
     monkeypatch.setattr(_native, "ENABLED", None)
+    monkeypatch.setattr(_native, "_tbb_is_numbas_layer", lambda: tbb)
     monkeypatch.delenv("FASTBIAS_NUMBA_THREADS", raising=False)
-    assert not _native.enabled()
-    for value, expected in (("1", True), ("on", True), (" TRUE ", True), ("yes", True),
-                            ("0", False), ("off", False), ("", False), ("2", False)):
+    assert _native.mode() == "auto" and _native.enabled() is tbb
+    for value, mode in (("1", "on"), ("on", "on"), (" TRUE ", "on"), ("yes", "on"),
+                        ("", "auto"), (" Auto", "auto"), ("0", "off"), ("off", "off"),
+                        ("no", "off"), ("2", "off")):
         monkeypatch.setenv("FASTBIAS_NUMBA_THREADS", value)
-        assert _native.enabled() is expected, value
+        assert _native.mode() == mode, value
+        assert _native.enabled() is {"on": True, "off": False, "auto": tbb}[mode], value
     monkeypatch.setenv("FASTBIAS_NUMBA_THREADS", "1")
     monkeypatch.setattr(_native, "ENABLED", False)  # the benchmarks' and warm-up's override
-    assert not _native.enabled()
+    assert _native.mode() == "off" and not _native.enabled()
+    monkeypatch.setenv("FASTBIAS_NUMBA_THREADS", "0")
+    monkeypatch.setattr(_native, "ENABLED", True)
+    assert _native.mode() == "on" and _native.enabled()
 
 
-def test_not_by_default_in_a_call(monkeypatch, ran):
+@pytest.mark.parametrize("tbb", [False, True])
+def test_by_default_in_a_call_only_under_tbb(monkeypatch, ran, tbb):
     monkeypatch.setattr(_native, "ENABLED", None)
     monkeypatch.delenv("FASTBIAS_NUMBA_THREADS", raising=False)
+    monkeypatch.setattr(_native, "_tbb_is_numbas_layer", lambda: tbb)
+    # whichever layer runs here stands in for TBB (fastbias's rounds never overlap)
+    monkeypatch.setattr(_native, "SAFE_LAYERS", (_native.threading_layer(),))
+    monkeypatch.setattr(_native, "_warned", [True])
     monkeypatch.setattr(_native, "NATIVE_MIN_WORKERS", 2)
     monkeypatch.setattr(order, "NATIVE_SORT_MIN_KEYS", 1)
+    monkeypatch.setattr(counts, "NATIVE_COUNT_MIN_MEMBERSHIPS", 1)
+    monkeypatch.setattr(prep, "NATIVE_SCAN_MIN_ROWS", 1)
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "0")
     y, s, groups = tied_case(np.random.default_rng(1))
-    fastbias.bias_metrics(y, s, groups, n_jobs=4)
-    assert not any(ran.values())
+    expected = fastbias.bias_metrics(y, s, groups, n_jobs=1)
+    got = fastbias.bias_metrics(y, s, groups, n_jobs=4)
+    pd_equal(expected, got)
+    assert (ran["count"] > 0) is tbb and (ran["class sort"] > 0) is tbb
+
+
+def _config(monkeypatch, layer, priority=("tbb", "omp", "workqueue")):
+    import numba
+
+    monkeypatch.setattr(numba.config, "THREADING_LAYER", layer)
+    monkeypatch.setattr(numba.config, "THREADING_LAYER_PRIORITY", list(priority))
+
+
+@pytest.mark.parametrize("layer, priority, loads, expected", [
+    ("default", ("tbb", "omp", "workqueue"), True, True),
+    ("safe", ("omp", "tbb", "workqueue"), True, True),       # safe: TBB alone
+    ("tbb", ("workqueue", "omp", "tbb"), True, True),
+    ("threadsafe", ("tbb", "omp", "workqueue"), True, True),
+    ("forksafe", ("tbb", "workqueue", "omp"), True, True),
+    ("default", ("omp", "tbb", "workqueue"), True, False),   # OpenMP first
+    ("forksafe", ("workqueue", "tbb", "omp"), True, False),
+    ("omp", ("tbb", "omp", "workqueue"), True, False),       # OpenMP named
+    ("workqueue", ("tbb", "omp", "workqueue"), True, False),
+    ("default", ("tbb", "omp", "workqueue"), False, False),  # no TBB to load
+    ("tbb", ("tbb", "omp", "workqueue"), False, False),
+])
+def test_which_layer_numba_would_start(monkeypatch, layer, priority, loads, expected):
+    from numba.np.ufunc import parallel
+
+    _config(monkeypatch, layer, priority)
+
+    def check():
+        if not loads:
+            raise ImportError("Problem with TBB")
+
+    monkeypatch.setattr(parallel, "_check_tbb_version_compatible", check)
+    if loads:  # (this machine may have no TBB: Numba's tbbpool stands in)
+        import sys
+        import types
+
+        monkeypatch.setitem(sys.modules, "numba.np.ufunc.tbbpool", types.ModuleType("tbbpool"))
+    assert _native._tbb_would_start() is expected
+
+
+@pytest.mark.parametrize("setting, started", [(None, False), ("1", True)])
+def test_the_default_starts_no_layer_where_tbb_would_not_be_it(tmp_path, setting, started):
+    """In a fresh process told to use GNU OpenMP, a round that could run on Numba's threads
+    leaves Numba's layer unstarted by default (no OpenMP fork hazard), and starts it when
+    asked for."""
+    import subprocess
+    import sys
+
+    code = ("from fastbias import _native\nfrom numba.np.ufunc import parallel\n"
+            "ok = _native.available(_native.NATIVE_MIN_WORKERS, 1000)\n"
+            "print('MODE', _native.mode(), 'AVAILABLE', ok, 'STARTED', parallel._is_initialized,"
+            " flush=True)\n")
+    env = {k: v for k, v in os.environ.items() if k != "FASTBIAS_NUMBA_THREADS"}
+    env.update(NUMBA_THREADING_LAYER="omp", NUMBA_CACHE_DIR=str(tmp_path),
+               FASTBIAS_FIRST_CALL="0")
+    if setting is not None:
+        env["FASTBIAS_NUMBA_THREADS"] = setting
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120)
+    out = result.stdout + result.stderr[-2000:]
+    if started and "STARTED True" not in out:
+        pytest.skip(f"no GNU OpenMP layer for Numba here: {out[-300:]}")
+    expected = "MODE auto AVAILABLE False STARTED False" if setting is None else (
+        "MODE on AVAILABLE True STARTED True")
+    assert expected in result.stdout, out
 
 
 def test_too_few_threads_or_too_many_rows_per_thread(on_numba, monkeypatch):

@@ -29,7 +29,8 @@ import warnings
 import numpy as np
 
 import fastbias
-from fastbias.sweep.first_call import wait_until_compiled
+import fastbias._native as native
+from fastbias.sweep.first_call import compile_in_background, wait_until_compiled
 
 
 def jigsaw_like_arrays(n: int, k: int = 24, seed: int = 0):
@@ -136,7 +137,9 @@ def main(argv=None):
     cores = [c for c in cores if c <= len(all_cpus)]
     print(f"# {cpu_model()}, {len(all_cpus)} usable CPUs, "
           f"numba {__import__('numba').__version__}, numpy {np.__version__}, "
-          f"load average {os.getloadavg()[0]:.2f}\n")
+          f"load average {os.getloadavg()[0]:.2f}; rounds on Numba's threads: "
+          f"{native.mode()}" + (f" (layer {native.threading_layer()})" if native.enabled()
+                                 else " (not used)") + "\n")
     stages = {}
     for n in args.rows:
         print("| rows | subgroups | cores | median | min-max | speed-up over 1 core |")
@@ -145,6 +148,8 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (one-class cells in 1,000 rows)
             fastbias.bias_metrics(y[:1000], s[:1000], groups[:1000])
+        if native.enabled():  # (asked for by the first call that could use them)
+            compile_in_background("native")
         wait_until_compiled()  # on an empty cache: time the kernels, not the first-call tier
         tables, medians = [], {}
         for c in cores:

@@ -68,6 +68,19 @@ def core_counts(parser, asked) -> tuple:
     return usable, cores
 
 
+def pin(cpus) -> None:
+    """Every thread of this process onto ``cpus``, as ``taskset -a -p`` does.
+    ``os.sched_setaffinity(0, ...)`` moves only the calling thread: threads started before
+    (fastbias's pool, Numba's threading layer) keep the CPUs they were started on, so a
+    16-core timing after an 8-core one ran part of its work on 8 CPUs (112 against 64 ms
+    at 18M rows on a lent 16-core Xeon)."""
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except OSError:  # (a thread that ended meanwhile)
+            pass
+
+
 def median_time(function, repeats: int) -> tuple:
     function()  # warm-up (compiles on a cold cache, fills the pool)
     times = []
@@ -153,7 +166,7 @@ def main(argv=None):
         wait_until_compiled()  # on an empty cache: time the kernels, not the first-call tier
         tables, medians = [], {}
         for c in cores:
-            os.sched_setaffinity(0, all_cpus[:c])
+            pin(all_cpus[:c])
             result = {}
 
             def call():
@@ -168,7 +181,7 @@ def main(argv=None):
                   f"{lo * 1e3:.1f}-{hi * 1e3:.1f} ms | {speedup} |", flush=True)
             if args.stages:
                 stages[n, c] = stage_times(y, s, groups, args.repeats)
-        os.sched_setaffinity(0, all_cpus)
+        pin(all_cpus)
         same = all(t.equals(tables[0]) and t.attrs == tables[0].attrs for t in tables)
         print(f"\n{n:,} rows: every core count gave the same table, bit for bit: {same}\n")
         if not same:

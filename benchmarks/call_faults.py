@@ -23,7 +23,7 @@ import time
 import fastbias
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import compiled_case, core_counts  # noqa: E402
+from bench_threads import compiled_case, core_counts, pin  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     print("|---:|---:|---:|---:|---:|")
     try:
         for n in cores:
-            os.sched_setaffinity(0, usable[:n])
+            pin(usable[:n])
             fastbias.bias_metrics(y, s, groups)
             calls, faults, system, user = [], [], [], []
             for _ in range(args.repeats):
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
                   f"{statistics.median(faults):,.0f} | {1e3 * statistics.median(system):.1f} ms | "
                   f"{1e3 * statistics.median(user):.1f} ms |", flush=True)
     finally:
-        os.sched_setaffinity(0, usable)
+        pin(usable)
     return 0
 
 

@@ -42,7 +42,7 @@ from fastbias.sweep.first_call import wait_until_compiled
 from fastbias.validate import values
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import compiled_case, core_counts  # noqa: E402
+from bench_threads import compiled_case, core_counts, pin  # noqa: E402
 
 #: (module, name) of each smallest piece of work that ``min_scale`` multiplies
 MINIMA = [(order, "PARALLEL_SORT_MIN_KEYS"), (counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS"),
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     print("|---:|" + "---:|" * len(settings))
     try:
         for n in cores:
-            os.sched_setaffinity(0, usable[:n])
+            pin(usable[:n])
             row = []
             for engine, switch, jobs, scale in settings:
                 native.ENABLED = engine == "numba"
@@ -143,7 +143,7 @@ def main(argv=None) -> int:
         apply(default_jobs, 1, defaults)
         sys.setswitchinterval(default_switch)
         native.ENABLED = True
-        os.sched_setaffinity(0, usable)
+        pin(usable)
     return 0
 
 

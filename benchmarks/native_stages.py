@@ -41,7 +41,7 @@ from fastbias.sweep.counts import count_all
 from fastbias.validate.rows import validated_rows
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import compiled_case, core_counts, median_time  # noqa: E402
+from bench_threads import compiled_case, core_counts, median_time, pin  # noqa: E402
 
 _NONE = np.empty(0, dtype=np.int64)
 
@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     print("|---:|---:|---:|---:|---:|---:|---:|")
     try:
         for n in cores:
-            os.sched_setaffinity(0, usable[:n])
+            pin(usable[:n])
             numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
             pieces = n * args.jobs_per_thread if n > 1 else 1
             with numba.parallel_chunksize(1):
@@ -206,7 +206,7 @@ def main(argv=None) -> int:
                               args.repeats)]
             print(f"| {n} | " + " | ".join(f"{t:.2f}" for t in times) + " |", flush=True)
     finally:
-        os.sched_setaffinity(0, usable)
+        pin(usable)
     print(f"\nthreading layer: {numba.threading_layer()}; every result bit for bit the same")
     return 0
 

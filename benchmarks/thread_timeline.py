@@ -29,7 +29,7 @@ from fastbias.sweep.first_call import wait_until_compiled
 from fastbias.validate import values as _values
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_threads import jigsaw_like_arrays  # noqa: E402
+from bench_threads import jigsaw_like_arrays, pin  # noqa: E402
 from job_sizes import MINIMA, apply  # noqa: E402
 
 EVENTS: list = []
@@ -87,7 +87,7 @@ def main(argv=None):
     apply(args.jobs_per_worker, args.min_scale,
           {name: getattr(module, name) for module, name in MINIMA})
     for cores in args.cores:
-        os.sched_setaffinity(0, all_cpus[:cores])
+        pin(all_cpus[:cores])
         fastbias.bias_metrics(y, s, groups)
         runs = []
         for _ in range(args.repeats):
@@ -112,7 +112,7 @@ def main(argv=None):
                   f"{sum(p[2] - p[1] for p in pieces) * 1e3:7.1f} "
                   f"{max(p[2] - p[1] for p in pieces) * 1e3:7.1f}")
         print(f"median call {statistics.median(r[0] for r in runs) * 1e3:.1f} ms")
-    os.sched_setaffinity(0, all_cpus)
+    pin(all_cpus)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,13 @@ the result is the same, bit for bit, either way.
   each round, which made a 16-core call take 72 ms instead of 8.
 * **off** (``0``): the pool only.
 
-Measured on a lent 16-core Xeon (benchmarks/RESULTS.md), 1.8M rows x 24 on 16
-cores: 11.3 ms under OpenMP and 12.1 ms under TBB against 15.0-15.2 ms on the
-pool in the same process; on 8 cores within 1-6% of the pool; at 18M rows
-slower than the pool (91.5 and 95.1 against 78.2-79.9 ms: the pool overlaps the
-class sort with the membership work, while these rounds take every thread in
-turn), hence the limits below. On, or by default under TBB, a round runs on
+Measured on a lent 16-core Xeon (benchmarks/RESULTS.md, twenty-second session),
+1.8M rows x 24 on 16 cores: 9.2 ms under TBB (the default where TBB is Numba's
+layer) against 14.5 ms on the pool, each process pinned as ``taskset`` pins it;
+10.3 ms under OpenMP; on 8 cores the same as the pool; at 18M rows slower than
+the pool (91.5 and 95.1 against 78.2-79.9 ms in one process: the pool overlaps
+the class sort with the membership work, while these rounds take every thread
+in turn), hence the limits below. On, or by default under TBB, a round runs on
 Numba's threads only when all of these hold:
 
 * the call may use at least NATIVE_MIN_WORKERS threads, with at most

@@ -23,7 +23,11 @@ several pieces), so that the parent process finds them all in its cache:
     the exact walks (with the cross sums');
 ``native``
     an unweighted call's sorts and counting walk as rounds on Numba's threads
-    (:mod:`fastbias._native`), asked for by the first call that could use them.
+    (:mod:`fastbias._native`), asked for by the first call that could use them;
+``exact``
+    the exact walks alone, asked for by an out-of-core call with significance tests whose
+    chunks would keep their sums exact (:func:`fastbias.intervals.placement_sums.
+    gather_placement_sums`) before they are compiled.
 """
 from __future__ import annotations
 
@@ -159,6 +163,15 @@ def _exact_walks(sorted_scores, cross: bool) -> None:
         exact.cross(0)
 
 
+def exact(rng) -> None:
+    from .prepare import memberships as prep
+    from .sort.order import SortedScores
+
+    labels, dense, _ = _inputs(rng, True)
+    memberships = prep.prepare_memberships_dense(labels, dense, ["a", "b", "c"])
+    _exact_walks(SortedScores(_scores(rng, np.float64, True), memberships), cross=True)
+
+
 def bootstrap(rng) -> None:
     from .intervals.bootstrap import replicates
     from .sort.order import SortedScores
@@ -244,7 +257,7 @@ def native(rng) -> None:
 
 FAMILIES = {"counting": counting, "weighted": weighted, "delong": delong,
             "bootstrap": bootstrap, "thresholds": thresholds, "significance": significance,
-            "native": native}
+            "native": native, "exact": exact}
 
 
 #: a warm-up process waits at most this long for another's turn to end, then compiles anyway

@@ -368,3 +368,156 @@ def test_an_exact_walk_compiling_in_the_caller_says_so_first(tmp_path):
         said = "compiling kernels for first use (exact DeLong sums" in after
         assert said == (run == 0), out.stderr
         assert "exact" not in before, out.stderr  # (the float walks: nothing of the exact)
+
+
+# ------------------------------------------------------------------ out of core: chunks joined
+
+
+@pytest.mark.parametrize("weights", ["none", "whole", "eighths"])
+@pytest.mark.parametrize("seed, levels", [(11, 2), (12, 5), (13, 40)])
+def test_chunks_exact_sums_joined_are_the_brute_force_sums(seed, levels, weights):
+    """Out of core, each chunk (rows of a score range, ties never split; a chunk of one score
+    by its closed form) keeps its sums exact, and the join gives the sums of all rows in
+    rational arithmetic: every DeLong sum, cross sum and overall sum of every subgroup is the
+    one from each row's placement in exact rationals (chunks of one score among them)."""
+    from tests.test_significance_out_of_core import chunk_sums_of
+
+    s, y, groups = _data(seed, 240, levels)
+    rng = np.random.default_rng(seed)
+    w = {"none": np.ones(len(y)), "whole": rng.integers(0, 1001, len(y)).astype(float),
+         "eighths": rng.integers(1, 800, len(y)) / 8.0}[weights]
+    scores = np.unique(s)
+    for trial in range(3):
+        cuts = rng.choice(scores, size=min(len(scores), int(rng.integers(1, 6))),
+                          replace=False)
+        if trial == 0:  # a chunk of each score alone
+            cuts = scores
+        sums = chunk_sums_of(y, s, None if weights == "none" else w,
+                             [groups[:, j] for j in range(groups.shape[1])], cuts)
+        joined = sums.exact()
+        for g in range(groups.shape[1]):
+            delong_sums, overall, cross = _brute_sums(s, y, groups[:, g], w)
+            assert joined.delong(g) == delong_sums, (trial, g)
+            assert joined.cross(g) == cross, (trial, g)
+            assert joined.overall(g) == overall, (trial, g)
+
+
+def test_chunks_sums_are_joined_exactly_only_where_they_can_be():
+    """No exact join where a chunk's sums cannot be exact (weights of many binary digits; a
+    walked chunk's class above 2**25 placement units), where the joined weights would round
+    as doubles (chunks of one score, whose sums need no walk, adding up to a class above
+    2**52 of the weights' unit) or where a chunk kept none (the numpy tier)."""
+    from tests.test_significance_out_of_core import chunk_sums_of
+
+    s, y, groups = _data(14, 200, 6)
+    columns = [groups[:, j] for j in range(groups.shape[1])]
+    scores = np.unique(s)
+    n = len(y)
+    for w, cuts, made in ((None, scores[::2], True), (np.full(n, 0.375), scores[::2], True),
+                          (np.full(n, 0.1), scores[::2], False),
+                          (np.full(n, 2.0 ** 30), scores[::2], False),  # (walked: 2**25 units)
+                          (np.full(n, 2.0 ** 30), scores, True),  # (each chunk one score)
+                          (np.full(n, 2.0 ** 46), scores, False),  # (a class near 2**53)
+                          (np.full(n, 2.0 ** 40 + 0.5), scores, True)):
+        found = chunk_sums_of(y, s, w, columns, cuts)
+        assert (found.exact is not None) == made, (None if w is None else w[0], len(cuts))
+    sums = chunk_sums_of(y, s, None, columns, cuts)
+    from dataclasses import replace
+
+    from fastbias.intervals.placement_sums import combine_placement_sums
+    parts = [sums, replace(sums, joinable=None)]  # (two chunks; one kept no exact sums)
+    assert combine_placement_sums(parts).exact is None
+
+
+@pytest.mark.parametrize("seed, levels, missing, weighted, bucket_rows, on_dask", [
+    (15, 3, False, False, 40, False), (16, 12, True, False, 25, False),
+    (17, 1000, False, False, 60, False), (18, 3, False, True, 40, False),
+    (19, 12, True, True, 30, False), (21, 5, False, False, 0, True),
+    (22, 12, True, True, 0, True)])
+def test_streamed_tests_from_joined_exact_sums_are_exact(monkeypatch, tmp_path, seed, levels,
+                                                         missing, weighted, bucket_rows,
+                                                         on_dask):
+    """Out of core, with every float variance in doubt (a tolerance of 0; no rows to recheck
+    from), every DeLong test comes from the chunks' exact sums joined: streamed or on Dask
+    (four partitions), unweighted or with whole frequency weights, under
+    ``missing_subgroup="exclude"`` too (a universe per subgroup), each z within 1e-9 of
+    exact rational arithmetic. Before, out of core such tests were not made (NaN)."""
+    from fastbias.streaming import evaluate_csv
+
+    monkeypatch.setattr(significance, "VARIANCE_TOLERANCE", 0.0)
+    monkeypatch.setattr(significance, "PERMUTATION_BELOW", 0)
+    monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)
+    s, y, groups = _data(seed, 160, levels)
+    groups = groups[:, [0, 2, 3]]
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 21, len(y)).astype(float) if weighted else np.ones(len(y))
+    subgroups = {f"g{j}": groups[:, j].astype(float) for j in range(groups.shape[1])}
+    universe = {name: np.ones(len(y), bool) for name in subgroups}
+    if missing:
+        unknown = rng.random(len(y)) < 0.1
+        unknown[:2] = False
+        subgroups["g0"][unknown] = np.nan
+        universe["g0"] = ~unknown
+    frame = pd.DataFrame({"y": y.astype(int), "s": s, "w": w, **subgroups})
+    options = dict(label="y", scores="s", subgroups=list(subgroups),
+                   sample_weight="w" if weighted else None, significance="holm",
+                   missing_subgroup="exclude" if missing else "background")
+    if on_dask:
+        dd = pytest.importorskip("dask.dataframe")
+        import dask
+
+        import fastbias.dask
+        with dask.config.set(scheduler="synchronous"):
+            table = quietly(fastbias.dask.evaluate, dd.from_pandas(frame, npartitions=2),
+                            npartitions=4, **options).for_model()
+    else:
+        frame.to_csv(tmp_path / "d.csv", index=False)
+        table = quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=bucket_rows,
+                        **options).for_model()
+    made = 0
+    for name, column in subgroups.items():
+        rows = universe[name]
+        member = np.nan_to_num(column)[rows] > 0.5
+        for metric in METRICS:
+            above, below = _metric_cells(y[rows], member)[metric]
+            p = table.loc[name, f"{metric}_pvalue"]
+            if min(w[rows][above].sum(), w[rows][below].sum()) <= 1:  # (no variance)
+                assert np.isnan(p), (name, metric)
+                continue
+            try:
+                z = _exact_test_z(s[rows], w[rows], y[rows], member, metric)
+            except InvalidOperation:  # 0 / 0: the AUC of all rows itself, p = 1
+                z = 0.0
+            assert np.isfinite(p), (name, metric)  # (made: not left to the worst case)
+            assert abs(_z_of(p) - z) <= 1e-9 * max(z, 1.0), (name, metric, p, z)
+            made += 1
+    assert made >= 9
+
+
+def test_a_first_call_out_of_core_does_not_wait_for_the_exact_walks(monkeypatch):
+    """Out of core, a chunk keeps exact sums only if the exact walks are compiled (or the
+    first-call tier is off: then they compile in place): a first call in a fresh environment
+    does not wait about 8 s for them, they compile in the background (family ``exact``) for
+    the next call, and this call's tests stay with the worst case (never wrong)."""
+    from fastbias import _numba_cache
+    from fastbias.sweep import first_call
+    from tests.test_significance_out_of_core import chunk_sums_of
+
+    s, y, groups = _data(20, 120, 5)
+    columns = [groups[:, j] for j in range(groups.shape[1])]
+    cuts = np.unique(s)[::2]
+    asked = []
+    monkeypatch.setattr(first_call, "compile_in_background", asked.append)
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda kernel, kind=None: True)
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "1")
+    assert chunk_sums_of(y, s, None, columns, cuts).exact is None
+    assert asked and set(asked) == {"exact"}
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "0")  # no tier: compiled here, on first use
+    assert chunk_sums_of(y, s, None, columns, cuts).exact is not None
+    # compiled, but the background child still compiling them: not yet
+    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "1")
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda kernel, kind=None: False)
+    monkeypatch.setattr(first_call, "still_compiling", lambda name: name == "exact")
+    assert chunk_sums_of(y, s, None, columns, cuts).exact is None
+    monkeypatch.setattr(first_call, "still_compiling", lambda name: False)
+    assert chunk_sums_of(y, s, None, columns, cuts).exact is not None

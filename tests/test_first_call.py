@@ -543,7 +543,11 @@ def test_every_warm_up_family_runs(monkeypatch):
     assert {signature[1].mutable for signature in SK.cumulative_weights.signatures} == {
         True, False}
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
-                                     "thresholds", "significance", "native"}
+                                     "thresholds", "significance", "native", "exact"}
+    # (the exact walks: the version that keeps each sum's rounding, alone in family "exact")
+    from fastbias.intervals.exact_sums import EXACT_KERNELS, _keeps_rounding
+    for kernel in EXACT_KERNELS:
+        assert any(_keeps_rounding(signature) for signature in kernel.signatures), kernel
     # the rounds on Numba's threads: both score types, read-only inputs too
     from fastbias.sort import _kernels as K
 

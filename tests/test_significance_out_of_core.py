@@ -15,8 +15,10 @@ import pandas as pd
 import pytest
 
 import fastbias
+from fastbias.intervals.delong import weight_bits_of
 from fastbias.intervals.placement_sums import (
     combine_placement_sums,
+    gather_placement_sums,
     placement_sums,
     tied_placement_sums,
 )
@@ -120,11 +122,15 @@ def chunk_sums_of(y, s, w, groups, cuts):
             class_rows = np.tile([(~yy).sum(), yy.sum()], (len(groups), 1))
             squares = None if w is None else np.tile([ww[~yy] @ ww[~yy], ww[yy] @ ww[yy]],
                                                      (len(groups), 1))
-            parts.append(tied_placement_sums(weights, cell_rows, class_rows, squares))
+            bits = None if w is None else weight_bits_of(ww)  # (as a streamed bucket says)
+            parts.append(tied_placement_sums(weights, cell_rows, class_rows, squares, bits))
         else:
             memberships = prepare_memberships_dense(y[rows], matrix[rows], list(range(len(groups))))
-            parts.append(placement_sums(SortedScores(s[rows], memberships),
-                                        None if w is None else w[rows], workers=1)[0])
+            walked = placement_sums(SortedScores(s[rows], memberships),
+                                    None if w is None else w[rows], workers=1)[0]
+            # (as a streamed chunk gathers its universes: what keeps its exact sums)
+            parts.append(gather_placement_sums([(walked, np.arange(len(groups)))], len(groups),
+                                               w is not None))
     return combine_placement_sums(parts)
 
 

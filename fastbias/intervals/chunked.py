@@ -72,11 +72,10 @@ def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: b
         backgrounds_lo = chunk.low.background * weight_scale
     sums = at = None
     if with_sums:  # own-class square sums of weighted rows are not kept (unweighted moments)
-        sums = tied_placement_sums(np.column_stack([cells + cells_lo,
-                                                    backgrounds + backgrounds_lo]),
+        sums = tied_placement_sums(np.column_stack([cells, backgrounds]),
                                    chunk.cell_rows, chunk.universe_rows,
                                    np.full(cells.shape, np.nan) if weighted else None,
-                                   weight_bits)
+                                   weight_bits, np.column_stack([cells_lo, backgrounds_lo]))
     if thresholds is not None:
         pairs = np.stack([cells, cells_lo], axis=-1)
         totals = dd_add(pairs, np.stack([backgrounds, backgrounds_lo], axis=-1))

@@ -78,6 +78,26 @@ def lazy_exact_sums(walk, n_rows: int, weight_bits=0):
     return cache(lambda: exact_sums_of(walk, n_rows, weight_bits))
 
 
+#: the kernels of the exact walks (compiled in a version of their own: :func:`_keeps_rounding`)
+EXACT_KERNELS = (SK.member_delong_sums_in_range, SK.class_placement_sums,
+                 SK.member_overall_cross_sums)
+
+
+def exact_walks_ready() -> bool:
+    """Whether the exact walks can run now without compiling first: compiled or cached, or
+    compiled here on first use (no first-call tier). If not, they compile in the background
+    (family ``"exact"`` of :mod:`fastbias._warm_up`) for later calls."""
+    from .._numba_cache import _needs_compiling
+    from ..sweep import first_call
+
+    if not any(_needs_compiling(kernel, kind=_keeps_rounding) for kernel in EXACT_KERNELS):
+        return not first_call.still_compiling("exact")
+    if not first_call.tier_enabled():
+        return True  # (compiled here, announced by _announce)
+    first_call.compile_in_background("exact")
+    return False
+
+
 def _announce(sums: str, kernel) -> None:
     """Say so before an exact walk compiles in the caller (the warm-up compiles them in the
     background with the others; with the first-call tier off they compile on first use)."""
@@ -123,7 +143,7 @@ class ExactSums:
                                       for name in ("keys", "neg", "pos")})
         self._delong = self._overall = self._cross = None
 
-    def delong(self, g: int) -> list:
+    def _delong_pairs(self) -> tuple:
         if self._delong is None:
             _announce("DeLong", SK.member_delong_sums_in_range)
             w = self._walk
@@ -133,23 +153,18 @@ class ExactSums:
                                                 w.neg, w.pos, w.neg_cum, w.pos_cum, w.cells,
                                                 np.zeros((k, 2)), lo)
             self._delong = (hi, lo)
-        hi, lo = self._delong
-        raw = [_exact(hi[g, c], lo[g, c]) for c in range(SK.N_DELONG_COLUMNS)]
-        out = raw[:15]
-        for made, whole, part in SK.DELONG_FINISH:
-            out[made] = raw[whole] - raw[part]
-        return out
+        return self._delong
 
-    def overall(self) -> tuple:
+    def _overall_pairs(self) -> tuple:
         if self._overall is None:
             _announce("overall", SK.class_placement_sums)
             w = self._walk
             lo = np.zeros((1, 4))
             hi = SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum, lo)
-            self._overall = tuple(_exact(h, lo[0, c]) for h, c in zip(hi, (0, 1, 3)))
+            self._overall = (np.array(hi, dtype=np.float64), lo[0, [0, 1, 3]].copy())
         return self._overall
 
-    def cross(self, g: int) -> list:
+    def _cross_pairs(self) -> tuple:
         if self._cross is None:
             _announce("cross", SK.member_overall_cross_sums)
             w = self._walk
@@ -169,8 +184,37 @@ class ExactSums:
                                               w.neg_cum, w.pos_cum, prefix[0], prefix[1],
                                               w.cells, lo)
             self._cross = (hi, lo)
-        hi, lo = self._cross
+        return self._cross
+
+    def delong(self, g: int) -> list:
+        hi, lo = self._delong_pairs()
+        return finished_delong([_exact(hi[g, c], lo[g, c])
+                                for c in range(SK.N_DELONG_COLUMNS)])
+
+    def overall(self, g: int | None = None) -> tuple:
+        """The overall AUC's sums (one universe: the same for every subgroup ``g``)."""
+        hi, lo = self._overall_pairs()
+        return tuple(_exact(h, x) for h, x in zip(hi, lo))
+
+    def cross(self, g: int) -> list:
+        hi, lo = self._cross_pairs()
         return [_exact(hi[g, c], lo[g, c]) for c in range(SK.N_OVERALL_CROSS_COLUMNS)]
+
+    def pairs(self) -> tuple:
+        """Every sum as two doubles whose sum is exact: ``((hi, lo) of the DeLong walk's raw
+        (k, N_DELONG_COLUMNS) sums, of the cross sums (k, 8), of the overall sums (3,))``,
+        all three walks made (a chunk's, out of core, to be joined after its rows are
+        gone)."""
+        return self._delong_pairs(), self._cross_pairs(), self._overall_pairs()
+
+
+def finished_delong(raw: list) -> list:
+    """The 15 DeLong columns (U, SQX, SQY of the five metrics) from a walk's raw
+    ``N_DELONG_COLUMNS`` sums, exact numbers (``_kernels.DELONG_FINISH``)."""
+    out = raw[:15]
+    for made, whole, part in SK.DELONG_FINISH:
+        out[made] = raw[whole] - raw[part]
+    return out
 
 
 def exact_parts(u, sq_x, sq_y, w_x, w_y) -> tuple:

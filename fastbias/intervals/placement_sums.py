@@ -16,10 +16,17 @@ row's chunk plus its placement within the chunk, ``P = B + p``. A sum over a
 chunk's rows of ``w P`` or ``w P Q`` then expands into the chunk's own sums of
 ``w``, ``w p``, ``w q`` and ``w p q`` and the offsets ``B``; every one of them is
 a sum the one-machine walks already compute, on the chunk's rows alone.
+
+Exact out of core too: where a chunk's sums can be made exact (its walks'
+:class:`~.exact_sums.ExactSums`; a chunk of one score from its cell weights), it
+keeps them as two doubles each (:class:`ChunkExact`), and the join runs the same
+algebra on them in rational arithmetic (:class:`JoinedExact`), for the subgroups
+whose variances or differences the float sums cannot tell, as in memory.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import numpy as np
 
@@ -27,7 +34,7 @@ from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
 from .delong import DELONG_MAX_RANGES, _placement_sums, flat_parts, weight_bits_of
-from .exact_sums import NO_LO, lazy_exact_sums
+from .exact_sums import NO_LO, exact_walks_ready, finished_delong, lazy_exact_sums
 from .first_call import (
     class_sums_in_numpy,
     cross_sums_in_numpy,
@@ -83,9 +90,11 @@ class PlacementSums:
         In memory, ``flat_parts(groups)``: :func:`~.delong.flat_parts` of the walk the sums
         came from (None out of core, where the rows are not kept).
     exact : function or None
-        In memory, from the kernels: a function that gives the same sums exact
-        (:class:`~.exact_sums.ExactSums`, for the variances the float sums leave unknown),
-        or None where they cannot be (:func:`~.exact_sums.exact_sums_of`).
+        A function that gives the same sums exact (:class:`~.exact_sums.ExactSums` in
+        memory, :class:`JoinedExact` out of core; for the variances the float sums leave
+        unknown), or None where they cannot be (:func:`~.exact_sums.exact_sums_of`).
+    joinable : ChunkExact or None
+        Out of core, one chunk's exact sums, kept for the join (None: not exact).
     """
 
     delong: np.ndarray
@@ -100,11 +109,86 @@ class PlacementSums:
     joins: int = DELONG_MAX_RANGES
     flat_parts: object = None
     exact: object = None
+    joinable: object = None
 
     @property
     def class_totals(self) -> np.ndarray:
         """(k, 2): the weight of the universe's negatives and positives."""
         return self.weights[:, [_SUB_NEG, _SUB_POS]] + self.weights[:, [_BG_NEG, _BG_POS]]
+
+
+def _fractions(hi, lo) -> np.ndarray:
+    """Two doubles' exact sums, elementwise: an object array of :class:`~fractions.Fraction`."""
+    out = np.empty(np.shape(hi), dtype=object)
+    for index in np.ndindex(out.shape):
+        out[index] = Fraction(float(hi[index])) + Fraction(float(lo[index]))
+    return out
+
+
+@dataclass(frozen=True)
+class ChunkExact:
+    """One chunk's sums, exact, as two doubles each (their sum exact), for the join.
+
+    ``weights_hi``, ``weights_lo`` (k, 4): the cells' weights (as
+    :attr:`PlacementSums.weights`). A chunk that was walked also has the raw sums of its
+    walks (:meth:`~.exact_sums.ExactSums.pairs`): ``delong_*`` (k, N_DELONG_COLUMNS),
+    ``cross_*`` (k, 8), ``overall_*`` (k, 3); a chunk of one score has none (``tied``): its
+    sums follow from its weights (:func:`_tied_sums`).
+    """
+
+    weights_hi: np.ndarray
+    weights_lo: np.ndarray
+    delong_hi: np.ndarray | None = None
+    delong_lo: np.ndarray | None = None
+    cross_hi: np.ndarray | None = None
+    cross_lo: np.ndarray | None = None
+    overall_hi: np.ndarray | None = None
+    overall_lo: np.ndarray | None = None
+
+    @property
+    def tied(self) -> bool:
+        return self.delong_hi is None
+
+    def row(self, g: int) -> tuple:
+        """Subgroup ``g``'s ``(delong (1, 15), cross (1, 8), overall (1, 3), weights (1,
+        4))``, object arrays of exact numbers."""
+        weights = _fractions(self.weights_hi[g:g + 1], self.weights_lo[g:g + 1])
+        if self.tied:
+            return (*_tied_sums(weights), weights)
+        raw = _fractions(self.delong_hi[g], self.delong_lo[g]).tolist()
+        delong = np.array(finished_delong(raw), dtype=object).reshape(1, 15)
+        return (delong, _fractions(self.cross_hi[g:g + 1], self.cross_lo[g:g + 1]),
+                _fractions(self.overall_hi[g:g + 1], self.overall_lo[g:g + 1]), weights)
+
+
+class JoinedExact:
+    """The exact sums of all rows, joined from each chunk's :class:`ChunkExact` (in score
+    order) by the algebra of :func:`combine_placement_sums`, in rational arithmetic: the
+    interface of :class:`~.exact_sums.ExactSums` (:meth:`delong`, :meth:`cross`,
+    :meth:`overall`), each subgroup joined on first use (``O(chunks)`` rational
+    operations)."""
+
+    def __init__(self, chunks: list):
+        self._chunks = chunks
+        self._rows = {}
+
+    def _row(self, g: int) -> tuple:
+        if g not in self._rows:
+            rows = [chunk.row(g) for chunk in self._chunks]
+            weights = np.stack([w for *_, w in rows])
+            delong, cross, overall = _joined([r[:3] for r in rows], weights)
+            self._rows[g] = (delong[0].tolist(), cross[0].tolist(), overall[0].tolist())
+        return self._rows[g]
+
+    def delong(self, g: int) -> list:
+        return self._row(g)[0]
+
+    def cross(self, g: int) -> list:
+        return self._row(g)[1]
+
+    def overall(self, g: int) -> tuple:
+        """The sums of the AUC of the rows subgroup ``g`` is compared with (its universe)."""
+        return tuple(self._row(g)[2])
 
 
 class _Classes:
@@ -247,33 +331,53 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
         for name in ("delong", "cross", "overall", "above", "weights", "cell_rows",
                      "class_rows"):
             getattr(out, name)[members] = getattr(sums, name)
-    return out
+    return replace(out, joinable=_chunk_exact(parts, out.weights))
+
+
+def _chunk_exact(parts: list, weights: np.ndarray) -> ChunkExact | None:
+    """A chunk's :class:`ChunkExact` from its universes' walks (``[(sums, members)]``, as
+    :func:`gather_placement_sums`), or None where one's sums cannot be exact. Made now,
+    while the chunk's rows are at hand: every walk's exact sums, for every subgroup. Also
+    None while the exact walks are not compiled yet (they compile in the background, for
+    later calls: :func:`~.exact_sums.exact_walks_ready`), so that a first call out of core
+    does not wait about 8 s for walks that few tests need."""
+    if not exact_walks_ready():
+        return None
+    k = weights.shape[0]
+    arrays = {name: np.zeros((k, columns)) for name, columns in (
+        ("delong_hi", SK.N_DELONG_COLUMNS), ("delong_lo", SK.N_DELONG_COLUMNS),
+        ("cross_hi", SK.N_OVERALL_CROSS_COLUMNS), ("cross_lo", SK.N_OVERALL_CROSS_COLUMNS),
+        ("overall_hi", 3), ("overall_lo", 3))}
+    for sums, members in parts:
+        if len(members) == 0:
+            continue
+        exact = None if sums.exact is None else sums.exact()
+        if exact is None:
+            return None
+        for kind, (hi, lo) in zip(("delong", "cross", "overall"), exact.pairs()):
+            arrays[f"{kind}_hi"][members] = hi
+            arrays[f"{kind}_lo"][members] = lo
+    return ChunkExact(weights.copy(), np.zeros_like(weights), **arrays)
 
 
 def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
-                        weight_bits: int | None = None) -> PlacementSums:
+                        weight_bits: int | None = None, weights_lo=None) -> PlacementSums:
     """:class:`PlacementSums` of a chunk whose rows all have one score (every pair a tie),
     from its cell weights alone: ``weights`` (k, 4) of Dg-, Dg+, B-, B+, ``cell_rows`` and
     ``class_rows`` (k, 2). ``square_weights`` (k, 2): each class's sum of squared weights
     (the own-class sums need it; None: every row weighs 1). ``weight_bits``: where weighted,
-    :func:`~.delong.fraction_bits` of the chunk's weights (None: not known)."""
-    w = np.asarray(weights, dtype=np.float64)
+    :func:`~.delong.fraction_bits` of the chunk's weights (None: not known).
+    ``weights_lo``: the low parts of the cells' weights (double-double sums: ``weights``
+    their high parts; None: none), the sums' weights being ``weights + weights_lo`` and the
+    exact join's (:class:`ChunkExact`) the two exactly."""
+    high = np.asarray(weights, dtype=np.float64)
+    lo = np.zeros_like(high) if weights_lo is None else np.asarray(weights_lo,
+                                                                    dtype=np.float64)
+    w = high + lo
     k = w.shape[0]
-    half = 0.5 * w
-    delong = np.zeros((k, 15))
-    for j, (x, y) in enumerate(_METRIC_CELLS):
-        delong[:, SK.DELONG_U + j] = w[:, x] * half[:, y]
-        delong[:, SK.DELONG_SQ_X + j] = w[:, x] * half[:, y] ** 2
-        delong[:, SK.DELONG_SQ_Y + j] = w[:, y] * half[:, x] ** 2
-    sub_neg, sub_pos = w[:, _SUB_NEG], w[:, _SUB_POS]
-    all_neg = sub_neg + w[:, _BG_NEG]
-    all_pos = sub_pos + w[:, _BG_POS]
-    c_g, c_o = 0.5 * sub_neg, 0.5 * all_neg  # what every positive has below it
-    d_g, d_o = 0.5 * sub_pos, 0.5 * all_pos  # what every negative has above it
-    cross = np.column_stack([sub_pos * c_g * c_o, sub_pos * c_o, sub_pos * (c_o - c_g) * c_o,
-                             all_neg * d_g * d_o, sub_neg * d_g * d_o, sub_neg * d_o,
-                             sub_neg * (d_o - d_g) * d_o, all_pos * c_g * c_o])
-    overall = np.column_stack([all_pos * c_o, all_pos * c_o ** 2, all_neg * d_o ** 2])
+    delong, cross, overall = _tied_sums(w)
+    all_neg = w[:, _SUB_NEG] + w[:, _BG_NEG]
+    all_pos = w[:, _SUB_POS] + w[:, _BG_POS]
     if square_weights is None:
         squares = np.column_stack([all_neg, all_pos])
     else:
@@ -290,7 +394,31 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
                          np.asarray(cell_rows, dtype=np.int64).reshape(k, 2),
                          np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
                          square_weights is not None,
-                         weight_bits if square_weights is not None else 0, 1)
+                         weight_bits if square_weights is not None else 0, 1,
+                         joinable=ChunkExact(high, lo))
+
+
+def _tied_sums(w) -> tuple:
+    """``(delong (k, 15), cross (k, 8), overall (k, 3))`` of chunks whose rows all have one
+    score, from their cell weights ``w`` (k, 4): floats, or an object array of exact
+    numbers (the same algebra, exact)."""
+    k = w.shape[0]
+    half = w / 2
+    delong = np.zeros((k, 15), dtype=w.dtype)
+    for j, (x, y) in enumerate(_METRIC_CELLS):
+        delong[:, SK.DELONG_U + j] = w[:, x] * half[:, y]
+        delong[:, SK.DELONG_SQ_X + j] = w[:, x] * half[:, y] ** 2
+        delong[:, SK.DELONG_SQ_Y + j] = w[:, y] * half[:, x] ** 2
+    sub_neg, sub_pos = w[:, _SUB_NEG], w[:, _SUB_POS]
+    all_neg = sub_neg + w[:, _BG_NEG]
+    all_pos = sub_pos + w[:, _BG_POS]
+    c_g, c_o = sub_neg / 2, all_neg / 2  # what every positive has below it
+    d_g, d_o = sub_pos / 2, all_pos / 2  # what every negative has above it
+    cross = np.column_stack([sub_pos * c_g * c_o, sub_pos * c_o, sub_pos * (c_o - c_g) * c_o,
+                             all_neg * d_g * d_o, sub_neg * d_g * d_o, sub_neg * d_o,
+                             sub_neg * (d_o - d_g) * d_o, all_pos * c_g * c_o])
+    overall = np.column_stack([all_pos * c_o, all_pos * c_o ** 2, all_neg * d_o ** 2])
+    return delong, cross, overall
 
 
 def combine_placement_sums(parts: list) -> PlacementSums:
@@ -298,39 +426,95 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     (chunks whose score ranges do not overlap, which the counts' join checks).
 
     Each chunk's sums are moved by the weights of the chunks below it (placements of
-    the above sample X) and above it (of the below sample Y), see the module docstring.
+    the above sample X) and above it (of the below sample Y), see the module docstring
+    (:func:`_joined`). Where every chunk kept its sums exact (:class:`ChunkExact`) and the
+    joined weights are exact as doubles, ``exact`` gives them joined exactly
+    (:class:`JoinedExact`).
     """
     k = parts[0].weights.shape[0]
     weights = np.stack([p.weights for p in parts])  # (chunks, k, 4)
-    # in the chunks below each chunk, and above it: sums of those chunks' weights alone, so
-    # that each is known within its own rounding (a total less the rest carried a heavy
-    # chunk's rounding into the light ones' offsets; found by review: a negative of weight
-    # 1e18 in the top chunk, a subgroup AUC's test at z 0.20 against an exact 0.51)
+    below, above = _offsets(weights)
+    delong, cross, overall = _joined([(p.delong, p.cross, p.overall) for p in parts], weights,
+                                     (below, above))
+    above_sums = np.zeros((k, 4))
+    for c, p in enumerate(parts):
+        w, a = weights[c], above[c]
+        n_o = w[:, _SUB_NEG] + w[:, _BG_NEG]
+        p_o = w[:, _SUB_POS] + w[:, _BG_POS]
+        neg_above = a[:, _SUB_NEG] + a[:, _BG_NEG]  # D- above (own-class placements)
+        pos_above = a[:, _SUB_POS] + a[:, _BG_POS]
+        for j, (total, offset) in enumerate(((n_o, neg_above), (p_o, pos_above))):
+            first = p.above[:, 2 * j]
+            above_sums[:, 2 * j] += first + total * offset
+            above_sums[:, 2 * j + 1] += (p.above[:, 2 * j + 1] + 2.0 * offset * first
+                                         + total * offset ** 2)
+    totals = weights.sum(axis=0)
+    bits = _most_bits(parts)
+    exact = None
+    if all(p.joinable is not None for p in parts) and _exact_as_doubles(totals, bits,
+                                                                       parts[0].weighted):
+        joined = JoinedExact([p.joinable for p in parts])
+        exact = lambda: joined  # noqa: E731
+    return PlacementSums(delong, cross, overall, above_sums, totals,
+                         np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
+                         np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
+                         parts[0].weighted, bits,
+                         sum(p.joins for p in parts) + len(parts), exact=exact)
+
+
+def _exact_as_doubles(totals: np.ndarray, bits: int | None, weighted: bool) -> bool:
+    """Whether weights of ``bits`` binary digits below the point (None: not known) add up
+    exactly in doubles to class totals of at most ``totals`` (k, 4), every partial sum
+    included: a class's weight below ``2**52`` of their unit. Then the joined weights, which
+    the exact tests read as doubles, are exact."""
+    if not weighted:
+        return True
+    if bits is None:
+        return False
+    classes = np.concatenate([totals[:, _SUB_NEG] + totals[:, _BG_NEG],
+                              totals[:, _SUB_POS] + totals[:, _BG_POS]])
+    return float(np.max(classes, initial=0.0)) * 2.0 ** bits <= 2.0 ** 52
+
+
+def _offsets(weights) -> tuple:
+    """``(below, above)``: for each chunk (the first axis, in score order) the weights of
+    the chunks below it and above it, each a sum of those chunks' weights alone, so that
+    each is known within its own rounding (a total less the rest carried a heavy chunk's
+    rounding into the light ones' offsets; found by review: a negative of weight 1e18 in
+    the top chunk, a subgroup AUC's test at z 0.20 against an exact 0.51). Floats, or exact
+    numbers in an object array."""
     below = np.zeros_like(weights)
     np.cumsum(weights[:-1], axis=0, out=below[1:])
     above = np.zeros_like(weights)
     np.cumsum(weights[:0:-1], axis=0, out=above[-2::-1])
-    delong = np.zeros((k, 15))
-    cross = np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS))
-    overall = np.zeros((k, 3))
-    above_sums = np.zeros((k, 4))
-    for c, p in enumerate(parts):
+    return below, above
+
+
+def _joined(parts: list, weights, offsets=None) -> tuple:
+    """``(delong (k, 15), cross (k, 8), overall (k, 3))`` of all rows from each chunk's own
+    ``parts`` ``[(delong, cross, overall)]`` and weights (chunks, k, 4), in score order:
+    floats, or object arrays of exact numbers (the same algebra, exact). ``offsets``:
+    :func:`_offsets` of the weights, if made already."""
+    k = weights.shape[1]
+    below, above = _offsets(weights) if offsets is None else offsets
+    delong = np.zeros((k, 15), dtype=weights.dtype)
+    cross = np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS), dtype=weights.dtype)
+    overall = np.zeros((k, 3), dtype=weights.dtype)
+    for c, (p_delong, x, p_overall) in enumerate(parts):
         w, b, a = weights[c], below[c], above[c]
-        for j, (x, y) in enumerate(_METRIC_CELLS):
-            u = p.delong[:, SK.DELONG_U + j]
-            delong[:, SK.DELONG_U + j] += u + w[:, x] * b[:, y]
-            delong[:, SK.DELONG_SQ_X + j] += (p.delong[:, SK.DELONG_SQ_X + j]
-                                              + 2.0 * b[:, y] * u + w[:, x] * b[:, y] ** 2)
-            delong[:, SK.DELONG_SQ_Y + j] += (p.delong[:, SK.DELONG_SQ_Y + j]
-                                              + 2.0 * a[:, x] * u + w[:, y] * a[:, x] ** 2)
+        for j, (cx, cy) in enumerate(_METRIC_CELLS):
+            u = p_delong[:, SK.DELONG_U + j]
+            delong[:, SK.DELONG_U + j] += u + w[:, cx] * b[:, cy]
+            delong[:, SK.DELONG_SQ_X + j] += (p_delong[:, SK.DELONG_SQ_X + j]
+                                              + 2 * b[:, cy] * u + w[:, cx] * b[:, cy] ** 2)
+            delong[:, SK.DELONG_SQ_Y + j] += (p_delong[:, SK.DELONG_SQ_Y + j]
+                                              + 2 * a[:, cx] * u + w[:, cy] * a[:, cx] ** 2)
         n_g, p_g = w[:, _SUB_NEG], w[:, _SUB_POS]
         n_o, p_o = n_g + w[:, _BG_NEG], p_g + w[:, _BG_POS]
         gb, ob = b[:, _SUB_NEG], b[:, _SUB_NEG] + b[:, _BG_NEG]  # Dg-, D- below the chunk
         ga, oa = a[:, _SUB_POS], a[:, _SUB_POS] + a[:, _BG_POS]  # Dg+, D+ above it
-        neg_above = a[:, _SUB_NEG] + a[:, _BG_NEG]  # D- above (own-class placements)
-        u_sub, u_bpsn, u_bnsp = (p.delong[:, SK.DELONG_U + j] for j in range(3))
-        x = p.cross
-        u_o = p.overall[:, OVERALL_U]
+        u_sub, u_bpsn, u_bnsp = (p_delong[:, SK.DELONG_U + j] for j in range(3))
+        u_o = p_overall[:, OVERALL_U]
         cross[:, 0] += x[:, 0] + gb * x[:, 1] + ob * u_sub + p_g * gb * ob
         cross[:, 1] += x[:, 1] + p_g * ob
         cross[:, 2] += (x[:, 2] + (ob - gb) * x[:, 1] + ob * (x[:, 1] - u_sub)
@@ -342,21 +526,11 @@ def combine_placement_sums(parts: list) -> PlacementSums:
                         + n_g * (oa - ga) * oa)
         cross[:, 7] += x[:, 7] + gb * u_o + ob * (u_sub + u_bpsn) + p_o * gb * ob
         overall[:, OVERALL_U] += u_o + p_o * ob
-        overall[:, OVERALL_SQ_POS] += (p.overall[:, OVERALL_SQ_POS] + 2.0 * ob * u_o
+        overall[:, OVERALL_SQ_POS] += (p_overall[:, OVERALL_SQ_POS] + 2 * ob * u_o
                                        + p_o * ob ** 2)
-        overall[:, OVERALL_SQ_NEG] += (p.overall[:, OVERALL_SQ_NEG] + 2.0 * oa * u_o
+        overall[:, OVERALL_SQ_NEG] += (p_overall[:, OVERALL_SQ_NEG] + 2 * oa * u_o
                                        + n_o * oa ** 2)
-        pos_above = a[:, _SUB_POS] + a[:, _BG_POS]
-        for j, (total, offset) in enumerate(((n_o, neg_above), (p_o, pos_above))):
-            first = p.above[:, 2 * j]
-            above_sums[:, 2 * j] += first + total * offset
-            above_sums[:, 2 * j + 1] += (p.above[:, 2 * j + 1] + 2.0 * offset * first
-                                         + total * offset ** 2)
-    return PlacementSums(delong, cross, overall, above_sums, weights.sum(axis=0),
-                         np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
-                         np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
-                         parts[0].weighted, _most_bits(parts),
-                         sum(p.joins for p in parts) + len(parts))
+    return delong, cross, overall
 
 
 def bits_of(sums: PlacementSums) -> int | None:

@@ -353,8 +353,9 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
 
 
 def _exact_of(sums: PlacementSums):
-    """The walk's :class:`~.exact_sums.ExactSums`, or None (out of core, the numpy tier,
-    sums that cannot be exact)."""
+    """The sums made exact: the walk's :class:`~.exact_sums.ExactSums` in memory, the
+    chunks' joined out of core (:class:`~.placement_sums.JoinedExact`), or None (the numpy
+    tier, sums that cannot be exact)."""
     return None if sums.exact is None else sums.exact()
 
 
@@ -375,7 +376,6 @@ def _exact_gaps(sums: PlacementSums, gaps: dict, rounding: dict, which: dict) ->
     weight = _cell_weights(sums)
     w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
     exact = _exact_of(sums)
-    u_overall = exact.overall()[0]
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
         for i in np.flatnonzero(which[metric]).tolist():
@@ -383,6 +383,7 @@ def _exact_gaps(sums: PlacementSums, gaps: dict, rounding: dict, which: dict) ->
             total = Fraction(float(w_pos[i])) * Fraction(float(w_neg[i]))
             if pairs > 0 and total > 0:
                 theta = exact.delong(i)[SK.DELONG_U + j] / pairs
+                u_overall = exact.overall(i)[0]  # (of the rows subgroup i is compared with)
                 gap = float(theta - u_overall / total if metric in AUC_METRICS
                             else Fraction(1, 2) - theta)
                 gaps[metric][i] = gap
@@ -414,7 +415,7 @@ def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict) -> None:
             own = (sums_i[SK.DELONG_U + j], sums_i[SK.DELONG_SQ_X + j],
                    sums_i[SK.DELONG_SQ_Y + j], weight[x_cell][i], weight[y_cell][i])
             if metric in AUC_METRICS:
-                u, sq_pos, sq_neg = exact.overall()
+                u, sq_pos, sq_neg = exact.overall(i)
                 var = exact_difference_variance(
                     own, (u, sq_pos, sq_neg, w_pos[i], w_neg[i]),
                     _metric_cross_sums(exact.cross(i), u)[metric])

@@ -419,7 +419,7 @@ def still_compiling(name: str = "counting") -> bool:
 
 
 #: the families whose warm-up (:mod:`fastbias._warm_up`) also compiles others' kernels
-INCLUDES = {"delong": ("counting",)}
+INCLUDES = {"delong": ("counting", "exact"), "significance": ("exact",)}
 
 
 def families_for(weighted: bool, ci: str | None = None, thresholds: bool = False,

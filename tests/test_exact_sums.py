@@ -181,6 +181,16 @@ def test_standard_errors_and_tests_from_exact_sums_are_exact(exact_path_only, se
     subgroup under ``missing_subgroup="exclude"``), unweighted or with whole frequency
     weights (0 to 20), come from the exact sums alone: each standard error within 1e-14 of
     exact rational arithmetic, each z within 1e-9."""
+    case = _case_with_universes(seed, levels, missing, weighted)
+    frame, options = case[0], case[1]
+    table = quietly(fastbias.evaluate, frame, ci="delong", **options).for_model()
+    _assert_exact_tests(table, *case[2:], with_se=True)
+
+
+def _case_with_universes(seed, levels, missing, weighted) -> tuple:
+    """``(frame, options, s, y, w, subgroups, universe)``: 160 rows of :func:`_data`, three
+    subgroups, whole weights 0-20 or none, and with ``missing`` a few rows unannotated for
+    ``g0`` (its own universe under ``missing_subgroup="exclude"``)."""
     s, y, groups = _data(seed, 160, levels)
     groups = groups[:, [0, 2, 3]]
     rng = np.random.default_rng(seed)
@@ -192,26 +202,38 @@ def test_standard_errors_and_tests_from_exact_sums_are_exact(exact_path_only, se
         unknown[:2] = False
         subgroups["g0"][unknown] = np.nan
         universe["g0"] = ~unknown
-    frame = pd.DataFrame({"y": y, "s": s, "w": w, **subgroups})
-    table = quietly(fastbias.evaluate, frame, label="y", scores="s", subgroups=list(subgroups),
-                    sample_weight="w" if weighted else None, ci="delong", significance="holm",
-                    missing_subgroup="exclude" if missing else "background").for_model()
+    frame = pd.DataFrame({"y": y.astype(int), "s": s, "w": w, **subgroups})
+    options = dict(label="y", scores="s", subgroups=list(subgroups),
+                   sample_weight="w" if weighted else None, significance="holm",
+                   missing_subgroup="exclude" if missing else "background")
+    return frame, options, s, y, w, subgroups, universe
+
+
+def _assert_exact_tests(table, s, y, w, subgroups, universe, with_se: bool) -> None:
+    """Every test of ``table`` with a variance is made, its z within 1e-9 of exact rational
+    arithmetic (``with_se``: and its standard error within 1e-14); those without are NaN."""
+    made = 0
     for name, column in subgroups.items():
         rows = universe[name]
         member = np.nan_to_num(column)[rows] > 0.5
         for metric in METRICS:
             above, below = _metric_cells(y[rows], member)[metric]
-            got, p = table.loc[name, f"{metric}_se"], table.loc[name, f"{metric}_pvalue"]
+            p = table.loc[name, f"{metric}_pvalue"]
+            got = table.loc[name, f"{metric}_se"] if with_se else None
             if min(w[rows][above].sum(), w[rows][below].sum()) <= 1:  # (no variance)
-                assert np.isnan(got) and np.isnan(p), (name, metric)
+                assert np.isnan(p) and (got is None or np.isnan(got)), (name, metric)
                 continue
-            exact_se = float(_exact_delong_variance(s[rows], w[rows], above, below)) ** 0.5
-            assert abs(got - exact_se) <= 1e-14 * exact_se, (name, metric)
+            if with_se:
+                exact_se = float(_exact_delong_variance(s[rows], w[rows], above, below)) ** 0.5
+                assert abs(got - exact_se) <= 1e-14 * exact_se, (name, metric)
             try:
                 z = _exact_test_z(s[rows], w[rows], y[rows], member, metric)
             except InvalidOperation:  # 0 / 0: the AUC of all rows itself, p = 1
                 z = 0.0
+            assert np.isfinite(p), (name, metric)  # (made: not left to the worst case)
             assert abs(_z_of(p) - z) <= 1e-9 * max(z, 1.0), (name, metric, p, z)
+            made += 1
+    assert made >= 9
 
 
 def _exact_difference_z_by_score(s, y, member, metric):
@@ -447,21 +469,8 @@ def test_streamed_tests_from_joined_exact_sums_are_exact(monkeypatch, tmp_path, 
     monkeypatch.setattr(significance, "VARIANCE_TOLERANCE", 0.0)
     monkeypatch.setattr(significance, "PERMUTATION_BELOW", 0)
     monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)
-    s, y, groups = _data(seed, 160, levels)
-    groups = groups[:, [0, 2, 3]]
-    rng = np.random.default_rng(seed)
-    w = rng.integers(0, 21, len(y)).astype(float) if weighted else np.ones(len(y))
-    subgroups = {f"g{j}": groups[:, j].astype(float) for j in range(groups.shape[1])}
-    universe = {name: np.ones(len(y), bool) for name in subgroups}
-    if missing:
-        unknown = rng.random(len(y)) < 0.1
-        unknown[:2] = False
-        subgroups["g0"][unknown] = np.nan
-        universe["g0"] = ~unknown
-    frame = pd.DataFrame({"y": y.astype(int), "s": s, "w": w, **subgroups})
-    options = dict(label="y", scores="s", subgroups=list(subgroups),
-                   sample_weight="w" if weighted else None, significance="holm",
-                   missing_subgroup="exclude" if missing else "background")
+    case = _case_with_universes(seed, levels, missing, weighted)
+    frame, options = case[0], case[1]
     if on_dask:
         dd = pytest.importorskip("dask.dataframe")
         import dask
@@ -474,24 +483,7 @@ def test_streamed_tests_from_joined_exact_sums_are_exact(monkeypatch, tmp_path, 
         frame.to_csv(tmp_path / "d.csv", index=False)
         table = quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=bucket_rows,
                         **options).for_model()
-    made = 0
-    for name, column in subgroups.items():
-        rows = universe[name]
-        member = np.nan_to_num(column)[rows] > 0.5
-        for metric in METRICS:
-            above, below = _metric_cells(y[rows], member)[metric]
-            p = table.loc[name, f"{metric}_pvalue"]
-            if min(w[rows][above].sum(), w[rows][below].sum()) <= 1:  # (no variance)
-                assert np.isnan(p), (name, metric)
-                continue
-            try:
-                z = _exact_test_z(s[rows], w[rows], y[rows], member, metric)
-            except InvalidOperation:  # 0 / 0: the AUC of all rows itself, p = 1
-                z = 0.0
-            assert np.isfinite(p), (name, metric)  # (made: not left to the worst case)
-            assert abs(_z_of(p) - z) <= 1e-9 * max(z, 1.0), (name, metric, p, z)
-            made += 1
-    assert made >= 9
+    _assert_exact_tests(table, *case[2:], with_se=False)
 
 
 def test_a_first_call_out_of_core_does_not_wait_for_the_exact_walks(monkeypatch):

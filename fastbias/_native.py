@@ -116,9 +116,11 @@ def _tbb_is_numbas_layer() -> bool:
 
 def _tbb_would_start() -> bool:
     """Whether Numba, asked to start its threading layer, would start TBB: the layer its
-    settings put first (``NUMBA_THREADING_LAYER``, ``NUMBA_THREADING_LAYER_PRIORITY``), and
-    a TBB it can load (a recent enough ``libtbb`` on the loader's path, Numba's ``tbbpool``).
-    Loads TBB's library to ask, and starts nothing."""
+    settings try first (``NUMBA_THREADING_LAYER``: ``tbb``, or ``safe``, ``threadsafe`` and
+    ``forksafe``, which try TBB first; ``default`` the first of
+    ``NUMBA_THREADING_LAYER_PRIORITY``), and a TBB it can load (a recent enough ``libtbb``
+    on the loader's path, Numba's ``tbbpool``). Loads TBB's library to ask, and starts
+    nothing."""
     import warnings
 
     try:
@@ -127,8 +129,10 @@ def _tbb_would_start() -> bool:
 
         layer = str(numba.config.THREADING_LAYER).lower()
         first = [str(name).lower() for name in numba.config.THREADING_LAYER_PRIORITY][:1]
-        if not (layer in ("tbb", "safe")
-                or (layer in ("default", "threadsafe", "forksafe") and first == ["tbb"])):
+        # ("safe", "threadsafe" and "forksafe" try TBB first whatever the priority; only
+        # "default" follows NUMBA_THREADING_LAYER_PRIORITY: found by review)
+        if not (layer in ("tbb", "safe", "threadsafe", "forksafe")
+                or (layer == "default" and first == ["tbb"])):
             return False
         with warnings.catch_warnings():  # (an old TBB: Numba warns, and will not use it)
             warnings.simplefilter("ignore")
@@ -182,12 +186,16 @@ def _openmp_loaded() -> bool:
 
 @contextmanager
 def _passive_openmp():
-    """While Numba starts its threading layer: if that may load an OpenMP runtime for the
-    first time and the environment says nothing of its wait policy, ``OMP_WAIT_POLICY=passive``
+    """While Numba starts its threading layer, asked for (mode ``on``): if that may load an
+    OpenMP runtime for the first time and the environment says nothing of its wait policy,
+    ``OMP_WAIT_POLICY=passive``
     (read once, as the runtime loads; its threads then sleep between rounds instead of
     spinning on the cores the next round needs). The environment is put back afterwards, so
     that processes started later do not inherit the setting."""
-    if any(name in os.environ for name in _WAIT_SETTINGS) or _openmp_loaded():
+    # (only where OpenMP may start, asked for: the default starts TBB alone, and os.environ
+    # is process-wide, its setenv racing with other threads' getenv; found by review)
+    if mode() != "on" or any(name in os.environ for name in _WAIT_SETTINGS) \
+            or _openmp_loaded():
         yield
         return
     os.environ["OMP_WAIT_POLICY"] = "passive"

@@ -265,7 +265,8 @@ def _config(monkeypatch, layer, priority=("tbb", "omp", "workqueue")):
     ("threadsafe", ("tbb", "omp", "workqueue"), True, True),
     ("forksafe", ("tbb", "workqueue", "omp"), True, True),
     ("default", ("omp", "tbb", "workqueue"), True, False),   # OpenMP first
-    ("forksafe", ("workqueue", "tbb", "omp"), True, False),
+    ("forksafe", ("workqueue", "tbb", "omp"), True, True),    # (TBB first whatever the
+    ("threadsafe", ("omp", "tbb", "workqueue"), True, True),  # priority, for these three)
     ("omp", ("tbb", "omp", "workqueue"), True, False),       # OpenMP named
     ("workqueue", ("tbb", "omp", "workqueue"), True, False),
     ("default", ("tbb", "omp", "workqueue"), False, False),  # no TBB to load
@@ -451,13 +452,16 @@ def test_gnu_openmp_spinning_is_warned_of_once(on_numba, monkeypatch, caplog):
     assert not caplog.records
 
 
-@pytest.mark.parametrize("loaded, given, inside", [
-    (False, None, "passive"),   # first load, nothing said: passive while it loads
-    (True, None, None),         # already loaded: it would not read it, so nothing is set
-    (False, "active", "active"),  # the user's choice stays
+@pytest.mark.parametrize("loaded, given, inside, asked", [
+    (False, None, "passive", True),   # first load, nothing said: passive while it loads
+    (True, None, None, True),         # already loaded: it would not read it, so nothing is set
+    (False, "active", "active", True),  # the user's choice stays
+    (False, None, None, False),       # the default starts TBB alone: the environment untouched
 ])
 def test_openmp_is_asked_to_wait_passively_only_while_it_first_loads(monkeypatch, loaded,
-                                                                       given, inside):
+                                                                       given, inside, asked):
+    monkeypatch.setattr(_native, "ENABLED", True if asked else None)
+    monkeypatch.delenv("FASTBIAS_NUMBA_THREADS", raising=False)
     monkeypatch.setattr(_native, "_openmp_loaded", lambda: loaded)
     monkeypatch.setattr(_native, "_passive_asked", [])
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
@@ -499,7 +503,7 @@ def test_numbas_openmp_starts_passive_and_the_environment_is_put_back(tmp_path):
             "print('LAYER', layer, 'ENV', os.environ.get('OMP_WAIT_POLICY'), flush=True)\n")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env.update(OMP_DISPLAY_ENV="true", NUMBA_THREADING_LAYER="omp",
-               NUMBA_CACHE_DIR=str(tmp_path))
+               NUMBA_CACHE_DIR=str(tmp_path), FASTBIAS_NUMBA_THREADS="1")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                             text=True, timeout=120)
     out = result.stdout + result.stderr

@@ -395,14 +395,28 @@ def test_an_exact_walk_compiling_in_the_caller_says_so_first(tmp_path):
 # ------------------------------------------------------------------ out of core: chunks joined
 
 
+@pytest.mark.parametrize("path", ["integers", "rationals"])
 @pytest.mark.parametrize("weights", ["none", "whole", "eighths"])
 @pytest.mark.parametrize("seed, levels", [(11, 2), (12, 5), (13, 40)])
-def test_chunks_exact_sums_joined_are_the_brute_force_sums(seed, levels, weights):
+def test_chunks_exact_sums_joined_are_the_brute_force_sums(monkeypatch, seed, levels, weights,
+                                                           path):
     """Out of core, each chunk (rows of a score range, ties never split; a chunk of one score
-    by its closed form) keeps its sums exact, and the join gives the sums of all rows in
-    rational arithmetic: every DeLong sum, cross sum and overall sum of every subgroup is the
-    one from each row's placement in exact rationals (chunks of one score among them)."""
+    by its closed form) keeps its sums exact, and the join gives the sums of all rows
+    exactly: every DeLong sum, cross sum and overall sum of every subgroup is the one from
+    each row's placement in exact rationals (chunks of one score among them). Both ways of
+    joining: in whole numbers, all chunks at once, and chunk by chunk in rationals (where a
+    sum would not be whole)."""
+    from fastbias.intervals import placement_sums as P
     from tests.test_significance_out_of_core import chunk_sums_of
+
+    def not_this_way(*args):
+        raise AssertionError(f"joined the other way than in {path}")
+
+    if path == "integers":
+        monkeypatch.setattr(P.JoinedExact, "_in_rationals", not_this_way)
+    else:
+        monkeypatch.setattr(P.JoinedExact, "_in_integers", not_this_way)
+        monkeypatch.setattr(P, "_integers", lambda *args: None)
 
     s, y, groups = _data(seed, 240, levels)
     rng = np.random.default_rng(seed)

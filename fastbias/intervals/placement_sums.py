@@ -25,6 +25,7 @@ whose variances or differences the float sums cannot tell, as in memory.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -149,6 +150,25 @@ class ChunkExact:
     def tied(self) -> bool:
         return self.delong_hi is None
 
+    def integers(self, g: int, unit: int) -> tuple | None:
+        """Subgroup ``g``'s ``(delong (15,), cross (8,), overall (3,), weights (4,))`` as
+        Python integers, each sum of degree ``d`` in the weights (:data:`_DEGREES`) times
+        ``2**(d unit)``: whole numbers where the weights are multiples of ``2**(1 - unit)``
+        (a placement of ``2**-unit``), which the sums being exact makes them. None where one
+        is not whole (then :meth:`row`)."""
+        weights = _integers(self.weights_hi[g], self.weights_lo[g], (1, 1, 1, 1), unit)
+        if weights is None:
+            return None
+        if self.tied:
+            delong, cross, overall = _tied_sums(np.array([weights], dtype=object), _half_whole)
+            return delong[0].tolist(), cross[0].tolist(), overall[0].tolist(), weights
+        raw = _integers(self.delong_hi[g], self.delong_lo[g], _DEGREES["raw delong"], unit)
+        cross = _integers(self.cross_hi[g], self.cross_lo[g], _DEGREES["cross"], unit)
+        overall = _integers(self.overall_hi[g], self.overall_lo[g], _DEGREES["overall"], unit)
+        if raw is None or cross is None or overall is None:
+            return None
+        return finished_delong(raw), cross, overall, weights
+
     def row(self, g: int) -> tuple:
         """Subgroup ``g``'s ``(delong (1, 15), cross (1, 8), overall (1, 3), weights (1,
         4))``, object arrays of exact numbers."""
@@ -161,24 +181,70 @@ class ChunkExact:
                 _fractions(self.overall_hi[g:g + 1], self.overall_lo[g:g + 1]), weights)
 
 
+#: each sum's degree in the weights (a weight or a placement: 1): the join's algebra is
+#: homogeneous in it, so sums scaled by ``2**(degree unit)`` join as whole numbers
+_DEGREES = {"raw delong": (2,) * 5 + (3,) * (SK.N_DELONG_COLUMNS - 5),
+            "delong": (2,) * 5 + (3,) * 10, "cross": (3, 2, 3, 3, 3, 2, 3, 3),
+            "overall": (2, 3, 3)}
+
+
+def _integers(hi, lo, degrees, unit) -> list | None:
+    """``(hi + lo) * 2**(degree unit)`` of each column as a Python integer, or None where
+    one is not whole."""
+    out = []
+    for high, low, degree in zip(hi.tolist(), lo.tolist(), degrees):
+        high, low = math.ldexp(high, degree * unit), math.ldexp(low, degree * unit)
+        if not (high.is_integer() and low.is_integer()):
+            return None
+        out.append(int(high) + int(low))
+    return out
+
+
+def _half_whole(values):
+    """Half of whole numbers that are even (a weight scaled to placements: exact)."""
+    return values // 2
+
+
 class JoinedExact:
     """The exact sums of all rows, joined from each chunk's :class:`ChunkExact` (in score
-    order) by the algebra of :func:`combine_placement_sums`, in rational arithmetic: the
-    interface of :class:`~.exact_sums.ExactSums` (:meth:`delong`, :meth:`cross`,
-    :meth:`overall`), each subgroup joined on first use (``O(chunks)`` rational
-    operations)."""
+    order) by the algebra of :func:`combine_placement_sums`: the interface of
+    :class:`~.exact_sums.ExactSums` (:meth:`delong`, :meth:`cross`, :meth:`overall`), each
+    subgroup joined on first use. In whole numbers (weights of ``bits`` binary digits below
+    the point: every sum a whole number of its unit, :meth:`ChunkExact.integers`), all
+    chunks at once: the same algebra with the chunks in place of subgroups, summed;
+    where a sum is not whole (it cannot be, but nothing is taken on trust), in rational
+    arithmetic chunk by chunk."""
 
-    def __init__(self, chunks: list):
+    def __init__(self, chunks: list, bits: int):
         self._chunks = chunks
+        self._unit = bits + 1
         self._rows = {}
 
     def _row(self, g: int) -> tuple:
         if g not in self._rows:
-            rows = [chunk.row(g) for chunk in self._chunks]
-            weights = np.stack([w for *_, w in rows])
-            delong, cross, overall = _joined([r[:3] for r in rows], weights)
-            self._rows[g] = (delong[0].tolist(), cross[0].tolist(), overall[0].tolist())
+            rows = [chunk.integers(g, self._unit) for chunk in self._chunks]
+            self._rows[g] = (self._in_rationals(g) if any(r is None for r in rows)
+                             else self._in_integers(rows))
         return self._rows[g]
+
+    def _in_integers(self, rows: list) -> tuple:
+        n = len(rows)
+        columns = [np.array([row[j] for row in rows], dtype=object).reshape(n, -1)
+                   for j in range(4)]
+        weights = columns[3][:, None, :]  # (chunks, 1, 4): offsets along the chunks
+        below, above = _offsets(weights)
+        # (one "part" whose rows are the chunks: each row's share of the sums, then added)
+        shares = _joined([tuple(columns[:3])], weights.reshape(1, n, 4),
+                         (below.reshape(1, n, 4), above.reshape(1, n, 4)))
+        return tuple([Fraction(int(total), 1 << (degree * self._unit))
+                      for total, degree in zip(share.sum(axis=0).tolist(), _DEGREES[kind])]
+                     for share, kind in zip(shares, ("delong", "cross", "overall")))
+
+    def _in_rationals(self, g: int) -> tuple:
+        rows = [chunk.row(g) for chunk in self._chunks]
+        weights = np.stack([w for *_, w in rows])
+        delong, cross, overall = _joined([r[:3] for r in rows], weights)
+        return delong[0].tolist(), cross[0].tolist(), overall[0].tolist()
 
     def delong(self, g: int) -> list:
         return self._row(g)[0]
@@ -398,12 +464,19 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
                          joinable=ChunkExact(high, lo))
 
 
-def _tied_sums(w) -> tuple:
+def _half(values):
+    return values / 2
+
+
+def _tied_sums(w, halve=None) -> tuple:
     """``(delong (k, 15), cross (k, 8), overall (k, 3))`` of chunks whose rows all have one
     score, from their cell weights ``w`` (k, 4): floats, or an object array of exact
-    numbers (the same algebra, exact)."""
+    numbers (the same algebra, exact). ``halve``: how to take half (default ``x / 2``;
+    :func:`_half_whole` for whole numbers)."""
+    if halve is None:
+        halve = _half
     k = w.shape[0]
-    half = w / 2
+    half = halve(w)
     delong = np.zeros((k, 15), dtype=w.dtype)
     for j, (x, y) in enumerate(_METRIC_CELLS):
         delong[:, SK.DELONG_U + j] = w[:, x] * half[:, y]
@@ -412,8 +485,8 @@ def _tied_sums(w) -> tuple:
     sub_neg, sub_pos = w[:, _SUB_NEG], w[:, _SUB_POS]
     all_neg = sub_neg + w[:, _BG_NEG]
     all_pos = sub_pos + w[:, _BG_POS]
-    c_g, c_o = sub_neg / 2, all_neg / 2  # what every positive has below it
-    d_g, d_o = sub_pos / 2, all_pos / 2  # what every negative has above it
+    c_g, c_o = halve(sub_neg), halve(all_neg)  # what every positive has below it
+    d_g, d_o = halve(sub_pos), halve(all_pos)  # what every negative has above it
     cross = np.column_stack([sub_pos * c_g * c_o, sub_pos * c_o, sub_pos * (c_o - c_g) * c_o,
                              all_neg * d_g * d_o, sub_neg * d_g * d_o, sub_neg * d_o,
                              sub_neg * (d_o - d_g) * d_o, all_pos * c_g * c_o])
@@ -453,7 +526,7 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     exact = None
     if all(p.joinable is not None for p in parts) and _exact_as_doubles(totals, bits,
                                                                        parts[0].weighted):
-        joined = JoinedExact([p.joinable for p in parts])
+        joined = JoinedExact([p.joinable for p in parts], 0 if bits is None else bits)
         exact = lambda: joined  # noqa: E731
     return PlacementSums(delong, cross, overall, above_sums, totals,
                          np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),

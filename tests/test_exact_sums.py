@@ -527,3 +527,53 @@ def test_a_first_call_out_of_core_does_not_wait_for_the_exact_walks(monkeypatch)
     assert chunk_sums_of(y, s, None, columns, cuts).exact is None
     monkeypatch.setattr(first_call, "still_compiling", lambda name: False)
     assert chunk_sums_of(y, s, None, columns, cuts).exact is not None
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_gaps_from_joined_exact_sums_read_each_subgroups_own_universe(monkeypatch, tmp_path,
+                                                                          weighted):
+    """Out of core under ``missing_subgroup="exclude"``, each subgroup is compared with the
+    AUC of the rows annotated for it, so the joined exact sums give an overall AUC per
+    subgroup (``overall(g)``). The differences ``_exact_gaps`` makes from them (an AUC
+    metric's from its universe's AUC, an AEG's from 0) are the exact ones, rounded once:
+    against each universe's sums from every row's placement in exact rationals."""
+    from fastbias import tables
+    from fastbias.streaming import evaluate_csv
+
+    captured = []
+    join = tables.result.combine_placement_sums
+
+    def keep(parts):
+        captured.append(join(parts))
+        return captured[-1]
+
+    monkeypatch.setattr(tables.result, "combine_placement_sums", keep)
+    case = _case_with_universes(23, 6, True, weighted)
+    frame, options, s, y, w, subgroups, universe = case
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    table = quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=30, **options).for_model()
+    (sums,) = captured
+    assert sums.exact is not None
+    k = len(subgroups)
+    gaps = {metric: np.full(k, np.nan) for metric in METRICS}
+    rounding = {metric: np.full(k, np.nan) for metric in METRICS}
+    significance._exact_gaps(sums, gaps, rounding, {m: np.ones(k, bool) for m in METRICS})
+    assert list(table.index) == list(subgroups)
+    for i, (name, column) in enumerate(subgroups.items()):
+        rows = universe[name]
+        member = np.nan_to_num(column)[rows] > 0.5
+        delong_sums, overall, _ = _brute_sums(s[rows], y[rows], member, w[rows])
+        weight = [Fraction(float(v)) for v in w[rows].tolist()]
+        total = {cell: sum((weight[r] for r in np.flatnonzero(mask).tolist()), Fraction(0))
+                 for cell, mask in (("neg", ~y[rows]), ("pos", y[rows]))}
+        auc_all = overall[0] / (total["pos"] * total["neg"])
+        for j, metric in enumerate(METRICS):
+            above, below = _metric_cells(y[rows], member)[metric]
+            pairs = (sum((weight[r] for r in np.flatnonzero(above).tolist()), Fraction(0))
+                     * sum((weight[r] for r in np.flatnonzero(below).tolist()), Fraction(0)))
+            if pairs == 0:
+                continue
+            theta = delong_sums[j] / pairs
+            want = theta - auc_all if metric.endswith("_auc") else Fraction(1, 2) - theta
+            assert gaps[metric][i] == float(want), (name, metric)
+    assert not np.all(np.isnan(gaps["bpsn_auc"]))

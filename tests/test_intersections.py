@@ -358,3 +358,30 @@ def test_combination_codes_follow_the_rules_row_by_row(seed):
                 assert expected_kept.shape[0] == n
             else:
                 np.testing.assert_array_equal(kept, expected_kept)
+
+
+def test_the_reports_figures_rank_the_identities_and_leave_intersections_to_their_section():
+    """With pairs of identities, the small intersections (extreme AUCs from few rows) would
+    fill the heatmaps' worst rows: the figures rank the identities alone, say how many
+    intersections there are and where, and the intersections keep their own section."""
+    pytest.importorskip("matplotlib")
+    y, s, _, groups = random_data(14, n=800, k=4)
+    df = groups.assign(y=y, s=s)
+    res = fastbias.evaluate(df, label="y", scores="s", subgroups=list(groups.columns),
+                            intersections=2, min_subgroup_size=2)
+    members = res.settings["intersection_members"]
+    assert len(members) >= 3
+    report = fastbias.BiasReport.from_result(df, res)
+    identities = [g for g in report.worst_subgroups() if g not in members]
+    assert sorted(identities) == sorted(groups.columns)
+    figures = {key: (caption, fig) for key, caption, fig in report.figures(max_subgroups=3)}
+    caption, fig = figures["aucs"]
+    assert (f"the 3 worst of 4 identities (the {len(members)} intersections: in their own "
+            f"section)") in caption
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]  # (the heatmap's rows)
+    assert sorted(labels) == sorted(identities[:3]), labels
+    assert '<h2 id="intersections">' in report.to_html(max_subgroups=3)
+    # without intersections nothing changes: subgroups, all of them
+    plain = fastbias.BiasReport.from_result(df, fastbias.evaluate(
+        df, label="y", scores="s", subgroups=list(groups.columns)))
+    assert "all 4 subgroups" in plain.figures()[0][1]

@@ -631,11 +631,18 @@ class BiasReport:
         """(key, caption, Figure) for every figure of the HTML report; [] without matplotlib."""
         if not _matplotlib_available():
             return []
-        n_all = len(self.result.subgroups)
+        # (with intersections, the figures rank the identities alone: the intersections,
+        # small cells whose extreme AUCs would crowd them out, have their own section)
+        members = self.result.settings.get("intersection_members") or {}
+        ranked = [g for g in self.worst_subgroups() if g not in members]
+        n_all = len(ranked)
         limit = max_subgroups if n_all > max_subgroups else None
-        shown = f"the {max_subgroups} worst of {n_all} subgroups" if limit else \
-            f"all {n_all} subgroups"
-        rows = self.worst_subgroups(limit)
+        kind = "identities" if members else "subgroups"
+        shown = f"the {max_subgroups} worst of {n_all} {kind}" if limit else \
+            f"all {n_all} {kind}"
+        if members:
+            shown += f" (the {len(members)} intersections: in their own section)"
+        rows = ranked[:limit] if limit else ranked
         order_note = "each model's worst first, in turn" if len(self.result.models) > 1 else \
             "worst first"
         out = [
@@ -652,11 +659,12 @@ class BiasReport:
                         self.plot_intervals(subgroups=rows)))
         if self.result.thresholds is not None:
             shown_at = threshold_shown(self.result, self.threshold)
-            gap_rows = worst_gaps(self.result, shown_at)[:max_subgroups]
+            all_gaps = worst_gaps(self.result, shown_at)
+            gap_rows = all_gaps[:max_subgroups]
             out.append(("threshold-gaps",
                         f"FPR and FNR gap (subgroup minus background) at threshold "
                         f"{shown_at:g} (predicted positive: score >= threshold), largest first"
-                        f"{'' if len(gap_rows) == n_all else f', the {len(gap_rows)} largest of {n_all}'}"
+                        f"{'' if len(gap_rows) == len(all_gaps) else f', the {len(gap_rows)} largest of {len(all_gaps)}'}"
                         f"{'; bars: Bernstein intervals' if 'fpr_gap_low' in self.result.thresholds else ''}.",
                         plot_threshold_gaps(self.result, threshold=shown_at,
                                             subgroups=gap_rows)))
@@ -667,7 +675,7 @@ class BiasReport:
                                 f"the largest gaps at {shown_at:g} (dotted line), {model}.",
                                 plot_gap_curves(self.result, model=model,
                                                 threshold=shown_at)))
-        worst = self.worst_subgroups(n_distributions)
+        worst = ranked[:n_distributions]
         out.append(("distributions",
                     f"Score distributions of "
                     f"{'the worst subgroup' if len(worst) == 1 else f'the {len(worst)} worst subgroups'}"

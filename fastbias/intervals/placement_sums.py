@@ -20,14 +20,15 @@ a sum the one-machine walks already compute, on the chunk's rows alone.
 Exact out of core too: where a chunk's sums can be made exact (its walks'
 :class:`~.exact_sums.ExactSums`; a chunk of one score from its cell weights), it
 keeps them as two doubles each (:class:`ChunkExact`), and the join runs the same
-algebra on them in rational arithmetic (:class:`JoinedExact`), for the subgroups
-whose variances or differences the float sums cannot tell, as in memory.
+algebra on them in whole numbers (:class:`JoinedExact`), for the subgroups whose
+variances or differences the float sums cannot tell, as in memory.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cache
 
 import numpy as np
 
@@ -118,14 +119,6 @@ class PlacementSums:
         return self.weights[:, [_SUB_NEG, _SUB_POS]] + self.weights[:, [_BG_NEG, _BG_POS]]
 
 
-def _fractions(hi, lo) -> np.ndarray:
-    """Two doubles' exact sums, elementwise: an object array of :class:`~fractions.Fraction`."""
-    out = np.empty(np.shape(hi), dtype=object)
-    for index in np.ndindex(out.shape):
-        out[index] = Fraction(float(hi[index])) + Fraction(float(lo[index]))
-    return out
-
-
 @dataclass(frozen=True)
 class ChunkExact:
     """One chunk's sums, exact, as two doubles each (their sum exact), for the join.
@@ -150,35 +143,40 @@ class ChunkExact:
     def tied(self) -> bool:
         return self.delong_hi is None
 
-    def integers(self, g: int, unit: int) -> tuple | None:
-        """Subgroup ``g``'s ``(delong (15,), cross (8,), overall (3,), weights (4,))`` as
-        Python integers, each sum of degree ``d`` in the weights (:data:`_DEGREES`) times
-        ``2**(d unit)``: whole numbers where the weights are multiples of ``2**(1 - unit)``
-        (a placement of ``2**-unit``), which the sums being exact makes them. None where one
-        is not whole (then :meth:`row`)."""
-        weights = _integers(self.weights_hi[g], self.weights_lo[g], (1, 1, 1, 1), unit)
-        if weights is None:
-            return None
-        if self.tied:
-            delong, cross, overall = _tied_sums(np.array([weights], dtype=object), _half_whole)
-            return delong[0].tolist(), cross[0].tolist(), overall[0].tolist(), weights
-        raw = _integers(self.delong_hi[g], self.delong_lo[g], _DEGREES["raw delong"], unit)
-        cross = _integers(self.cross_hi[g], self.cross_lo[g], _DEGREES["cross"], unit)
-        overall = _integers(self.overall_hi[g], self.overall_lo[g], _DEGREES["overall"], unit)
-        if raw is None or cross is None or overall is None:
-            return None
-        return finished_delong(raw), cross, overall, weights
+    def _arrays(self):
+        """``(name, hi, lo, degrees)`` of each kind of sum it keeps."""
+        yield "weights", self.weights_hi, self.weights_lo, (1, 1, 1, 1)
+        if not self.tied:
+            yield "raw delong", self.delong_hi, self.delong_lo, _DEGREES["raw delong"]
+            yield "cross", self.cross_hi, self.cross_lo, _DEGREES["cross"]
+            yield "overall", self.overall_hi, self.overall_lo, _DEGREES["overall"]
 
-    def row(self, g: int) -> tuple:
-        """Subgroup ``g``'s ``(delong (1, 15), cross (1, 8), overall (1, 3), weights (1,
-        4))``, object arrays of exact numbers."""
-        weights = _fractions(self.weights_hi[g:g + 1], self.weights_lo[g:g + 1])
+    def whole(self, unit: int) -> bool:
+        """Whether every sum it keeps, of degree ``d`` in the weights (:data:`_DEGREES`),
+        is a whole number times ``2**-(d unit)``, as it is where the weights are multiples
+        of ``2**(1 - unit)`` (a placement of ``2**-unit``) and the sums exact: what
+        :meth:`integers` needs (checked, not taken on trust)."""
+        for _, hi, lo, degrees in self._arrays():
+            scale = np.ldexp(1.0, np.asarray(degrees) * unit)
+            if not (np.all(np.isfinite(hi * scale)) and np.all(np.mod(hi * scale, 1.0) == 0)
+                    and np.all(np.mod(lo * scale, 1.0) == 0)):
+                return False
+        return True
+
+    def integers(self, g: int, unit: int) -> tuple:
+        """Subgroup ``g``'s ``(delong (15,), cross (8,), overall (3,), weights (4,))`` as
+        Python integers, each sum of degree ``d`` in the weights times ``2**(d unit)``
+        (whole numbers: :meth:`whole`)."""
+        found = {name: [int(math.ldexp(h, d * unit)) + int(math.ldexp(x, d * unit))
+                        for h, x, d in zip(hi[g].tolist(), lo[g].tolist(), degrees)]
+                 for name, hi, lo, degrees in self._arrays()}
         if self.tied:
-            return (*_tied_sums(weights), weights)
-        raw = _fractions(self.delong_hi[g], self.delong_lo[g]).tolist()
-        delong = np.array(finished_delong(raw), dtype=object).reshape(1, 15)
-        return (delong, _fractions(self.cross_hi[g:g + 1], self.cross_lo[g:g + 1]),
-                _fractions(self.overall_hi[g:g + 1], self.overall_lo[g:g + 1]), weights)
+            delong, cross, overall = _tied_sums(np.array([found["weights"]], dtype=object),
+                                                _half_whole)
+            return (delong[0].tolist(), cross[0].tolist(), overall[0].tolist(),
+                    found["weights"])
+        return (finished_delong(found["raw delong"]), found["cross"], found["overall"],
+                found["weights"])
 
 
 #: each sum's degree in the weights (a weight or a placement: 1): the join's algebra is
@@ -186,18 +184,6 @@ class ChunkExact:
 _DEGREES = {"raw delong": (2,) * 5 + (3,) * (SK.N_DELONG_COLUMNS - 5),
             "delong": (2,) * 5 + (3,) * 10, "cross": (3, 2, 3, 3, 3, 2, 3, 3),
             "overall": (2, 3, 3)}
-
-
-def _integers(hi, lo, degrees, unit) -> list | None:
-    """``(hi + lo) * 2**(degree unit)`` of each column as a Python integer, or None where
-    one is not whole."""
-    out = []
-    for high, low, degree in zip(hi.tolist(), lo.tolist(), degrees):
-        high, low = math.ldexp(high, degree * unit), math.ldexp(low, degree * unit)
-        if not (high.is_integer() and low.is_integer()):
-            return None
-        out.append(int(high) + int(low))
-    return out
 
 
 def _half_whole(values):
@@ -209,11 +195,9 @@ class JoinedExact:
     """The exact sums of all rows, joined from each chunk's :class:`ChunkExact` (in score
     order) by the algebra of :func:`combine_placement_sums`: the interface of
     :class:`~.exact_sums.ExactSums` (:meth:`delong`, :meth:`cross`, :meth:`overall`), each
-    subgroup joined on first use. In whole numbers (weights of ``bits`` binary digits below
+    subgroup joined on first use, in whole numbers (weights of ``bits`` binary digits below
     the point: every sum a whole number of its unit, :meth:`ChunkExact.integers`), all
-    chunks at once: the same algebra with the chunks in place of subgroups, summed;
-    where a sum is not whole (it cannot be, but nothing is taken on trust), in rational
-    arithmetic chunk by chunk."""
+    chunks at once: the same algebra with the chunks in place of subgroups, summed."""
 
     def __init__(self, chunks: list, bits: int):
         self._chunks = chunks
@@ -222,12 +206,11 @@ class JoinedExact:
 
     def _row(self, g: int) -> tuple:
         if g not in self._rows:
-            rows = [chunk.integers(g, self._unit) for chunk in self._chunks]
-            self._rows[g] = (self._in_rationals(g) if any(r is None for r in rows)
-                             else self._in_integers(rows))
+            self._rows[g] = self._joined_row([chunk.integers(g, self._unit)
+                                              for chunk in self._chunks])
         return self._rows[g]
 
-    def _in_integers(self, rows: list) -> tuple:
+    def _joined_row(self, rows: list) -> tuple:
         n = len(rows)
         columns = [np.array([row[j] for row in rows], dtype=object).reshape(n, -1)
                    for j in range(4)]
@@ -239,12 +222,6 @@ class JoinedExact:
         return tuple([Fraction(int(total), 1 << (degree * self._unit))
                       for total, degree in zip(share.sum(axis=0).tolist(), _DEGREES[kind])]
                      for share, kind in zip(shares, ("delong", "cross", "overall")))
-
-    def _in_rationals(self, g: int) -> tuple:
-        rows = [chunk.row(g) for chunk in self._chunks]
-        weights = np.stack([w for *_, w in rows])
-        delong, cross, overall = _joined([r[:3] for r in rows], weights)
-        return delong[0].tolist(), cross[0].tolist(), overall[0].tolist()
 
     def delong(self, g: int) -> list:
         return self._row(g)[0]
@@ -526,13 +503,20 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     exact = None
     if all(p.joinable is not None for p in parts) and _exact_as_doubles(totals, bits,
                                                                        parts[0].weighted):
-        joined = JoinedExact([p.joinable for p in parts], 0 if bits is None else bits)
-        exact = lambda: joined  # noqa: E731
+        exact = _joined_exact([p.joinable for p in parts], 0 if bits is None else bits)
     return PlacementSums(delong, cross, overall, above_sums, totals,
                          np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
                          np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
                          parts[0].weighted, bits,
                          sum(p.joins for p in parts) + len(parts), exact=exact)
+
+
+def _joined_exact(chunks: list, bits: int):
+    """A function that gives the :class:`JoinedExact` of the chunks, made on its first call,
+    or None if a chunk's sums are not whole numbers of their units (:meth:`ChunkExact.whole`:
+    they are, where exact, but nothing is taken on trust)."""
+    return cache(lambda: JoinedExact(chunks, bits)
+                 if all(chunk.whole(bits + 1) for chunk in chunks) else None)
 
 
 def _exact_as_doubles(totals: np.ndarray, bits: int | None, weighted: bool) -> bool:

@@ -267,22 +267,16 @@ first_call = None
 
 def register_first_call(module) -> None:
     """Called by :mod:`fastbias.sweep.first_call`: where kernels not compiled yet are asked
-    for (``compile_in_background``, ``still_compiling``, ``tier_enabled``)."""
+    for (``ready_or_compiling``)."""
     global first_call
     first_call = module
 
 
 def _compiled(kernels) -> bool:
-    from ._numba_cache import _needs_compiling
-
-    tier = first_call
-    if not any(_needs_compiling(kernel) for kernel in kernels):
-        # (cached, but maybe not for every type yet while the background process compiles)
-        return tier is None or not tier.still_compiling("native")
-    if tier is None or not tier.tier_enabled():
-        return True  # compiled here, on first use (the caller chose no background tier)
-    tier.compile_in_background("native")
-    return False
+    """Whether the kernels may run now (:func:`fastbias.sweep.first_call.ready_or_compiling`,
+    family ``native``; cached but still compiling other types in the background: not yet);
+    without the first-call module, they compile here on first use."""
+    return first_call is None or first_call.ready_or_compiling(kernels, "native")
 
 
 @contextmanager

@@ -87,15 +87,10 @@ def exact_walks_ready() -> bool:
     """Whether the exact walks can run now without compiling first: compiled or cached, or
     compiled here on first use (no first-call tier). If not, they compile in the background
     (family ``"exact"`` of :mod:`fastbias._warm_up`) for later calls."""
-    from .._numba_cache import _needs_compiling
-    from ..sweep import first_call
+    from ..sweep.first_call import ready_or_compiling
 
-    if not any(_needs_compiling(kernel, kind=_keeps_rounding) for kernel in EXACT_KERNELS):
-        return not first_call.still_compiling("exact")
-    if not first_call.tier_enabled():
-        return True  # (compiled here, announced by _announce)
-    first_call.compile_in_background("exact")
-    return False
+    # (compiled here where the tier is off, announced by _announce)
+    return ready_or_compiling(EXACT_KERNELS, "exact", kind=_keeps_rounding)
 
 
 def _announce(sums: str, kernel) -> None:

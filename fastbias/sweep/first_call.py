@@ -404,6 +404,23 @@ def wait_until_compiled() -> None:
         thread.join()
 
 
+def ready_or_compiling(kernels, family: str, kind=None) -> bool:
+    """Whether ``kernels`` can run now without waiting for a compiler: compiled or cached
+    (and family ``family`` not still compiling them in the background), or to be compiled
+    here on first use (the first-call tier is off). Else False, and ``family`` compiles in
+    the background for later calls. ``kind``: the version a call needs (see
+    :func:`fastbias._numba_cache._needs_compiling`)."""
+    from .._numba_cache import _needs_compiling
+
+    if not any(_needs_compiling(kernel) if kind is None else _needs_compiling(kernel, kind)
+               for kernel in kernels):
+        return not still_compiling(family)
+    if not tier_enabled():
+        return True
+    compile_in_background(family)
+    return False
+
+
 def still_compiling(name: str = "counting") -> bool:
     """Whether the kernels of family ``name`` are being compiled in the background (by its
     own child, or one whose family includes it, see INCLUDES) and are not ready yet: a call

@@ -188,10 +188,9 @@ def _openmp_loaded() -> bool:
 def _passive_openmp():
     """While Numba starts its threading layer, asked for (mode ``on``): if that may load an
     OpenMP runtime for the first time and the environment says nothing of its wait policy,
-    ``OMP_WAIT_POLICY=passive``
-    (read once, as the runtime loads; its threads then sleep between rounds instead of
-    spinning on the cores the next round needs). The environment is put back afterwards, so
-    that processes started later do not inherit the setting."""
+    ``OMP_WAIT_POLICY=passive`` (read once, as the runtime loads; its threads then sleep
+    between rounds instead of spinning on the cores the next round needs). The environment
+    is put back afterwards, so that processes started later do not inherit the setting."""
     # (only where OpenMP may start, asked for: the default starts TBB alone, and os.environ
     # is process-wide, its setenv racing with other threads' getenv; found by review)
     if mode() != "on" or any(name in os.environ for name in _WAIT_SETTINGS) \

@@ -200,8 +200,9 @@ def _needs_compiling(dispatcher, kind=None) -> bool:
 
 
 def announce_compiling(name: str, dispatchers, note: str = "",
-                       seconds_each: float | None = None, kind=None) -> int:
-    """Log one line (``logging``, logger ``"fastbias"``, INFO) before a call that must
+                       seconds_each: float | None = None, kind=None,
+                       in_place: bool | None = None) -> int:
+    """Log one line (``logging``, logger ``"fastbias"``, INFO) for a call that must
     compile kernels: which, about how long, and that they are cached afterwards.
 
     ``name`` names the set (e.g. ``"counting"``); a set is checked once a process (ready
@@ -210,6 +211,13 @@ def announce_compiling(name: str, dispatchers, note: str = "",
     kernels must compile (0 when all are ready); ``note`` ends the line; ``seconds_each``:
     about how long one of them compiles (default SECONDS_PER_KERNEL); ``kind``: the
     version the call needs (see :func:`_needs_compiling`).
+
+    ``in_place`` (default: no ``note``, which only a call that computes in numpy meanwhile
+    gives): the call compiles the kernels itself, as it needs them. Which of the set it
+    needs depends on its data (a small call sorts without the bucket kernels), so the line
+    is logged only as one of them starts compiling (Numba's ``numba:compile`` event), never
+    for a set the call finds in the cache after all. Otherwise it is logged now (a
+    background process compiles them all).
     """
     with _announce_lock:  # models evaluated in threads: one line, not one per model
         if name in _ready:
@@ -217,9 +225,71 @@ def announce_compiling(name: str, dispatchers, note: str = "",
         missing = [d for d in dispatchers
                    if (_needs_compiling(d) if kind is None else _needs_compiling(d, kind))]
         _ready.add(name)
-    if missing:
         seconds = max(1, round((seconds_each or SECONDS_PER_KERNEL) * len(missing)))
+        if missing and (not note if in_place is None else in_place):
+            # (how many of them the call compiles is not known: the line does not say)
+            _log_when_compiled(missing, kind, (
+                "compiling kernels for first use (%s: about %d s, cached afterwards)%s",
+                name, seconds, note))
+            return len(missing)
+    if missing:
         logger.info("compiling kernels for first use (%s: %d kernel%s, about %d s, cached "
                     "afterwards)%s", name, len(missing), "" if len(missing) == 1 else "s",
                     seconds, note)
     return len(missing)
+
+
+#: id(dispatcher) -> [(its version's test or None, line)] of the lines still to log as one of
+#: their kernels starts compiling (see :func:`announce_compiling`'s ``in_place``)
+_pending: dict = {}
+_listening = [False]
+
+
+def _log_when_compiled(dispatchers, kind, line: tuple) -> None:
+    """Keep ``line`` until one of ``dispatchers`` (a version of ``kind``, if given) starts
+    compiling. Called under _announce_lock."""
+    if not _listening[0]:
+        from numba.core import event
+
+        event.register("numba:compile", _compile_listener())
+        _listening[0] = True
+    for dispatcher in dispatchers:
+        _pending.setdefault(id(dispatcher), []).append((kind, line))
+
+
+def _compiling(dispatcher, signature) -> None:
+    """Log the first line kept for ``dispatcher`` whose version is the one compiling now
+    (``signature``: its argument types, or None), and forget that line for its other
+    kernels."""
+    with _announce_lock:
+        entries = _pending.get(id(dispatcher), [])
+        due = next((line for kind, line in entries
+                    if kind is None or signature is None or kind(signature)), None)
+        if due is None:
+            return
+        for key in list(_pending):
+            kept = [entry for entry in _pending[key] if entry[1] is not due]
+            if kept:
+                _pending[key] = kept
+            else:
+                del _pending[key]
+    logger.info(*due)
+
+
+def _compile_listener():
+    """A listener of Numba's ``numba:compile`` events (a version not found in the cache
+    starts compiling), made on first use: this module is imported before numba's config is
+    set."""
+    from numba.core import event
+
+    class CompileListener(event.Listener):
+        def on_start(self, event):
+            data = event.data or {}
+            dispatcher, args = data.get("dispatcher"), data.get("args")
+            if dispatcher is not None and id(dispatcher) in _pending:
+                _compiling(dispatcher, tuple(args) if args is not None else None)
+
+        def on_end(self, event):
+            pass
+
+    return CompileListener()

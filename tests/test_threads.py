@@ -293,8 +293,8 @@ def test_first_use_is_announced_once_with_its_cost(caplog, monkeypatch):
 
     monkeypatch.setattr(_numba_cache, "_ready", set())
     with caplog.at_level("INFO", logger="fastbias"):
-        _numba_cache.announce_compiling("test kernels", [_FakeKernel()] * 4)
-        _numba_cache.announce_compiling("test kernels", [_FakeKernel()] * 4)
+        _numba_cache.announce_compiling("test kernels", [_FakeKernel()] * 4, in_place=False)
+        _numba_cache.announce_compiling("test kernels", [_FakeKernel()] * 4, in_place=False)
     lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
     assert lines == ["compiling kernels for first use (test kernels: 4 kernels, about 2 s, "
                      "cached afterwards)"]
@@ -318,7 +318,8 @@ def test_models_in_threads_announce_first_use_once(caplog, monkeypatch):
 
     def announce(_):
         start.wait()
-        return _numba_cache.announce_compiling("bootstrap", [_SlowFakeKernel()])
+        return _numba_cache.announce_compiling("bootstrap", [_SlowFakeKernel()],
+                                               in_place=False)
 
     with caplog.at_level("INFO", logger="fastbias"):
         with ThreadPoolExecutor(6) as pool:
@@ -340,17 +341,125 @@ def test_nothing_is_announced_for_compiled_kernels(caplog, monkeypatch):
     assert not [r for r in caplog.records if r.name == "fastbias"]
 
 
-def test_cli_shows_the_first_use_note_unless_quiet(capsys, monkeypatch, tmp_path):
+def _fresh_kernel():
+    """A kernel of its own (not cached), compiled by its first call."""
+    import numba
+
+    @numba.njit
+    def twice(x):
+        return 2 * x
+
+    return twice
+
+
+def test_a_call_that_compiles_in_place_says_so_as_a_kernel_compiles(caplog, monkeypatch):
+    """Which kernels of a set a call compiles depends on its data (a small call sorts without
+    the bucket kernels): a set that does not compile after all is not announced (every run
+    of the demo said "compiling" once it compiled in place), and one that does is announced
+    once, as its first kernel compiles."""
+    from fastbias import _numba_cache
+
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    monkeypatch.setattr(_numba_cache, "_pending", {})
+    used, unused, other = _fresh_kernel(), _fresh_kernel(), _fresh_kernel()
+    with caplog.at_level("INFO", logger="fastbias"):
+        assert _numba_cache.announce_compiling("unused set", [unused]) == 1
+        assert _numba_cache.announce_compiling("test set", [used, _FakeKernel()]) == 2
+        other(1)  # not of a set: nothing
+        assert not [r for r in caplog.records if r.name == "fastbias"]
+        assert used(3) == 6 and used(2.5) == 5.0  # two versions compile: one line
+    lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
+    assert lines == ["compiling kernels for first use (test set: about 1 s, cached afterwards)"]
+    assert id(used) not in _numba_cache._pending and id(unused) in _numba_cache._pending
+
+
+def test_a_kept_line_waits_for_the_version_of_its_kind(caplog, monkeypatch):
+    """The exact walks are versions of the float walks' kernels: the line kept for them is
+    not logged when a float version compiles."""
+    from numba import types
+
+    from fastbias import _numba_cache
+
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    monkeypatch.setattr(_numba_cache, "_pending", {})
+    # (a kernel without a cache has no index to look for its versions in)
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher, kind=None: True)
+    kernel = _fresh_kernel()
+    with caplog.at_level("INFO", logger="fastbias"):
+        _numba_cache.announce_compiling("float64 version", [kernel], seconds_each=2.5,
+                                        kind=lambda signature: signature[0] == types.float64)
+        kernel(1)  # an int64 version
+        assert not [r for r in caplog.records if r.name == "fastbias"]
+        kernel(1.5)
+    lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
+    assert lines == ["compiling kernels for first use (float64 version: about 2 s, cached "
+                     "afterwards)"]
+
+
+def test_compiling_in_place_turns_the_tier_off_while_open(monkeypatch):
+    from fastbias.sweep import first_call
+
+    monkeypatch.delenv("FASTBIAS_FIRST_CALL", raising=False)
+    assert first_call.tier_enabled()
+    with first_call.compiling_in_place():
+        assert not first_call.tier_enabled()
+        with first_call.compiling_in_place():
+            assert not first_call.tier_enabled()
+        assert not first_call.tier_enabled()
+    assert first_call.tier_enabled()
+    with pytest.raises(KeyError), first_call.compiling_in_place():
+        raise KeyError("the block ends by an error")
+    assert first_call.tier_enabled()
+
+
+def test_the_demo_compiles_in_place_what_its_data_needs(capsys, monkeypatch, tmp_path):
+    """With the first-call tier on, the demo compiled every version of the counting family
+    in a background process and waited for it (15 s on a 2-core VM); it compiles what its
+    data needs, here (5 s), and starts no background compilation."""
     from fastbias import _numba_cache, cli
+    from fastbias.sweep import first_call
+
+    monkeypatch.delenv("FASTBIAS_FIRST_CALL", raising=False)
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    monkeypatch.setattr(_numba_cache, "_pending", {})
+    started = []
+    monkeypatch.setattr(first_call, "_start_children", lambda: started.append(True))
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(first_call, "_runner", [])
+    assert cli.main(["demo", "--rows", "3000", "--identities", "2", "--out",
+                     str(tmp_path / "demo.json")]) == 0
+    assert not first_call._requested and not started
+    assert "counts in numpy" not in capsys.readouterr().err
+
+
+def test_cli_shows_the_first_use_note_unless_quiet(capsys, monkeypatch, tmp_path):
+    from numba.core import event
+
+    import fastbias
+    from fastbias import _numba_cache, cli
+    from fastbias.sort import _kernels as K
 
     monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
     monkeypatch.setattr(_numba_cache, "_ready", set())
+    monkeypatch.setattr(_numba_cache, "_pending", {})
+    evaluate = fastbias.evaluate
+
+    def evaluate_compiling(*args, **kwargs):
+        # (the kernels are compiled in this process already: numba's event, as a cold one)
+        with event.trigger_event("numba:compile", data={"dispatcher": K.class_top_digit_counts,
+                                                        "args": None, "return_type": None}):
+            pass
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(fastbias, "evaluate", evaluate_compiling)
     out = tmp_path / "demo.json"
     assert cli.main(["demo", "--rows", "3000", "--identities", "2", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "fastbias: compiling kernels for first use (counting: " in err
     assert "cached afterwards)" in err
     monkeypatch.setattr(_numba_cache, "_ready", set())
+    monkeypatch.setattr(_numba_cache, "_pending", {})
     assert cli.main(["demo", "--rows", "3000", "--identities", "2", "--out",
                      str(tmp_path / "quiet.json"), "--quiet"]) == 0
     assert "compiling" not in capsys.readouterr().err

@@ -90,15 +90,12 @@ def _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label, la
     """One fold's score. Why it is NaN goes to ``notes`` when a list is given (the scorers
     say it once per search), otherwise to one warning."""
     _check_score_name(metric)
-    if pos_label is not None:
-        from .validate.values import as_labels
-
-        y_true = as_labels(y_true, "y_true", pos_label=pos_label)
+    # (the labels as given: a pandas y_true's index is checked against the subgroups')
     evaluator = BiasEvaluator(y_true, subgroups, sample_weight=sample_weight,
                               label_threshold=label_threshold,
                               subgroup_threshold=subgroup_threshold, power=power,
                               overall_weight=overall_weight, undefined=undefined,
-                              fold_cache_size=0)
+                              fold_cache_size=0, pos_label=pos_label)
     return evaluator._values(evaluator._counts(y_score, None), [metric], notes)[metric]
 
 

@@ -152,6 +152,33 @@ def test_string_labels_with_pos_label(data, routing):
                                                scoring=fallback), got, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("score", [bias_score, final_metric_score])
+def test_pos_label_keeps_the_labels_rows_checked_against_the_subgroups(score):
+    """With ``pos_label`` the labels were turned into an array before the evaluator saw
+    them: a y_true Series in another row order than the subgroups was paired by position,
+    silently (min subgroup AUC 0.9147 against 0.9136), where 0/1 labels raise."""
+    rng = np.random.default_rng(0)
+    n = 200
+    y = rng.random(n) < 0.5
+    s = rng.random(n) + 0.5 * y
+    g = rng.random(n) < 0.4
+    subgroups = pd.DataFrame({"g": g})
+    perm = rng.permutation(n)
+    shuffled = pd.Series(np.where(y, "toxic", "ok")[perm], index=perm)
+    kwargs = {"metric": "min_subgroup_auc"} if score is bias_score else {}
+    with pytest.raises(ValueError, match="y_true and subgroups are pandas objects with "
+                                         "different indexes"):
+        score(shuffled, s[perm], subgroups=subgroups, pos_label="toxic", **kwargs)
+    # the same rows in the subgroups' order: the aligned rows' numbers
+    aligned = shuffled.sort_index()
+    got = score(aligned, s, subgroups=subgroups, pos_label="toxic", **kwargs)
+    want = brute_force_metrics(y, s, g)
+    if score is bias_score:
+        assert got == pytest.approx(want["subgroup_auc"], abs=1e-15)
+    else:
+        assert got == pytest.approx(reference_final_metric(y, s, {"g": g}), abs=1e-12)
+
+
 def test_positive_class_scores_orientation(data):
     X, y, _ = data
     labels = np.where(y, "toxic", "ok")  # classes_ = ["ok", "toxic"]

@@ -516,3 +516,111 @@ def test_fractional_labels_outside_0_1_are_named_by_count_and_first_position(dty
                                   label_threshold=0.5)
     assert table.attrs["overall_auc"] == pytest.approx(
         roc_auc_score(y >= 0.5, np.linspace(0, 1, 10)))
+
+
+# ------------------------------------------------- thresholds on float32 labels and identities
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_at_or_above_is_exact_for_every_float_width(dtype):
+    """numpy compares a float32 array with a Python float in float32 (0.7 rounds down to
+    float32(0.7), which then counts as >= 0.7): against exact rationals, every value of the
+    type near each threshold, thresholds beyond the type's range included."""
+    from fractions import Fraction
+
+    from fastbias.validate.values import at_or_above
+
+    rng = np.random.default_rng(4)
+    for threshold in [0.7, 0.5, 0.1, 1 / 3, 0.0, -0.0, 1.0, 1e-30, -2.5, 7e4, 1e300, -1e300,
+                      *rng.random(20).tolist()]:
+        with np.errstate(over="ignore"):
+            near = np.array(threshold).astype(dtype)
+        values = np.array([np.nextafter(near, dtype(d), dtype=dtype) for d in (-np.inf, np.inf)]
+                          + [near, dtype(0.75), dtype(-0.0), dtype(np.inf), dtype(-np.inf)],
+                          dtype=dtype)
+        got = at_or_above(values, threshold)
+        want = [bool(np.isposinf(v)) if not np.isfinite(v) and v > 0 else
+                False if not np.isfinite(v) else Fraction(float(v)) >= Fraction(threshold)
+                for v in values]
+        assert got.tolist() == want, (dtype, threshold, values)
+
+
+def test_float32_labels_and_identities_are_thresholded_alike_and_exactly():
+    """A float32 label and a float32 identity of the same value met the same threshold
+    differently (found by review): the label in float32 (float32(0.7) >= 0.7), the identity
+    exactly (not). Both now exactly, in every entry point."""
+    values = np.array([0.7, 0.70000005, 0.3, 0.9, 0.2, 0.8, 0.1, 0.95], dtype=np.float32)
+    scores = np.array([0.5, 0.3, 0.2, 0.9, 0.4, 0.6, 0.1, 0.45])
+    exact = values.astype(np.float64) >= 0.7  # float64 holds every float32 exactly
+    assert exact.tolist() == [False, True, False, True, False, True, False, True]
+    settings = {"label_threshold": 0.7, "subgroup_threshold": 0.7}
+    df = pd.DataFrame({"label": values, "g": values, "s": scores})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        tables = [fastbias.bias_metrics(values, scores, {"g": values}, **settings),
+                  fastbias.evaluate(df, label="label", scores="s", subgroups=["g"],
+                                    **settings).table.set_index("subgroup"),
+                  fastbias.BiasEvaluator(values, {"g": values}, **settings).metrics(scores)]
+    for table in tables:
+        row = table.loc["g"]
+        counts = [int(row[c]) for c in ("subgroup_size", "subgroup_negatives",
+                                        "subgroup_positives", "background_negatives",
+                                        "background_positives")]
+        assert counts == [4, 0, 4, 4, 0], table
+    assert fastbias.overall_auc(values, scores, label_threshold=0.7) == pytest.approx(
+        roc_auc_score(exact, scores), abs=1e-15)
+
+
+@pytest.mark.parametrize("argument", ["thresholds", "label_threshold", "subgroup_threshold"])
+def test_a_threshold_beyond_float64s_range_is_refused_by_name(argument):
+    """A Python int of 401 digits escaped as a bare OverflowError (found by review)."""
+    y = np.array([0.0, 1.0, 0.0, 1.0])
+    s = np.array([0.1, 0.2, 0.3, 0.4])
+    g = {"g": np.array([0.1, 0.9, 0.2, 0.3])}
+    df = pd.DataFrame({"y": y, "s": s, "g": g["g"]})
+    huge = 10 ** 400
+    calls = {"thresholds": [lambda: fastbias.threshold_metrics(y, s, g, thresholds=[0.5, huge]),
+                            lambda: fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
+                                                      thresholds=[0.5, -huge])],
+             "label_threshold": [lambda: fastbias.bias_metrics(y, s, g, label_threshold=huge)],
+             "subgroup_threshold": [
+                 lambda: fastbias.bias_metrics(y, s, g, subgroup_threshold=huge),
+                 lambda: fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
+                                           subgroup_threshold=-huge)]}
+    for call in calls[argument]:
+        with pytest.raises(ValueError, match=rf"{argument}.*beyond float64's range \(a number "
+                                             rf"of 401 digits\)"):
+            call()
+
+
+def test_integer_weights_beyond_2_53_are_refused_however_given():
+    """2**53 + 1 became 2**53 as an int64/uint64 array, a list or an Int64 column without
+    NA, silently, where the same value beside an NA was refused (found by review)."""
+    y = np.array([0, 1, 0, 1, 1])
+    s = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    g = {"g": np.array([True, True, False, False, True])}
+    big = 2 ** 53 + 1
+    for weights in (np.array([1, 2, big, 3, 4], dtype=np.int64),
+                    np.array([1, 2, big, 3, 4], dtype=np.uint64), [1, 2, big, 3, 4],
+                    pd.Series([1, 2, big, 3, 4], dtype="Int64")):
+        with pytest.raises(ValueError, match=r"sample_weight has 1 integer\(s\) beyond 2\*\*53 "
+                                             rf".*\(e\.g\. {big} at position 2\); the weights "
+                                             r"would be rounded"):
+            fastbias.bias_metrics(y, s, g, sample_weight=weights)
+    # 2**53 itself is a float64: taken, and its metrics are the exact rationals'
+    weights = np.array([1, 2, 2 ** 53, 3, 4], dtype=np.int64)
+    got = fastbias.bias_metrics(y, s, g, sample_weight=weights).loc["g"]
+    want = brute_force_metrics(y.astype(bool), s, g["g"], weights.astype(np.float64))
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+        assert got[metric] == pytest.approx(want[metric], abs=1e-15), metric
+
+
+@pytest.mark.parametrize("argument", ["label_threshold", "subgroup_threshold"])
+def test_a_boolean_threshold_is_refused(argument):
+    """``True`` was taken as 1.0 (``thresholds=`` refuses booleans; found by review)."""
+    y = np.array([0.0, 1.0, 0.0, 1.0])
+    s = np.array([0.1, 0.2, 0.3, 0.4])
+    g = {"g": np.array([0.1, 0.9, 0.2, 1.0])}
+    for flag in (True, np.bool_(False)):
+        with pytest.raises(TypeError, match=rf"{argument} must be a number, got {flag!r}"):
+            fastbias.bias_metrics(y, s, g, **{argument: flag})

@@ -26,6 +26,7 @@ from ..sweep.double_double import dd_prefix_sums
 from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
 from ..validate.errors import UndefinedMetricWarning
+from ..validate.settings import as_float
 
 #: the rates, each a share of a set of rows: (the set, what is counted in it)
 THRESHOLD_RATES = {
@@ -59,7 +60,7 @@ def check_thresholds(thresholds) -> np.ndarray:
         if isinstance(value, (bool, np.bool_, complex, np.complexfloating)) \
                 or not isinstance(value, (numbers.Number, np.number)):
             raise TypeError(f"thresholds must be numbers, got {value!r} at position {j}")
-        out[j] = float(value)
+        out[j] = as_float(value, f"thresholds (position {j})")
         if math.isnan(out[j]):
             raise ValueError(f"thresholds must not be NaN (position {j})")
     return np.unique(out)

@@ -85,15 +85,17 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = None) -> np.ndarray:
-    """Integer values -> float64, refusing values that float64 cannot hold exactly."""
+def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = None,
+                   consequence: str = "ties would change") -> np.ndarray:
+    """Integer values -> float64, refusing values that float64 cannot hold exactly (the
+    message says what rounding them would do: ``consequence``)."""
     present = ints if missing is None else ints[~missing]
     big = (present > 2 ** 53) | (present < -(2 ** 53)) if present.size else None
     if big is not None and big.any():
         where = np.flatnonzero(~missing)[_first(big)] if missing is not None else _first(big)
         raise ValueError(f"{name} has {int(big.sum())} integer(s) beyond 2**53 that float64 "
                          f"cannot hold exactly (e.g. {_plain(ints[where])} at {_at(where)}); "
-                         f"ties would change: convert them yourself")
+                         f"{consequence}: convert them yourself")
     return ints.astype(np.float64)
 
 

@@ -15,12 +15,24 @@ MISSING_POLICIES = ("background", "exclude")
 
 def check_threshold(threshold, name: str) -> float:
     """A threshold must be a finite real number."""
-    if isinstance(threshold, (str, bytes)) or not isinstance(threshold, numbers.Real):
+    if isinstance(threshold, (str, bytes, bool, np.bool_)) \
+            or not isinstance(threshold, numbers.Real):
         raise TypeError(f"{name} must be a number, got {threshold!r}")
-    value = float(threshold)
+    value = as_float(threshold, name)
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     return value
+
+
+def as_float(value: numbers.Real, name: str) -> float:
+    """``float(value)``, or a ValueError naming ``name`` for a number beyond float64's range
+    (a Python int or Fraction of more than 308 digits: ``float`` would raise OverflowError)."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        raise ValueError(f"{name} is beyond float64's range (a number of {digits} digits); "
+                         f"thresholds are compared as floats") from None
 
 
 def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:

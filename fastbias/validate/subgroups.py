@@ -18,7 +18,7 @@ from .columns import (
     first_non_numeric,
     read_column,
 )
-from .values import _exact_float64
+from .values import _exact_float64, at_or_above
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,10 @@ class IdentityValues:
     boolean: bool
 
     def member_mask(self) -> np.ndarray:
-        """Boolean mask of the members (float32 values compared in float64, as the
-        membership kernel compares them: in float32 a threshold such as 0.7 rounds down)."""
-        values = self.values
-        if values.dtype.kind == "f" and values.dtype.itemsize < 8:
-            values = values.astype(np.float64)
+        """Boolean mask of the members (values at or above the threshold as real numbers, as
+        the membership kernel compares them: see :func:`~.values.at_or_above`)."""
         with np.errstate(invalid="ignore"):
-            member = values >= self.threshold
+            member = at_or_above(self.values, self.threshold)
         return member if self.missing is None else member & ~self.missing
 
 

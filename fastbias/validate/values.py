@@ -69,6 +69,32 @@ def finite_bounds(arr: np.ndarray, name: str, omit: bool = False, workers: int =
     return smallest, largest
 
 
+def at_or_above(values: np.ndarray, threshold: float) -> np.ndarray:
+    """``values >= threshold`` as real numbers, for a numeric array and a float threshold.
+
+    numpy compares a float32 array with a Python float in float32: a threshold such as 0.7
+    rounds to float32(0.7) = 0.69999999, which float32(0.7) then reaches. Here such an array
+    is compared with the least value of its type at or above the threshold, which gives the
+    exact answer without a float64 copy. Labels and identity columns are made binary so.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> at_or_above(np.array([0.7, 0.75], dtype=np.float32), 0.7)
+    array([False,  True])
+    >>> at_or_above(np.array([0.7, 0.75]), 0.7)
+    array([ True,  True])
+    """
+    if values.dtype.kind == "f" and values.dtype.itemsize < 8:
+        kind = values.dtype.type
+        with np.errstate(over="ignore"):
+            cut = kind(threshold)  # (beyond the type's range: an infinity)
+        if float(cut) < threshold:
+            cut = np.nextafter(cut, kind(np.inf))
+        return values >= cut
+    return values >= threshold
+
+
 def _exact_float64(arr: np.ndarray, name: str) -> np.ndarray:
     """A float array of another width (long double) -> float64, refusing rounded values."""
     converted = arr.astype(np.float64)
@@ -142,7 +168,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                              f"fraction in [0, 1] (e.g. the share of annotators who said "
                              f"positive) made binary by {threshold_name}. Map other values "
                              f"first, or pass pos_label for two-valued labels")
-        return np.ascontiguousarray(arr >= thr)
+        return np.ascontiguousarray(at_or_above(arr, thr))
     not_binary = (arr != 0) & (arr != 1)
     if not_binary.any():
         first = _first(not_binary)
@@ -180,6 +206,8 @@ def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,
     if arr.dtype.kind not in "iuf":
         shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype.kind == "O" else ""
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}{shown}")
+    if arr.dtype.kind in "iu" and missing is None:  # (with missing entries: refused already)
+        arr = _ints_to_float(arr, name, consequence="the weights would be rounded")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if missing is not None:
         raise ValueError(_missing_message(missing, name, "NaN or missing", omit))

@@ -214,8 +214,8 @@ def significance(rng) -> None:
         # (the unweighted metrics stand in for the weighted ones: the weighted counts are
         # the weighted family's to compile)
         table = table_from_counts(count_sorted(sorted_scores), warn=False)
-        # from the sorts, and in numpy (whose small classes draw in the kernel, with the
-        # scores as keys: the weighted walk's keys too)
+        # from the sorts, and in numpy (whose small classes draw in the kernel; every walk's
+        # keys are sortable integers of the scores' width, weighted or not)
         for sorts, in_numpy in ((sorted_scores, False), (None, True)):
             pvalues_of(table, scores, memberships, sorts, None, 0.95, None, in_numpy)
         if dtype == np.float64:
@@ -314,7 +314,7 @@ def main(families=None) -> None:
     order.PARALLEL_SORT_MIN_KEYS = 1
     counts.PARALLEL_COUNT_MIN_MEMBERSHIPS = 1
     prep.PARALLEL_SCAN_MIN_ROWS = 1
-    delong.DELONG_MIN_RANGE_MEMBERSHIPS = 1  # (the ranges' bounds: scores as keys, weighted)
+    delong.DELONG_MIN_RANGE_MEMBERSHIPS = 1  # (the ranges' bounds of a walk)
     _native.ENABLED = False  # each family's own kernels (Numba's threads: family "native")
     rng = np.random.default_rng(0)
     for name in families or ["counting"]:

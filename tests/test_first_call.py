@@ -535,10 +535,10 @@ def test_every_warm_up_family_runs(monkeypatch):
                          (delong, "DELONG_MIN_RANGE_MEMBERSHIPS")):
         monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
     warm_up.main(list(warm_up.FAMILIES))
-    # a weighted DeLong walk in ranges cuts them on the scores themselves (found by review:
-    # at full size a weighted call compiled this for float32 after the warm-up)
+    # a DeLong walk in ranges cuts them on its keys, of both widths (found by review: at full
+    # size a weighted call compiled this for float32 scores after the warm-up)
     keys = {str(signature[0].dtype) for signature in SK.block_boundary_near.signatures}
-    assert {"float32", "float64"} <= keys
+    assert {"uint32", "uint64"} <= keys
     # weights as pandas hands them over, read-only, reach the weighted walks (found by
     # review: a weighted evaluate with significance compiled this after the warm-up)
     assert {signature[1].mutable for signature in SK.cumulative_weights.signatures} == {
@@ -891,7 +891,8 @@ def test_numpy_placement_sums_equal_the_kernels(seed):
             np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=0,
                                        atol=1e-13 * scale, err_msg=name)
         assert got.weighted == want.weighted == (w is not None)
-        assert walk.keys.dtype == s.dtype  # (the walk over the scores themselves)
+        # (the scores' sortable keys, as the kernels' walks read them)
+        assert walk.keys.dtype == {4: np.uint32, 8: np.uint64}[s.dtype.itemsize]
 
 
 def permutation_case(rng, weighted: bool):
@@ -902,7 +903,7 @@ def permutation_case(rng, weighted: bool):
     least = DRAWS_IN_NUMPY_ROWS_PER_SQUARE * size * size
     n = int(least + rng.choice([0, 1, rng.integers(0, 30_000)]))  # from the smallest class on
     levels = int(rng.choice([2, 40, 10 ** 9]))
-    class_keys = np.sort(rng.integers(0, levels, n)).astype(np.float64)
+    class_keys = np.sort(rng.integers(0, levels, n)).astype(np.uint64)  # (a walk's keys)
     w = rng.random(n) * rng.choice([1e-3, 1.0, 1e4]) if weighted else np.ones(n)
     if weighted:
         w[rng.random(n) < 0.05] = 0.0
@@ -910,7 +911,7 @@ def permutation_case(rng, weighted: bool):
                                                  rng.integers(0, 2 * n, n) * 0.5]
                                                 + ([w] if weighted else [])))
     n_fixed = int(rng.integers(0, 60))
-    fixed_keys = np.sort(rng.integers(0, levels, n_fixed)).astype(np.float64)
+    fixed_keys = np.sort(rng.integers(0, levels, n_fixed)).astype(np.uint64)
     fixed_w = rng.random(n_fixed) if weighted else np.ones(n_fixed)
     fixed_cum = np.concatenate([[0.0], np.cumsum(fixed_w)])
     observed = rng.random(3) * rng.choice([0.0, 0.02, 0.3, 1.0])

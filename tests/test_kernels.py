@@ -170,6 +170,65 @@ def test_sort_classes_extreme_values_and_signed_zero(dtype):
     assert zero_keys[0] == zero_keys[1]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_walks_keys_made_in_numpy_are_the_sorts_keys(dtype):
+    """Weighted walks and the numpy tier turn scores into keys in place
+    (``sortable_keys_in_place``, in blocks): the sorts' keys of the same scores, bit for bit,
+    across the blocks' edges, for every special value."""
+    from fastbias.sort import order
+
+    rng = np.random.default_rng(3)
+    with np.errstate(over="ignore"):
+        values = np.concatenate([np.tile(special_values(dtype), 40), [np.inf, -np.inf],
+                                 rng.standard_normal(3 * order._KEYS_BLOCK + 5)
+                                 * 10.0 ** rng.integers(-60, 60, 3 * order._KEYS_BLOCK + 5)
+                                 ]).astype(dtype)
+    values = values[rng.permutation(values.size)]
+    got = order.sortable_keys_in_place(values.copy())
+    assert got.dtype == UINT[np.dtype(dtype)]
+    np.testing.assert_array_equal(got, numpy_sortable_keys(values))
+    labels = np.zeros(values.size, dtype=bool)
+    np.testing.assert_array_equal(np.sort(got), sort_classes(values, labels).neg_keys)
+    assert order.sortable_keys_in_place(np.empty(0, dtype=dtype)).size == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_every_walk_reads_the_sorts_key_type(dtype, weighted):
+    """Weighted walks read the scores' sortable keys as unweighted ones read the sorts' (and
+    int32 codes), so the walks' kernels compile one version per key width (they compiled
+    one more for float scores each: 19 s of the significance family's background compile),
+    and so does the numpy tier's walk; the same memberships, keys and weights."""
+    from fastbias.intervals.first_call import walk_in_numpy
+    from fastbias.prepare.memberships import prepare_memberships_dense
+    from fastbias.sort.order import SortedScores
+    from fastbias.sweep.walk import member_walk
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    scores = (rng.integers(-20, 20, n) / 7).astype(dtype)
+    scores[rng.random(n) < 0.05] = -0.0
+    labels = rng.random(n) < 0.3
+    dense = rng.random((n, 3)) < 0.3
+    memberships = prepare_memberships_dense(labels, dense, ["a", "b", "c"])
+    weights = rng.random(n) if weighted else None
+    for walk in (member_walk(SortedScores(scores, memberships), weights),
+                 walk_in_numpy(scores, memberships, weights)):
+        assert walk.keys.dtype == walk.neg.dtype == walk.pos.dtype == UINT[np.dtype(dtype)]
+        assert walk.codes.dtype == np.int32
+        np.testing.assert_array_equal(walk.neg, numpy_sortable_keys(np.sort(scores[~labels])))
+        np.testing.assert_array_equal(walk.pos, numpy_sortable_keys(np.sort(scores[labels])))
+        assert (walk.keys[1:] >= walk.keys[:-1]).all()
+        # the memberships: each (key, code[, weight]) of a brute-force listing, once
+        rows, groups = np.nonzero(dense)
+        want = sorted(zip(numpy_sortable_keys(scores[rows]).tolist(),
+                          (2 * groups + labels[rows]).tolist(),
+                          (weights[rows] if weighted else np.zeros(rows.size)).tolist()))
+        got = sorted(zip(walk.keys.tolist(), walk.codes.tolist(),
+                         (walk.weights if weighted else np.zeros(walk.keys.size)).tolist()))
+        assert got == want
+
+
 def test_sort_classes_one_class_and_empty():
     values = np.array([0.3, 0.1, 0.2], dtype=np.float32)
     only_negatives = sort_classes(values, np.zeros(3, dtype=bool))

@@ -539,6 +539,7 @@ def test_hoeffding_bound_covers_the_exact_permutation_tail():
     from itertools import combinations
 
     from fastbias.intervals import _kernels as IK
+    from fastbias.sort.order import sortable_keys_in_place
     from tests.reference import pair_probability
     rng = np.random.default_rng(2)
     n_neg, n_pos, size = 14, 9, 4
@@ -565,7 +566,8 @@ def test_hoeffding_bound_covers_the_exact_permutation_tail():
     for observed_quantile in (0.5, 0.9, 0.99, 1.0):
         observed = np.array([np.quantile(distances[j], observed_quantile) for j in range(3)])
         out = IK.permutation_exceedances(
-            neg, np.column_stack([d_neg, neg_above]), fixed, np.arange(4.0),
+            sortable_keys_in_place(neg.copy()), np.column_stack([d_neg, neg_above]),
+            sortable_keys_in_place(fixed.copy()), np.arange(4.0),
             True, size, float(n_pos), observed, np.ones(3, bool), theta, 20, 10, 1,
             float(n_neg), float(d_neg.sum()), False)
         for j in range(3):

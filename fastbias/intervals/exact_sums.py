@@ -110,21 +110,19 @@ def _exact(hi, lo) -> Fraction:
 
 
 def sortable_keys(values: np.ndarray) -> np.ndarray:
-    """64-bit unsigned keys in the order of ``values`` (and equal where they are): unsigned
-    keys widened, float scores by their bits (the sign bit flipped on positives, every bit on
-    negatives; -0.0 as 0.0)."""
-    if values.dtype.kind == "u":
-        return values.astype(np.uint64, copy=False)
-    bits = (values.astype(np.float64) + 0.0).view(np.uint64)
-    return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
+    """A walk's sortable keys (uint32 or uint64, see :mod:`fastbias.sweep.walk`) widened to
+    64 bits: the same order and ties."""
+    if values.dtype.kind != "u":
+        raise TypeError(f"a walk's keys are unsigned integers, not {values.dtype}")
+    return values.astype(np.uint64, copy=False)
 
 
 class ExactSums:
     """The sums of one walk, exact, made on first use (one walk each kind).
 
     The walks read the keys as :func:`sortable_keys` (the same order and ties) and 64-bit
-    codes, so that their kernels compile once for the sorts' keys and for scores, float32
-    and float64, weighted or not (each compiles for seconds, and they are rarely needed).
+    codes, so that their kernels compile once for float32 and float64 scores, weighted or
+    not (each compiles for seconds, and they are rarely needed).
 
     :meth:`delong` gives a subgroup's U, SQX, SQY of the five metrics (the 15 columns of
     ``_kernels.finish_delong_sums``), :meth:`overall` the overall AUC's ``(u, sq_pos,

@@ -26,6 +26,7 @@ import numpy as np
 from .._numba_cache import announce_compiling
 from ..prepare.memberships import Memberships
 from ..sort import _kernels as SortK
+from ..sort.order import sortable_keys_in_place
 from ..sweep import _kernels as SK
 from ..sweep.double_double import two_sum
 from ..sweep.first_call import (
@@ -84,25 +85,26 @@ def intervals_in_numpy_now(method: str, no_sorts: bool, n_rows: int) -> bool:
 
 def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
                   sample_weight: np.ndarray | None = None) -> MemberWalk:
-    """The memberships in score order with the classes sorted (a :class:`MemberWalk` whose
-    keys are the scores themselves), by numpy sorts."""
+    """The memberships in score order with the classes sorted (a :class:`MemberWalk`, the
+    scores as their sortable keys, as the kernels' walks read them), by numpy sorts."""
     m = memberships
     rows = m.identity_rows[m.owners]
     order = np.argsort(scores[rows], kind="stable")
     rows = rows[order]
-    codes = (2 * m.row_groups.astype(np.int64) + m.identity_labels[m.owners])[order]
+    codes = (2 * m.row_groups.astype(np.int32) + m.identity_labels[m.owners])[order]
     neg_rows, pos_rows = classes = class_orders(scores, m.labels)
+    keys, neg, pos = (sortable_keys_in_place(scores[r]) for r in (rows, neg_rows, pos_rows))
     none = np.empty(0, dtype=np.float64)
     if sample_weight is None:
         n_neg, n_pos = m.class_rows
-        return MemberWalk(scores[rows], codes, none, scores[neg_rows], scores[pos_rows], none,
-                          none, m.cell_rows.astype(np.float64), (float(n_neg), float(n_pos)))
+        return MemberWalk(keys, codes, none, neg, pos, none, none,
+                          m.cell_rows.astype(np.float64), (float(n_neg), float(n_pos)))
     w = np.asarray(sample_weight, dtype=np.float64)
     neg_cum, pos_cum = (np.concatenate([[0.0], np.cumsum(w[r])]) for r in classes)
     weights = w[rows]
     cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
-    return MemberWalk(scores[rows], codes, weights, scores[neg_rows], scores[pos_rows], neg_cum,
-                      pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
+    return MemberWalk(keys, codes, weights, neg, pos, neg_cum, pos_cum, cells,
+                      (float(neg_cum[-1]), float(pos_cum[-1])))
 
 
 def _blocks(sorted_values: np.ndarray) -> tuple:

@@ -315,7 +315,7 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
 
 def placement_sums_in_numpy(scores: np.ndarray, memberships, sample_weight=None):
     """:func:`placement_sums` in numpy (no kernel compiles), from the validated scores and
-    memberships: ``(sums, walk, classes)`` with the walk over the scores themselves.
+    memberships: ``(sums, walk, classes)``.
 
     Every per-row placement is the kernels'; the sums over the rows are added in the
     walk's order except the DeLong sums (numpy's pairwise sums: a few ulps apart).

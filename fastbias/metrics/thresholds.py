@@ -92,13 +92,11 @@ class ThresholdCounts:
     weighted: bool
 
 
-def _cut_keys(thresholds: np.ndarray, dtype, weighted: bool):
+def _cut_keys(thresholds: np.ndarray, dtype):
     """The thresholds as the walk compares them: rounded to the scores' dtype (a threshold
-    beyond its range becomes an infinity), as floats (weighted walks) or sortable keys."""
+    beyond its range becomes an infinity), as sortable keys."""
     with np.errstate(over="ignore"):
         values = thresholds.astype(dtype)
-    if weighted:
-        return values
     return np.array([sortable_key(v) for v in values], dtype=np.uint64)
 
 
@@ -121,8 +119,7 @@ def threshold_counts(sorted_scores: SortedScores, sample_weight, thresholds: np.
     walk = member_walk(sorted_scores, sample_weight)
     k = m.n_groups
     t_count = thresholds.shape[0]
-    cuts = _cut_keys(np.concatenate([[-np.inf], thresholds]), sorted_scores.scores.dtype,
-                     weighted)
+    cuts = _cut_keys(np.concatenate([[-np.inf], thresholds]), sorted_scores.scores.dtype)
     key_type = walk.keys.dtype if walk.keys.size else (walk.neg if walk.neg.size
                                                         else walk.pos).dtype
     cuts = cuts.astype(key_type)
@@ -131,9 +128,9 @@ def threshold_counts(sorted_scores: SortedScores, sample_weight, thresholds: np.
     rows = rows.reshape(t_count + 1, k, 2)
     class_weight = np.zeros((t_count + 1, 2, 2))
     class_rows = np.zeros((t_count + 1, 2), dtype=np.int64)
-    if weighted:
+    if weighted:  # (the weighted walk's classes are in the order of these rows)
         order = sorted_scores.order()
-        sides = ((order.neg_sorted, order.neg_rows), (order.pos_sorted, order.pos_rows))
+        sides = ((walk.neg, order.neg_rows), (walk.pos, order.pos_rows))
     else:
         sides = ((walk.neg, None), (walk.pos, None))
     for c, (keys, row_index) in enumerate(sides):

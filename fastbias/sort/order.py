@@ -93,6 +93,37 @@ def sortable_key(value) -> int:
     return (~bits) & ((1 << n_bits) - 1) if bits & sign else bits | sign
 
 
+#: how many scores :func:`sortable_keys_in_place` turns at a time (its mask's memory)
+_KEYS_BLOCK = 1 << 16
+
+
+def sortable_keys_in_place(values: np.ndarray) -> np.ndarray:
+    """Turn float32/float64 scores into their sortable keys (``_kernels._sortable_key``,
+    the sorts' keys) in place, and return them as the same memory viewed as uint32/uint64:
+    the same order and ties as the scores (-0.0 ties +0.0). ``values``: a C-contiguous
+    array of fastbias's own, without NaN. So the walks of weighted calls and of the numpy
+    tier read keys of the sorts' types, and their kernels compile once for all calls.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sortable_keys_in_place(np.array([-1.5, -0.0, 0.0, 2.0], dtype=np.float32))
+    array([1077936127, 2147483648, 2147483648, 3221225472], dtype=uint32)
+    """
+    n_bits = values.dtype.itemsize * 8
+    signed = np.int32 if n_bits == 32 else np.int64
+    keys = values.view(_UINT_OF_FLOAT[values.dtype])
+    sign = signed(np.iinfo(signed).min)  # (the sign bit alone)
+    for start in range(0, values.shape[0], _KEYS_BLOCK):
+        part = values[start:start + _KEYS_BLOCK]
+        part += part.dtype.type(0)  # -0.0 -> +0.0
+        # all ones where negative (~b), else the sign bit (b | sign): a branch-free xor
+        mask = part.view(signed) >> (n_bits - 1)
+        mask |= sign
+        keys[start:start + _KEYS_BLOCK] ^= mask.view(keys.dtype)
+    return keys
+
+
 # the last phase of a sort shared with another thread is offered as this many jobs
 SHARED_BUCKET_JOBS = 16
 

@@ -1,8 +1,10 @@
 """The memberships in score order, with the classes sorted: what every walk after the
 counts reads (DeLong's placement sums, the significance tests, the threshold counts).
 
-Unweighted walks read the sorts' integer keys; weighted ones the float scores in the row
-order the weighted point estimate made, with each membership's weight.
+Every walk reads sortable integer keys (uint32 for float32 scores, uint64 for float64) and
+int32 codes: unweighted walks the sorts' own keys; weighted ones the keys of the scores in
+the row order the weighted point estimate made, with each membership's weight. So the
+walks' kernels compile one version per key width for weighted and unweighted calls alike.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..sort.order import SortedScores
+from ..sort.order import SortedScores, sortable_keys_in_place
 from . import _kernels as K
 
 
@@ -43,7 +45,8 @@ def unweighted_walk(sorted_scores: SortedScores) -> MemberWalk:
 
 
 def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> MemberWalk:
-    """The memberships in the row order of the weighted point estimate, with their weights."""
+    """The memberships in the row order of the weighted point estimate, with their weights;
+    the scores as their sortable keys (the point estimate's sorts are of the scores)."""
     m = sorted_scores.memberships
     order = sorted_scores.order()
     neg_cum = K.cumulative_weights(order.neg_rows, sample_weight)
@@ -53,11 +56,15 @@ def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> Mem
     identity = np.repeat(order.id_order, per_row)
     first = np.repeat(m.row_ptr[order.id_order] - (np.cumsum(per_row) - per_row), per_row)
     groups = m.row_groups[first + np.arange(identity.shape[0])]
-    codes = 2 * groups.astype(np.int64) + m.identity_labels[identity]
+    codes = groups.astype(np.int32)
+    codes *= 2
+    codes += m.identity_labels[identity]
     weights = np.ascontiguousarray(sample_weight[m.identity_rows[identity]], dtype=np.float64)
     cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
-    return MemberWalk(order.id_scores[identity], codes, weights, order.neg_sorted, order.pos_sorted,
-                 neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
+    return MemberWalk(sortable_keys_in_place(order.id_scores[identity]), codes, weights,
+                      sortable_keys_in_place(order.neg_sorted.copy()),
+                      sortable_keys_in_place(order.pos_sorted.copy()),
+                      neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
 
 
 def member_walk(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None) -> MemberWalk:

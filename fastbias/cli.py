@@ -1060,7 +1060,8 @@ def cmd_demo(args) -> int:
     biased = identities[::2]
     models = ["model_fair", "model_biased"]
 
-    # compile (or load the cached) kernels on a small slice, so that "evaluate" times the work
+    # compile (or load the cached) kernels on the data itself (one untimed evaluation), so that
+    # "evaluate" times the work
     start = time.perf_counter()
     with progress.ticking("compiling kernels"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .validate.values import at_or_above
+
 JIGSAW_ROWS = 1_804_875
 
 #: The 24 identity columns of the Jigsaw Unintended Bias data set.
@@ -134,9 +136,10 @@ def to_arrays(df: pd.DataFrame, *, label: str = "toxicity", score: str = "model_
     """
     if subgroups is None:
         subgroups = [c for c in df.columns if c in JIGSAW_IDENTITIES or c.startswith("identity_")]
-    y = df[label].to_numpy() >= threshold
+    y = at_or_above(df[label].to_numpy(), threshold)  # (as fastbias reads labels)
     s = df[score].to_numpy()
-    groups = np.column_stack([df[c].to_numpy() >= threshold for c in subgroups]) if subgroups \
+    groups = np.column_stack([at_or_above(df[c].to_numpy(), threshold) for c in subgroups]) \
+        if subgroups \
         else np.zeros((len(df), 0), dtype=bool)
     return y, s, groups
 

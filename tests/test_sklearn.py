@@ -170,6 +170,11 @@ def test_pos_label_keeps_the_labels_rows_checked_against_the_subgroups(score):
                                          "different indexes"):
         score(shuffled, s[perm], subgroups=subgroups, pos_label="toxic", **kwargs)
     # the same rows in the subgroups' order: the aligned rows' numbers
+    # both ways of saying which class is positive: refused, as everywhere (the threshold was
+    # ignored before)
+    with pytest.raises(ValueError, match="pass either pos_label or label_threshold, not both"):
+        score(shuffled.sort_index(), s, subgroups=subgroups, pos_label="toxic",
+              label_threshold=0.5, **kwargs)
     aligned = shuffled.sort_index()
     got = score(aligned, s, subgroups=subgroups, pos_label="toxic", **kwargs)
     want = brute_force_metrics(y, s, g)

@@ -588,9 +588,13 @@ def test_a_threshold_beyond_float64s_range_is_refused_by_name(argument):
                  lambda: fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
                                            subgroup_threshold=-huge)]}
     for call in calls[argument]:
-        with pytest.raises(ValueError, match=rf"{argument}.*beyond float64's range \(a number "
-                                             rf"of 401 digits\)"):
+        with pytest.raises(ValueError, match=rf"{argument}.*beyond float64's range \(about "
+                                             rf"-?10\*\*400\)"):
             call()
+    # an int beyond 4,300 digits (str() of it raises): the same message
+    with pytest.raises(ValueError, match=r"label_threshold is beyond float64's range \(about "
+                                         r"10\*\*5000\)"):
+        fastbias.bias_metrics(y, s, g, label_threshold=10 ** 5000)
 
 
 def test_integer_weights_beyond_2_53_are_refused_however_given():
@@ -607,12 +611,34 @@ def test_integer_weights_beyond_2_53_are_refused_however_given():
                                              rf".*\(e\.g\. {big} at position 2\); the weights "
                                              r"would be rounded"):
             fastbias.bias_metrics(y, s, g, sample_weight=weights)
-    # 2**53 itself is a float64: taken, and its metrics are the exact rationals'
-    weights = np.array([1, 2, 2 ** 53, 3, 4], dtype=np.int64)
-    got = fastbias.bias_metrics(y, s, g, sample_weight=weights).loc["g"]
-    want = brute_force_metrics(y.astype(bool), s, g["g"], weights.astype(np.float64))
-    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
-        assert got[metric] == pytest.approx(want[metric], abs=1e-15), metric
+    # integers float64 holds (2**53, 2**53 + 2, 2**60) are taken: the exact rationals' metrics
+    for held in (2 ** 53, 2 ** 53 + 2, 2 ** 60):
+        weights = np.array([1, 2, held, 3, 4], dtype=np.int64)
+        got = fastbias.bias_metrics(y, s, g, sample_weight=weights).loc["g"]
+        want = brute_force_metrics(y.astype(bool), s, g["g"], weights.astype(np.float64))
+        for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc"):
+            assert got[metric] == pytest.approx(want[metric], abs=1e-15), (held, metric)
+    # a negative beyond 2**53 that float64 holds is a negative weight
+    with pytest.raises(ValueError, match="negative value"):
+        fastbias.bias_metrics(y, s, g, sample_weight=np.array([1, 2, -(2 ** 60), 3, 4]))
+
+
+def test_which_integers_float64_holds_exactly():
+    """Against Python's own int -> float conversion, at every width's edges."""
+    from fastbias.validate.columns import _inexact_in_float64
+
+    rng = np.random.default_rng(6)
+    values = [0, 1, -1, 2 ** 53, 2 ** 53 + 1, 2 ** 53 + 2, -(2 ** 53) - 1, -(2 ** 53) - 2,
+              2 ** 54 + 2, 2 ** 54 + 4, 2 ** 63 - 1, -(2 ** 63), -(2 ** 63) + 1]
+    values += [int(v) << int(k) for v, k in zip(rng.integers(1, 2 ** 12, 200),
+                                                rng.integers(40, 51, 200))]
+    values += [2 ** 53 + int(r) for r in rng.integers(0, 2 ** 20, 100)]
+    values += [-v for v in values[-150:]]
+    got = _inexact_in_float64(np.array(values, dtype=np.int64))
+    assert got.tolist() == [int(float(v)) != v for v in values]
+    unsigned = [2 ** 64 - 1, 2 ** 63, 2 ** 64 - 2 ** 11, 2 ** 64 - 2 ** 10, 2 ** 53 + 1, 7]
+    got = _inexact_in_float64(np.array(unsigned, dtype=np.uint64))
+    assert got.tolist() == [int(float(v)) != v for v in unsigned]
 
 
 @pytest.mark.parametrize("argument", ["label_threshold", "subgroup_threshold"])
@@ -624,3 +650,27 @@ def test_a_boolean_threshold_is_refused(argument):
     for flag in (True, np.bool_(False)):
         with pytest.raises(TypeError, match=rf"{argument} must be a number, got {flag!r}"):
             fastbias.bias_metrics(y, s, g, **{argument: flag})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_the_first_call_tier_reads_identity_columns_as_the_kernel_does(dtype):
+    """In numpy (a first call while the kernels compile) a float32 identity column was
+    compared in float32 (float32(0.7) a member at 0.7), by the kernel in float64 (not): the
+    first call and the later ones disagreed. Both against exact rationals."""
+    from fractions import Fraction
+
+    from fastbias.prepare.memberships import column_rows
+
+    rng = np.random.default_rng(8)
+    if np.dtype(dtype).kind == "f":
+        values = np.concatenate([np.array([0.7, 0.7, 0.3, 1 / 3, 0.0, -0.0, np.nan]),
+                                 rng.random(200)]).astype(dtype)
+        values[rng.random(values.size) < 0.3] = dtype(0.7)
+    else:
+        values = rng.integers(0, 9, 200).astype(dtype)
+    for threshold in (0.7, 1 / 3, 0.5, 3.0, 2.5, 0.0):
+        kernel = column_rows(values, threshold, np.empty(values.size, dtype=np.int64))
+        tier = column_rows(values, threshold, None, compiled=False)
+        exact = [i for i, v in enumerate(values.tolist())
+                 if v == v and Fraction(v) >= Fraction(threshold)]
+        assert kernel.tolist() == tier.tolist() == exact, (dtype, threshold)

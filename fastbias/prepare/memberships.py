@@ -24,6 +24,7 @@ from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
 from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
+from ..validate.values import at_or_above
 from . import _kernels as K
 
 
@@ -253,8 +254,9 @@ def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray,
     compared row by row. ``compiled=False`` does the same in numpy (for a
     first call while the kernels compile).
     """
-    if not compiled:
-        return np.flatnonzero(values >= threshold).astype(np.int64)
+    if not compiled:  # (exactly as the kernel compares: a float32 0.7 is below 0.7)
+        with np.errstate(invalid="ignore"):
+            return np.flatnonzero(at_or_above(values, threshold)).astype(np.int64)
     if values.dtype in (np.bool_, np.uint8) and 0.0 < threshold <= 1.0 and values.ndim == 1:
         flat = np.ascontiguousarray(values).view(np.uint8)
         if flat.ctypes.data % 8:

@@ -85,12 +85,28 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _inexact_in_float64(ints: np.ndarray) -> np.ndarray:
+    """Which integers float64 cannot hold exactly: beyond 2**53, those whose odd part (the
+    value without its trailing zero bits) needs more than 53 bits (2**53 + 2 is held)."""
+    inexact = (ints > 2 ** 53) | (ints < -(2 ** 53))
+    if inexact.any():
+        big = ints[inexact]
+        if big.dtype.kind == "u":
+            magnitude = big.astype(np.uint64)
+        else:  # (|int64 min| does not fit int64: -(v + 1) + 1 in uint64)
+            magnitude = np.where(big < 0, (-(big + 1)).astype(np.uint64) + np.uint64(1),
+                                 big.astype(np.uint64))
+        lowest_bit = magnitude & (~magnitude + np.uint64(1))
+        inexact[inexact] = magnitude // lowest_bit >= np.uint64(2 ** 53)
+    return inexact
+
+
 def _ints_to_float(ints: np.ndarray, name: str, missing: np.ndarray | None = None,
                    consequence: str = "ties would change") -> np.ndarray:
     """Integer values -> float64, refusing values that float64 cannot hold exactly (the
     message says what rounding them would do: ``consequence``)."""
     present = ints if missing is None else ints[~missing]
-    big = (present > 2 ** 53) | (present < -(2 ** 53)) if present.size else None
+    big = _inexact_in_float64(present) if present.size else None
     if big is not None and big.any():
         where = np.flatnonzero(~missing)[_first(big)] if missing is not None else _first(big)
         raise ValueError(f"{name} has {int(big.sum())} integer(s) beyond 2**53 that float64 "

@@ -1,6 +1,7 @@
 """Checks of the settings every entry point takes (thresholds, policies, threads, levels)."""
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -30,9 +31,12 @@ def as_float(value: numbers.Real, name: str) -> float:
     try:
         return float(value)
     except OverflowError:
-        digits = len(str(abs(int(value))))
-        raise ValueError(f"{name} is beyond float64's range (a number of {digits} digits); "
-                         f"thresholds are compared as floats") from None
+        # (its size from its bits: str() of an int of more than 4,300 digits raises)
+        magnitude = abs(int(value))
+        exponent = math.floor((magnitude.bit_length() - 1) * math.log10(2))
+        exponent += magnitude >= 10 ** (exponent + 1)  # (the estimate may be one short)
+        raise ValueError(f"{name} is beyond float64's range (about {'-' if value < 0 else ''}"
+                         f"10**{exponent}); thresholds are compared as floats") from None
 
 
 def resolve_n_jobs(n_jobs, n_tasks: int, default_cap: int | None = None) -> int:

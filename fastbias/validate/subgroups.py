@@ -113,7 +113,7 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
     threshold = float(threshold)
     if missing is not None and arr.dtype.kind in "iu":
         # integers with missing entries: compare in their own type, keep the mask apart
-        member = (arr >= threshold) & ~missing
+        member = at_or_above(arr, threshold) & ~missing
         return IdentityValues(member.view(np.uint8), 1.0, missing, False)
     return IdentityValues(np.ascontiguousarray(arr), threshold, missing, False)
 

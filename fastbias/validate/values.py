@@ -70,7 +70,9 @@ def finite_bounds(arr: np.ndarray, name: str, omit: bool = False, workers: int =
 
 
 def at_or_above(values: np.ndarray, threshold: float) -> np.ndarray:
-    """``values >= threshold`` as real numbers, for a numeric array and a float threshold.
+    """``values >= threshold`` as real numbers, for a numeric array and a float threshold:
+    exactly for floats of every width and integers within 2**53 (larger integers are compared
+    as float64, as the membership kernel compares them).
 
     numpy compares a float32 array with a Python float in float32: a threshold such as 0.7
     rounds to float32(0.7) = 0.69999999, which float32(0.7) then reaches. Here such an array

@@ -373,6 +373,29 @@ def test_a_call_that_compiles_in_place_says_so_as_a_kernel_compiles(caplog, monk
     assert id(used) not in _numba_cache._pending and id(unused) in _numba_cache._pending
 
 
+def test_sets_sharing_a_kernel_each_say_so_once(caplog, monkeypatch):
+    """"counting" and "weighted counting" share kernels: the shared one's compile says the
+    first set's line; the second set's line waits for a kernel of its own."""
+    from fastbias import _numba_cache
+
+    monkeypatch.setattr(_numba_cache, "_ready", set())
+    monkeypatch.setattr(_numba_cache, "_pending", {})
+    shared, first_only, second_only = _fresh_kernel(), _fresh_kernel(), _fresh_kernel()
+    with caplog.at_level("INFO", logger="fastbias"):
+        _numba_cache.announce_compiling("first set", [shared, first_only])
+        _numba_cache.announce_compiling("second set", [shared, second_only, _FakeKernel()])
+        shared(1)
+        first_only(1)  # (its set said so already)
+        lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
+        assert lines == ["compiling kernels for first use (first set: about 1 s, cached "
+                         "afterwards)"]
+        second_only(1)
+    lines = [r.getMessage() for r in caplog.records if r.name == "fastbias"]
+    assert lines[1:] == ["compiling kernels for first use (second set: about 2 s, cached "
+                         "afterwards)"]
+    assert not _numba_cache._pending  # (both lines said: nothing kept, the fake's entry too)
+
+
 def test_a_kept_line_waits_for_the_version_of_its_kind(caplog, monkeypatch):
     """The exact walks are versions of the float walks' kernels: the line kept for them is
     not logged when a float version compiles."""

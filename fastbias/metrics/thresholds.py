@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..prepare.memberships import membership_rows_and_codes
-from ..sort.order import SortedScores, sortable_key
+from ..sort.order import SortedScores, sortable_keys_in_place
 from ..sweep import _kernels as SK
 from ..sweep.double_double import dd_prefix_sums
 from ..sweep.first_call import class_orders
@@ -96,8 +96,8 @@ def _cut_keys(thresholds: np.ndarray, dtype):
     """The thresholds as the walk compares them: rounded to the scores' dtype (a threshold
     beyond its range becomes an infinity), as sortable keys."""
     with np.errstate(over="ignore"):
-        values = thresholds.astype(dtype)
-    return np.array([sortable_key(v) for v in values], dtype=np.uint64)
+        values = thresholds.astype(dtype)  # (a copy of fastbias's own, turned in place)
+    return sortable_keys_in_place(values).astype(np.uint64)
 
 
 def _at_or_above(keys, codes, weights, cuts, n_codes):

@@ -29,9 +29,7 @@ from fastbias.prepare.memberships import prepare_subgroups
 from fastbias.sort import _kernels as SK
 from fastbias.sort.order import (
     _UINT_OF_FLOAT,
-    _bucket_jobs,
     _member_ranges,
-    _slots,
     score_key_range,
     sort_classes,
     sort_memberships,
@@ -103,10 +101,12 @@ def _count_jobs(keys, codes, bounds, neg_keys, pos_keys, pos_bounds, n_groups, n
     return CK.finish_member_counts(joined), twice_u.sum()
 
 
-def _job_bounds(jobs):
-    lo = np.array([job[0][1] if job else 0 for job in jobs], dtype=np.int64)
-    hi = np.array([job[0][2] if job else 0 for job in jobs], dtype=np.int64)
-    return lo, hi
+_NO_BUCKETS = np.zeros(1, dtype=np.int64)
+
+
+def _job_bounds(start, pieces):
+    runs = SK.bucket_runs(start, _NO_BUCKETS, pieces)
+    return runs[:, 0].copy(), runs[:, 1].copy()
 
 
 def native_class_sort(scores, labels, pieces, key_range):
@@ -115,10 +115,10 @@ def native_class_sort(scores, labels, pieces, key_range):
     low, shift = key_range
     rows = np.array(even_ranges(scores.shape[0], pieces), dtype=np.int64)
     counts = _class_counts(bits, labels, rows[:, 0], rows[:, 1], low, shift)
-    start, slot = _slots(list(counts))
+    start, slot = SK.bucket_slots(counts)
     out = np.empty(int(start[-1]), dtype=bits.dtype)
     _class_scatter(bits, labels, rows[:, 0], rows[:, 1], low, shift, slot, out)
-    lo, hi = _job_bounds(_bucket_jobs([start], 4 * pieces))
+    lo, hi = _job_bounds(start, 4 * pieces)
     _sort_buckets(out, _NONE, np.empty_like(out), _NONE, start, lo, hi, low, shift)
     n_neg = int(start[SK.TOP_BUCKETS])
     return out[:n_neg], out[n_neg:]
@@ -130,13 +130,13 @@ def native_member_sort(scores, m, pieces, key_range):
     ranges = np.array(_member_ranges(m.row_ptr, pieces), dtype=np.int64)
     counts = _member_counts(bits, m.identity_rows, m.row_ptr, ranges[:, 0], ranges[:, 1], low,
                             shift)
-    start, slot = _slots(list(counts))
+    start, slot = SK.bucket_slots(counts)
     n = m.row_groups.shape[0]
     code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
     keys, codes = np.empty(n, dtype=bits.dtype), np.empty(n, dtype=code)
     _member_scatter(bits, m.identity_rows, m.identity_labels, m.row_ptr, m.row_groups,
                     ranges[:, 0], ranges[:, 1], low, shift, slot, keys, codes)
-    lo, hi = _job_bounds(_bucket_jobs([start], 4 * pieces))
+    lo, hi = _job_bounds(start, 4 * pieces)
     _sort_buckets(keys, codes, np.empty_like(keys), np.empty_like(codes), start, lo, hi, low,
                   shift)
     return keys, codes

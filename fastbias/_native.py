@@ -6,11 +6,13 @@ it returns. On a 16-core machine such a handoff costs about 20 us that no
 other thread can overlap, so a 1.8M-row call of about 150 pieces spends most
 of its time in them, and 16 cores are no faster than 8
 (``benchmarks/gil_pieces.py``, ``benchmarks/native_stages.py``;
-benchmarks/RESULTS.md). A ``parallel=True`` kernel runs a whole round on
-Numba's threads with no Python per piece: the dense membership scan, the two
-sorts of the unweighted count and the counting walk have such kernels. They
-cut the work into the same kind of pieces and run the same kernels on them, so
-the result is the same, bit for bit, either way.
+benchmarks/RESULTS.md). A ``parallel=True`` kernel runs a stage's rounds on
+Numba's threads with no Python per piece nor between rounds: the dense
+membership scan, the two sorts of the unweighted count (together) and the
+counting walk have one such kernel each. They cut the work into the same kind
+of pieces and run the same kernels on them, so the result is the same, bit for
+bit, either way; NATIVE_PIECES_PER_WORKER pieces a thread, taken as the threads
+become free.
 
 ``FASTBIAS_NUMBA_THREADS`` in the environment chooses:
 
@@ -32,7 +34,9 @@ layer) against 14.5 ms on the pool, each process pinned as ``taskset`` pins it;
 10.3 ms under OpenMP; on 8 cores the same as the pool; at 18M rows slower than
 the pool (91.5 and 95.1 against 78.2-79.9 ms in one process: the pool overlaps
 the class sort with the membership work, while these rounds take every thread
-in turn), hence the limits below. On, or by default under TBB, a round runs on
+in turn), hence the limits below. Twenty-fourth session, one kernel a stage and
+four pieces a thread: 8.7-9.3 ms against 11.4-12.3 ms before, side by side on
+another 16-core Xeon. On, or by default under TBB, a round runs on
 Numba's threads only when all of these hold:
 
 * the call may use at least NATIVE_MIN_WORKERS threads, with at most
@@ -74,6 +78,11 @@ SAFE_LAYERS = ("tbb", "omp")
 #: fewest threads, and most rows per thread, of a call whose rounds run on Numba's threads
 NATIVE_MIN_WORKERS = 8
 NATIVE_MAX_ROWS_PER_WORKER = 250_000
+
+#: a round on Numba's threads is cut into this many pieces per thread (none smaller than the
+#: stage's least), which the threads take as they become free (Numba's chunk size 1 under
+#: TBB): a thread slowed by another process then holds up less than its whole share
+NATIVE_PIECES_PER_WORKER = 4
 
 #: True ("on") or False ("off") overrides ``FASTBIAS_NUMBA_THREADS`` (benchmarks and tests)
 ENABLED: bool | None = None
@@ -224,6 +233,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def native_pieces(n_items: int, workers: int, min_per_piece: int) -> int:
+    """How many pieces a round of ``n_items`` of work on ``workers`` of Numba's threads is
+    cut into: NATIVE_PIECES_PER_WORKER per thread, none smaller than ``min_per_piece`` (one
+    piece below that: the round then runs on this thread)."""
+    return _threads.pieces_for(n_items, workers * NATIVE_PIECES_PER_WORKER, min_per_piece)
+
+
 def available(workers: int, n_rows: int, kernels=()) -> bool:
     """Whether a round of ``kernels`` of a call on ``workers`` threads over ``n_rows`` rows
     could run on Numba's threads now (see the module docstring), leaving aside whether
@@ -292,9 +308,12 @@ def numba_threads(workers: int, n_rows: int, kernels=()):
 
         previous = numba.get_num_threads()
         numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
+        # one loop step a chunk: the threads take the pieces as they become free
+        chunk = numba.set_parallel_chunksize(1)
         try:
             yield True
         finally:
+            numba.set_parallel_chunksize(chunk)
             numba.set_num_threads(previous)
     finally:
         _round_lock.release()

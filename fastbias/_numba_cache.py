@@ -175,6 +175,16 @@ _ready: set = set()  # the kernel sets known compiled (or cached) in this proces
 _announce_lock = threading.Lock()
 
 
+def read_only(values):
+    """A read-only view of the array ``values`` (its memory, no copy). Numba compiles a
+    kernel once per argument type, and a read-only array is another type than a writable
+    one: a kernel that only reads an input the caller may hand in either way, given it so
+    always, compiles once instead of once per combination of its inputs' flags."""
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
 def _needs_compiling(dispatcher, kind=None) -> bool:
     """Whether a call of this kernel must compile it: nothing compiled in this process and
     no cache index for its current source on disk. ``kind``: a test of a compiled version's

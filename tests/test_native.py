@@ -41,9 +41,7 @@ from .test_threads import (
 def ran(monkeypatch):
     """Which of the rounds on Numba's threads ran (their entry points, counted)."""
     seen = {"class sort": 0, "member sort": 0, "scan": 0, "count": 0}
-    for module, name, label in ((order, "class_sort_on_numba", "class sort"),
-                                (order, "member_sort_on_numba", "member sort"),
-                                (prep, "csr_from_dense_on_numba", "scan"),
+    for module, name, label in ((prep, "csr_from_dense_on_numba", "scan"),
                                 (counts, "count_on_numba", "count")):
         original = getattr(module, name)
 
@@ -52,6 +50,14 @@ def ran(monkeypatch):
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(module, name, spy)
+    sort_on_numba = order.sort_on_numba
+
+    def sort_spy(bits, labels, memberships, *args):
+        seen["class sort"] += labels is not None
+        seen["member sort"] += memberships is not None
+        return sort_on_numba(bits, labels, memberships, *args)
+
+    monkeypatch.setattr(order, "sort_on_numba", sort_spy)
     return seen
 
 
@@ -89,17 +95,26 @@ def as_bits(values):
 @pytest.mark.parametrize("levels", [1, 7, None])  # one value, heavy ties, continuous
 def test_class_sort_on_numba_equals_numpy(pieces, dtype, levels):
     values, labels = class_sort_case(pieces, dtype, levels)
-    assert_class_keys(order.class_sort_on_numba(as_bits(values), labels.view(np.uint8), pieces,
-                                                *key_range(values)), values, labels)
+    classes, members = order.sort_on_numba(as_bits(values), labels.view(np.uint8), None, pieces,
+                                           *key_range(values))
+    assert_class_keys(classes, values, labels)
+    assert members is None
 
 
 @pytest.mark.parametrize("pieces", [2, 3, 16])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_member_sort_on_numba_equals_numpy_and_is_stable(pieces, dtype):
     values, labels, matrix, m = member_sort_case(dtype)
-    keys, codes = order.member_sort_on_numba(as_bits(values), m, pieces, *key_range(values))
+    classes, (keys, codes) = order.sort_on_numba(as_bits(values), None, m, pieces,
+                                                 *key_range(values))
     assert_member_keys(keys, codes, values, labels, matrix)
     assert codes.dtype == np.int32  # as the pool's (fewer than 2**30 subgroups)
+    assert classes is None
+    # both sorts in the same rounds: each the same as alone
+    classes, (keys, codes) = order.sort_on_numba(as_bits(values), labels.view(np.uint8), m,
+                                                 pieces, *key_range(values))
+    assert_member_keys(keys, codes, values, labels, matrix)
+    assert_class_keys(classes, values, labels)
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 63, 64, 65, 1_000, 12_000])
@@ -116,12 +131,16 @@ def test_dense_scan_on_numba_equals_numpy(n, k, pieces):
     if n > 3:
         matrix[-1] = 255  # the last row, in the tail past the last whole word
     flat = matrix.reshape(-1)
-    identity_rows, row_ptr, row_groups = prep.csr_from_dense_on_numba(flat, n, k, pieces)
+    labels = rng.random(n) < 0.5
+    identity_rows, row_ptr, row_groups, identity_labels = prep.csr_from_dense_on_numba(
+        flat, n, k, labels, pieces)
     rows, groups = np.nonzero(matrix)
     expected_rows, first = np.unique(rows, return_index=True)
     np.testing.assert_array_equal(identity_rows, expected_rows)
     np.testing.assert_array_equal(row_ptr, np.append(first, rows.size))
     np.testing.assert_array_equal(row_groups, groups)
+    np.testing.assert_array_equal(identity_labels, labels[expected_rows])
+    assert identity_labels.dtype == np.bool_
 
 
 @pytest.mark.parametrize("pieces", [2, 5, 16])

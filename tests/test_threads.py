@@ -197,16 +197,53 @@ def test_score_bounds_on_threads_refuse_nan_and_infinity_in_any_piece(split_ever
                                       n_jobs=workers)
 
 
-def test_bucket_jobs_cover_every_bucket_once():
-    rng = np.random.default_rng(3)
-    starts = [np.concatenate([[0], np.cumsum(rng.integers(0, 50, 2048) * (rng.random(2048)
-                                                                          < 0.05))])
-              for _ in range(2)]
-    for pieces in (1, 2, 3, 16, 40):
-        jobs = order._bucket_jobs(starts, pieces)
-        assert len(jobs) == pieces
-        covered = [(a, d) for job in jobs for a, lo, hi in job for d in range(lo, hi)]
-        assert covered == [(a, d) for a in range(2) for d in range(2048)]
+@pytest.mark.parametrize("pieces", [1, 2, 3, 16, 40])
+def test_bucket_runs_cover_every_bucket_once_in_equal_shares(pieces):
+    """The runs of buckets that the last round sorts: the classes' buckets, then the
+    memberships', each once and in order, cut where numpy's searchsorted cuts the running
+    key counts at equal shares; many empty buckets, and arrays without buckets."""
+    from fastbias.sort import _kernels as SK
+
+    rng = np.random.default_rng(pieces)
+    starts = [np.concatenate([[0], np.cumsum(rng.integers(0, 50, n) * (rng.random(n) < 0.05))])
+              for n in (512, 256)]
+    for class_start, member_start in (starts, (starts[0], np.zeros(1, np.int64)),
+                                      (np.zeros(1, np.int64), starts[1])):
+        runs = SK.bucket_runs(class_start, member_start, pieces)
+        assert runs.shape == (pieces, 4)
+        covered = [(a, d) for run in runs for a in (0, 1)
+                   for d in range(run[2 * a], run[2 * a + 1])]
+        n_class, n_member = len(class_start) - 1, len(member_start) - 1
+        assert covered == [(0, d) for d in range(n_class)] + [(1, d) for d in range(n_member)]
+        ends = np.cumsum(np.concatenate([np.diff(class_start), np.diff(member_start)]))
+        total = ends[-1] if ends.size else 0
+        cuts = np.searchsorted(ends, (np.arange(1, pieces) * total) // pieces, side="right")
+        # (a run's first bucket over both arrays: its first of the classes' array, which is
+        # n_class once the run starts in the memberships', plus its first of theirs)
+        first_buckets = [run[0] + run[2] for run in runs[1:]]
+        np.testing.assert_array_equal(first_buckets, cuts)
+
+
+def test_bucket_runs_cut_after_a_bucket_that_ends_at_a_share():
+    """A share that ends exactly at a bucket's end: that bucket stays in the run before
+    (numpy's searchsorted with side="right"), across the two arrays too."""
+    from fastbias.sort import _kernels as SK
+
+    runs = SK.bucket_runs(np.arange(0, 50, 10), np.arange(0, 30, 10), 3)  # 4 + 2 buckets of 10
+    np.testing.assert_array_equal(runs, [[0, 2, 0, 0], [2, 4, 0, 0], [4, 4, 0, 2]])
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 16])
+def test_bucket_slots_are_the_prefix_sums_numpy_gives(pieces):
+    from fastbias.sort import _kernels as SK
+
+    rng = np.random.default_rng(pieces)
+    counts = rng.integers(0, 5, (pieces, 256)) * (rng.random((pieces, 256)) < 0.3)
+    bucket_start, next_slot = SK.bucket_slots(counts.astype(np.int64))
+    np.testing.assert_array_equal(bucket_start,
+                                  np.concatenate([[0], np.cumsum(counts.sum(axis=0))]))
+    np.testing.assert_array_equal(next_slot,
+                                  bucket_start[:-1] + np.cumsum(counts, axis=0) - counts)
 
 
 # ------------------------------------------------------------------ the entry points

@@ -328,29 +328,77 @@ def _add_to_csr(row, col, fill, identity_at, member_at, identity_rows, row_ptr, 
     return n_identity, n_member + 1, last_row
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def dense_csr_counts_pieces(words, flat, n_cols, row_starts, row_stops):
-    """(pieces, 2) int64: the identity rows and memberships of each range of rows of a dense
-    0/1 matrix (:func:`_dense_piece_csr`), one round on Numba's threads."""
-    out = np.empty((row_starts.shape[0], 2), dtype=np.int64)
-    none = np.empty(0, dtype=np.int64)
-    for j in prange(row_starts.shape[0]):
-        nonzero = np.empty(DENSE_SCAN_CHUNK_WORDS, dtype=np.int64)
-        out[j, 0], out[j, 1] = _dense_piece_csr(words, flat, n_cols, row_starts[j], row_stops[j],
-                                                False, 0, 0, none, none, none, nonzero)
-    return out
+@njit(inline="always")
+def _count_nonzero_bytes(words, flat, n_cols, row_start, row_stop):
+    """How many bytes of rows ``row_start:row_stop`` of a dense C-order (n, k) matrix are
+    non-zero (its memberships): the marks of :func:`_nonzero_bytes` summed word by word
+    (no branch, no store: about as fast as memory brings the matrix in), then the bytes
+    after the last whole word. ``row_start`` is a multiple of 8 rows (a whole word)."""
+    w_end = min((row_stop * n_cols) // 8, words.shape[0])
+    ones = np.uint64(0x0101010101010101)
+    total = np.uint64(0)
+    for w in range(np.uint64((row_start * n_cols) // 8), np.uint64(w_end)):
+        # one bit a marked byte, then their sum in the top byte (at most 8: no carry out)
+        total += (((_nonzero_bytes(words[w]) >> np.uint64(7)) * ones) >> np.uint64(56))
+    n = np.int64(total)
+    for position in range(max(w_end * 8, row_start * n_cols), row_stop * n_cols):
+        n += flat[position] != 0
+    return n
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def dense_csr_fill_pieces(words, flat, n_cols, row_starts, row_stops, identity_at, member_at,
-                          identity_rows, row_ptr, row_groups):
-    """Write each range of rows' CSR (:func:`_dense_piece_csr`) at its offsets
-    ``identity_at[j]``/``member_at[j]`` (from :func:`dense_csr_counts_pieces`), one round on
-    Numba's threads; ``row_ptr``'s last entry is the caller's."""
-    for j in prange(row_starts.shape[0]):
+def dense_csr_pieces(words, flat, n_cols, row_starts, row_stops, labels):
+    """Row CSR of a dense C-order (n, k) 0/1 matrix (as :func:`scan_dense_into` and
+    :func:`fill_row_starts` give it) as one kernel on Numba's threads, in three rounds over
+    the ranges of rows ``row_starts[j]:row_stops[j]`` (each starting at a multiple of 8
+    rows): count each range's memberships (:func:`_count_nonzero_bytes`); write its
+    memberships in place and its identity rows at the same offset, as many slots as
+    memberships (a row has one at least; :func:`_dense_piece_csr`); move the identity rows
+    together, with each one's label. Returns ``(identity_rows, row_ptr, row_groups,
+    identity_labels)``."""
+    pieces = row_starts.shape[0]
+    found = np.empty((pieces, 2), dtype=np.int64)  # (identity rows, memberships) of each
+    for j in prange(pieces):
+        found[j, 0] = 0
+        found[j, 1] = _count_nonzero_bytes(words, flat, n_cols, row_starts[j], row_stops[j])
+    at = _piece_offsets(found)
+    n_member = at[pieces, 1]
+    row_groups = np.empty(n_member, dtype=np.int64)
+    spare_rows = np.empty(n_member, dtype=np.int64)
+    spare_ptr = np.empty(n_member, dtype=np.int64)
+    for j in prange(pieces):
         nonzero = np.empty(DENSE_SCAN_CHUNK_WORDS, dtype=np.int64)
-        _dense_piece_csr(words, flat, n_cols, row_starts[j], row_stops[j], True, identity_at[j],
-                         member_at[j], identity_rows, row_ptr, row_groups, nonzero)
+        found[j, 0], _ = _dense_piece_csr(words, flat, n_cols, row_starts[j], row_stops[j],
+                                          True, at[j, 1], at[j, 1], spare_rows, spare_ptr,
+                                          row_groups, nonzero)
+    at = _piece_offsets(found)
+    n_identity = at[pieces, 0]
+    identity_rows = np.empty(n_identity, dtype=np.int64)
+    row_ptr = np.empty(n_identity + 1, dtype=np.int64)
+    identity_labels = np.empty(n_identity, dtype=np.bool_)
+    row_ptr[n_identity] = n_member
+    for j in prange(pieces):
+        source = at[j, 1]
+        for r in range(at[j, 0], at[j + 1, 0]):
+            row = spare_rows[source]
+            identity_rows[r] = row
+            row_ptr[r] = spare_ptr[source]
+            identity_labels[r] = labels[row]
+            source += 1
+    return identity_rows, row_ptr, row_groups, identity_labels
+
+
+@njit(cache=True, nogil=True)
+def _piece_offsets(found):
+    """Where each piece's (identity rows, memberships) start: the prefix sums of ``found``,
+    one more row than pieces (the totals last)."""
+    at = np.empty((found.shape[0] + 1, 2), dtype=np.int64)
+    at[0, 0] = 0
+    at[0, 1] = 0
+    for j in range(found.shape[0]):
+        at[j + 1, 0] = at[j, 0] + found[j, 0]
+        at[j + 1, 1] = at[j, 1] + found[j, 1]
+    return at
 
 
 @njit(cache=True, nogil=True)

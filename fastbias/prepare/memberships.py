@@ -18,8 +18,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .._native import numba_threads
-from .._threads import jobs_for, pieces_for, run_jobs
+from .._native import native_pieces, numba_threads
+from .._numba_cache import read_only
+from .._threads import jobs_for, run_jobs
 from ..validate.categories import category_codes, is_categorical
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
@@ -136,27 +137,21 @@ PARALLEL_SCAN_MIN_ROWS = 200_000
 NATIVE_SCAN_MIN_ROWS = 40_000
 
 #: the kernels of the dense scan's rounds on Numba's threads
-NATIVE_SCAN_KERNELS = (K.dense_csr_counts_pieces, K.dense_csr_fill_pieces)
+NATIVE_SCAN_KERNELS = (K.dense_csr_pieces,)
 
 
-def csr_from_dense_on_numba(flat: np.ndarray, n: int, k: int, pieces: int) -> tuple:
+def csr_from_dense_on_numba(flat: np.ndarray, n: int, k: int, labels: np.ndarray,
+                            pieces: int) -> tuple:
     """:func:`csr_from_dense` of the whole (n, k) matrix (``flat``: its bytes, 8-byte
-    aligned) as two rounds on Numba's threads (see :mod:`fastbias._native`): count each
-    range of rows' identity rows and memberships, then write them in place."""
+    aligned) as one kernel on Numba's threads (see :mod:`fastbias._native`), the rows cut
+    into ``pieces`` ranges: ``(identity_rows, row_ptr, row_groups, identity_labels)``, the
+    last the ``labels`` of the identity rows."""
     words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
     bounds = np.array([((j * n) // pieces) // 8 * 8 for j in range(pieces)] + [n],
                       dtype=np.int64)
-    starts, stops = bounds[:-1], bounds[1:]
-    found = K.dense_csr_counts_pieces(words, flat, k, starts, stops)
-    offsets = np.zeros((pieces + 1, 2), dtype=np.int64)
-    np.cumsum(found, axis=0, out=offsets[1:])
-    identity_rows = np.empty(offsets[-1, 0], dtype=np.int64)
-    row_ptr = np.empty(offsets[-1, 0] + 1, dtype=np.int64)
-    row_groups = np.empty(offsets[-1, 1], dtype=np.int64)
-    row_ptr[-1] = offsets[-1, 1]
-    K.dense_csr_fill_pieces(words, flat, k, starts, stops, offsets[:-1, 0].copy(),
-                            offsets[:-1, 1].copy(), identity_rows, row_ptr, row_groups)
-    return identity_rows, row_ptr, row_groups
+    # (the caller's matrix and labels, read-only or not: read-only views, one version)
+    return K.dense_csr_pieces(read_only(words), read_only(flat), k, bounds[:-1], bounds[1:],
+                              read_only(labels))
 
 
 def dense_members(words: np.ndarray, flat: np.ndarray, n_cols: int, capacity: int) -> tuple:
@@ -215,12 +210,14 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
     matrix = np.ascontiguousarray(matrix)
     n, k = matrix.shape
     flat = matrix.reshape(-1)
-    native_pieces = pieces_for(n, workers, NATIVE_SCAN_MIN_ROWS)
-    if native_pieces > 1 and k > 0 and flat.ctypes.data % 8 == 0:
+    pieces = native_pieces(n, workers, NATIVE_SCAN_MIN_ROWS)
+    if pieces > 1 and k > 0 and flat.ctypes.data % 8 == 0:
         with numba_threads(workers, n, NATIVE_SCAN_KERNELS) as on_numba:
             if on_numba:
-                return memberships_from_csr(labels, names,
-                                            *csr_from_dense_on_numba(flat, n, k, native_pieces))
+                identity_rows, row_ptr, row_groups, identity_labels = \
+                    csr_from_dense_on_numba(flat, n, k, labels, pieces)
+                return Memberships(list(names), labels, identity_rows, row_ptr, row_groups,
+                                   identity_labels)
     pieces = jobs_for(n, workers, PARALLEL_SCAN_MIN_ROWS)
     bounds = [((j * n) // pieces) // 8 * 8 for j in range(pieces)] + [n]
 

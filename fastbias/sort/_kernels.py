@@ -427,54 +427,106 @@ def _sort_bucket(values, payload, scratch, payload_scratch, lo, hi, low, n_passe
 
 
 # ---------------------------------------------------------------- rounds on Numba's threads
-# Each runs one round of a sort (the kernels above, one piece per loop step) as one parallel
-# kernel, so that no piece costs a Python handoff (see fastbias._native); the pieces are those
-# the pool would run, so the result is the same.
+# One parallel kernel runs a whole sort on Numba's threads (see fastbias._native): its three
+# rounds (count, scatter, sort the buckets) run the kernels above, one piece per loop step,
+# with the prefix sums between them compiled too, so that no piece and no round costs a
+# Python handoff. The class sort and the membership sort share the rounds. The pieces are
+# ranges of rows as the pool's, and a sort is the same whoever sorts which bucket.
+
+
+@njit(cache=True, nogil=True)
+def bucket_slots(counts):
+    """From each range's counts per bucket ((pieces, buckets) int64, ranges in row order):
+    every bucket's start in the output (one more entry than buckets) and each range's first
+    slot in each bucket ((pieces, buckets) int64, what the scatter advances)."""
+    pieces, n_buckets = counts.shape
+    bucket_start = np.empty(n_buckets + 1, dtype=np.int64)
+    next_slot = np.empty((pieces, n_buckets), dtype=np.int64)
+    total = 0
+    for d in range(n_buckets):
+        bucket_start[d] = total
+        for j in range(pieces):
+            next_slot[j, d] = total
+            total += counts[j, d]
+    bucket_start[n_buckets] = total
+    return bucket_start, next_slot
+
+
+@njit(cache=True, nogil=True)
+def bucket_runs(class_start, member_start, pieces):
+    """Split the buckets of the classes' array and then the memberships' (their starts, as
+    :func:`bucket_slots` gives them) into ``pieces`` runs of about equal numbers of keys:
+    (pieces, 4) int64, each run's first and stop bucket of the classes' array, then of the
+    memberships' (empty where a run holds none of that array)."""
+    n_class = class_start.shape[0] - 1
+    n_member = member_start.shape[0] - 1
+    total = class_start[n_class] + member_start[n_member]
+    runs = np.empty((pieces, 4), dtype=np.int64)
+    b = 0  # the first bucket of the next run
+    end = 0  # the keys in buckets before b
+    for j in range(pieces):
+        first = b
+        if j == pieces - 1:
+            b = n_class + n_member
+        else:
+            target = ((j + 1) * total) // pieces
+            # the buckets whose ends are at most the target (searchsorted's side="right")
+            while b < n_class + n_member:
+                size = (class_start[b + 1] - class_start[b] if b < n_class else
+                        member_start[b - n_class + 1] - member_start[b - n_class])
+                if end + size > target:
+                    break
+                end += size
+                b += 1
+        runs[j, 0] = min(first, n_class)
+        runs[j, 1] = min(b, n_class)
+        runs[j, 2] = max(first - n_class, 0)
+        runs[j, 3] = max(b - n_class, 0)
+    return runs
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def class_top_digit_counts_pieces(bits, labels, starts, stops, low, shift):
-    """:func:`class_top_digit_counts` of each range ``starts[j]:stops[j]``: (pieces,
-    2 * TOP_BUCKETS) int64."""
-    out = np.empty((starts.shape[0], 2 * TOP_BUCKETS), dtype=np.int64)
-    for j in prange(starts.shape[0]):
-        out[j] = class_top_digit_counts(bits, labels, starts[j], stops[j], low, shift)
-    return out
+def sort_keys_pieces(bits, labels, row_starts, row_stops, identity_rows, identity_labels,
+                     row_ptr, row_groups, member_starts, member_stops, low, shift, out,
+                     out_scratch, keys, codes, keys_scratch, codes_scratch):
+    """The class sort and the membership sort of ``sort_keys`` as one kernel on Numba's
+    threads, in three rounds of ``len(row_starts)`` pieces: count each range's keys by
+    bucket (:func:`class_top_digit_counts`: rows ``row_starts[j]:row_stops[j]``;
+    :func:`member_top_digit_counts`: identity rows ``member_starts[j]:member_stops[j]``),
+    scatter them (:func:`scatter_class_keys`, :func:`scatter_member_keys`), then sort the
+    buckets of both arrays (:func:`sort_buckets`), cut into runs of about equal numbers of
+    keys (:func:`bucket_runs`).
 
-
-@njit(parallel=True, cache=True, nogil=True)
-def scatter_class_keys_pieces(bits, labels, starts, stops, low, shift, next_slot, out):
-    """:func:`scatter_class_keys` of each range ``starts[j]:stops[j]``, with ``next_slot[j]``."""
-    for j in prange(starts.shape[0]):
-        scatter_class_keys(bits, labels, starts[j], stops[j], low, shift, next_slot[j], out)
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def member_top_digit_counts_pieces(bits, identity_rows, row_ptr, starts, stops, low, shift):
-    """:func:`member_top_digit_counts` of each range of identity rows: (pieces, TOP_BUCKETS)."""
-    out = np.empty((starts.shape[0], TOP_BUCKETS), dtype=np.int64)
-    for j in prange(starts.shape[0]):
-        out[j] = member_top_digit_counts(bits, identity_rows, row_ptr, starts[j], stops[j], low,
-                                         shift)
-    return out
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def scatter_member_keys_pieces(bits, identity_rows, identity_labels, row_ptr, row_groups, starts,
-                               stops, low, shift, next_slot, keys_out, codes_out):
-    """:func:`scatter_member_keys` of each range of identity rows, with ``next_slot[j]``."""
-    for j in prange(starts.shape[0]):
-        scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups, starts[j],
-                            stops[j], low, shift, next_slot[j], keys_out, codes_out)
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def sort_buckets_pieces(values, payload, scratch, payload_scratch, bucket_start, d_starts,
-                        d_stops, low, shift):
-    """:func:`sort_buckets` of each run of buckets ``d_starts[j]:d_stops[j]``."""
-    for j in prange(d_starts.shape[0]):
-        sort_buckets(values, payload, scratch, payload_scratch, bucket_start, d_starts[j],
-                     d_stops[j], low, shift)
+    ``out`` (one slot per row) receives the classes' sorted keys, the negatives' first;
+    ``keys``/``codes`` (one slot per membership) the memberships'. The scratch arrays have
+    the same shapes. A sort not wanted has empty ranges and arrays. Returns the number of
+    negatives.
+    """
+    pieces = row_starts.shape[0]
+    class_counts = np.empty((pieces, 2 * TOP_BUCKETS), dtype=np.int64)
+    member_counts = np.empty((pieces, TOP_BUCKETS), dtype=np.int64)
+    for j in prange(pieces):
+        class_counts[j] = class_top_digit_counts(bits, labels, row_starts[j], row_stops[j],
+                                                 low, shift)
+        member_counts[j] = member_top_digit_counts(bits, identity_rows, row_ptr,
+                                                   member_starts[j], member_stops[j], low,
+                                                   shift)
+    class_start, class_slot = bucket_slots(class_counts)
+    member_start, member_slot = bucket_slots(member_counts)
+    for j in prange(pieces):
+        scatter_class_keys(bits, labels, row_starts[j], row_stops[j], low, shift,
+                           class_slot[j], out)
+        scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups,
+                            member_starts[j], member_stops[j], low, shift, member_slot[j],
+                            keys, codes)
+    runs = bucket_runs(class_start, member_start, pieces)
+    no_payload = np.empty(0, dtype=np.int64)
+    for j in prange(pieces):
+        sort_buckets(out, no_payload, out_scratch, no_payload, class_start, runs[j, 0],
+                     runs[j, 1], low, shift)
+        sort_buckets(keys, codes, keys_scratch, codes_scratch, member_start, runs[j, 2],
+                     runs[j, 3], low, shift)
+    return class_start[TOP_BUCKETS]
 
 
 @njit(cache=True, nogil=True)

@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._native import numba_threads
-from .._threads import even_ranges, jobs_for, pieces_for, run_jobs, run_pieces
+from .._native import native_pieces, numba_threads
+from .._numba_cache import read_only
+from .._threads import even_ranges, jobs_for, run_jobs, run_pieces
 from ..prepare.memberships import Memberships, membership_rows_and_codes
 from ..validate.values import score_bounds
 from . import _kernels as K
@@ -34,39 +35,6 @@ class SortedClasses(NamedTuple):
 
 # below this many keys per extra thread a sort is not worth splitting
 PARALLEL_SORT_MIN_KEYS = 100_000
-
-
-def _slots(bucket_counts: list) -> tuple:
-    """From each row range's counts per bucket (ranges in row order): every bucket's start
-    in the output (one more entry than buckets) and each range's first slot in each bucket
-    (the ranges' ``next_slot`` arrays, stacked)."""
-    stacked = np.stack(bucket_counts)
-    per_bucket = stacked.sum(axis=0)
-    bucket_start = np.zeros(per_bucket.shape[0] + 1, dtype=np.int64)
-    np.cumsum(per_bucket, out=bucket_start[1:])
-    next_slot = bucket_start[:-1] + np.cumsum(stacked, axis=0) - stacked
-    return bucket_start, next_slot
-
-
-def _bucket_jobs(bucket_starts: list, pieces: int) -> list:
-    """Split the buckets of one or more arrays into ``pieces`` jobs of about equal numbers of
-    keys: each job a list of ``(array index, first bucket, stop bucket)``."""
-    sizes = np.concatenate([np.diff(b) for b in bucket_starts])
-    ends = np.cumsum(sizes)
-    cuts = np.searchsorted(ends, (np.arange(1, pieces) * ends[-1]) // pieces, side="right") \
-        if ends.size and pieces > 1 else np.zeros(0, dtype=np.int64)
-    bounds = [0, *[int(c) for c in cuts], sizes.shape[0]]
-    n_each = [b.shape[0] - 1 for b in bucket_starts]
-    jobs = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        job, offset = [], 0
-        for array, n in enumerate(n_each):
-            a, b = max(lo - offset, 0), min(hi - offset, n)
-            if a < b:
-                job.append((array, a, b))
-            offset += n
-        jobs.append(job)
-    return jobs
 
 
 def score_key_range(scores: np.ndarray, workers: int = 1, bounds: tuple | None = None) -> tuple:
@@ -131,10 +99,8 @@ SHARED_BUCKET_JOBS = 16
 # per thread, none smaller than this many keys
 NATIVE_SORT_MIN_KEYS = 20_000
 
-#: the kernels of the sorts' rounds on Numba's threads
-NATIVE_SORT_KERNELS = (K.class_top_digit_counts_pieces, K.scatter_class_keys_pieces,
-                       K.member_top_digit_counts_pieces, K.scatter_member_keys_pieces,
-                       K.sort_buckets_pieces)
+#: the kernel of the sorts on Numba's threads
+NATIVE_SORT_KERNELS = (K.sort_keys_pieces,)
 
 
 def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
@@ -163,16 +129,12 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
         labels = labels.view(np.uint8)  # read as 0/1 bytes: no branch on the label
     m = memberships
     n_members = 0 if m is None else m.row_groups.shape[0]
-    if share is None and pieces_for(max(scores.shape[0] if labels is not None else 0,
-                                        n_members), workers, NATIVE_SORT_MIN_KEYS) > 1:
+    n_sorted = max(scores.shape[0] if labels is not None else 0, n_members)
+    if share is None and native_pieces(n_sorted, workers, NATIVE_SORT_MIN_KEYS) > 1:
         with numba_threads(workers, scores.shape[0], NATIVE_SORT_KERNELS) as on_numba:
             if on_numba:
-                return (None if labels is None else class_sort_on_numba(
-                            bits, labels, pieces_for(bits.shape[0], workers,
-                                                     NATIVE_SORT_MIN_KEYS), low, shift),
-                        None if m is None else member_sort_on_numba(
-                            bits, m, pieces_for(n_members, workers, NATIVE_SORT_MIN_KEYS),
-                            low, shift))
+                return sort_on_numba(bits, labels, m, native_pieces(
+                    n_sorted, workers, NATIVE_SORT_MIN_KEYS), low, shift)
     pieces = jobs_for(max(scores.shape[0] if labels is not None else 0, n_members), workers,
                       PARALLEL_SORT_MIN_KEYS)
     rows = even_ranges(scores.shape[0], pieces)
@@ -186,22 +148,14 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                                           low, shift))
 
     counts = run_jobs(count, range(pieces), workers)
-    arrays, payloads, bucket_starts = [], [], []
+    # the classes' array (the negatives' buckets, then the positives'), the memberships'
+    class_start = member_start = _NO_BUCKETS
     if labels is not None:
-        # one array: the negatives' buckets, then the positives'
-        class_start, class_slot = _slots([c for c, _ in counts])
-        out = np.empty(int(class_start[-1]), dtype=uint)
+        class_start, class_slot = K.bucket_slots(np.stack([c for c, _ in counts]))
         n_neg = int(class_start[K.TOP_BUCKETS])
-        arrays.append(out)
-        payloads.append(None)
-        bucket_starts.append(class_start)
     if m is not None:
-        member_start, member_slot = _slots([c for _, c in counts])
-        code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
-        keys, codes = np.empty(n_members, dtype=uint), np.empty(n_members, dtype=code)
-        arrays.append(keys)
-        payloads.append(codes)
-        bucket_starts.append(member_start)
+        member_start, member_slot = K.bucket_slots(np.stack([c for _, c in counts]))
+    out, keys, codes = _sorted_arrays(scores.shape[0] if labels is not None else 0, m, uint)
 
     def scatter(j):
         if labels is not None:
@@ -212,69 +166,74 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                                   codes)
 
     run_jobs(scatter, range(pieces), workers)
-    no_payload = np.empty(0, dtype=np.int64)
-    scratch = [np.empty_like(a) for a in arrays]
-    payload_scratch = [no_payload if p is None else np.empty_like(p) for p in payloads]
-    payloads = [no_payload if p is None else p for p in payloads]
+    out_scratch, keys_scratch, codes_scratch = (np.empty_like(a) for a in (out, keys, codes))
 
-    def sort_buckets(job):
-        for a, d_start, d_stop in job:
-            K.sort_buckets(arrays[a], payloads[a], scratch[a], payload_scratch[a],
-                           bucket_starts[a], d_start, d_stop, low, shift)
+    def sort_buckets(run):
+        if run[1] > run[0]:
+            K.sort_buckets(out, _NO_PAYLOAD, out_scratch, _NO_PAYLOAD, class_start, run[0],
+                           run[1], low, shift)
+        if run[3] > run[2]:  # (a sort not made has no buckets: no call, nothing compiled)
+            K.sort_buckets(keys, codes, keys_scratch, codes_scratch, member_start, run[2],
+                           run[3], low, shift)
 
     if share is None:
-        run_jobs(sort_buckets, _bucket_jobs(bucket_starts, pieces), workers)
+        run_jobs(sort_buckets, K.bucket_runs(class_start, member_start, pieces), workers)
     else:
-        share.post(sort_buckets, _bucket_jobs(bucket_starts, max(SHARED_BUCKET_JOBS, pieces)))
+        share.post(sort_buckets, K.bucket_runs(class_start, member_start,
+                                               max(SHARED_BUCKET_JOBS, pieces)))
         share.finish(workers)
     return (SortedClasses(out[:n_neg], out[n_neg:]) if labels is not None else None,
             (keys, codes) if m is not None else None)
 
 
-def _sort_buckets_on_numba(values: np.ndarray, payload: np.ndarray | None,
-                           bucket_start: np.ndarray, pieces: int, low, shift) -> None:
-    """Sort every bucket of ``values`` (and ``payload``) in place, as ``pieces`` runs of
-    buckets of about equal numbers of keys in one round on Numba's threads."""
-    runs = [job[0][1:] if job else (0, 0) for job in _bucket_jobs([bucket_start], pieces)]
-    d_starts, d_stops = (np.array(column, dtype=np.int64) for column in zip(*runs))
-    none = np.empty(0, dtype=np.int64)
-    K.sort_buckets_pieces(values, none if payload is None else payload, np.empty_like(values),
-                          none if payload is None else np.empty_like(payload), bucket_start,
-                          d_starts, d_stops, low, shift)
+_NO_BUCKETS = np.zeros(1, dtype=np.int64)  # the bucket starts of a sort not made: none
+_NO_PAYLOAD = np.empty(0, dtype=np.int64)
 
 
-def class_sort_on_numba(bits: np.ndarray, labels: np.ndarray, pieces: int, low, shift
-                        ) -> SortedClasses:
-    """:func:`sort_keys`'s class sort as rounds on Numba's threads (see
-    :mod:`fastbias._native`), the rows cut into ``pieces`` ranges: ``bits`` the scores
-    viewed as unsigned integers, ``labels`` as uint8; ``(low, shift)`` the key range."""
-    rows = np.array(even_ranges(bits.shape[0], pieces), dtype=np.int64)
-    start, slot = _slots(list(K.class_top_digit_counts_pieces(bits, labels, rows[:, 0],
-                                                              rows[:, 1], low, shift)))
-    out = np.empty(int(start[-1]), dtype=bits.dtype)
-    K.scatter_class_keys_pieces(bits, labels, rows[:, 0], rows[:, 1], low, shift, slot, out)
-    _sort_buckets_on_numba(out, None, start, pieces, low, shift)
-    n_neg = int(start[K.TOP_BUCKETS])
-    return SortedClasses(out[:n_neg], out[n_neg:])
-
-
-def member_sort_on_numba(bits: np.ndarray, memberships: Memberships, pieces: int, low, shift
-                         ) -> tuple:
-    """:func:`sort_keys`'s membership sort as rounds on Numba's threads (see
-    :func:`class_sort_on_numba`), the identity rows cut into ``pieces`` ranges of about
-    equal numbers of memberships: ``(keys, codes)``."""
+def _sorted_arrays(n_rows: int, memberships: Memberships | None, uint) -> tuple:
+    """What the sorts write: ``(out, keys, codes)``, the classes' keys (``n_rows``: 0 when
+    that sort is not made) and the memberships' keys and codes (empty without
+    ``memberships``); codes int32 unless there are more than 2**30 subgroups."""
     m = memberships
-    ranges = np.array(_member_ranges(m.row_ptr, pieces), dtype=np.int64)
-    start, slot = _slots(list(K.member_top_digit_counts_pieces(
-        bits, m.identity_rows, m.row_ptr, ranges[:, 0], ranges[:, 1], low, shift)))
-    code = np.int32 if 2 * m.n_groups + 1 < 2 ** 31 else np.int64
-    keys = np.empty(m.row_groups.shape[0], dtype=bits.dtype)
-    codes = np.empty(m.row_groups.shape[0], dtype=code)
-    K.scatter_member_keys_pieces(bits, m.identity_rows, m.identity_labels, m.row_ptr,
-                                 m.row_groups, ranges[:, 0], ranges[:, 1], low, shift, slot,
-                                 keys, codes)
-    _sort_buckets_on_numba(keys, codes, start, pieces, low, shift)
-    return keys, codes
+    n_members = 0 if m is None else m.row_groups.shape[0]
+    code = np.int32 if m is None or 2 * m.n_groups + 1 < 2 ** 31 else np.int64
+    return (np.empty(n_rows, dtype=uint), np.empty(n_members, dtype=uint),
+            np.empty(n_members, dtype=code))
+
+
+def sort_on_numba(bits: np.ndarray, labels: np.ndarray | None,
+                  memberships: Memberships | None, pieces: int, low, shift) -> tuple:
+    """:func:`sort_keys` as one kernel on Numba's threads (``_kernels.sort_keys_pieces``,
+    see :mod:`fastbias._native`): the class sort (``labels`` given, as uint8) and the
+    membership sort (``memberships`` given) share its rounds, the rows and the identity rows
+    each cut into ``pieces`` ranges (the identity rows' of about equal numbers of
+    memberships). ``bits``: the scores viewed as unsigned integers; ``(low, shift)`` the key
+    range. ``(SortedClasses or None, (keys, codes) or None)``."""
+    m = memberships
+    n_rows = 0 if labels is None else bits.shape[0]
+    rows = np.array(even_ranges(n_rows, pieces), dtype=np.int64)
+    if m is None:
+        members = np.zeros((pieces, 2), dtype=np.int64)
+        identity_rows, identity_labels = _NO_PAYLOAD, np.empty(0, dtype=np.bool_)
+        row_ptr, row_groups = _NO_BUCKETS, _NO_PAYLOAD
+    else:
+        members = np.array(_member_ranges(m.row_ptr, pieces), dtype=np.int64)
+        identity_rows, identity_labels = m.identity_rows, m.identity_labels
+        row_ptr, row_groups = m.row_ptr, m.row_groups
+    out, keys, codes = _sorted_arrays(n_rows, m, bits.dtype)
+    # (what it reads, the caller's arrays among them, read-only or not: read-only views, so
+    # that one version compiles)
+    n_neg = int(K.sort_keys_pieces(
+        *(read_only(a) for a in (bits, _NO_LABELS if labels is None else labels, rows[:, 0],
+                                 rows[:, 1], identity_rows, identity_labels, row_ptr,
+                                 row_groups, members[:, 0], members[:, 1])),
+        low, shift, out, np.empty_like(out), keys, codes, np.empty_like(keys),
+        np.empty_like(codes)))
+    return (None if labels is None else SortedClasses(out[:n_neg], out[n_neg:]),
+            None if m is None else (keys, codes))
+
+
+_NO_LABELS = np.empty(0, dtype=np.uint8)
 
 
 def sort_classes(scores: np.ndarray, labels: np.ndarray, workers: int = 1,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._native import numba_threads
+from .._native import native_pieces, numba_threads
 from .._threads import JOBS_PER_WORKER, pieces_for, run_jobs
 from ..prepare.memberships import Memberships, group_mask
 from ..sort.order import ScoreOrder, SortedClasses, SortedScores
@@ -259,13 +259,13 @@ def count_all(sorted_members: tuple, sorted_classes: SortedClasses, n_groups: in
     """
     keys, codes = sorted_members
     neg_keys, pos_keys = sorted_classes.neg_keys, sorted_classes.pos_keys
-    native_pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
-                               NATIVE_COUNT_MIN_MEMBERSHIPS)
-    if native_pieces > 1:
+    pieces = native_pieces(keys.shape[0] + pos_keys.shape[0], workers,
+                           NATIVE_COUNT_MIN_MEMBERSHIPS)
+    if pieces > 1:
         with numba_threads(workers, neg_keys.shape[0] + pos_keys.shape[0],
                            (K.member_counts_pieces,)) as on_numba:
             if on_numba:
-                return count_on_numba(sorted_members, sorted_classes, n_groups, native_pieces)
+                return count_on_numba(sorted_members, sorted_classes, n_groups, pieces)
     pieces = pieces_for(keys.shape[0] + pos_keys.shape[0], workers,
                         PARALLEL_COUNT_MIN_MEMBERSHIPS)
     if pieces > 1:

@@ -58,7 +58,6 @@ def _scores(rng, dtype, writable: bool) -> np.ndarray:
 
 def counting(rng) -> None:
     from .prepare import memberships as prep
-    from .sort import order
     from .sort.order import SortedScores
     from .sweep import counts
 
@@ -78,11 +77,8 @@ def counting(rng) -> None:
             for threshold in (0.5, 2.0):
                 rows.append(prep.column_rows(values, threshold, buffer))
         prep.prepare_memberships(labels, rows[:3], ["a", "b", "c"])
-    # the class sort reads the caller's scores and labels: either may be read-only alone
-    for dtype in (np.float32, np.float64):
-        for scores_writable, labels_writable in ((True, False), (False, True)):
-            order.sort_classes(_scores(rng, dtype, scores_writable),
-                               _as(rng.random(N_ROWS) < 0.3, labels_writable), workers=2)
+    # (the sorts and the scans read the caller's arrays through read-only views: one version
+    # of each kernel, whatever the flags of what is handed in)
 
 
 def _each_input(rng):
@@ -96,29 +92,8 @@ def _each_input(rng):
             yield _scores(rng, dtype, writable), memberships, weights
 
 
-def _class_sorts_of_mixed_inputs(rng) -> None:
-    """The sorts that read a class from the labels (weights, the bootstrap) with read-only
-    scores and writable labels, and the other way round (pandas copy-on-write makes either
-    read-only alone): each combination is a kernel of its own."""
-    from .sort import order
-
-    for dtype in (np.float32, np.float64):
-        for scores_writable, labels_writable in ((True, False), (False, True)):
-            order.sort_classes_with_rows(
-                _scores(rng, dtype, scores_writable),
-                _Labels(_as(rng.random(N_ROWS) < 0.3, labels_writable)))
-
-
-class _Labels:
-    """What :func:`fastbias.sort.order.sort_classes_with_rows` reads of memberships."""
-
-    def __init__(self, labels):
-        self.labels = labels
-        n_pos = int(labels.sum())
-        self.class_rows = (labels.shape[0] - n_pos, n_pos)
-
-
 def weighted(rng) -> None:
+    from ._numba_cache import read_only
     from .prepare.memberships import group_mask
     from .sort.order import SortedScores
     from .sweep import _kernels as K
@@ -129,8 +104,10 @@ def weighted(rng) -> None:
         counts.count_sorted(sorted_scores, weights)
         order = sorted_scores.order()
         K.explicit_cell_counts(group_mask(memberships, 0), order.neg_rows, order.neg_sorted,
-                               order.pos_rows, order.pos_sorted, np.ascontiguousarray(weights))
-    _class_sorts_of_mixed_inputs(rng)
+                               order.pos_rows, order.pos_sorted,
+                               read_only(np.ascontiguousarray(weights)))  # (as counts passes it)
+    # (the sorts and walks read the caller's scores, labels and weights through read-only
+    # views: one version of each kernel, whatever the flags of what is handed in)
 
 
 def delong(rng) -> None:
@@ -181,7 +158,6 @@ def bootstrap(rng) -> None:
                    progress=False, n_jobs=1)
         replicates(SortedScores(scores, memberships), np.ascontiguousarray(weights), n_boot=2,
                    random_state=0, progress=False, n_jobs=1)
-    _class_sorts_of_mixed_inputs(rng)
     # (alone: a call switches to these kernels as soon as this family's child has ended; its
     # point estimate's family is compiled next, by another child)
 

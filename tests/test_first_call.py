@@ -540,9 +540,44 @@ def test_every_warm_up_family_runs(monkeypatch):
     keys = {str(signature[0].dtype) for signature in SK.block_boundary_near.signatures}
     assert {"uint32", "uint64"} <= keys
     # weights as pandas hands them over, read-only, reach the weighted walks (found by
-    # review: a weighted evaluate with significance compiled this after the warm-up)
-    assert {signature[1].mutable for signature in SK.cumulative_weights.signatures} == {
-        True, False}
+    # review: a weighted evaluate with significance compiled this after the warm-up): now
+    # through a read-only view whatever their flags, so one version
+    assert {signature[1].mutable for signature in SK.cumulative_weights.signatures} == {False}
+    # writable and read-only inputs (pandas copy-on-write hands over read-only columns)
+    # compile nothing the families did not, and no kernel compiled twice for arrays that
+    # differ only in being read-only: the kernels read them through read-only views. In a
+    # process of its own (the kernels cached above), since tests here call kernels directly.
+    import subprocess
+    import sys
+
+    script = """
+import numba, numpy as np, fastbias, sys
+from fastbias import _warm_up
+_warm_up.main(list(_warm_up.FAMILIES))
+def versions():
+    return {(name, attr): list(value.signatures) for name, module in list(sys.modules.items())
+            if name.startswith("fastbias") and module is not None
+            for attr, value in vars(module).items()
+            if isinstance(value, numba.core.registry.CPUDispatcher)}
+before = versions()
+rng = np.random.default_rng(3)
+for writable in (True, False):
+    y, s = rng.random(600) < 0.3, rng.random(600).astype(np.float32)
+    groups, w = rng.random((600, 3)) < 0.3, rng.random(600)
+    for a in (y, s, groups, w):
+        a.flags.writeable = writable
+    for weights, ci in ((None, None), (None, "delong"), (w, None), (w, "delong")):
+        fastbias.bias_metrics(y, s, groups, sample_weight=weights, ci=ci, n_jobs=2)
+after = versions()
+print("compiled after the warm-up:", [k for k in after if after[k] != before[k]])
+def writable(t):
+    return t.copy(readonly=False) if isinstance(t, numba.types.Array) else t
+print("twins:", [k for k, sigs in after.items()
+                 if len({tuple(writable(t) for t in sig) for sig in sigs}) < len(sigs)])
+"""
+    out = subprocess.run([sys.executable, "-c", script], check=True, timeout=600,
+                         capture_output=True, text=True).stdout.splitlines()
+    assert out[-2:] == ["compiled after the warm-up: []", "twins: []"], out
     assert set(warm_up.FAMILIES) == {"counting", "weighted", "delong", "bootstrap",
                                      "thresholds", "significance", "native", "exact"}
     # (the exact walks: the version that keeps each sum's rounding, alone in family "exact")

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .._numba_cache import read_only
 from ..metrics.definitions import AEG_METRICS, METRIC_COLUMNS, METRIC_SAMPLES
 from ..prepare.memberships import prepare_memberships, subgroup_rows
 from ..sort import _kernels as SK
@@ -113,7 +114,8 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         rank_b = np.empty(cell_rows.shape[0], dtype=np.int64)
         rank_b[idx[1]] = np.arange(cell_rows.shape[0])
         sorted_rows = [cell_rows[i] for i in idx]
-        return _Sample([SK.gather_scores(s, r) for s, r in zip((sa, sb), sorted_rows)],
+        return _Sample([SK.gather_scores(read_only(s), read_only(r))
+                        for s, r in zip((sa, sb), sorted_rows)],
                        [np.ascontiguousarray(w[r]) for r in sorted_rows], rank_b[idx[0]])
 
     def compare(c: _Sample, s: _Sample, c_is_x: bool, exclude: bool = False):

@@ -209,7 +209,7 @@ def prepare_memberships_dense(labels: np.ndarray, matrix: np.ndarray, names: lis
         matrix = matrix.view(np.uint8)
     matrix = np.ascontiguousarray(matrix)
     n, k = matrix.shape
-    flat = matrix.reshape(-1)
+    flat = read_only(matrix.reshape(-1))  # (writable or not: one compiled version)
     pieces = native_pieces(n, workers, NATIVE_SCAN_MIN_ROWS)
     if pieces > 1 and k > 0 and flat.ctypes.data % 8 == 0:
         with numba_threads(workers, n, NATIVE_SCAN_KERNELS) as on_numba:
@@ -258,10 +258,12 @@ def column_rows(values: np.ndarray, threshold: float, buffer: np.ndarray,
         flat = np.ascontiguousarray(values).view(np.uint8)
         if flat.ctypes.data % 8:
             flat = flat.copy()  # fresh memory is word aligned
+        flat = read_only(flat)  # (read-only or not: one compiled version of the scan)
         words = flat[:flat.shape[0] // 8 * 8].view(np.uint64)
         rows, _ = dense_members(words, flat, 1, flat.shape[0] // 64)
         return rows.copy()
-    count = K.threshold_column_rows(values, threshold, buffer)
+    # (a column read-only or not: a read-only view, one compiled version per dtype)
+    count = K.threshold_column_rows(read_only(values), threshold, buffer)
     return buffer[:count].copy()
 
 

@@ -120,13 +120,15 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     buckets, is offered there as SHARED_BUCKET_JOBS jobs, so that a thread done with other
     work can join in (the sort is the same). Without ``share``, where
     :func:`fastbias._native.numba_threads` allows, each round runs as one kernel on
-    Numba's threads instead, one piece per thread (the same pieces' kernels: the same sort).
+    Numba's threads instead (the same pieces' kernels: the same sort). The kernels read
+    the scores, the labels and the memberships through read-only views, writable or not:
+    one compiled version of each per key width.
     """
     uint = _UINT_OF_FLOAT[scores.dtype]
-    bits = scores.view(uint)
+    bits = read_only(scores.view(uint))
     low, shift = score_key_range(scores, workers) if key_range is None else key_range
     if labels is not None:
-        labels = labels.view(np.uint8)  # read as 0/1 bytes: no branch on the label
+        labels = read_only(labels.view(np.uint8))  # read as 0/1 bytes: no branch on the label
     m = memberships
     n_members = 0 if m is None else m.row_groups.shape[0]
     n_sorted = max(scores.shape[0] if labels is not None else 0, n_members)
@@ -139,13 +141,14 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
                       PARALLEL_SORT_MIN_KEYS)
     rows = even_ranges(scores.shape[0], pieces)
     members = _member_ranges(m.row_ptr, pieces) if m is not None else None
+    identity_rows, identity_labels, row_ptr, row_groups = _read_memberships(m)
 
     def count(j):
         return (None if labels is None else
                 K.class_top_digit_counts(bits, labels, *rows[j], low, shift),
                 None if m is None else
-                K.member_top_digit_counts(bits, m.identity_rows, m.row_ptr, *members[j],
-                                          low, shift))
+                K.member_top_digit_counts(bits, identity_rows, row_ptr, *members[j], low,
+                                          shift))
 
     counts = run_jobs(count, range(pieces), workers)
     # the classes' array (the negatives' buckets, then the positives'), the memberships'
@@ -161,9 +164,8 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
         if labels is not None:
             K.scatter_class_keys(bits, labels, *rows[j], low, shift, class_slot[j], out)
         if m is not None:
-            K.scatter_member_keys(bits, m.identity_rows, m.identity_labels, m.row_ptr,
-                                  m.row_groups, *members[j], low, shift, member_slot[j], keys,
-                                  codes)
+            K.scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups,
+                                  *members[j], low, shift, member_slot[j], keys, codes)
 
     run_jobs(scatter, range(pieces), workers)
     out_scratch, keys_scratch, codes_scratch = (np.empty_like(a) for a in (out, keys, codes))
@@ -190,6 +192,16 @@ _NO_BUCKETS = np.zeros(1, dtype=np.int64)  # the bucket starts of a sort not mad
 _NO_PAYLOAD = np.empty(0, dtype=np.int64)
 
 
+def _read_memberships(memberships: Memberships | None) -> tuple:
+    """What the membership sort reads: ``(identity_rows, identity_labels, row_ptr,
+    row_groups)`` as read-only views (one compiled version, whatever their flags); empty,
+    with one row pointer, without ``memberships``."""
+    m = memberships
+    arrays = ((_NO_PAYLOAD, np.empty(0, dtype=np.bool_), _NO_BUCKETS, _NO_PAYLOAD) if m is None
+              else (m.identity_rows, m.identity_labels, m.row_ptr, m.row_groups))
+    return tuple(read_only(a) for a in arrays)
+
+
 def _sorted_arrays(n_rows: int, memberships: Memberships | None, uint) -> tuple:
     """What the sorts write: ``(out, keys, codes)``, the classes' keys (``n_rows``: 0 when
     that sort is not made) and the memberships' keys and codes (empty without
@@ -212,21 +224,16 @@ def sort_on_numba(bits: np.ndarray, labels: np.ndarray | None,
     m = memberships
     n_rows = 0 if labels is None else bits.shape[0]
     rows = np.array(even_ranges(n_rows, pieces), dtype=np.int64)
-    if m is None:
-        members = np.zeros((pieces, 2), dtype=np.int64)
-        identity_rows, identity_labels = _NO_PAYLOAD, np.empty(0, dtype=np.bool_)
-        row_ptr, row_groups = _NO_BUCKETS, _NO_PAYLOAD
-    else:
-        members = np.array(_member_ranges(m.row_ptr, pieces), dtype=np.int64)
-        identity_rows, identity_labels = m.identity_rows, m.identity_labels
-        row_ptr, row_groups = m.row_ptr, m.row_groups
+    members = (np.zeros((pieces, 2), dtype=np.int64) if m is None else
+               np.array(_member_ranges(m.row_ptr, pieces), dtype=np.int64))
+    identity_rows, identity_labels, row_ptr, row_groups = _read_memberships(m)
     out, keys, codes = _sorted_arrays(n_rows, m, bits.dtype)
     # (what it reads, the caller's arrays among them, read-only or not: read-only views, so
     # that one version compiles)
     n_neg = int(K.sort_keys_pieces(
         *(read_only(a) for a in (bits, _NO_LABELS if labels is None else labels, rows[:, 0],
-                                 rows[:, 1], identity_rows, identity_labels, row_ptr,
-                                 row_groups, members[:, 0], members[:, 1])),
+                                 rows[:, 1])), identity_rows, identity_labels, row_ptr,
+        row_groups, *(read_only(a) for a in (members[:, 0], members[:, 1])),
         low, shift, out, np.empty_like(out), keys, codes, np.empty_like(keys),
         np.empty_like(codes)))
     return (None if labels is None else SortedClasses(out[:n_neg], out[n_neg:]),
@@ -292,8 +299,10 @@ def _payload_scratch(n_scores: int, n_sorted: int, payload: int) -> np.ndarray:
 def _radix(scores: np.ndarray, rows: np.ndarray, payload: int, as_keys: bool = False) -> tuple:
     """:func:`~fastbias.sort._kernels.radix_sort_gathered` on ``scores[rows]``: ``(sorted values,
     or their sortable keys with ``as_keys``; the payload)``."""
+    # (the caller's scores and rows, read-only or not: read-only views, one version)
     out, carried = K.radix_sort_gathered(
-        scores.view(_UINT_OF_FLOAT[scores.dtype]), rows, scores.dtype.itemsize * 8,
+        read_only(scores.view(_UINT_OF_FLOAT[scores.dtype])), read_only(rows),
+        scores.dtype.itemsize * 8,
         _payload_scratch(scores.shape[0], rows.shape[0], payload), payload, as_keys)
     return (out if as_keys else out.view(scores.dtype)), carried
 
@@ -303,7 +312,8 @@ def _radix_class(scores: np.ndarray, labels: np.ndarray, label: int, n_rows: int
     """:func:`_radix` of the rows of one class (``labels == label``; ``n_rows`` of them),
     read from the labels (:func:`~fastbias.sort._kernels.radix_sort_class`)."""
     out, carried = K.radix_sort_class(
-        scores.view(_UINT_OF_FLOAT[scores.dtype]), labels.view(np.uint8), label,
+        read_only(scores.view(_UINT_OF_FLOAT[scores.dtype])), read_only(labels.view(np.uint8)),
+        label,
         scores.dtype.itemsize * 8, _payload_scratch(scores.shape[0], n_rows, payload), payload,
         as_keys)
     return (out if as_keys else out.view(scores.dtype)), carried
@@ -325,7 +335,7 @@ def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1)
     """Sort ``scores`` within each class and among the identity rows (the three sorts side by
     side on up to ``workers`` threads)."""
     m = memberships
-    id_scores = K.gather_scores(scores, m.identity_rows)
+    id_scores = K.gather_scores(read_only(scores), read_only(m.identity_rows))
     n_neg, n_pos = m.class_rows
     (_, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
         lambda task: task[0](*task[1:]),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._native import native_pieces, numba_threads
+from .._numba_cache import read_only
 from .._threads import JOBS_PER_WORKER, pieces_for, run_jobs
 from ..prepare.memberships import Memberships, group_mask
 from ..sort.order import ScoreOrder, SortedClasses, SortedScores
@@ -166,7 +167,8 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
     # the kernels divide each weight by the scale as they read it: no scaled copy of the weights,
     # and no prefix sums of a class's length (the peak memory of a weighted call)
-    weights = np.ascontiguousarray(sample_weight, dtype=np.float64)
+    # (read-only or not: a read-only view, one compiled version)
+    weights = read_only(np.ascontiguousarray(sample_weight, dtype=np.float64))
     hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total = \
         K.subgroup_counts_weighted(order.id_scores, order.id_order, m.identity_labels, weights,
                                    scale, m.identity_rows, m.row_ptr, m.row_groups,
@@ -177,7 +179,7 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
 
     def explicit(g):
         if not scaled:
-            scaled.append(weights if scale == 1.0 else weights / scale)
+            scaled.append(weights if scale == 1.0 else read_only(weights / scale))
         return K.explicit_cell_counts(group_mask(m, g), order.neg_rows, order.neg_sorted,
                                       order.pos_rows, order.pos_sorted, scaled[0])
 

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._numba_cache import read_only
 from ..sort.order import SortedScores, sortable_keys_in_place
 from . import _kernels as K
 
@@ -49,8 +50,9 @@ def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> Mem
     the scores as their sortable keys (the point estimate's sorts are of the scores)."""
     m = sorted_scores.memberships
     order = sorted_scores.order()
-    neg_cum = K.cumulative_weights(order.neg_rows, sample_weight)
-    pos_cum = K.cumulative_weights(order.pos_rows, sample_weight)
+    weights = read_only(sample_weight)  # (read-only or not: one compiled version)
+    neg_cum = K.cumulative_weights(order.neg_rows, weights)
+    pos_cum = K.cumulative_weights(order.pos_rows, weights)
     # identity rows by score, each repeated once per subgroup it belongs to
     per_row = np.diff(m.row_ptr)[order.id_order]
     identity = np.repeat(order.id_order, per_row)

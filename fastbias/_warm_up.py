@@ -99,9 +99,16 @@ def weighted(rng) -> None:
     from .sweep import _kernels as K
     from .sweep import counts
 
+    pieces = counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS
     for scores, memberships, weights in _each_input(rng):
         sorted_scores = SortedScores(scores, memberships)
         counts.count_sorted(sorted_scores, weights)
+        # (in pieces too: a large call joins them, with kernels of their own)
+        counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS = 64, 16
+        try:
+            counts.count_sorted(sorted_scores, weights)
+        finally:
+            counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS = pieces
         order = sorted_scores.order()
         K.explicit_cell_counts(group_mask(memberships, 0), order.neg_rows, order.neg_sorted,
                                order.pos_rows, order.pos_sorted,

@@ -8,6 +8,7 @@ when every weight is multiplied by a power of two (other constants change
 the weights themselves by a rounding, so those are compared with the exact
 value of the weights actually passed).
 """
+import contextlib
 import math
 import warnings
 
@@ -23,6 +24,7 @@ from fastbias.prepare.memberships import prepare_memberships
 from fastbias.sort.order import order_scores
 from fastbias.streaming import evaluate_csv
 from fastbias.sweep import _kernels as K
+from fastbias.sweep import counts
 from fastbias.sweep.double_double import metric_ratios
 from fastbias.validate.errors import UndefinedMetricWarning
 from tests.reference import brute_force_metrics, pair_probability
@@ -130,6 +132,49 @@ def test_power_of_two_scaling_changes_nothing(case, exponent):
     pd.testing.assert_frame_equal(moved[METRICS], plain[METRICS], check_exact=True)
     assert moved.attrs["overall_auc"] == plain.attrs["overall_auc"] or (
         np.isnan(moved.attrs["overall_auc"]) and np.isnan(plain.attrs["overall_auc"]))
+
+
+@contextlib.contextmanager
+def weighted_pieces(class_rows: int, identity_rows: int):
+    """The weighted sums cut into pieces of a few rows, as at millions of rows, on threads
+    however small the call."""
+    saved = (counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS,
+             counts.PARALLEL_WEIGHTED_MIN_ROWS)
+    counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS = class_rows, identity_rows
+    counts.PARALLEL_WEIGHTED_MIN_ROWS = 0
+    try:
+        yield
+    finally:
+        (counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS,
+         counts.PARALLEL_WEIGHTED_MIN_ROWS) = saved
+
+
+@SETTINGS
+@given(weighted_cases(), st.integers(1, 4), st.integers(1, 3))
+def test_weighted_sums_in_pieces_equal_exact_rationals_on_any_thread_count(case, class_rows,
+                                                                           identity_rows):
+    """The weighted sums cut into pieces fixed by the data (blocks of tied scores kept
+    whole), each class's sums made whole with the pieces below, the subgroup pairs across
+    ranges added at the join: exact to the reference, and the same bits on 1, 2 and 3
+    threads."""
+    y, s, w, groups = case
+    with weighted_pieces(class_rows, identity_rows):
+        tables = [quietly(fastbias.bias_metrics, y, s, groups, sample_weight=w, n_jobs=jobs)
+                  for jobs in (1, 2, 3)]
+    check_against_exact(tables[0], y, s, groups, w)
+    for table in tables[1:]:
+        pd.testing.assert_frame_equal(table, tables[0], check_exact=True)
+        assert table.attrs == tables[0].attrs or np.isnan(tables[0].attrs["overall_auc"])
+
+
+@pytest.mark.parametrize("tiny", [1e-20, 1e-100])
+@pytest.mark.parametrize("cell", ["background_negative", "background_positive"])
+def test_a_tiny_background_next_to_a_heavy_subgroup_in_pieces(tiny, cell):
+    """The certificate still holds when the sums come in pieces (their error bound counts
+    every row and membership, as a chain's does)."""
+    with weighted_pieces(7, 3):
+        test_a_tiny_background_next_to_a_heavy_subgroup(tiny, cell)
+        test_a_tiny_metric_keeps_its_relative_digits()
 
 
 @pytest.mark.parametrize("scale", [1e-300, 1e-170, 1e-20, 1.0, 3.7, 1e160, 1e300])

@@ -27,7 +27,7 @@ from numba import njit, prange, types
 from numba.extending import overload
 
 # Column order of the per-subgroup count matrices of ``finish_member_counts`` and
-# ``subgroup_counts_weighted``: cell totals (count or weight) first, then twice the U numerators.
+# ``member_weights_in_range``: cell totals (count or weight) first, then twice the U numerators.
 CELL_SUBGROUP_NEG = 0
 CELL_SUBGROUP_POS = 1
 TWICE_SUBGROUP_U = 2  # pairs (Dg+, Dg-) with the positive above
@@ -433,49 +433,155 @@ def twice_class_weight_below(class_sorted, class_rows, weights, scale, queries, 
     and no array of the class's length is made. Returns ``(hi, lo, more_hi,
     more_lo, total_hi, total_lo, n_positive)``: per query (in each set's own
     order), then the class's total weight and how many of its rows weigh
-    more than 0.
+    more than 0. (One piece of :func:`class_weight_below_range`; the weighted
+    count cuts a large class into pieces, see ``fastbias.sweep.counts``.)
     """
-    m = class_rows.shape[0]
     n_a = queries.shape[0]
     n_b = more_queries.shape[0]
-    ordered = query_order.shape[0] == 0
     a_hi = np.empty(n_a, dtype=np.float64)
     a_lo = np.empty(n_a, dtype=np.float64)
     b_hi = np.empty(n_b, dtype=np.float64)
     b_lo = np.empty(n_b, dtype=np.float64)
-    k = 0
-    sum_hi = sum_lo = 0.0  # P(k)
+    sum_hi, sum_lo, n_positive = class_weight_below_range(
+        class_sorted, class_rows, weights, scale, 0, class_rows.shape[0], queries, query_order,
+        0, n_a, more_queries, 0, n_b, a_hi, a_lo, b_hi, b_lo)
+    return a_hi, a_lo, b_hi, b_lo, sum_hi, sum_lo, n_positive
+
+
+@njit(cache=True, nogil=True)
+def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, k_stop, queries,
+                             query_order, a_start, a_stop, more_queries, b_start, b_stop, a_hi,
+                             a_lo, b_hi, b_lo):
+    """:func:`twice_class_weight_below` of one piece: the class rows ``k_start:k_stop`` (a
+    whole number of blocks of equal scores) summed from 0, answering the queries at positions
+    ``a_start:a_stop`` (of ``query_order``, or of ``queries`` when it is empty) and
+    ``b_start:b_stop`` of ``more_queries``: those whose rank in the class falls in the piece
+    (:func:`class_walk_cuts`). Writes their answers into ``a_hi``/``a_lo`` (at the query's
+    index) and ``b_hi``/``b_lo``; returns the piece's ``(total_hi, total_lo, n_positive)``."""
+    ordered = query_order.shape[0] == 0
+    k = k_start
+    sum_hi = sum_lo = 0.0  # P(k) of the piece
     n_positive = 0
-    ta = 0
-    tb = 0
-    while ta < n_a or tb < n_b:
-        if tb == n_b or (ta < n_a and queries[ta if ordered else query_order[ta]] <
-                         more_queries[tb]):
+    ta = a_start
+    tb = b_start
+    while ta < a_stop or tb < b_stop:
+        if tb == b_stop or (ta < a_stop and queries[ta if ordered else query_order[ta]] <
+                            more_queries[tb]):
             q = queries[ta if ordered else query_order[ta]]
         else:
             q = more_queries[tb]
-        while k < m and class_sorted[k] < q:
+        while k < k_stop and class_sorted[k] < q:
             sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
                                                      weights[class_rows[k]] / scale)
             k += 1
         lt_hi, lt_lo = sum_hi, sum_lo
-        while k < m and class_sorted[k] == q:
+        while k < k_stop and class_sorted[k] == q:
             sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
                                                      weights[class_rows[k]] / scale)
             k += 1
         v_hi, v_lo = _dd_add(lt_hi, lt_lo, sum_hi, sum_lo)
-        while ta < n_a and queries[ta if ordered else query_order[ta]] == q:
+        while ta < a_stop and queries[ta if ordered else query_order[ta]] == q:
             index = ta if ordered else query_order[ta]
             a_hi[index], a_lo[index] = v_hi, v_lo
             ta += 1
-        while tb < n_b and more_queries[tb] == q:
+        while tb < b_stop and more_queries[tb] == q:
             b_hi[tb], b_lo[tb] = v_hi, v_lo
             tb += 1
-    while k < m:
+    while k < k_stop:
         sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
                                                  weights[class_rows[k]] / scale)
         k += 1
-    return a_hi, a_lo, b_hi, b_lo, sum_hi, sum_lo, n_positive
+    return sum_hi, sum_lo, n_positive
+
+
+@njit(inline="always")
+def _value_at(values, order, t):
+    return values[t] if order.shape[0] == 0 else values[order[t]]
+
+
+@njit(cache=True, nogil=True)
+def block_cuts(values, order, piece_rows):
+    """Cut the sorted ``values`` (read through ``order``, or as given when it is empty) into
+    pieces of about ``piece_rows``, each cut moved forward to the start of a block of equal
+    values: (pieces + 1,) int64 from 0 to the length. The pieces depend on the data alone,
+    so that sums joined piece by piece are the same bits on any number of threads."""
+    n = values.shape[0] if order.shape[0] == 0 else order.shape[0]
+    pieces = max(1, (n + piece_rows - 1) // piece_rows)
+    cuts = np.empty(pieces + 1, dtype=np.int64)
+    cuts[0] = 0
+    for j in range(1, pieces):
+        t = max(j * piece_rows, cuts[j - 1])
+        while 0 < t < n and _value_at(values, order, t) == _value_at(values, order, t - 1):
+            t += 1
+        cuts[j] = t
+    cuts[pieces] = n
+    return cuts
+
+
+@njit(inline="always")
+def _count_at_or_below(values, order, n, x):
+    """How many of the sorted ``values`` (through ``order``; ``n`` of them) are <= ``x``."""
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _value_at(values, order, mid) <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def class_walk_cuts(class_sorted, piece_rows, queries, query_order, more_queries):
+    """The pieces of a class walk (:func:`class_weight_below_range`): ``(cuts, a_cuts,
+    b_cuts)``, each (pieces + 1,) int64. Piece j sums the class rows ``cuts[j]:cuts[j + 1]``
+    (:func:`block_cuts`) and answers the queries ``a_cuts[j]:a_cuts[j + 1]`` (positions in
+    ``query_order``, or in ``queries`` when it is empty) and ``b_cuts[j]:b_cuts[j + 1]`` of
+    ``more_queries``: those above the last score before the piece and at most its own last
+    (the first piece from below every score, the last to above every score), whose ranks in
+    the class, below and tied, both fall in the piece."""
+    cuts = block_cuts(class_sorted, np.empty(0, dtype=np.int64), piece_rows)
+    pieces = cuts.shape[0] - 1
+    n_a = queries.shape[0] if query_order.shape[0] == 0 else query_order.shape[0]
+    n_b = more_queries.shape[0]
+    no_order = query_order[:0]
+    a_cuts = np.empty(pieces + 1, dtype=np.int64)
+    b_cuts = np.empty(pieces + 1, dtype=np.int64)
+    a_cuts[0] = 0
+    b_cuts[0] = 0
+    for j in range(1, pieces):
+        last = class_sorted[cuts[j] - 1]  # (cuts[j] >= 1: block_cuts moves forward only)
+        a_cuts[j] = _count_at_or_below(queries, query_order, n_a, last)
+        b_cuts[j] = _count_at_or_below(more_queries, no_order, n_b, last)
+    a_cuts[pieces] = n_a
+    b_cuts[pieces] = n_b
+    return cuts, a_cuts, b_cuts
+
+
+@njit(cache=True, nogil=True)
+def dd_prefix(totals_hi, totals_lo):
+    """The double-double sums of the first j pieces' totals, j = 0 .. pieces (from 0, one
+    piece at a time, in order): (pieces + 1,) hi and lo."""
+    n = totals_hi.shape[0]
+    out_hi = np.empty(n + 1, dtype=np.float64)
+    out_lo = np.empty(n + 1, dtype=np.float64)
+    out_hi[0] = out_lo[0] = 0.0
+    for j in range(n):
+        out_hi[j + 1], out_lo[j + 1] = _dd_add(out_hi[j], out_lo[j], totals_hi[j], totals_lo[j])
+    return out_hi, out_lo
+
+
+@njit(cache=True, nogil=True)
+def add_twice_offset(hi, lo, order, start, stop, offset_hi, offset_lo):
+    """A piece's answers (:func:`class_weight_below_range`, summed from 0 in the piece) made
+    whole: twice the weight of the pieces before it added to the answers of the queries
+    ``start:stop`` (positions in ``order``, or themselves when it is empty), in place."""
+    t_hi = 2.0 * offset_hi
+    t_lo = 2.0 * offset_lo
+    for t in range(start, stop):
+        i = t if order.shape[0] == 0 else order[t]
+        hi[i], lo[i] = _dd_add(t_hi, t_lo, hi[i], lo[i])
 
 
 @njit(inline="always")
@@ -491,59 +597,46 @@ def _add_to(hi, lo, g, col, v_hi, v_lo):
 
 
 @njit(cache=True, nogil=True)
-def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_rows, row_ptr,
-                             row_groups, neg_sorted, neg_rows, pos_sorted, pos_rows, n_groups):
-    """Weighted per-subgroup counts, every sum carried as a double-double pair (hi, lo).
+def member_weights_in_range(id_scores, id_order, id_labels, weights, scale, id_rows, row_ptr,
+                            row_groups, nb_hi, nb_lo, pb_hi, pb_lo, tn_hi, tn_lo, tp_hi, tp_lo,
+                            t_start, t_stop, n_groups):
+    """The weighted counts of the identity rows ``id_order[t_start:t_stop]`` (a whole number
+    of blocks of equal scores), every sum a double-double pair, before joining: ``(hi, lo,
+    weighted_rows)``, the counts (n_groups, 7) as :func:`finish_member_counts` lays them out
+    but with the within-subgroup pairs of every subgroup still in the U columns, and each
+    subgroup's rows of each class with a weight above 0 (n_groups, 2).
 
-    Same quantities as the unweighted counts (``finish_member_counts``), walking rows. Each
-    row weighs ``weights[row] / scale`` (``scale`` a power of two); the
-    identity rows ``id_rows`` have scores ``id_scores``, sorted by
-    ``id_order``; each class's rows are given in increasing score order
-    (``*_rows``, scores ``*_sorted``), and the weight of each class below each
-    identity row comes from :func:`twice_class_weight_below`. Returns ``(hi,
-    lo, background_hi, background_lo, background_rows, twice_u_hi, twice_u_lo,
-    negative total, positive total)``: the counts (n_groups, 7) as in the
-    unweighted kernel, the background negative/positive weights (n_groups, 2)
-    as class total minus subgroup (exactly 0 when no background row of that
-    class has a positive weight), how many background rows of each class have
-    a positive weight, twice the overall U, and each class's total weight as
-    (hi, lo). Each value is ``hi + lo`` to about 2**-106 of the sums it came
-    from; :func:`explicit_cell_counts` recomputes a subgroup whose
-    background is too small for that.
+    Each identity row ``r`` weighs ``weights[id_rows[r]] / scale``; ``nb``/``pb`` hold twice
+    each class's weight below it (ties 1/2, :func:`twice_class_weight_below`) and
+    ``tn``/``tp`` the class totals. The subgroup U counts the pairs inside the range only:
+    :func:`join_member_weights` adds those across ranges.
     """
-    # the negatives' walk also answers each positive (for the overall U)
-    nb_all_hi, nb_all_lo, u_below_hi, u_below_lo, tn_hi, tn_lo, n_weighted_neg = \
-        twice_class_weight_below(neg_sorted, neg_rows, weights, scale, id_scores, id_order,
-                                 pos_sorted)
-    pb_all_hi, pb_all_lo, _, _, tp_hi, tp_lo, n_weighted_pos = twice_class_weight_below(
-        pos_sorted, pos_rows, weights, scale, id_scores, id_order, pos_sorted[:0])
     hi = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
     lo = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
     neg_block = np.zeros((n_groups, 2), dtype=np.float64)
     pos_block = np.zeros((n_groups, 2), dtype=np.float64)
     weighted_rows = np.zeros((n_groups, 2), dtype=np.int64)  # subgroup rows with weight > 0
-    neg_below = np.zeros((n_groups, 2), dtype=np.float64)
+    neg_below = np.zeros((n_groups, 2), dtype=np.float64)  # (in this range)
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
     n_touched = 0
-    m = id_order.shape[0]
-    t = 0
-    while t < m:
+    t = t_start
+    while t < t_stop:
         block_score = id_scores[id_order[t]]
-        while t < m and id_scores[id_order[t]] == block_score:
+        while t < t_stop and id_scores[id_order[t]] == block_score:
             r = id_order[t]
             w = weights[id_rows[r]] / scale
             # twice "#class below + 1/2 tied" for this row, both classes
-            nb_hi, nb_lo = nb_all_hi[r], nb_all_lo[r]
-            pb_hi, pb_lo = pb_all_hi[r], pb_all_lo[r]
+            nb_r_hi, nb_r_lo = nb_hi[r], nb_lo[r]
+            pb_r_hi, pb_r_lo = pb_hi[r], pb_lo[r]
             # twice "#positives above + 1/2 tied"
-            pa_hi, pa_lo = _dd_add(2.0 * tp_hi, 2.0 * tp_lo, -pb_hi, -pb_lo)
+            pa_hi, pa_lo = _dd_add(2.0 * tp_hi, 2.0 * tp_lo, -pb_r_hi, -pb_r_lo)
             if id_labels[r]:
-                c1_hi, c1_lo = _dd_mul(nb_hi, nb_lo, w, 0.0)
+                c1_hi, c1_lo = _dd_mul(nb_r_hi, nb_r_lo, w, 0.0)
                 c2_hi, c2_lo = _dd_mul(pa_hi, pa_lo, w, 0.0)
                 cell, col1, col2 = CELL_SUBGROUP_POS, TWICE_BNSP_U, TWICE_POS_BG_ABOVE_U
             else:
-                na_hi, na_lo = _dd_add(2.0 * tn_hi, 2.0 * tn_lo, -nb_hi, -nb_lo)
+                na_hi, na_lo = _dd_add(2.0 * tn_hi, 2.0 * tn_lo, -nb_r_hi, -nb_r_lo)
                 c1_hi, c1_lo = _dd_mul(pa_hi, pa_lo, w, 0.0)
                 c2_hi, c2_lo = _dd_mul(na_hi, na_lo, w, 0.0)
                 cell, col1, col2 = CELL_SUBGROUP_NEG, TWICE_BPSN_U, TWICE_NEG_BG_ABOVE_U
@@ -578,6 +671,43 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_
             pos_block[g, 0] = pos_block[g, 1] = 0.0
             is_touched[g] = False
         n_touched = 0
+    return hi, lo, weighted_rows
+
+
+@njit(cache=True, nogil=True)
+def join_member_weights(parts_hi, parts_lo, parts_rows):
+    """The ranges' counts of :func:`member_weights_in_range` ((pieces, n_groups, 7) hi and lo,
+    (pieces, n_groups, 2) rows; in score order) joined, one range at a time: every column
+    added, and the within-subgroup pairs across ranges, twice each range's subgroup positive
+    weight times the subgroup negative weight of the ranges below it (all strictly below),
+    added to the subgroup U. Returns ``(hi, lo, weighted_rows)``."""
+    hi = parts_hi[0].copy()
+    lo = parts_lo[0].copy()
+    weighted_rows = parts_rows[0].copy()
+    for j in range(1, parts_hi.shape[0]):
+        for g in range(hi.shape[0]):
+            # (hi, lo)[g, CELL_SUBGROUP_NEG] holds the negatives of the ranges below j
+            u_hi, u_lo = _dd_mul(parts_hi[j, g, CELL_SUBGROUP_POS],
+                                 parts_lo[j, g, CELL_SUBGROUP_POS],
+                                 2.0 * hi[g, CELL_SUBGROUP_NEG], 2.0 * lo[g, CELL_SUBGROUP_NEG])
+            _add_to(hi, lo, g, TWICE_SUBGROUP_U, u_hi, u_lo)
+            for col in range(N_COUNT_COLUMNS):
+                _add_to(hi, lo, g, col, parts_hi[j, g, col], parts_lo[j, g, col])
+            weighted_rows[g, 0] += parts_rows[j, g, 0]
+            weighted_rows[g, 1] += parts_rows[j, g, 1]
+    return hi, lo, weighted_rows
+
+
+@njit(cache=True, nogil=True)
+def finish_member_weights(hi, lo, weighted_rows, tn_hi, tn_lo, tp_hi, tp_lo, n_weighted_neg,
+                          n_weighted_pos):
+    """The joined weighted counts (:func:`join_member_weights`) finished in place, as
+    :func:`finish_member_counts` finishes the unweighted ones, every sum in double-double:
+    the within-subgroup pairs removed from the other U columns. Returns the background
+    negative/positive weights (n_groups, 2) as class total minus subgroup (exactly 0 when no
+    background row of that class weighs more than 0, ``n_weighted_*`` the class's rows that
+    do), hi and lo, and how many background rows of each class weigh more than 0."""
+    n_groups = hi.shape[0]
     background_hi = np.empty((n_groups, 2), dtype=np.float64)
     background_lo = np.empty((n_groups, 2), dtype=np.float64)
     background_rows = np.empty((n_groups, 2), dtype=np.int64)
@@ -601,13 +731,19 @@ def subgroup_counts_weighted(id_scores, id_order, id_labels, weights, scale, id_
             background_lo[g, c] = b_lo if live else 0.0
         background_rows[g, 0] = n_weighted_neg - weighted_rows[g, 0]
         background_rows[g, 1] = n_weighted_pos - weighted_rows[g, 1]
+    return background_hi, background_lo, background_rows
+
+
+@njit(cache=True, nogil=True)
+def weighted_u_in_range(u_below_hi, u_below_lo, weights, pos_rows, scale, start, stop):
+    """Twice the overall U of the positives ``start:stop`` (``u_below``: twice the negative
+    weight below each, ties 1/2), each times its weight, summed in double-double from 0."""
     u_hi = 0.0
     u_lo = 0.0
-    for j in range(pos_sorted.shape[0]):  # twice the overall U, positive by positive
+    for j in range(start, stop):
         t_hi, t_lo = _dd_mul(u_below_hi[j], u_below_lo[j], weights[pos_rows[j]] / scale, 0.0)
         u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
-    return (hi, lo, background_hi, background_lo, background_rows, u_hi, u_lo, (tn_hi, tn_lo),
-            (tp_hi, tp_lo))
+    return u_hi, u_lo
 
 
 @njit(cache=True, nogil=True)
@@ -688,7 +824,7 @@ def explicit_cell_counts(member, neg_rows, neg_sorted, pos_rows, pos_sorted, wei
     scores. The backgrounds are listed row by row, never "class minus
     subgroup", so each count is accurate to about 2**-106 of itself however
     small the background is. O(rows). Returns ``(hi, lo, background_hi,
-    background_lo)``: (7,) counts as in :func:`subgroup_counts_weighted` and
+    background_lo)``: (7,) counts as :func:`finish_member_weights` leaves them and
     (2,) background negative/positive weights.
     """
     n_neg = neg_rows.shape[0]

@@ -151,7 +151,8 @@ _POSITIVE_BACKGROUND_COLUMNS = [K.TWICE_BPSN_U, K.TWICE_POS_BG_ABOVE_U]
 
 
 def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: np.ndarray,
-                   certify: bool = True, weight_scale: float | None = None) -> SweepCounts:
+                   certify: bool = True, weight_scale: float | None = None,
+                   workers: int = 1) -> SweepCounts:
     """Weighted counts for a pre-sorted score vector, in double-double; O(n + memberships).
 
     The weights are first divided by :func:`power_of_two_scale` (exact).
@@ -161,7 +162,8 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     recomputed from its explicit cells (O(rows) each, rare). The bootstrap
     passes ``certify=False``: its replicates need no such guarantee. A
     caller that combines several sweeps (the chunk algebra) passes one
-    ``weight_scale`` for all of them.
+    ``weight_scale`` for all of them. The sums run on up to ``workers`` threads
+    (:func:`weighted_sums`), the same bits on any number.
     """
     m = memberships
     scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
@@ -169,11 +171,8 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     # and no prefix sums of a class's length (the peak memory of a weighted call)
     # (read-only or not: a read-only view, one compiled version)
     weights = read_only(np.ascontiguousarray(sample_weight, dtype=np.float64))
-    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total = \
-        K.subgroup_counts_weighted(order.id_scores, order.id_order, m.identity_labels, weights,
-                                   scale, m.identity_rows, m.row_ptr, m.row_groups,
-                                   order.neg_sorted, order.neg_rows, order.pos_sorted,
-                                   order.pos_rows, m.n_groups)
+    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total = weighted_sums(
+        order, m, weights, scale, workers)
 
     scaled = []  # the scaled weights, made once if a subgroup must be recounted (rare)
 
@@ -185,6 +184,110 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
 
     return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), neg_total, pos_total,
                            (u_hi, u_lo), scale, explicit if certify else None)
+
+
+#: the weighted sums cut each class's rows into pieces of about this many (and the identity
+#: rows into pieces of WEIGHTED_PIECE_IDENTITY_ROWS), by the data alone: joined piece by piece
+#: in order, the sums are the same bits on any number of threads
+WEIGHTED_PIECE_ROWS = 1 << 15
+
+
+WEIGHTED_PIECE_IDENTITY_ROWS = 1 << 13
+
+# below this many rows the weighted sums' pieces run on the calling thread (the same bits)
+PARALLEL_WEIGHTED_MIN_ROWS = 100_000
+
+
+def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarray, scale: float,
+                  workers: int = 1) -> tuple:
+    """The weighted counts of every subgroup, each sum a double-double pair (hi, lo), from the
+    row order: ``(hi, lo, background_hi, background_lo, background_rows, twice_u_hi,
+    twice_u_lo, negative total, positive total)`` (see :func:`finish_weighted`). Each row
+    weighs ``weights[row] / scale``.
+
+    Three rounds of pieces fixed by the data (WEIGHTED_PIECE_ROWS, cut between blocks of
+    equal scores), which up to ``workers`` threads take as they become free: each class's
+    weight below every identity row and (negatives) every positive, summed from 0 in each
+    piece (:func:`~fastbias.sweep._kernels.class_weight_below_range`); those answers made
+    whole with twice the pieces below (``add_twice_offset``, the offsets summed piece by
+    piece); then the identity rows' counts by range of scores
+    (``member_weights_in_range``) and the overall U by range of positives. The ranges are
+    joined in order (``join_member_weights``: the within-subgroup pairs across ranges
+    added) and finished. Every sum is still within ``8 n 2**-106`` of the magnitudes summed
+    (``n``: the rows and memberships; see :func:`_untrusted_groups`), a tree of sums as a
+    chain is.
+    """
+    m = memberships
+    n_id = m.identity_rows.shape[0]
+    if m.n_rows < PARALLEL_WEIGHTED_MIN_ROWS:
+        workers = 1
+    no_order = order.id_order[:0]
+    nb_hi, nb_lo = np.empty(n_id), np.empty(n_id)
+    pb_hi, pb_lo = np.empty(n_id), np.empty(n_id)
+    n_pos = order.pos_sorted.shape[0]
+    u_below_hi, u_below_lo = np.empty(n_pos), np.empty(n_pos)
+    walks = []  # (class sorted, its rows, the answers, the positives' answers, their cuts)
+    for class_sorted, class_rows, (a_hi, a_lo), (b_hi, b_lo), more in (
+            (order.neg_sorted, order.neg_rows, (nb_hi, nb_lo), (u_below_hi, u_below_lo),
+             order.pos_sorted),
+            (order.pos_sorted, order.pos_rows, (pb_hi, pb_lo), (u_below_hi[:0], u_below_lo[:0]),
+             order.pos_sorted[:0])):
+        cuts = K.class_walk_cuts(class_sorted, WEIGHTED_PIECE_ROWS, order.id_scores,
+                                 order.id_order, more)
+        walks.append((class_sorted, class_rows, a_hi, a_lo, b_hi, b_lo, more, cuts))
+
+    def walk_piece(job):
+        class_sorted, class_rows, a_hi, a_lo, b_hi, b_lo, more, (cuts, a_cuts, b_cuts) = \
+            walks[job[0]]
+        j = job[1]
+        return K.class_weight_below_range(
+            class_sorted, class_rows, weights, scale, cuts[j], cuts[j + 1], order.id_scores,
+            order.id_order, a_cuts[j], a_cuts[j + 1], more, b_cuts[j], b_cuts[j + 1], a_hi, a_lo,
+            b_hi, b_lo)
+
+    jobs = [(c, j) for c, walk in enumerate(walks) for j in range(walk[7][0].shape[0] - 1)]
+    totals = dict(zip(jobs, run_jobs(walk_piece, jobs, workers)))
+    class_totals = []  # each class's (total hi, total lo, rows weighing more than 0)
+    fixes = []
+    for c, walk in enumerate(walks):
+        _, _, a_hi, a_lo, b_hi, b_lo, _, (cuts, a_cuts, b_cuts) = walk
+        pieces = [totals[c, j] for j in range(cuts.shape[0] - 1)]
+        offset_hi, offset_lo = K.dd_prefix(np.array([p[0] for p in pieces]),
+                                           np.array([p[1] for p in pieces]))
+        class_totals.append((offset_hi[-1], offset_lo[-1], sum(int(p[2]) for p in pieces)))
+        fixes += [(a_hi, a_lo, order.id_order, a_cuts[j], a_cuts[j + 1], offset_hi[j],
+                   offset_lo[j]) for j in range(1, len(pieces))]
+        fixes += [(b_hi, b_lo, no_order, b_cuts[j], b_cuts[j + 1], offset_hi[j], offset_lo[j])
+                  for j in range(1, len(pieces)) if b_cuts[j + 1] > b_cuts[j]]
+    run_jobs(lambda fix: K.add_twice_offset(*fix), fixes, workers)
+    (tn_hi, tn_lo, n_weighted_neg), (tp_hi, tp_lo, n_weighted_pos) = class_totals
+
+    ranges = K.block_cuts(order.id_scores, order.id_order, WEIGHTED_PIECE_IDENTITY_ROWS)
+    positives = K.block_cuts(order.pos_sorted, no_order, WEIGHTED_PIECE_ROWS)
+
+    def count_piece(job):
+        kind, j = job
+        if kind == "u":
+            return K.weighted_u_in_range(u_below_hi, u_below_lo, weights, order.pos_rows, scale,
+                                         positives[j], positives[j + 1])
+        return K.member_weights_in_range(
+            order.id_scores, order.id_order, m.identity_labels, weights, scale, m.identity_rows,
+            m.row_ptr, m.row_groups, nb_hi, nb_lo, pb_hi, pb_lo, tn_hi, tn_lo, tp_hi, tp_lo,
+            ranges[j], ranges[j + 1], m.n_groups)
+
+    jobs = ([("m", j) for j in range(ranges.shape[0] - 1)]
+            + [("u", j) for j in range(positives.shape[0] - 1)])
+    parts = run_jobs(count_piece, jobs, workers)
+    n_ranges = ranges.shape[0] - 1
+    hi, lo, weighted_rows = K.join_member_weights(np.stack([p[0] for p in parts[:n_ranges]]),
+                                                  np.stack([p[1] for p in parts[:n_ranges]]),
+                                                  np.stack([p[2] for p in parts[:n_ranges]]))
+    bg_hi, bg_lo, bg_rows = K.finish_member_weights(hi, lo, weighted_rows, tn_hi, tn_lo, tp_hi,
+                                                    tp_lo, n_weighted_neg, n_weighted_pos)
+    u_hi, u_lo = K.dd_prefix(np.array([p[0] for p in parts[n_ranges:]]),
+                             np.array([p[1] for p in parts[n_ranges:]]))
+    return (hi, lo, bg_hi, bg_lo, bg_rows, u_hi[-1], u_lo[-1], (tn_hi, tn_lo),
+            (tp_hi, tp_lo))
 
 
 def finish_weighted(m: Memberships, sums: tuple, neg_total: tuple, pos_total: tuple,
@@ -303,6 +406,7 @@ def count_sorted(sorted_scores: SortedScores, sample_weight: np.ndarray | None =
     m = sorted_scores.memberships
     if sample_weight is not None:
         return sweep_weighted(sorted_scores.order(), m, sample_weight, certify=certify,
+                              workers=sorted_scores.workers,
                               weight_scale=weight_scale)
     classes = sorted_scores.sort().classes
     counts, twice_u = count_all(sorted_scores.members, classes, m.n_groups, sorted_scores.workers)

@@ -362,11 +362,21 @@ def _dd_prefix_sums_one_by_one(values):
     return np.array(hi), np.array(lo)
 
 
+def whole_class_walk(values, rows, weights, scale, queries, order, more):
+    """``K.class_weight_below_range`` over the whole class, as one piece: ``(hi, lo, more_hi,
+    more_lo, total_hi, total_lo, n_positive)``."""
+    n_a, n_b = queries.shape[0], more.shape[0]
+    out = [np.empty(n) for n in (n_a, n_a, n_b, n_b)]
+    total = K.class_weight_below_range(values, rows, weights, scale, 0, rows.shape[0], queries,
+                                       order, 0, n_a, more, 0, n_b, *out)
+    return (*out, *total)
+
+
 @settings(max_examples=100, deadline=None)
 @given(data=st.data(), levels=st.integers(2, 40), n=st.integers(0, 300),
        n_queries=st.integers(0, 60), scale_exponent=st.integers(-3, 3),
        rows_dtype=st.sampled_from([np.int32, np.int64]))
-def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_exponent,
+def test_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_exponent,
                                                     rows_dtype):
     """Twice the weight below each query, ties 1/2, against exact rational sums and, bit for
     bit, against the sums of a prefix-sum array (what the kernel replaced); the class total
@@ -384,7 +394,7 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
     queries[queries == 0.0] = np.where(rng.random(int((queries == 0.0).sum())) < 0.5, -0.0, 0.0)
     order = np.argsort(queries, kind="stable").astype(np.int64)
     more = np.sort(rng.integers(-1, levels + 1, n_queries // 2) / levels)
-    hi, lo, more_hi, more_lo, total_hi, total_lo, n_positive = K.twice_class_weight_below(
+    hi, lo, more_hi, more_lo, total_hi, total_lo, n_positive = whole_class_walk(
         values, rows, weights, scale, queries, order, more)
     w = [Fraction(weights[r]) / Fraction(scale) for r in rows]
     for q, h, lw in zip(np.concatenate([queries, more]), np.concatenate([hi, more_hi]),
@@ -405,11 +415,11 @@ def test_twice_class_weight_below_equals_exact_sums(data, levels, n, n_queries, 
         exact_total * Fraction(2) ** -100
     assert n_positive == sum(1 for x in w if x > 0)
     empty = np.empty(0, dtype=np.int64)
-    in_order = K.twice_class_weight_below(values, rows, weights, scale, queries[order], empty,
-                                          queries[:0])
+    in_order = whole_class_walk(values, rows, weights, scale, queries[order], empty,
+                                queries[:0])
     np.testing.assert_array_equal(in_order[0], hi[order])
     np.testing.assert_array_equal(in_order[1], lo[order])
-    alone = K.twice_class_weight_below(values, rows, weights, scale, more, empty, more[:0])
+    alone = whole_class_walk(values, rows, weights, scale, more, empty, more[:0])
     np.testing.assert_array_equal(alone[0], more_hi)
     np.testing.assert_array_equal(alone[1], more_lo)
 

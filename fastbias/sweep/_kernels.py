@@ -417,47 +417,26 @@ def _dd_mul(a_hi, a_lo, b_hi, b_lo):
 
 
 @njit(cache=True, nogil=True)
-def twice_class_weight_below(class_sorted, class_rows, weights, scale, queries, query_order,
-                             more_queries):
-    """Twice a class's weight below each query, ties 1/2, in double-double, in one walk.
-
-    The class's rows ``class_rows`` in increasing score order ``class_sorted``
-    weigh ``weights[row] / scale`` (``scale`` a power of two: exact). For
-    query ``q`` the result is ``P(#below) + P(#below or tied)``, where ``P(k)``
-    is the compensated sum of the first ``k`` weights (``_dd_add`` one weight at
-    a time from 0: the same bits as a prefix-sum array would hold). Two sets of
-    queries are answered in the same walk: ``queries`` in the order
-    ``query_order`` (or as given when it is empty) and ``more_queries`` as
-    given, each in increasing order; the walk takes the smaller next query of
-    the two, so the running sum only moves forward, each weight is read once,
-    and no array of the class's length is made. Returns ``(hi, lo, more_hi,
-    more_lo, total_hi, total_lo, n_positive)``: per query (in each set's own
-    order), then the class's total weight and how many of its rows weigh
-    more than 0. (One piece of :func:`class_weight_below_range`; the weighted
-    count cuts a large class into pieces, see ``fastbias.sweep.counts``.)
-    """
-    n_a = queries.shape[0]
-    n_b = more_queries.shape[0]
-    a_hi = np.empty(n_a, dtype=np.float64)
-    a_lo = np.empty(n_a, dtype=np.float64)
-    b_hi = np.empty(n_b, dtype=np.float64)
-    b_lo = np.empty(n_b, dtype=np.float64)
-    sum_hi, sum_lo, n_positive = class_weight_below_range(
-        class_sorted, class_rows, weights, scale, 0, class_rows.shape[0], queries, query_order,
-        0, n_a, more_queries, 0, n_b, a_hi, a_lo, b_hi, b_lo)
-    return a_hi, a_lo, b_hi, b_lo, sum_hi, sum_lo, n_positive
-
-
-@njit(cache=True, nogil=True)
 def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, k_stop, queries,
                              query_order, a_start, a_stop, more_queries, b_start, b_stop, a_hi,
                              a_lo, b_hi, b_lo):
-    """:func:`twice_class_weight_below` of one piece: the class rows ``k_start:k_stop`` (a
-    whole number of blocks of equal scores) summed from 0, answering the queries at positions
-    ``a_start:a_stop`` (of ``query_order``, or of ``queries`` when it is empty) and
-    ``b_start:b_stop`` of ``more_queries``: those whose rank in the class falls in the piece
-    (:func:`class_walk_cuts`). Writes their answers into ``a_hi``/``a_lo`` (at the query's
-    index) and ``b_hi``/``b_lo``; returns the piece's ``(total_hi, total_lo, n_positive)``."""
+    """Twice a class's weight below each query, ties 1/2, in double-double, in one walk of
+    one piece of the class: the rows ``k_start:k_stop`` (a whole number of blocks of equal
+    scores; :func:`class_walk_cuts`) summed from 0.
+
+    The class's rows ``class_rows`` in increasing score order ``class_sorted`` weigh
+    ``weights[row] / scale`` (``scale`` a power of two: exact). For query ``q`` the answer
+    is ``P(#below) + P(#below or tied)``, where ``P(k)`` is the compensated sum of the
+    piece's first ``k - k_start`` weights (``_dd_add`` one weight at a time from 0: the
+    same bits as a prefix-sum array would hold). Two sets of queries are answered in the
+    same walk: those at positions ``a_start:a_stop`` of ``query_order`` (or of ``queries``
+    when it is empty) and ``b_start:b_stop`` of ``more_queries``, each in increasing order,
+    whose ranks in the class fall in the piece; the walk takes the smaller next query of
+    the two, so the running sum only moves forward, each weight is read once, and no array
+    of the class's length is made. Writes the answers into ``a_hi``/``a_lo`` (at the
+    query's index) and ``b_hi``/``b_lo``; returns the piece's ``(total_hi, total_lo,
+    n_positive)``, its weight and how many of its rows weigh more than 0.
+    :func:`add_twice_offset` makes a later piece's answers whole."""
     ordered = query_order.shape[0] == 0
     k = k_start
     sum_hi = sum_lo = 0.0  # P(k) of the piece
@@ -607,7 +586,7 @@ def member_weights_in_range(id_scores, id_order, id_labels, weights, scale, id_r
     subgroup's rows of each class with a weight above 0 (n_groups, 2).
 
     Each identity row ``r`` weighs ``weights[id_rows[r]] / scale``; ``nb``/``pb`` hold twice
-    each class's weight below it (ties 1/2, :func:`twice_class_weight_below`) and
+    each class's weight below it (ties 1/2, :func:`class_weight_below_range`) and
     ``tn``/``tp`` the class totals. The subgroup U counts the pairs inside the range only:
     :func:`join_member_weights` adds those across ranges.
     """

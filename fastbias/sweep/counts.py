@@ -171,7 +171,7 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     # and no prefix sums of a class's length (the peak memory of a weighted call)
     # (read-only or not: a read-only view, one compiled version)
     weights = read_only(np.ascontiguousarray(sample_weight, dtype=np.float64))
-    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total = weighted_sums(
+    hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total, joins = weighted_sums(
         order, m, weights, scale, workers)
 
     scaled = []  # the scaled weights, made once if a subgroup must be recounted (rare)
@@ -183,7 +183,8 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
                                       order.pos_rows, order.pos_sorted, scaled[0])
 
     return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), neg_total, pos_total,
-                           (u_hi, u_lo), scale, explicit if certify else None)
+                           (u_hi, u_lo), scale, explicit if certify else None,
+                           extra_ops=joins)
 
 
 #: the weighted sums cut each class's rows into pieces of about this many (and the identity
@@ -202,7 +203,8 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
                   workers: int = 1) -> tuple:
     """The weighted counts of every subgroup, each sum a double-double pair (hi, lo), from the
     row order: ``(hi, lo, background_hi, background_lo, background_rows, twice_u_hi,
-    twice_u_lo, negative total, positive total)`` (see :func:`finish_weighted`). Each row
+    twice_u_lo, negative total, positive total, joins)`` (see :func:`finish_weighted`;
+    ``joins``: the additions that join the pieces, at most, on any one sum's way). Each row
     weighs ``weights[row] / scale``.
 
     Three rounds of pieces fixed by the data (WEIGHTED_PIECE_ROWS, cut between blocks of
@@ -213,9 +215,10 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
     piece); then the identity rows' counts by range of scores
     (``member_weights_in_range``) and the overall U by range of positives. The ranges are
     joined in order (``join_member_weights``: the within-subgroup pairs across ranges
-    added) and finished. Every sum is still within ``8 n 2**-106`` of the magnitudes summed
-    (``n``: the rows and memberships; see :func:`_untrusted_groups`), a tree of sums as a
-    chain is.
+    added) and finished. A sum's additions on its way are at most the rows of its piece (at
+    most the class's rows: a block of ties is never split) or the memberships of its range,
+    plus the joins, so it is within ``8 (rows + memberships + joins) 2**-106`` of the
+    magnitudes summed (see :func:`_untrusted_groups`).
     """
     m = memberships
     n_id = m.identity_rows.shape[0]
@@ -286,13 +289,15 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
                                                     tp_lo, n_weighted_neg, n_weighted_pos)
     u_hi, u_lo = K.dd_prefix(np.array([p[0] for p in parts[n_ranges:]]),
                              np.array([p[1] for p in parts[n_ranges:]]))
+    # (each class's offsets, the fix-up, the ranges' and the positives' joins, the cross term)
+    joins = sum(walk[7][0].shape[0] for walk in walks) + ranges.shape[0] + positives.shape[0] + 2
     return (hi, lo, bg_hi, bg_lo, bg_rows, u_hi[-1], u_lo[-1], (tn_hi, tn_lo),
-            (tp_hi, tp_lo))
+            (tp_hi, tp_lo), joins)
 
 
 def finish_weighted(m: Memberships, sums: tuple, neg_total: tuple, pos_total: tuple,
-                    twice_u: tuple, scale: float, explicit=None, eps: float | None = None
-                    ) -> SweepCounts:
+                    twice_u: tuple, scale: float, explicit=None, eps: float | None = None,
+                    extra_ops: int = 0) -> SweepCounts:
     """A weighted :class:`SweepCounts` from the double-double sums of a weighted count.
 
     ``sums`` is ``(hi, lo, background_hi, background_lo, background_rows)`` as the
@@ -300,7 +305,8 @@ def finish_weighted(m: Memberships, sums: tuple, neg_total: tuple, pos_total: tu
     ``twice_u`` are (hi, lo) pairs. A background without weighted rows gets
     exactly 0 in its U columns; with ``explicit`` (``g -> (hi, lo, background_hi,
     background_lo)`` of subgroup g from its explicit cells), each subgroup the sums
-    cannot certify (``eps``: their relative bound, default the kernel's) is recomputed.
+    cannot certify (``eps``: their relative bound, default the kernel's, over the rows,
+    the memberships and ``extra_ops`` more additions) is recomputed.
     """
     hi, lo, bg_hi, bg_lo, bg_rows = sums
     # a background without weighted rows has no pairs at all: exactly 0, not the residue of
@@ -312,8 +318,8 @@ def finish_weighted(m: Memberships, sums: tuple, neg_total: tuple, pos_total: tu
             lo[np.ix_(empty, columns)] = 0.0
     totals = (float(neg_total[0]), float(pos_total[0]))
     if explicit is not None and m.n_groups:
-        for g in _untrusted_groups(hi, bg_hi, bg_rows, totals, m.n_rows + m.row_groups.shape[0],
-                                   eps):
+        for g in _untrusted_groups(hi, bg_hi, bg_rows, totals,
+                                   m.n_rows + m.row_groups.shape[0] + extra_ops, eps):
             hi[g], lo[g], bg_hi[g], bg_lo[g] = explicit(int(g))
     low = WeightedLow(lo, bg_lo, np.array([neg_total[1], pos_total[1]]), float(twice_u[1]))
     return SweepCounts(m.names, hi, totals[0], totals[1], float(twice_u[0]), m.cell_rows,

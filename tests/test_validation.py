@@ -674,3 +674,33 @@ def test_the_first_call_tier_reads_identity_columns_as_the_kernel_does(dtype):
         exact = [i for i, v in enumerate(values.tolist())
                  if v == v and Fraction(v) >= Fraction(threshold)]
         assert kernel.tolist() == tier.tolist() == exact, (dtype, threshold)
+
+
+@pytest.mark.parametrize("weights, message", [
+    (np.r_[np.ones(5), -np.inf, 2.0, np.inf, 1.0, 1.0], r"sample_weight has 2 infinite value\(s\) "
+                                              r"\(first at position 5\)"),
+    (np.r_[np.ones(5), -1.0, np.inf, -2.0, 1.0, 1.0], r"sample_weight has 1 infinite value\(s\) "
+                                            r"\(first at position 6\)"),
+    (np.r_[np.ones(5), -1.0, 3.0, -2.0, 1.0, 1.0], r"sample_weight has 2 negative value\(s\) "
+                                         r"\(e.g. -1(\.0)? at position 5\)"),
+    (np.r_[0.0, 0.0, 1e-200, 1.0, 1e300, np.ones(5)],
+     r"smallest positive weight is 1e-200 at position 2 and the largest 1e\+?300 at position 4"),
+    (np.r_[1e-200, 1.0, 1e300, np.ones(7)],
+     r"smallest positive weight is 1e-200 at position 0 and the largest 1e\+?300 at position 2"),
+])
+def test_weights_refused_by_two_reductions_name_the_count_and_the_position(weights, message):
+    """The weights' checks read the weights twice (their least and greatest) and make the
+    masks that count and place the bad values only to say so: each refusal names them."""
+    rng = np.random.default_rng(0)
+    y, s = np.r_[np.zeros(5, bool), np.ones(5, bool)], rng.random(10)
+    with pytest.raises(ValueError, match=message):
+        fastbias.bias_metrics(y, s, {"g": np.arange(10) < 5}, sample_weight=weights)
+
+
+def test_weights_with_zeros_and_a_moderate_spread_pass():
+    y = np.r_[np.zeros(5, bool), np.ones(5, bool)]
+    s = np.linspace(0, 1, 10)
+    w = np.r_[0.0, 1e-100, np.ones(7), 1e40]
+    table = fastbias.bias_metrics(y, s, {"g": np.arange(10) < 5}, sample_weight=w)
+    assert table.loc["g", "subgroup_negative_weight"] == 3.0 + 1e-100
+    assert table.loc["g", "background_positive_weight"] == 4.0 + 1e40

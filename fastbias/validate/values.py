@@ -213,22 +213,27 @@ def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if missing is not None:
         raise ValueError(_missing_message(missing, name, "NaN or missing", omit))
-    infinite = np.isinf(arr)
-    if infinite.any():
+    if not arr.shape[0]:
+        return arr
+    # two reductions answer every check; the masks that name counts and positions are made
+    # only for the message (a weighted call's validation read the weights six times)
+    low, high = arr.min(), arr.max()
+    if not (np.isfinite(low) and np.isfinite(high)):
+        infinite = np.isinf(arr)
         raise ValueError(f"{name} has {int(infinite.sum())} infinite value(s) "
                          f"(first at {_at(_first(infinite))}); weights must be finite")
-    negative = arr < 0
-    if negative.any():
+    if low < 0:
+        negative = arr < 0
         first = _first(negative)
         raise ValueError(f"{name} has {int(negative.sum())} negative value(s) "
                          f"(e.g. {_plain(arr[first])} at {_at(first)}); weights must be >= 0")
-    if arr.shape[0]:
-        largest = int(np.argmax(arr))
-        positive = arr > 0
-        if positive.any():
-            smallest = int(np.argmin(np.where(positive, arr, np.inf)))
-            check_weight_spread(arr[smallest], arr[largest], name, f" at {_at(smallest)}",
-                                f" at {_at(largest)}")
+    if high > 0:
+        smallest = low if low > 0 else arr.min(where=arr > 0, initial=np.inf)
+        if smallest < high * WEIGHT_SPREAD_LIMIT:  # (refused: find where, for the message)
+            at_smallest = int(np.argmin(np.where(arr > 0, arr, np.inf)))
+            at_largest = int(np.argmax(arr))
+            check_weight_spread(arr[at_smallest], arr[at_largest], name,
+                                f" at {_at(at_smallest)}", f" at {_at(at_largest)}")
     return arr
 
 

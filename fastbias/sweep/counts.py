@@ -9,6 +9,7 @@ bound, recomputed from explicit cells where the bound is not met.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -199,6 +200,20 @@ WEIGHTED_PIECE_IDENTITY_ROWS = 1 << 13
 PARALLEL_WEIGHTED_MIN_ROWS = 100_000
 
 
+class _ClassWalk(NamedTuple):
+    """One class's walk of :func:`weighted_sums`: its scores in order and their rows, where
+    the answers for the identity rows go (``hi``, ``lo``), and the second set of queries
+    (the positives, for the overall U: the negatives' walk only) with theirs."""
+
+    sorted: np.ndarray
+    rows: np.ndarray
+    hi: np.ndarray
+    lo: np.ndarray
+    more: np.ndarray
+    more_hi: np.ndarray
+    more_lo: np.ndarray
+
+
 def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarray, scale: float,
                   workers: int = 1) -> tuple:
     """The weighted counts of every subgroup, each sum a double-double pair (hi, lo), from the
@@ -229,39 +244,35 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
     pb_hi, pb_lo = np.empty(n_id), np.empty(n_id)
     n_pos = order.pos_sorted.shape[0]
     u_below_hi, u_below_lo = np.empty(n_pos), np.empty(n_pos)
-    walks = []  # (class sorted, its rows, the answers, the positives' answers, their cuts)
-    for class_sorted, class_rows, (a_hi, a_lo), (b_hi, b_lo), more in (
-            (order.neg_sorted, order.neg_rows, (nb_hi, nb_lo), (u_below_hi, u_below_lo),
-             order.pos_sorted),
-            (order.pos_sorted, order.pos_rows, (pb_hi, pb_lo), (u_below_hi[:0], u_below_lo[:0]),
-             order.pos_sorted[:0])):
-        cuts = K.class_walk_cuts(class_sorted, WEIGHTED_PIECE_ROWS, order.id_scores,
-                                 order.id_order, more)
-        walks.append((class_sorted, class_rows, a_hi, a_lo, b_hi, b_lo, more, cuts))
+    walks = [_ClassWalk(order.neg_sorted, order.neg_rows, nb_hi, nb_lo, order.pos_sorted,
+                        u_below_hi, u_below_lo),
+             _ClassWalk(order.pos_sorted, order.pos_rows, pb_hi, pb_lo, order.pos_sorted[:0],
+                        u_below_hi[:0], u_below_lo[:0])]
+    cuts = [K.class_walk_cuts(walk.sorted, WEIGHTED_PIECE_ROWS, order.id_scores, order.id_order,
+                              walk.more) for walk in walks]
 
     def walk_piece(job):
-        class_sorted, class_rows, a_hi, a_lo, b_hi, b_lo, more, (cuts, a_cuts, b_cuts) = \
-            walks[job[0]]
-        j = job[1]
+        c, j = job
+        walk, (rows, queries, more) = walks[c], cuts[c]
         return K.class_weight_below_range(
-            class_sorted, class_rows, weights, scale, cuts[j], cuts[j + 1], order.id_scores,
-            order.id_order, a_cuts[j], a_cuts[j + 1], more, b_cuts[j], b_cuts[j + 1], a_hi, a_lo,
-            b_hi, b_lo)
+            walk.sorted, walk.rows, weights, scale, rows[j], rows[j + 1], order.id_scores,
+            order.id_order, queries[j], queries[j + 1], walk.more, more[j], more[j + 1], walk.hi,
+            walk.lo, walk.more_hi, walk.more_lo)
 
-    jobs = [(c, j) for c, walk in enumerate(walks) for j in range(walk[7][0].shape[0] - 1)]
+    jobs = [(c, j) for c in range(len(walks)) for j in range(cuts[c][0].shape[0] - 1)]
     totals = dict(zip(jobs, run_jobs(walk_piece, jobs, workers)))
     class_totals = []  # each class's (total hi, total lo, rows weighing more than 0)
     fixes = []
     for c, walk in enumerate(walks):
-        _, _, a_hi, a_lo, b_hi, b_lo, _, (cuts, a_cuts, b_cuts) = walk
-        pieces = [totals[c, j] for j in range(cuts.shape[0] - 1)]
+        _, queries, more = cuts[c]
+        pieces = [totals[c, j] for j in range(queries.shape[0] - 1)]
         offset_hi, offset_lo = K.dd_prefix(np.array([p[0] for p in pieces]),
                                            np.array([p[1] for p in pieces]))
         class_totals.append((offset_hi[-1], offset_lo[-1], sum(int(p[2]) for p in pieces)))
-        fixes += [(a_hi, a_lo, order.id_order, a_cuts[j], a_cuts[j + 1], offset_hi[j],
-                   offset_lo[j]) for j in range(1, len(pieces))]
-        fixes += [(b_hi, b_lo, no_order, b_cuts[j], b_cuts[j + 1], offset_hi[j], offset_lo[j])
-                  for j in range(1, len(pieces)) if b_cuts[j + 1] > b_cuts[j]]
+        for hi_, lo_, order_, at in ((walk.hi, walk.lo, order.id_order, queries),
+                                     (walk.more_hi, walk.more_lo, no_order, more)):
+            fixes += [(hi_, lo_, order_, at[j], at[j + 1], offset_hi[j], offset_lo[j])
+                      for j in range(1, len(pieces)) if at[j + 1] > at[j]]
     run_jobs(lambda fix: K.add_twice_offset(*fix), fixes, workers)
     (tn_hi, tn_lo, n_weighted_neg), (tp_hi, tp_lo, n_weighted_pos) = class_totals
 
@@ -290,7 +301,7 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
     u_hi, u_lo = K.dd_prefix(np.array([p[0] for p in parts[n_ranges:]]),
                              np.array([p[1] for p in parts[n_ranges:]]))
     # (each class's offsets, the fix-up, the ranges' and the positives' joins, the cross term)
-    joins = sum(walk[7][0].shape[0] for walk in walks) + ranges.shape[0] + positives.shape[0] + 2
+    joins = sum(c[0].shape[0] for c in cuts) + ranges.shape[0] + positives.shape[0] + 2
     return (hi, lo, bg_hi, bg_lo, bg_rows, u_hi[-1], u_lo[-1], (tn_hi, tn_lo),
             (tp_hi, tp_lo), joins)
 

@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_threads import compiled_case, core_counts, median_time, pin  # noqa: E402
 
 _NONE = np.empty(0, dtype=np.int64)
+_NO_ROWS = np.empty(0, dtype=np.int32)
 
 
 @njit(parallel=True, cache=True)
@@ -55,7 +56,8 @@ def _class_counts(bits, labels, starts, stops, low, shift):
 @njit(parallel=True, cache=True)
 def _class_scatter(bits, labels, starts, stops, low, shift, next_slot, out):
     for j in prange(starts.shape[0]):
-        SK.scatter_class_keys(bits, labels, starts[j], stops[j], low, shift, next_slot[j], out)
+        SK.scatter_class_keys(bits, labels, starts[j], stops[j], low, shift, next_slot[j], out,
+                              _NO_ROWS)
 
 
 @njit(parallel=True, cache=True)

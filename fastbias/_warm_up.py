@@ -95,6 +95,7 @@ def _each_input(rng):
 def weighted(rng) -> None:
     from ._numba_cache import read_only
     from .prepare.memberships import group_mask
+    from .sort import order as order_module
     from .sort.order import SortedScores
     from .sweep import _kernels as K
     from .sweep import counts
@@ -103,12 +104,15 @@ def weighted(rng) -> None:
     for scores, memberships, weights in _each_input(rng):
         sorted_scores = SortedScores(scores, memberships)
         counts.count_sorted(sorted_scores, weights)
-        # (in pieces too: a large call joins them, with kernels of their own)
+        # (in pieces too, and the row order split among threads: a large call joins the
+        # pieces and sorts the classes in one bucket sort, with kernels of their own)
         counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS = 64, 16
+        order_rows, order_module.PARALLEL_ORDER_MIN_ROWS = order_module.PARALLEL_ORDER_MIN_ROWS, 1
         try:
-            counts.count_sorted(sorted_scores, weights)
+            counts.count_sorted(SortedScores(scores, memberships, workers=2), weights)
         finally:
             counts.WEIGHTED_PIECE_ROWS, counts.WEIGHTED_PIECE_IDENTITY_ROWS = pieces
+            order_module.PARALLEL_ORDER_MIN_ROWS = order_rows
         order = sorted_scores.order()
         K.explicit_cell_counts(group_mask(memberships, 0), order.neg_rows, order.neg_sorted,
                                order.pos_rows, order.pos_sorted,

@@ -28,6 +28,8 @@ from fastbias.validate import values
 def split_everything(monkeypatch):
     """Every stage splits its work even on a few rows."""
     monkeypatch.setattr(order, "PARALLEL_SORT_MIN_KEYS", 1)
+    monkeypatch.setattr(order, "PARALLEL_ORDER_MIN_ROWS", 1)  # the row order's class sorts
+    monkeypatch.setattr(counts, "PARALLEL_WEIGHTED_MIN_ROWS", 1)  # weighted sums on threads
     monkeypatch.setattr(counts, "PARALLEL_COUNT_MIN_MEMBERSHIPS", 1)
     monkeypatch.setattr(prep, "PARALLEL_SCAN_MIN_ROWS", 1)
     monkeypatch.setattr(parallel, "CONCURRENT_SWEEP_MIN_ROWS", 1)  # class sort beside the scan
@@ -146,6 +148,32 @@ def assert_member_keys(keys, codes, values, labels, matrix):
     expected = np.argsort(values[rows], kind="stable")
     np.testing.assert_array_equal(keys, numpy_keys(values[rows][expected]))
     np.testing.assert_array_equal(codes, (2 * groups + labels[rows])[expected])
+
+
+@pytest.mark.parametrize("workers", [2, 3, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("levels", [1, 7, None])  # one value, heavy ties, continuous
+def test_row_order_split_equals_the_three_sorts_and_numpy(split_everything, workers, dtype,
+                                                          levels):
+    """The row order of a weighted call: both classes in one bucket sort carrying the rows,
+    split among the threads, gives the arrays of the three radix sorts side by side, and
+    numpy's stable argsort of each class (-0.0 among the scores, read back as +0.0)."""
+    values, labels = class_sort_case(workers, dtype, levels)
+    m = prep.prepare_memberships_dense(labels, np.c_[values > 0, values < 0.5],
+                                       ["pos", "low"])
+    split = order.order_scores(values, m, workers)
+    whole = order.order_scores(values, m, 1)
+    for field in ("id_scores", "id_order", "neg_rows", "pos_rows", "neg_sorted", "pos_sorted"):
+        got, want = getattr(split, field), getattr(whole, field)
+        assert got.dtype == want.dtype, field
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=field)
+    for label, rows, scores in ((False, split.neg_rows, split.neg_sorted),
+                                (True, split.pos_rows, split.pos_sorted)):
+        expected = np.flatnonzero(labels == label)
+        expected = expected[np.argsort(values[expected], kind="stable")]
+        np.testing.assert_array_equal(rows, expected)
+        np.testing.assert_array_equal(numpy_keys(scores), numpy_keys(values[expected]))
+        assert not np.signbit(scores[scores == 0]).any()
 
 
 @pytest.mark.parametrize("workers", [2, 3, 16])

@@ -292,8 +292,9 @@ def class_top_digit_counts(bits, labels, start, stop, low, shift):
 
 
 @njit(cache=True, nogil=True)
-def scatter_class_keys(bits, labels, start, stop, low, shift, next_slot, out):
-    """Write the key of each row ``start:stop`` into ``out`` by class and bucket.
+def scatter_class_keys(bits, labels, start, stop, low, shift, next_slot, out, rows_out):
+    """Write the key of each row ``start:stop`` into ``out`` by class and bucket, and the
+    row itself into ``rows_out`` at the same slot (unless it is empty).
 
     ``next_slot[c * TOP_BUCKETS + d]`` is where the next key of class ``c``
     (0 negative, 1 positive) in bucket ``d`` goes (the negatives' buckets
@@ -301,11 +302,14 @@ def scatter_class_keys(bits, labels, start, stop, low, shift, next_slot, out):
     within a bucket. No branch on the label.
     """
     sign, full = _key_masks(bits.itemsize * 8)  # a constant of the compiled type
+    with_rows = rows_out.shape[0] > 0
     for i in range(np.uint64(start), np.uint64(stop)):
         k = _sortable_key(np.uint64(bits[i]), sign, full)
         slot = (np.uint64(labels[i]) << np.uint64(TOP_BUCKET_BITS)) | _bucket_of(k, low, shift)
         t = np.uint64(next_slot[slot])
         out[t] = k
+        if with_rows:
+            rows_out[t] = i
         next_slot[slot] = t + np.uint64(1)
 
 
@@ -513,9 +517,10 @@ def sort_keys_pieces(bits, labels, row_starts, row_stops, identity_rows, identit
                                                    shift)
     class_start, class_slot = bucket_slots(class_counts)
     member_start, member_slot = bucket_slots(member_counts)
+    no_rows = np.empty(0, dtype=np.int32)  # (the rows travel with the pool's class sort only)
     for j in prange(pieces):
         scatter_class_keys(bits, labels, row_starts[j], row_stops[j], low, shift,
-                           class_slot[j], out)
+                           class_slot[j], out, no_rows)
         scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups,
                             member_starts[j], member_stops[j], low, shift, member_slot[j],
                             keys, codes)

@@ -92,6 +92,30 @@ def sortable_keys_in_place(values: np.ndarray) -> np.ndarray:
     return keys
 
 
+def floats_of_keys_in_place(keys: np.ndarray, dtype) -> np.ndarray:
+    """The inverse of :func:`sortable_keys_in_place`: uint32/uint64 sortable keys turned back
+    into the bit patterns of their float32/float64 scores (-0.0 comes back as +0.0), in
+    place, returned as the same memory viewed as ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([-1.5, -0.0, 2.0], dtype=np.float32)
+    >>> floats_of_keys_in_place(sortable_keys_in_place(scores.copy()), np.float32)
+    array([-1.5,  0. ,  2. ], dtype=float32)
+    """
+    n_bits = keys.dtype.itemsize * 8
+    signed = np.int32 if n_bits == 32 else np.int64
+    sign = signed(np.iinfo(signed).min)
+    for start in range(0, keys.shape[0], _KEYS_BLOCK):
+        part = keys[start:start + _KEYS_BLOCK].view(signed)
+        # the sign bit set (a score >= 0): clear it; clear (a negative score): flip every bit
+        mask = ~(part >> (n_bits - 1))
+        mask |= sign
+        part ^= mask
+    return keys.view(dtype)
+
+
 # the last phase of a sort shared with another thread is offered as this many jobs
 SHARED_BUCKET_JOBS = 16
 
@@ -105,7 +129,8 @@ NATIVE_SORT_KERNELS = (K.sort_keys_pieces,)
 
 def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
               memberships: Memberships | None = None, workers: int = 1,
-              key_range: tuple | None = None, share=None) -> tuple:
+              key_range: tuple | None = None, share=None,
+              class_rows: np.ndarray | None = None) -> tuple:
     """The class sort (``labels`` given) and the membership sort (``memberships`` given) of
     finite float32/float64 ``scores``: ``(SortedClasses or None, (keys, codes) or None)``.
 
@@ -122,7 +147,10 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     :func:`fastbias._native.numba_threads` allows, each round runs as one kernel on
     Numba's threads instead (the same pieces' kernels: the same sort). The kernels read
     the scores, the labels and the memberships through read-only views, writable or not:
-    one compiled version of each per key width.
+    one compiled version of each per key width. ``class_rows`` (one int32/int64 slot per
+    row): the class sort carries the rows along and leaves them there, the negatives' first,
+    each class's in the order of its keys (the same order as :func:`radix_sort_class`'s,
+    the sort being stable); on the pool only.
     """
     uint = _UINT_OF_FLOAT[scores.dtype]
     bits = read_only(scores.view(uint))
@@ -132,7 +160,8 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
     m = memberships
     n_members = 0 if m is None else m.row_groups.shape[0]
     n_sorted = max(scores.shape[0] if labels is not None else 0, n_members)
-    if share is None and native_pieces(n_sorted, workers, NATIVE_SORT_MIN_KEYS) > 1:
+    if (share is None and class_rows is None
+            and native_pieces(n_sorted, workers, NATIVE_SORT_MIN_KEYS) > 1):
         with numba_threads(workers, scores.shape[0], NATIVE_SORT_KERNELS) as on_numba:
             if on_numba:
                 return sort_on_numba(bits, labels, m, native_pieces(
@@ -162,17 +191,20 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
     def scatter(j):
         if labels is not None:
-            K.scatter_class_keys(bits, labels, *rows[j], low, shift, class_slot[j], out)
+            K.scatter_class_keys(bits, labels, *rows[j], low, shift, class_slot[j], out,
+                                 _NO_ROWS if class_rows is None else class_rows)
         if m is not None:
             K.scatter_member_keys(bits, identity_rows, identity_labels, row_ptr, row_groups,
                                   *members[j], low, shift, member_slot[j], keys, codes)
 
     run_jobs(scatter, range(pieces), workers)
     out_scratch, keys_scratch, codes_scratch = (np.empty_like(a) for a in (out, keys, codes))
+    carried = _NO_PAYLOAD if class_rows is None else class_rows
+    carried_scratch = _NO_PAYLOAD if class_rows is None else np.empty_like(class_rows)
 
     def sort_buckets(run):
         if run[1] > run[0]:
-            K.sort_buckets(out, _NO_PAYLOAD, out_scratch, _NO_PAYLOAD, class_start, run[0],
+            K.sort_buckets(out, carried, out_scratch, carried_scratch, class_start, run[0],
                            run[1], low, shift)
         if run[3] > run[2]:  # (a sort not made has no buckets: no call, nothing compiled)
             K.sort_buckets(keys, codes, keys_scratch, codes_scratch, member_start, run[2],
@@ -190,6 +222,7 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
 _NO_BUCKETS = np.zeros(1, dtype=np.int64)  # the bucket starts of a sort not made: none
 _NO_PAYLOAD = np.empty(0, dtype=np.int64)
+_NO_ROWS = np.empty(0, dtype=np.int32)  # the class sort's rows, not carried
 
 
 def _read_memberships(memberships: Memberships | None) -> tuple:
@@ -331,12 +364,28 @@ def sorted_scores(scores: np.ndarray, rows: np.ndarray, with_order: bool = False
     return out, (order if with_order else None)
 
 
+# from this many rows on, with two threads or more, the classes' sorts of the row order are
+# split among the threads (the bucket sort of sort_keys, carrying the rows)
+PARALLEL_ORDER_MIN_ROWS = 2 * PARALLEL_SORT_MIN_KEYS
+
+
 def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1) -> ScoreOrder:
-    """Sort ``scores`` within each class and among the identity rows (the three sorts side by
-    side on up to ``workers`` threads)."""
+    """Sort ``scores`` within each class and among the identity rows: on two threads or more
+    and enough rows, the identity rows first, then both classes in one bucket sort that
+    carries the rows and is split among the threads (:func:`sort_keys`); else the three
+    sorts side by side on up to ``workers`` threads. Both give the same arrays (stable
+    sorts of the same keys)."""
     m = memberships
     id_scores = K.gather_scores(read_only(scores), read_only(m.identity_rows))
     n_neg, n_pos = m.class_rows
+    if workers >= 2 and scores.shape[0] >= PARALLEL_ORDER_MIN_ROWS:
+        _, id_order = _radix(scores, m.identity_rows, K.PAYLOAD_POSITIONS)
+        rows = _payload_scratch(scores.shape[0], scores.shape[0], K.PAYLOAD_ROWS)
+        classes = sort_keys(scores, m.labels, None, workers, class_rows=rows)[0]
+        neg_sorted, pos_sorted = (floats_of_keys_in_place(keys, scores.dtype)
+                                  for keys in classes)
+        return ScoreOrder(id_scores, id_order, rows[:n_neg], rows[n_neg:], neg_sorted,
+                          pos_sorted)
     (_, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
         lambda task: task[0](*task[1:]),
         [(_radix, scores, m.identity_rows, K.PAYLOAD_POSITIONS),

@@ -78,18 +78,28 @@ def sortable_keys_in_place(values: np.ndarray) -> np.ndarray:
     >>> sortable_keys_in_place(np.array([-1.5, -0.0, 0.0, 2.0], dtype=np.float32))
     array([1077936127, 2147483648, 2147483648, 3221225472], dtype=uint32)
     """
-    n_bits = values.dtype.itemsize * 8
-    signed = np.int32 if n_bits == 32 else np.int64
-    keys = values.view(_UINT_OF_FLOAT[values.dtype])
+    return _flip_key_bits(values.view(_UINT_OF_FLOAT[values.dtype]), to_keys=True)
+
+
+def _flip_key_bits(bits: np.ndarray, to_keys: bool) -> np.ndarray:
+    """Scores' bit patterns to sortable keys (``to_keys``; -0.0 made +0.0 first) or back, in
+    place, a block at a time: a branch-free xor with all ones (a negative score) or the
+    sign bit alone."""
+    n_bits = bits.dtype.itemsize * 8
+    signed, floats = (np.int32, np.float32) if n_bits == 32 else (np.int64, np.float64)
     sign = signed(np.iinfo(signed).min)  # (the sign bit alone)
-    for start in range(0, values.shape[0], _KEYS_BLOCK):
-        part = values[start:start + _KEYS_BLOCK]
-        part += part.dtype.type(0)  # -0.0 -> +0.0
-        # all ones where negative (~b), else the sign bit (b | sign): a branch-free xor
-        mask = part.view(signed) >> (n_bits - 1)
+    for start in range(0, bits.shape[0], _KEYS_BLOCK):
+        if to_keys:
+            bits[start:start + _KEYS_BLOCK].view(floats)[...] += floats(0)  # -0.0 -> +0.0
+        part = bits[start:start + _KEYS_BLOCK].view(signed)
+        # all ones where the bits read as negative: a negative score's (to keys), a
+        # non-negative score's key (back); the other way round, back
+        mask = part >> (n_bits - 1)
+        if not to_keys:
+            mask = ~mask
         mask |= sign
-        keys[start:start + _KEYS_BLOCK] ^= mask.view(keys.dtype)
-    return keys
+        part ^= mask
+    return bits
 
 
 def floats_of_keys_in_place(keys: np.ndarray, dtype) -> np.ndarray:
@@ -104,16 +114,7 @@ def floats_of_keys_in_place(keys: np.ndarray, dtype) -> np.ndarray:
     >>> floats_of_keys_in_place(sortable_keys_in_place(scores.copy()), np.float32)
     array([-1.5,  0. ,  2. ], dtype=float32)
     """
-    n_bits = keys.dtype.itemsize * 8
-    signed = np.int32 if n_bits == 32 else np.int64
-    sign = signed(np.iinfo(signed).min)
-    for start in range(0, keys.shape[0], _KEYS_BLOCK):
-        part = keys[start:start + _KEYS_BLOCK].view(signed)
-        # the sign bit set (a score >= 0): clear it; clear (a negative score): flip every bit
-        mask = ~(part >> (n_bits - 1))
-        mask |= sign
-        part ^= mask
-    return keys.view(dtype)
+    return _flip_key_bits(keys, to_keys=False).view(dtype)
 
 
 # the last phase of a sort shared with another thread is offered as this many jobs

@@ -49,7 +49,7 @@ from .progress import (
     ticking,
 )
 from .reports.plain import terminal_text
-from .validate.columns import booleans_and_numbers
+from .validate.columns import booleans_and_numbers, from_foreign
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
     DataFileError,
@@ -307,7 +307,7 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
         parquet_file = pq.ParquetFile(path)
         rows, total = 0, parquet_file.metadata.num_rows
         for batch in parquet_file.iter_batches(batch_size=batch_rows, columns=columns):
-            frame = batch.to_pandas()
+            frame = from_foreign(batch)
             yield frame, f"in rows {rows}..{rows + len(frame) - 1} of {path}"
             rows += len(frame)
             progress.update(f"reading {name}: {rows / max(total, 1):4.0%} ({rows:,} rows)")
@@ -1145,7 +1145,22 @@ def _argument(convert, kind: str, valid, rule: str):
 
 _probability = _argument(float, "a number", lambda v: 0.0 < v < 1.0,
                          "must be between 0 and 1 (exclusive), got {text}")
-_threshold = _argument(float, "a number", lambda v: not math.isnan(v), "must not be NaN")
+def _float_of_text(text: str) -> float:
+    """``float(text)``, refusing an integer that float64 would round (``9007199254740993``):
+    a threshold is compared as float64, so the rounded one would silently be used."""
+    value = float(text)
+    try:
+        exact = int(text.strip().replace("_", ""))
+    except ValueError:
+        return value  # (a decimal such as 0.7 means the float nearest it)
+    if exact != value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a float64 (it would become "
+                                         f"{value!r}); thresholds are compared as float64")
+    return value
+
+
+_threshold = _argument(_float_of_text, "a number", lambda v: not math.isnan(v),
+                       "must not be NaN")
 _positive_int = _argument(lambda text: int(text.replace("_", "")), "an integer",
                           lambda v: v >= 1, "must be at least 1, got {value}")
 _seed = _argument(int, "an integer", lambda v: v >= 0, "must be 0 or more, got {value}")

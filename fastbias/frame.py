@@ -60,6 +60,7 @@ from .validate.columns import (
     check_length,
     column_values,
     frame_columns,
+    from_foreign,
     require_columns,
 )
 from .validate.errors import OmittedRowsWarning, gathered, warn_listed
@@ -191,7 +192,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     """
     if not isinstance(df, pd.DataFrame) and (type(df).__module__ or "").startswith(
             ("pyarrow", "polars")) and hasattr(df, "to_pandas"):
-        df = df.to_pandas()
+        df = from_foreign(df)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if not isinstance(sample_weight, str):

@@ -19,6 +19,7 @@ memberships.
 """
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -295,3 +296,174 @@ def test_overall_auc_unaffected_by_identity_dtypes(data):
     y = df["label"].to_numpy()
     s = df["score"].to_numpy()
     assert abs(res.overall_auc["score"] - pair_probability(s[y], s[~y])) <= 1e-12
+
+
+# ------------------------------------------------------------------ integers beyond 2**53
+
+B = 2 ** 53
+#: float64 thresholds next to integers it cannot hold: 2**53 + 3 rounds up to 2**53 + 4 and
+#: -2**53 - 1 up to -2**53, so comparing such columns in float64 makes them members wrongly
+HUGE_THRESHOLDS = [B + 4.0, B + 2.0, -float(B), 2.0 ** 63, 2.0 ** 64, 2.0 ** 62 + 2.0 ** 10]
+
+
+@pytest.fixture(scope="module")
+def huge():
+    """Integer identity columns of values around +-2**53 and 2**62, int64 and uint64 near
+    their ends, with and without NA; the threshold's neighbours in every column."""
+    rng = np.random.default_rng(53)
+    near = np.array([B - 1, B, B + 1, B + 2, B + 3, B + 4, B + 5, B + 7,
+                     2 ** 62 + 2 ** 10 - 1, 2 ** 62 + 2 ** 10, 2 ** 63 - 1])
+    signed = rng.choice(np.concatenate([near, [-B - 3, -B - 1, -B, -B + 1, -2 ** 63]]), N)
+    unsigned = rng.choice(np.array([*near.tolist(), 2 ** 63, 2 ** 64 - 1, 0], dtype=np.uint64),
+                          N)
+    missing = rng.random(N) < 0.2
+    cases = {
+        "int64": (pd.Series(signed.astype(np.int64)), False),
+        "uint64": (pd.Series(unsigned), False),
+        "Int64-NA": (pd.Series(pd.array([None if m else int(v) for v, m
+                                         in zip(signed.tolist(), missing)], dtype="Int64")),
+                     False),
+        "UInt64-NA": (pd.Series(pd.array([None if m else int(v) for v, m
+                                          in zip(unsigned.tolist(), missing)], dtype="UInt64")),
+                      False),
+    }
+    df = pd.DataFrame({name: series for name, (series, _) in cases.items()})
+    df.insert(0, "label", rng.random(N) < 0.4)
+    df.insert(1, "score", rng.integers(0, 12, N) / 11.0)
+    return df, {name: boolean for name, (_, boolean) in cases.items()}
+
+
+@pytest.mark.parametrize("threshold", HUGE_THRESHOLDS)
+def test_integers_beyond_2_53_are_compared_as_integers(huge, threshold):
+    """Python compares an int with a float exactly: the brute force's membership is the real
+    one. Every entry point in memory, both policies."""
+    df, booleans = huge
+    names = list(booleans)
+    for policy in ("background", "exclude"):
+        expected = expected_table(df, booleans, threshold, policy)
+        res = quietly(fastbias.evaluate, df, label="label", scores="score", subgroups=names,
+                      subgroup_threshold=threshold, missing_subgroup=policy)
+        assert_matches(res.for_model(), expected, f"evaluate {threshold} {policy}")
+    expected = expected_table(df, {"int64": False, "uint64": False}, threshold, "background")
+    table = quietly(fastbias.bias_metrics, df["label"], df["score"], df[["int64", "uint64"]],
+                    subgroup_threshold=threshold)
+    assert_matches(table, expected, f"bias_metrics {threshold}")
+    evaluator = fastbias.BiasEvaluator(df["label"], df[["int64", "uint64"]],
+                                       subgroup_threshold=threshold)
+    assert_matches(quietly(evaluator.metrics, df["score"]), expected, f"evaluator {threshold}")
+    # pyarrow tables and polars frames: their own to_pandas makes integers with nulls floats
+    pa = pytest.importorskip("pyarrow")
+    frames = {"pyarrow": pa.Table.from_pandas(df, preserve_index=False)}
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        frames["polars"] = pl.from_arrow(frames["pyarrow"])
+    expected = expected_table(df, booleans, threshold, "exclude")
+    for kind, frame in frames.items():
+        res = quietly(fastbias.evaluate, frame, label="label", scores="score", subgroups=names,
+                      subgroup_threshold=threshold, missing_subgroup="exclude")
+        assert_matches(res.for_model(), expected, f"{kind} {threshold}")
+
+
+@pytest.mark.parametrize("threshold", [B + 4.0, -float(B)])
+def test_integers_beyond_2_53_out_of_core_and_on_the_cli(huge, tmp_path, threshold, capsys):
+    from tests.every_path import evaluate_on_every_path
+
+    df, booleans = huge
+    names = list(booleans)
+    expected = expected_table(df, booleans, threshold, "exclude")
+    kw = dict(label="label", scores="score", subgroup_threshold=threshold,
+              missing_subgroup="exclude")
+    _, got = evaluate_on_every_path(tmp_path, df, bucket_rows=100, npartitions=2, csv=False,
+                                    subgroups=names, **kw)
+    for res in got:
+        assert_matches(res.for_model(), expected, f"out of core {threshold}")
+    from fastbias.cli import main
+
+    out = tmp_path / "out.json"
+    assert main(["report", str(tmp_path / "d.parquet"), "--label", "label", "--scores", "score",
+                 "--subgroups", *names, "--subgroup-threshold", repr(threshold),
+                 "--missing-subgroup", "exclude", "--out", str(out), "--quiet"]) == 0
+    rows = json.loads(out.read_text())["models"][0]["subgroups"]
+    assert_matches(pd.DataFrame(rows).set_index("subgroup").astype(float), expected,
+                   f"cli {threshold}")
+    # text files: integer columns without a missing value read as integers, exactly ...
+    cli = ["--label", "label", "--scores", "score", "--subgroup-threshold", repr(threshold),
+           "--missing-subgroup", "exclude", "--quiet", "--subgroups"]
+    whole = ["int64", "uint64"]
+    for fmt in ("csv", "jsonl"):
+        path = tmp_path / f"t.{fmt}"
+        if fmt == "csv":
+            df[["label", "score", *whole]].to_csv(path, index=False)
+            res = quietly(fastbias.evaluate_csv, path, bucket_rows=100, subgroups=whole, **kw)
+            assert_matches(res.for_model(), {k: expected[k] for k in whole}, f"csv {threshold}")
+        else:
+            df[["label", "score", *whole]].to_json(path, orient="records", lines=True)
+        out = tmp_path / f"{fmt}.json"
+        assert main(["report", str(path), "--out", str(out), *cli, *whole]) == 0
+        rows = json.loads(out.read_text())["models"][0]["subgroups"]
+        assert_matches(pd.DataFrame(rows).set_index("subgroup").astype(float),
+                       {k: expected[k] for k in whole}, f"cli {fmt} {threshold}")
+    # ... but pandas reads integers beside a missing value as float64, rounded: refused,
+    # naming the column, the value and the row
+    refusal = (r"column 'Int64-NA' of .* holds whole numbers and a missing value, read as "
+               r"float64, and -?9\d{15}\.0 at row \d+: .* write the data as Parquet")
+    for fmt in ("csv", "jsonl"):
+        path = tmp_path / f"na.{fmt}"
+        if fmt == "csv":
+            df[["label", "score", "Int64-NA"]].to_csv(path, index=False)
+            with pytest.raises(ValueError, match=refusal):
+                fastbias.evaluate_csv(path, bucket_rows=100, subgroups=["Int64-NA"], **kw)
+        else:
+            df[["label", "score", "Int64-NA"]].to_json(path, orient="records", lines=True)
+        capsys.readouterr()
+        assert main(["report", str(path), "--out", str(tmp_path / f"na-{fmt}.json"), *cli,
+                     "Int64-NA"]) != 0
+        assert re.search(refusal, " ".join(capsys.readouterr().err.split())), fmt
+
+
+def test_a_threshold_float64_cannot_hold_is_refused(huge, capsys):
+    """An integer or a fraction given as the threshold would be rounded to a float64 and
+    that float compared: refused, naming the argument and what it would become."""
+    from fractions import Fraction
+
+    from fastbias.cli import main
+
+    df, _ = huge
+    for threshold, shown in [(B + 3, "9007199254740996.0"), (np.int64(B + 1), "9007199254740992.0"),
+                             (Fraction(1, 3), "0.3333333333333333")]:
+        with pytest.raises(ValueError, match=rf"subgroup_threshold .* is not a float64: it "
+                                             rf"would become {shown}"):
+            fastbias.bias_metrics(df["label"], df["score"], df[["int64"]],
+                                  subgroup_threshold=threshold)
+    for fine in (B + 2, Fraction(1, 2), 3):  # held exactly
+        quietly(fastbias.bias_metrics, df["label"], df["score"], df[["int64"]],
+                subgroup_threshold=fine)
+    with pytest.raises(SystemExit):
+        main(["report", "x.parquet", "--label", "label", "--scores", "score", "--subgroups",
+              "int64", "--subgroup-threshold", str(B + 3)])
+    assert "'9007199254740995' is not a float64 (it would become 9007199254740996.0)" \
+        in capsys.readouterr().err
+
+
+def test_text_columns_that_may_hold_rounded_integers_are_told_apart():
+    """Refused: read as floats, a missing value, every value whole, one at 2**53 or more
+    (as pandas gives a column of integers with a gap). Kept: columns of floats (a decimal
+    among them), columns without a missing value, whole numbers below 2**53, infinities
+    (the scores' readers refuse those), and JSON objects that are Python ints."""
+    from fastbias.validate.textfile import DataFileError, _refuse_rounded_integers
+
+    nan = float("nan")
+    refused = {"gap": [1.0, nan, float(B)], "negative": [nan, -float(B), 3.0],
+               "object": pd.Series([None, float(B + 2), 1.0], dtype=object)}
+    kept = {"decimal": [0.5, nan, float(B)], "no gap": [1.0, 2.0, float(B + 2)],
+            "small": [nan, float(B - 1), -float(B - 1)], "infinite": [nan, np.inf, 2.0],
+            "ints": pd.Series([None, B + 3, 1], dtype=object), "text": ["a", None, "b"]}
+    for name, values in refused.items():
+        frame = pd.DataFrame({"ok": [1.0, 2.0, 3.0], name: values})
+        with pytest.raises(DataFileError, match=rf"column {name!r} of 'f.csv' .* at row 1\d"):
+            _refuse_rounded_integers(frame, "f.csv", 10)
+    for name, values in kept.items():
+        _refuse_rounded_integers(pd.DataFrame({name: values}), "f.csv", 0)  # no error

@@ -545,6 +545,48 @@ def test_at_or_above_is_exact_for_every_float_width(dtype):
         assert got.tolist() == want, (dtype, threshold, values)
 
 
+INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+                  np.uint64]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES)
+def test_at_or_above_is_exact_for_integers_of_every_width(dtype):
+    """numpy compares an integer array with a float in float64, which rounds integers beyond
+    2**53 (2**53 + 3 reaches 2**53 + 4): against Python's exact int/float comparison, every
+    value of the type near each threshold, its ends and thresholds beyond them included."""
+    from fastbias.validate.values import at_or_above
+
+    info = np.iinfo(dtype)
+    big = 2 ** 53
+    thresholds = [0.5, 0.0, -0.0, 1.0, -1.0, 255.5, 2.0 ** 31, float(big), big + 2.0, big + 4.0,
+                  -float(big), -big - 2.0, 2.0 ** 62 + 2 ** 10, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64,
+                  1e300, -1e300, float(info.max), float(info.min)]
+    for threshold in thresholds:
+        centre = min(max(int(threshold), info.min), info.max)
+        candidates = {info.min, info.max, 0, *range(centre - 6, centre + 7)}
+        values = np.array(sorted(v for v in candidates if info.min <= v <= info.max), dtype=dtype)
+        want = [int(v) >= threshold for v in values.tolist()]  # Python: exact
+        assert at_or_above(values, threshold).tolist() == want, (dtype, threshold)
+
+
+def test_integer_cut_says_exactly_where_float64_comparison_fails():
+    """``integer_cut`` is None exactly where comparing every integer with the threshold in
+    float64 is right (checked on the integers next to it), its ceiling elsewhere."""
+    import math
+
+    from fastbias.validate.values import integer_cut
+
+    big = 2 ** 53
+    for threshold in [0.5, 3.0, big - 1.0, float(big), big + 2.0, big + 4.0, big + 6.0,
+                      2.0 ** 60, -float(big), -big + 1.0, -big - 2.0, -2.0 ** 60, 1e300]:
+        cut = math.ceil(threshold)
+        near = range(cut - 3, cut + 4)
+        float_right = all((float(v) >= threshold) == (v >= threshold) for v in near)
+        assert (integer_cut(threshold) is None) == float_right, threshold
+        if not float_right:
+            assert integer_cut(threshold) == cut
+
+
 def test_float32_labels_and_identities_are_thresholded_alike_and_exactly():
     """A float32 label and a float32 identity of the same value met the same threshold
     differently (found by review): the label in float32 (float32(0.7) >= 0.7), the identity

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..validate.columns import _at, in_piece, rows_from
+from ..validate.columns import _at, from_foreign, in_piece, rows_from
 from ..validate.spec import ColumnSpec, score_dtype
 from ..validate.subgroups import identity_column
 from ..validate.values import as_labels, as_sample_weight, as_scores
@@ -88,7 +88,7 @@ def feature_codes(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:
     for name, values in zip(spec.features, spec.feature_values):
         column = frame[name]
         if hasattr(column, "to_pandas") and not isinstance(column, pd.Series):
-            column = column.to_pandas()
+            column = from_foreign(column)
         column = pd.Series(np.asarray(column, dtype=object) if not isinstance(column, pd.Series)
                            else column.astype(object))
         found = pd.Index(list(values), dtype=object).get_indexer(column)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import in_piece
+from .columns import from_foreign, in_piece
 
 #: a sensitive feature with more distinct values than this is refused (a score or an id
 #: column passed by mistake would otherwise become as many subgroups as rows)
@@ -98,7 +98,7 @@ def category_codes(column, name: str, label: str | None = None) -> CategoryCodes
     """
     label = label or f"sensitive feature {name!r}"
     if hasattr(column, "to_pandas") and not isinstance(column, (pd.Series, pd.Index)):
-        column = column.to_pandas()  # pyarrow / polars
+        column = from_foreign(column)  # pyarrow / polars
     series = column if isinstance(column, pd.Series) else pd.Series(column)
     if series.ndim != 1:
         raise ValueError(f"{label} must be one column")

@@ -21,10 +21,38 @@ import numpy as np
 import pandas as pd
 
 
-def _from_foreign(values):
-    """pyarrow / polars containers -> pandas (cheap; keeps nulls as missing)."""
+def nullable_integer_dtype(arrow_type):
+    """pandas' nullable integer dtype of a pyarrow integer type (None for other types): the
+    ``types_mapper`` of every conversion from Arrow. Without it an integer column with nulls
+    becomes float64, which rounds integers beyond 2**53 (9007199254740995 -> ...996.0) and
+    shows category 1 as 1.0."""
+    import pyarrow as pa
+
+    if not pa.types.is_integer(arrow_type):
+        return None
+    return pd.api.types.pandas_dtype(("U" if pa.types.is_unsigned_integer(arrow_type) else "")
+                                     + f"Int{arrow_type.bit_width}")
+
+
+def _integers_with_nulls(values, polars: bool) -> bool:
+    """Whether a pyarrow or polars container has an integer column holding a null."""
+    if polars:
+        columns = values.get_columns() if hasattr(values, "get_columns") else [values]
+        return any(c.dtype.is_integer() and c.null_count() > 0 for c in columns)
+    import pyarrow as pa
+
+    columns = values.columns if hasattr(values, "columns") else [values]
+    return any(pa.types.is_integer(c.type) and c.null_count > 0 for c in columns)
+
+
+def from_foreign(values):
+    """pyarrow / polars containers (arrays, tables, batches, series, frames) -> pandas, nulls
+    kept missing; where an integer column holds nulls, integer columns become pandas'
+    nullable integers (:func:`nullable_integer_dtype`), exact; others as they are."""
     module = type(values).__module__ or ""
     if module.startswith(("pyarrow", "polars")) and hasattr(values, "to_pandas"):
+        if _integers_with_nulls(values, module.startswith("polars")):
+            return values.to_pandas(types_mapper=nullable_integer_dtype)
         return values.to_pandas()
     return values
 
@@ -221,7 +249,7 @@ def read_column(values, name: str, float_missing: bool = True):
     float column's NaN are left in it unmasked (a caller to whom NaN already
     means what missing means: an identity column under a threshold).
     """
-    values = _from_foreign(values)
+    values = from_foreign(values)
     if isinstance(values, pd.DataFrame):
         if values.shape[1] != 1:
             raise ValueError(f"{name} must be one-dimensional, got a DataFrame with "

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import PieceWhere
+from .columns import PieceWhere, from_foreign
 from .spec import ColumnSpec, column_spec
 
 _GLOB_CHARACTERS = "*?["
@@ -276,7 +276,7 @@ def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_
 
 def _frame_of(table) -> dict:
     """Columns of an arrow table or batch as pandas Series (cheaper than one DataFrame)."""
-    return {name: table.column(i).to_pandas() for i, name in enumerate(table.schema.names)}
+    return {name: from_foreign(table.column(i)) for i, name in enumerate(table.schema.names)}
 
 
 def read_piece(source: ParquetSource, piece: ParquetPiece, columns: list) -> pd.DataFrame:

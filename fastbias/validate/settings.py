@@ -1,6 +1,7 @@
 """Checks of the settings every entry point takes (thresholds, policies, threads, levels)."""
 from __future__ import annotations
 
+import fractions
 import math
 import numbers
 import warnings
@@ -22,7 +23,21 @@ def check_threshold(threshold, name: str) -> float:
     value = as_float(threshold, name)
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
+    if not isinstance(threshold, (float, np.floating)) and _exact_value(threshold) != value:
+        raise ValueError(f"{name} {threshold!r} is not a float64: it would become {value!r}, "
+                         f"and thresholds are compared as float64 (a member is a value at or "
+                         f"above it); pass the float you mean")
     return value
+
+
+def _exact_value(number: numbers.Real):
+    """An int, Fraction or Decimal as an exact rational (other kinds of Real: as floats)."""
+    if isinstance(number, numbers.Integral):
+        return int(number)
+    try:
+        return fractions.Fraction(number)
+    except (TypeError, ValueError):
+        return float(number)
 
 
 def as_float(value: numbers.Real, name: str) -> float:

@@ -11,14 +11,14 @@ import pandas as pd
 from .columns import (
     _at,
     _first,
-    _from_foreign,
     _plain,
     as_array,
     booleans_and_numbers,
     first_non_numeric,
+    from_foreign,
     read_column,
 )
-from .values import _exact_float64, at_or_above
+from .values import _exact_float64, at_or_above, integer_cut
 
 
 @dataclass(frozen=True)
@@ -111,9 +111,12 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
                              f"{_at(first)}; pass a subgroup threshold to binarize")
         return IdentityValues(np.ascontiguousarray(arr), 1.0, None, False)
     threshold = float(threshold)
-    if missing is not None and arr.dtype.kind in "iu":
-        # integers with missing entries: compare in their own type, keep the mask apart
-        member = at_or_above(arr, threshold) & ~missing
+    if arr.dtype.kind in "iu" and (missing is not None or integer_cut(threshold) is not None):
+        # integers with missing entries, or a threshold beyond 2**53 (where the kernels'
+        # float64 comparison would round them): compared in their own type, mask kept apart
+        member = at_or_above(arr, threshold)
+        if missing is not None:
+            member &= ~missing
         return IdentityValues(member.view(np.uint8), 1.0, missing, False)
     return IdentityValues(np.ascontiguousarray(arr), threshold, missing, False)
 
@@ -183,7 +186,7 @@ def _looks_like_names(subgroups) -> bool:
 
 def subgroup_columns(subgroups, n: int | None = None):
     """Normalise the accepted subgroup containers to (names, list of 1-D columns)."""
-    subgroups = _from_foreign(subgroups)
+    subgroups = from_foreign(subgroups)
     if isinstance(subgroups, str) or _looks_like_names(subgroups):
         raise TypeError(f"subgroups must be membership masks (a DataFrame of boolean columns, "
                         f"a dict of name -> mask or an (n, k) array), got column name(s) "

@@ -368,6 +368,52 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
     return TextSource(path, fmt, compression, sep, names, int(line_limit))
 
 
+#: the least magnitude at which a float64 may be an integer of the file rounded
+_ROUNDED_FROM = 2.0 ** 53
+
+
+def _refuse_rounded_integers(frame, path: str, start: int) -> None:
+    """A :class:`DataFileError` where a column of integers may have been rounded: read as
+    floats, with a missing value, and every value a whole number, one of them 2**53 or more
+    in magnitude (the error names the column, the value and its row).
+
+    pandas' CSV and JSON readers give a column of integers as float64 when it also holds a
+    missing value (the JSON reader even for a column asked for as objects), and float64
+    rounds integers beyond 2**53: 9007199254740995 would silently read as 9007199254740996,
+    and a membership, a tie or a weight would change. Such a column cannot be told from one
+    of floats written so, and is refused; Parquet keeps integers exact. (A column holding a
+    decimal is one of floats: each value is the float nearest the text, as 0.1 is.)
+    """
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype == np.float64:
+            values = column.to_numpy()
+        elif column.dtype == object:  # (JSON lines' flag columns: the values as parsed)
+            kinds = [type(v) for v in column.tolist()]
+            if float not in kinds:
+                continue
+            values = np.array([v if k is float else np.nan for v, k in zip(column, kinds)])
+        else:
+            continue
+        # two reductions that pass NaN over answer almost every column without a mask
+        if -_ROUNDED_FROM < np.fmin.reduce(values) and np.fmax.reduce(values) < _ROUNDED_FROM:
+            continue
+        with np.errstate(invalid="ignore"):  # (infinities are the scores' readers' to refuse)
+            large = (np.abs(values) >= _ROUNDED_FROM) & np.isfinite(values)
+        if not large.any():
+            continue
+        finite = values[np.isfinite(values)]
+        if not column.isna().any() or (finite != np.floor(finite)).any():
+            continue
+        row = int(np.argmax(large))
+        raise DataFileError(
+            f"column {name!r} of {path!r} holds whole numbers and a missing value, read as "
+            f"float64, and {float(values[row])!r} at row {start + row}: at 2**53 or more an "
+            f"integer of the file may have been rounded (pandas reads a column of integers "
+            f"with a missing value as floats), so it cannot be taken as exact; write the data "
+            f"as Parquet, which keeps integers exact, or fill the missing values")
+
+
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
                       text_columns=(), flag_columns=()):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
@@ -433,6 +479,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
                 if len(frame):
+                    _refuse_rounded_integers(frame, source.path, start)
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)
                 start = stop

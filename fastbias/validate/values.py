@@ -1,6 +1,8 @@
 """Labels, scores and weights: validated, exact numpy arrays (one reader per input kind)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -69,10 +71,39 @@ def finite_bounds(arr: np.ndarray, name: str, omit: bool = False, workers: int =
     return smallest, largest
 
 
+def integer_cut(threshold: float) -> int | None:
+    """The least integer at or above ``threshold`` (a finite float) when comparing integers
+    with it in float64 could be wrong, else None.
+
+    ``float(v) >= threshold`` is ``v >= threshold`` for every integer ``v`` unless the
+    integer just below the cut (``ceil(threshold) - 1``) rounds up to the threshold: which
+    happens only beyond 2**53 (2**53 + 3 rounds to 2**53 + 4) and at -2**53. Such
+    thresholds are compared as integers instead (``v >= cut``), in the column's own type.
+
+    Examples
+    --------
+    >>> integer_cut(0.5) is None, integer_cut(2.0 ** 53 + 2) is None
+    (True, True)
+    >>> integer_cut(2.0 ** 53 + 4) == 2 ** 53 + 4
+    True
+    """
+    cut = math.ceil(threshold)
+    return None if float(cut - 1) < threshold else cut
+
+
+def _integers_at_or_above(values: np.ndarray, cut: int) -> np.ndarray:
+    """``values >= cut`` for an integer array and a Python integer, in the array's type."""
+    info = np.iinfo(values.dtype)
+    if cut > info.max:
+        return np.zeros(values.shape, dtype=bool)
+    if cut <= info.min:
+        return np.ones(values.shape, dtype=bool)
+    return values >= values.dtype.type(cut)
+
+
 def at_or_above(values: np.ndarray, threshold: float) -> np.ndarray:
     """``values >= threshold`` as real numbers, for a numeric array and a float threshold:
-    exactly for floats of every width and integers within 2**53 (larger integers are compared
-    as float64, as the membership kernel compares them).
+    exactly for floats and integers of every width.
 
     numpy compares a float32 array with a Python float in float32: a threshold such as 0.7
     rounds to float32(0.7) = 0.69999999, which float32(0.7) then reaches. Here such an array
@@ -94,6 +125,10 @@ def at_or_above(values: np.ndarray, threshold: float) -> np.ndarray:
         if float(cut) < threshold:
             cut = np.nextafter(cut, kind(np.inf))
         return values >= cut
+    if values.dtype.kind in "iu":
+        cut = integer_cut(threshold)
+        if cut is not None:  # beyond 2**53: float64 would round the integers
+            return _integers_at_or_above(values, cut)
     return values >= threshold
 
 

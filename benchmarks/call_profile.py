@@ -14,6 +14,10 @@ The wrappers cost about a microsecond a call.
 Usage::
 
     python benchmarks/call_profile.py --rows 1804875 --cores 1 16
+    python benchmarks/call_profile.py --weighted --ci delong --cores 1 16
+
+``--weighted`` gives every call weights drawn uniformly from 0.1-3 (the weighted sweep and
+the row order); ``--ci`` and ``--significance`` are passed to ``bias_metrics``.
 """
 from __future__ import annotations
 
@@ -39,8 +43,8 @@ from bench_threads import cpu_model, jigsaw_like_arrays, pin  # noqa: E402
 
 #: (module, attribute) of the stages timed; a class attribute as "Class.method"
 STAGES = [("fastbias.arrays", "validated_rows"), ("fastbias.arrays", "prepare_subgroups"),
-          ("fastbias.sort.order", "SortedScores.sort"), ("fastbias.sweep.parallel", "count_sorted"),
-          ("fastbias.arrays", "table_from_counts")]
+          ("fastbias.sort.order", "SortedScores.sort"), ("fastbias.sort.order", "SortedScores.order"),
+          ("fastbias.sweep.parallel", "count_sorted"), ("fastbias.arrays", "table_from_counts")]
 
 _lock = threading.Lock()
 _spent: dict = defaultdict(float)
@@ -122,6 +126,11 @@ def main(argv=None):
     parser.add_argument("--pieces-per-thread", type=int, default=None,
                         help="cut each round on Numba's threads into this many pieces per "
                              "thread (fastbias._native.NATIVE_PIECES_PER_WORKER)")
+    parser.add_argument("--weighted", action="store_true",
+                        help="weights uniform in 0.1-3 (sample_weight)")
+    parser.add_argument("--ci", default=None, help="bias_metrics' ci (e.g. delong)")
+    parser.add_argument("--significance", default=None,
+                        help="bias_metrics' significance (e.g. holm)")
     parser.add_argument("--set", nargs="*", default=[], metavar="MODULE:NAME=INT",
                         help="set a module's constant first, e.g. "
                              "fastbias.validate.values:PARALLEL_BOUNDS_MIN_VALUES=500000")
@@ -139,30 +148,43 @@ def main(argv=None):
     cores = [c for c in (args.cores or [1, len(all_cpus)]) if c <= len(all_cpus)]
     warnings.simplefilter("ignore")
     y, s, groups = jigsaw_like_arrays(args.rows, args.subgroups)
-    fastbias.bias_metrics(y[:1000], s[:1000], groups[:1000])
+    options = {key: value for key, value in (("ci", args.ci),
+                                             ("significance", args.significance)) if value}
+    weights = (np.random.default_rng(1).uniform(0.1, 3.0, y.shape[0]) if args.weighted
+               else None)
+
+    def call(rows=None):
+        part = slice(None) if rows is None else slice(rows)
+        if weights is not None:
+            options["sample_weight"] = weights[part]
+        return fastbias.bias_metrics(y[part], s[part], groups[part], **options)
+
+    call(1000)
     if native.enabled():
         compile_in_background("native")
     wait_until_compiled()
     for c in cores:  # every kernel this size needs, compiled before the wrapping
         pin(all_cpus[:c])
-        fastbias.bias_metrics(y, s, groups)
+        call()
     wait_until_compiled()
     n_kernels = wrap_kernels()
     wrap_stages()
     layer = native.threading_layer() if native.enabled() else "(not used)"
     print(f"# {cpu_model()}, {len(all_cpus)} usable CPUs; {args.rows:,} rows x "
-          f"{args.subgroups}; rounds on Numba's threads: {native.mode()}, layer {layer}, "
+          f"{args.subgroups}{'' if weights is None else ', weighted'}"
+          f"{''.join(f', {k}={v}' for k, v in options.items() if k != 'sample_weight')}; "
+          f"rounds on Numba's threads: {native.mode()}, layer {layer}, "
           f"{getattr(native, 'NATIVE_PIECES_PER_WORKER', 1)} pieces a thread; "
           f"{n_kernels} kernels wrapped; fastbias from {os.path.dirname(fastbias.__file__)}\n")
     for c in cores:
         pin(all_cpus[:c])
-        fastbias.bias_metrics(y, s, groups)  # warm-up on these cores
+        call()  # warm-up on these cores
         _spent.clear()
         _calls.clear()
         times = []
         for _ in range(args.repeats):
             start = time.perf_counter()
-            fastbias.bias_metrics(y, s, groups)
+            call()
             times.append(time.perf_counter() - start)
         per_call = {name: _spent[name] / args.repeats for name in _spent}
         print(f"## {c} cores: the call {statistics.median(times) * 1e3:.2f} ms "

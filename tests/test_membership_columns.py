@@ -456,14 +456,42 @@ def test_text_columns_that_may_hold_rounded_integers_are_told_apart():
     from fastbias.validate.textfile import DataFileError, _refuse_rounded_integers
 
     nan = float("nan")
-    refused = {"gap": [1.0, nan, float(B)], "negative": [nan, -float(B), 3.0],
-               "object": pd.Series([None, float(B + 2), 1.0], dtype=object)}
+    refused = {"gap": ([1.0, nan, float(B)], 12), "negative": ([nan, -float(B), 3.0], 11),
+               "object": (pd.Series([None, 1.0, float(B + 2)], dtype=object), 12)}
     kept = {"decimal": [0.5, nan, float(B)], "no gap": [1.0, 2.0, float(B + 2)],
             "small": [nan, float(B - 1), -float(B - 1)], "infinite": [nan, np.inf, 2.0],
             "ints": pd.Series([None, B + 3, 1], dtype=object), "text": ["a", None, "b"]}
-    for name, values in refused.items():
+    for name, (values, row) in refused.items():
         frame = pd.DataFrame({"ok": [1.0, 2.0, 3.0], name: values})
-        with pytest.raises(DataFileError, match=rf"column {name!r} of 'f.csv' .* at row 1\d"):
+        with pytest.raises(DataFileError, match=rf"column {name!r} of 'f.csv' .* at row {row}:"):
             _refuse_rounded_integers(frame, "f.csv", 10)
     for name, values in kept.items():
         _refuse_rounded_integers(pd.DataFrame({name: values}), "f.csv", 0)  # no error
+
+
+def test_arrow_and_polars_integers_with_one_null_stay_exact():
+    """pyarrow's and polars' own to_pandas turn an integer column with a null into float64,
+    rounded; ``from_foreign`` keeps such columns pandas' nullable integers, signed or not,
+    and leaves columns without nulls (and other types) as their to_pandas gives them."""
+    pa = pytest.importorskip("pyarrow")
+    from fastbias.validate.columns import from_foreign
+
+    values = [B + 3, None, 5]
+    table = pa.table({"i": pa.array(values, pa.int64()), "u": pa.array(values, pa.uint64()),
+                      "f": pa.array([0.5, None, 1.5]), "full": pa.array([B + 3, 1, 2])})
+    frame = from_foreign(table)
+    assert frame["i"].tolist()[::2] == [B + 3, 5] and frame["i"].isna().tolist() == [0, 1, 0]
+    assert str(frame["i"].dtype) == "Int64" and str(frame["u"].dtype) == "UInt64"
+    assert frame["f"].dtype == np.float64 and frame["full"].tolist() == [B + 3, 1, 2]
+    for container in (table.column("i"), table.column("i").combine_chunks(),
+                      pa.record_batch({"i": pa.array(values)})):
+        converted = from_foreign(container)
+        column = converted["i"] if isinstance(converted, pd.DataFrame) else converted
+        assert column.tolist()[0] == B + 3, type(container)
+    assert from_foreign(pa.array([B + 3, 2])).dtype == np.int64  # no null: as before
+    try:
+        import polars as pl
+    except ImportError:
+        return
+    assert from_foreign(pl.Series(values, dtype=pl.Int64)).tolist()[0] == B + 3
+    assert from_foreign(pl.DataFrame({"i": values}))["i"].tolist()[0] == B + 3

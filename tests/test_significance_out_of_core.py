@@ -222,7 +222,7 @@ def test_unweighted_own_class_sums_are_exact_to_the_last_rounding(in_numpy):
     assert Fraction(float(np.cumsum((twice / 2.0) ** 2)[-1])) != exact[1]  # (in order: rounds)
     sums_of = class_sums_in_numpy if in_numpy else SK.class_sums
     got = sums_of(values, np.empty(0), others, np.empty(0), True, np.empty(n + 1),
-                  np.empty((0, 3)))
+                  np.empty((0, 3)), np.empty(0))
     for value, want in zip(got, exact):
         assert abs(Fraction(float(value)) - want) <= Fraction(float(np.spacing(value))) / 2
 
@@ -517,3 +517,50 @@ def test_out_of_core_significance_is_checked(tmp_path):
     with pytest.raises(ValueError, match="confidence"):
         evaluate_csv(path, label="toxicity", scores="model_biased", subgroups=["male"],
                      significance="holm", confidence=1.5)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_class_walks_give_the_overall_delong_sums_of_the_class_walk(weighted):
+    """A significance test takes the overall AUC's DeLong sums from the classes' own walks
+    (``class_sums``' moments): the bits of ``class_placement_sums``' two halves, whose
+    halves add up to its whole, and within rounding of each row's placement summed exactly
+    (the weight of the other class below a positive, above a negative, ties 1/2)."""
+    from fractions import Fraction
+
+    from fastbias.sweep import _kernels as SK
+
+    rng = np.random.default_rng(5 + weighted)
+    for _ in range(40):
+        n_neg, n_pos = (int(rng.integers(0, 60)) for _ in range(2))
+        levels = int(rng.choice([1, 3, 40, 10 ** 6]))
+        neg = np.sort(rng.integers(0, levels, n_neg)).astype(np.uint64)
+        pos = np.sort(rng.integers(0, levels, n_pos)).astype(np.uint64)
+        w_neg, w_pos = ((np.round(rng.random(size) * 4, 2) if weighted else np.ones(size))
+                        for size in (n_neg, n_pos))
+        cum_neg, cum_pos = ((np.concatenate([[0.0], np.cumsum(w)]) if weighted else np.empty(0))
+                            for w in (w_neg, w_pos))
+        whole = SK.class_placement_sums(neg, pos, cum_neg, cum_pos, SK.BOTH_HALVES, None)
+        halves = [SK.class_placement_sums(neg, pos, cum_neg, cum_pos, half, None)
+                  for half in (SK.POSITIVES_HALF, SK.NEGATIVES_HALF)]
+        assert halves[0][2] == 0.0 and halves[1][:2] == (0.0, 0.0)
+        assert whole == (halves[0][0], halves[0][1], halves[1][2])
+        moments = {}
+        for label, (values, cum, others, others_cum) in enumerate(
+                [(neg, cum_neg, pos, cum_pos), (pos, cum_pos, neg, cum_neg)]):
+            moments[label] = np.full(2, np.nan)
+            SK.class_sums(values, cum, others, others_cum, label == 0, np.empty(0),
+                          np.empty((0, 2)), moments[label])
+        assert (moments[1][0], moments[1][1], moments[0][1]) == whole
+        # each row's placement, summed as rationals
+        exact = [Fraction(0)] * 3
+        for x, wx in zip(pos.tolist(), w_pos.tolist()):
+            p = sum(Fraction(wy) * (Fraction(1) if y < x else Fraction(1, 2) if y == x else 0)
+                    for y, wy in zip(neg.tolist(), w_neg.tolist()))
+            exact[0] += Fraction(wx) * p
+            exact[1] += Fraction(wx) * p * p
+        for y, wy in zip(neg.tolist(), w_neg.tolist()):
+            d = sum(Fraction(wx) * (Fraction(1) if x > y else Fraction(1, 2) if x == y else 0)
+                    for x, wx in zip(pos.tolist(), w_pos.tolist()))
+            exact[2] += Fraction(wy) * d * d
+        for got, want in zip(whole, exact):
+            assert abs(Fraction(got) - want) <= abs(want) * Fraction(1, 2 ** 45), (got, want)

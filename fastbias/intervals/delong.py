@@ -6,7 +6,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from .._threads import run_pieces
+from .._threads import run_jobs
 from ..metrics.definitions import (
     AEG_METRICS,
     AUC_METRICS,
@@ -341,7 +341,7 @@ def standard_errors(sorted_scores: SortedScores, sample_weight: np.ndarray | Non
     m = sorted_scores.memberships
     walk = member_walk(sorted_scores, sample_weight)
     return standard_errors_from_sums(walk, m, *_placement_sums(walk, m.n_groups,
-                                                               sorted_scores.workers),
+                                                               sorted_scores.workers)[:2],
                                      lambda: weight_bits_of(sample_weight),
                                      recheck_rows(sorted_scores.scores, sample_weight),
                                      lazy_exact_sums(walk, m.n_rows,
@@ -747,8 +747,13 @@ DELONG_MIN_RANGE_MEMBERSHIPS = 50_000
 DELONG_MAX_RANGES = 64
 
 
-def _placement_sums(walk: MemberWalk, n_groups: int, workers: int):
-    """``(sums (k, 15), (u, sq_pos, sq_neg))``: the subgroups' and the overall AUC's sums."""
+def _placement_sums(walk: MemberWalk, n_groups: int, workers: int, class_walk=None):
+    """``(sums (k, 15), (u, sq_pos, sq_neg), class walks)``: the subgroups' and the overall
+    AUC's sums, from one job per class and one per range of memberships (on the threads
+    free first, the classes' first). The class walks are ``class_placement_sums``' halves,
+    or with ``class_walk`` (a function of the label returning ``(..., moments)``, the class's
+    ``(sum w p, sum w p^2)``) its results, which the overall sums are then made of; the
+    third item lists them, the negatives' first (None without ``class_walk``)."""
     w = walk
     n_members = w.keys.shape[0]
     n_ranges = int(min(DELONG_MAX_RANGES, max(1, n_members // DELONG_MIN_RANGE_MEMBERSHIPS)))
@@ -762,18 +767,32 @@ def _placement_sums(walk: MemberWalk, n_groups: int, workers: int):
             w.codes[lo:hi], w.weights[lo:hi] if w.weights.size else None,
             minlength=2 * n_groups).reshape(n_groups, 2)
 
-    def piece(j):
-        if j == n_ranges:  # the classes' walk
-            return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum, NO_LO)
+    def job(j):
+        if j < 0:  # a class's walk (-1: the positives', -2: the negatives')
+            if class_walk is not None:
+                return class_walk(1 if j == -1 else 0)
+            return SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum,
+                                           SK.POSITIVES_HALF if j == -1 else SK.NEGATIVES_HALF,
+                                           NO_LO)
         return SK.member_delong_sums_in_range(w.keys, w.codes, w.weights, bounds[j],
                                               bounds[j + 1], w.neg, w.pos, w.neg_cum, w.pos_cum,
                                               w.cells, below[j], NO_LO)
 
-    *parts, overall_sums = run_pieces(piece, range(n_ranges + 1), workers)
-    sums = parts[0]
-    for part in parts[1:]:
-        sums = sums + part
-    return SK.finish_delong_sums(sums), overall_sums
+    # the classes' walks (each along a whole class) first, then the ranges of memberships;
+    # each range's sums are its own, joined in order below
+    jobs = [-1, -2, *range(n_ranges)]
+    done = dict(zip(jobs, run_jobs(job, jobs, workers)))
+    sums = done[0]
+    for j in range(1, n_ranges):
+        sums = sums + done[j]
+    if class_walk is None:
+        overall_sums = tuple(a + b for a, b in zip(done[-1], done[-2]))  # (0 in one: exact)
+        walked = None
+    else:
+        (pos_sum, pos_squares), neg_squares = done[-1][-1], done[-2][-1][1]
+        overall_sums = (float(pos_sum), float(pos_squares), float(neg_squares))
+        walked = [done[-2], done[-1]]
+    return SK.finish_delong_sums(sums), overall_sums, walked
 
 
 def _normal_interval(estimate, se, z, bounds):

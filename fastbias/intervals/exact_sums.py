@@ -153,7 +153,8 @@ class ExactSums:
             _announce("overall", SK.class_placement_sums)
             w = self._walk
             lo = np.zeros((1, 4))
-            hi = SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum, lo)
+            hi = SK.class_placement_sums(w.neg, w.pos, w.neg_cum, w.pos_cum, SK.BOTH_HALVES,
+                                         lo)
             self._overall = (np.array(hi, dtype=np.float64), lo[0, [0, 1, 3]].copy())
         return self._overall
 
@@ -170,7 +171,7 @@ class ExactSums:
                     (w.neg, w.neg_cum, w.pos, w.pos_cum, True)):
                 prefix.append(np.empty(values.shape[0] + 1))
                 SK.class_sums(values, cumulative, others, others_cumulative, above, prefix[-1],
-                              np.empty((0, 2)))
+                              np.empty((0, 2)), np.empty(0))
             k = w.cells.shape[0]
             lo = np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS))
             hi = SK.member_overall_cross_sums(w.keys, w.codes, w.weights, w.neg, w.pos,

@@ -48,8 +48,9 @@ INTERVAL_KERNELS = {
     "bootstrap": lambda: [IK.poisson_counts, IK.counts_of_replicate,
                           SK.replicate_counts_by_walk, SortK.radix_sort_gathered,
                           SortK.radix_sort_class],
-    "significance": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
-                             SK.finish_delong_sums, SK.class_sums,
+    # (the overall AUC's DeLong sums come from class_sums' walks here)
+    "significance": lambda: [SK.member_delong_sums_in_range, SK.finish_delong_sums,
+                             SK.class_sums,
                              SK.member_overall_cross_sums, IK.permutation_exceedances],
 }
 
@@ -411,15 +412,17 @@ def subgroup_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 
 
 def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bool,
-                        prefix: np.ndarray, rows: np.ndarray) -> tuple:
+                        prefix: np.ndarray, rows: np.ndarray, moments: np.ndarray) -> tuple:
     """``SK.class_sums`` in numpy: the same prefix sums, rows and sums, each value computed
     and added as the kernel does. :data:`SUM_BLOCK_ROWS` rows at a time, each block's
     running sums carried on from the last (numpy's running sums add in order, as the
-    kernel), so that no temporary is as long as the class."""
+    kernel), so that no temporary is as long as the class. ``moments`` must be empty: the
+    numpy tier's overall sums are :func:`delong_sums_in_numpy`'s."""
     n = values.shape[0]
     if (prefix.shape[0] > 0 and prefix.shape[0] != n + 1) or \
-            (rows.shape[0] > 0 and (rows.shape[0] != n or rows.shape[1] < 2)):
-        raise ValueError("class_sums: prefix or rows of the wrong shape")
+            (rows.shape[0] > 0 and (rows.shape[0] != n or rows.shape[1] < 2)) or \
+            moments.shape[0] != 0:
+        raise ValueError("class_sums: prefix, rows or moments of the wrong shape")
     weighted = cumulative.shape[0] > 0
     summed = prefix.shape[0] > 0
     if summed:

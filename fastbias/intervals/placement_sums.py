@@ -248,24 +248,37 @@ class _Classes:
     two are never held together.
     """
 
-    def __init__(self, walk, sums_of=SK.class_sums):
+    def __init__(self, walk, sums_of=SK.class_sums, walked=None):
         self.above = np.zeros(4)
         self.packed = {}
         self._walk, self._sums_of = walk, sums_of
-        prefix = {}
-        for label in (0, 1):
-            sides = self._sides(label)
-            prefix[label] = np.empty(sides[0].shape[0] + 1)
-            self.above[2 * label:2 * label + 2] = sums_of(*sides, label == 0, prefix[label],
-                                                          _NO_ROWS)
-        self._prefix = (prefix[1], prefix[0])
-        self.u_overall = float(prefix[1][-1])
+        walked = walked or [self.walk_class(walk, label, sums_of) for label in (0, 1)]
+        for label, (above, _, _) in enumerate(walked):
+            self.above[2 * label:2 * label + 2] = above
+        self._prefix = (walked[1][1], walked[0][1])
+        self.u_overall = float(walked[1][1][-1])
+
+    @staticmethod
+    def walk_class(walk, label: int, sums_of=SK.class_sums, moments: bool = False) -> tuple:
+        """``(own-class placement sums (2,), prefix sums, moments)`` of class ``label``: one
+        walk along it, which can run on a thread of its own (``walked`` of the constructor
+        takes both classes'). With ``moments``, the class's overall-AUC DeLong sums ``(sum w
+        p, sum w p^2)`` (``class_sums``), else None."""
+        sides = _Classes._sides_of(walk, label)
+        prefix = np.empty(sides[0].shape[0] + 1)
+        out = np.empty(2) if moments else None
+        above = sums_of(*sides, label == 0, prefix, _NO_ROWS,
+                        out if moments else _NO_MOMENTS)
+        return above, prefix, out
+
+    @staticmethod
+    def _sides_of(w, label: int) -> tuple:
+        return ((w.neg, w.neg_cum, w.pos, w.pos_cum) if label == 0
+                else (w.pos, w.pos_cum, w.neg, w.neg_cum))
 
     def _sides(self, label: int) -> tuple:
         """``(values, cumulative, others, others_cumulative)`` of class ``label``."""
-        w = self._walk
-        return ((w.neg, w.neg_cum, w.pos, w.pos_cum) if label == 0
-                else (w.pos, w.pos_cum, w.neg, w.neg_cum))
+        return self._sides_of(self._walk, label)
 
     def prefix_sums(self) -> tuple:
         """``(q_pos, r_neg)``, given once (the cross sums read them; then they are freed)."""
@@ -281,14 +294,14 @@ class _Classes:
             sides = self._sides(label)
             values, cumulative = sides[:2]
             rows = np.empty((values.shape[0], 3 if cumulative.size else 2))
-            self._sums_of(*sides, label == 0, _NO_PREFIX, rows)
+            self._sums_of(*sides, label == 0, _NO_PREFIX, rows, _NO_MOMENTS)
             self.packed[label] = rows
         return self.packed[label]
 
 
 #: what :class:`_Classes` passes ``class_sums`` for the rows or the prefix sums not to make
 _NO_ROWS = np.empty((0, 2))
-_NO_PREFIX = np.empty(0)
+_NO_PREFIX = _NO_MOMENTS = np.empty(0)
 
 
 def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int | None = None):
@@ -301,9 +314,13 @@ def placement_sums(sorted_scores: SortedScores, sample_weight=None, workers: int
     m = sorted_scores.memberships
     k = m.n_groups
     walk = member_walk(sorted_scores, sample_weight)
-    delong, overall = _placement_sums(walk, k, sorted_scores.workers if workers is None
-                                      else workers)
-    classes = _Classes(walk)
+    # the classes' own walks run beside the subgroups' DeLong walks and give the overall
+    # AUC's DeLong sums on the way
+    delong, overall, walked = _placement_sums(
+        walk, k, sorted_scores.workers if workers is None else workers,
+        lambda label: _Classes.walk_class(walk, label, moments=True))
+    classes = _Classes(walk, walked=walked)
+    del walked
     q_pos, r_neg = classes.prefix_sums()
     cross = SK.member_overall_cross_sums(walk.keys, walk.codes, walk.weights, walk.neg,
                                          walk.pos, walk.neg_cum, walk.pos_cum, q_pos, r_neg,

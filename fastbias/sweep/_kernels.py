@@ -1307,8 +1307,12 @@ def _placement_moments(values, cumulative, others, others_cumulative, above, sum
         j = stop
 
 
+#: :func:`class_placement_sums`' halves: the walk of the positives, of the negatives, both
+POSITIVES_HALF, NEGATIVES_HALF, BOTH_HALVES = 1, 2, 3
+
+
 @njit(cache=True, nogil=True)
-def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum, lo):
+def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum, halves, lo):
     """Overall-AUC DeLong sums from the two sorted classes.
 
     Returns ``(u, sq_pos, sq_neg)``: sum and sum of squares over positives of
@@ -1318,10 +1322,16 @@ def class_placement_sums(neg_sorted, pos_sorted, neg_cum, pos_cum, lo):
     (``neg_cum``/``pos_cum`` empty: unweighted). ``lo``: None, or (1, 4) zeros that get
     the rounding of ``u``, ``sq_pos``, (the negatives' sum of placements) and ``sq_neg``
     (as :func:`_add_term`).
+
+    ``halves`` (a bit mask) picks the walks made: ``POSITIVES_HALF`` gives ``u`` and
+    ``sq_pos`` (``sq_neg`` 0), ``NEGATIVES_HALF`` ``sq_neg`` (the others 0), so that two
+    threads can walk the two classes; their sums are their own, whichever walks are made.
     """
     sums = np.zeros((1, 4))
-    _placement_moments(pos_sorted, pos_cum, neg_sorted, neg_cum, False, sums, lo, 0)
-    _placement_moments(neg_sorted, neg_cum, pos_sorted, pos_cum, True, sums, lo, 2)
+    if halves & POSITIVES_HALF:
+        _placement_moments(pos_sorted, pos_cum, neg_sorted, neg_cum, False, sums, lo, 0)
+    if halves & NEGATIVES_HALF:
+        _placement_moments(neg_sorted, neg_cum, pos_sorted, pos_cum, True, sums, lo, 2)
     return sums[0, 0], sums[0, 1], sums[0, 3]
 
 
@@ -1349,7 +1359,7 @@ N_OVERALL_CROSS_COLUMNS = 8
 
 
 @njit(cache=True, nogil=True)
-def class_sums(values, cumulative, others, others_cumulative, above, prefix, rows):
+def class_sums(values, cumulative, others, others_cumulative, above, prefix, rows, moments):
     """One class's share of a significance test's sums, in one walk along it.
 
     ``values`` is the sorted class, ``others`` the other class; weights from the prefix sums
@@ -1363,11 +1373,16 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     sum w a^2)``, each added in order with the rounding of every addition added up beside it
     and put back at the end (unweighted, whose terms are exact quarters, the sums are then
     exact but for the last rounding: a permutation variance is a small difference of them).
+    Where ``moments`` has 2 rows (not 0), writes ``(sum w p, sum w p^2)`` into it: the
+    overall AUC's DeLong sums over this class, added block by block as
+    :func:`class_placement_sums` adds them (the same bits), so that a significance test
+    needs no walk of its own for them.
     """
     n = values.shape[0]
     if (prefix.shape[0] > 0 and prefix.shape[0] != n + 1) or \
-            (rows.shape[0] > 0 and (rows.shape[0] != n or rows.shape[1] < 2)):
-        raise ValueError("class_sums: prefix or rows of the wrong shape")
+            (rows.shape[0] > 0 and (rows.shape[0] != n or rows.shape[1] < 2)) or \
+            moments.shape[0] not in (0, 2):
+        raise ValueError("class_sums: prefix, rows or moments of the wrong shape")
     total_others = _class_total(others, others_cumulative)
     total_same = _class_total(values, cumulative)
     keep = rows.shape[0] > 0
@@ -1376,6 +1391,7 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     second = 0.0
     first_error = 0.0
     second_error = 0.0
+    placements = np.zeros((1, 2))  # (as _placement_moments adds them)
     if summed:
         prefix[0] = 0.0
     lt = 0
@@ -1384,6 +1400,9 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
     while j < values.shape[0]:
         stop, lt, le, value = _placement_block(values, j, others, others_cumulative, lt, le,
                                                above, total_others)
+        block = cumulative[stop] - cumulative[j] if cumulative.shape[0] > 0 else float(stop - j)
+        _float_term(placements, 0, 0, block, value, 1.0)
+        _float_term(placements, 0, 1, block, value, value)
         same_lt, same_tied = _class_weight_to(cumulative, j, stop)
         for q in range(j, stop):
             w = cumulative[q + 1] - cumulative[q] if cumulative.shape[0] > 0 else 1.0
@@ -1400,6 +1419,9 @@ def class_sums(values, cumulative, others, others_cumulative, above, prefix, row
                 if rows.shape[1] > 2:
                     rows[q, 2] = w
         j = stop
+    if moments.shape[0] > 0:
+        moments[0] = placements[0, 0]
+        moments[1] = placements[0, 1]
     return first + first_error, second + second_error
 
 

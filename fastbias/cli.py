@@ -296,11 +296,12 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
 
 
 def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
-             progress: Progress, projection=None, text_columns=(), flag_columns=()):
+             progress: Progress, projection=None, text_columns=(), flag_columns=(),
+             check_rounded: bool = True):
     """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
     ``projection(rows)``, when given, learns the rows the file is projected to hold before
-    each batch is yielded (text files; Parquet's footer says). ``text_columns`` and
-    ``flag_columns``: as :func:`iter_text_batches` reads them."""
+    each batch is yielded (text files; Parquet's footer says). ``text_columns``,
+    ``flag_columns`` and ``check_rounded``: as :func:`iter_text_batches` reads them."""
     name = os.path.basename(path)
     if fmt == "parquet":
         pq = _pyarrow_parquet()
@@ -320,7 +321,8 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
         progress.update(f"reading {name}: {done:4.0%} ({rows:,} rows)")
 
     yield from iter_text_batches(source, columns, batch_rows, progress=show,
-                                 text_columns=text_columns, flag_columns=flag_columns)
+                                 text_columns=text_columns, flag_columns=flag_columns,
+                                 check_rounded=check_rounded)
 
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
@@ -674,8 +676,9 @@ def _boolean_columns(args, progress) -> list:
                                             16 * len(candidates), line_bytes))
 
     def scan():
+        # (a column of large integers is no 0/1 column, rounded or not: not refused here)
         for frame, _ in _batches(args.data, None if every_key else candidates, fmt,
-                                 compression, sep, batch_rows, progress):
+                                 compression, sep, batch_rows, progress, check_rounded=False):
             for name in frame.columns if every_key else ():
                 if name not in taken and name not in candidates:  # a key first seen here
                     candidates.append(name)

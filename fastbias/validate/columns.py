@@ -213,6 +213,17 @@ def _from_objects(arr: np.ndarray, name: str):
 def _from_pandas(values, name: str):
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
+        categories = dtype.categories
+        if getattr(categories.dtype, "kind", "O") in "iu":
+            # integer categories by their codes (as objects, those with a missing value
+            # would become floats, rounded beyond 2**53)
+            codes = np.asarray(values.cat.codes if isinstance(values, pd.Series)
+                               else values.codes)
+            missing = codes < 0
+            table = categories.to_numpy()
+            arr = (table[np.where(missing, 0, codes)] if table.shape[0]
+                   else np.zeros(codes.shape[0], dtype=table.dtype))
+            return arr, (missing if missing.any() else None)
         return _from_objects(values.to_numpy(dtype=object), name)
     if not pd.api.types.is_extension_array_dtype(dtype):
         arr = values.to_numpy()

@@ -374,15 +374,18 @@ _ROUNDED_FROM = 2.0 ** 53
 
 def _refuse_rounded_integers(frame, path: str, start: int) -> None:
     """A :class:`DataFileError` where a column of integers may have been rounded: read as
-    floats, with a missing value, and every value a whole number, one of them 2**53 or more
-    in magnitude (the error names the column, the value and its row).
+    floats, every value a whole number, one of them 2**53 or more in magnitude, and either
+    a missing value or a value beyond int64 (2**63 or more in magnitude); the error names
+    the column, the value and its row.
 
     pandas' CSV and JSON readers give a column of integers as float64 when it also holds a
-    missing value (the JSON reader even for a column asked for as objects), and float64
-    rounds integers beyond 2**53: 9007199254740995 would silently read as 9007199254740996,
-    and a membership, a tie or a weight would change. Such a column cannot be told from one
-    of floats written so, and is refused; Parquet keeps integers exact. (A column holding a
-    decimal is one of floats: each value is the float nearest the text, as 0.1 is.)
+    missing value (the JSON reader even for a column asked for as objects), and the JSON
+    reader when its integers do not fit one integer type (negative ones beside ones beyond
+    2**63); float64 rounds integers beyond 2**53: 9007199254740995 would silently read as
+    9007199254740996, and a membership, a tie or a weight would change. Such a column
+    cannot be told from one of floats written so, and is refused; Parquet keeps integers
+    exact. (A column holding a decimal is one of floats: each value is the float nearest
+    the text, as 0.1 is.)
     """
     for name in frame.columns:
         column = frame[name]
@@ -396,26 +399,37 @@ def _refuse_rounded_integers(frame, path: str, start: int) -> None:
         else:
             continue
         # two reductions that pass NaN over answer almost every column without a mask
-        if -_ROUNDED_FROM < np.fmin.reduce(values) and np.fmax.reduce(values) < _ROUNDED_FROM:
+        smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
+        if -_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM:
             continue
         with np.errstate(invalid="ignore"):  # (infinities are the scores' readers' to refuse)
             large = (np.abs(values) >= _ROUNDED_FROM) & np.isfinite(values)
         if not large.any():
             continue
         finite = values[np.isfinite(values)]
-        if not column.isna().any() or (finite != np.floor(finite)).any():
+        if (finite != np.floor(finite)).any():
+            continue
+        if column.isna().any():
+            why = "and a missing value"
+        elif (np.abs(finite) >= _BEYOND_INT64).any():
+            why = "beyond int64"
+        else:
             continue
         row = int(np.argmax(large))
         raise DataFileError(
-            f"column {name!r} of {path!r} holds whole numbers and a missing value, read as "
-            f"float64, and {float(values[row])!r} at row {start + row}: at 2**53 or more an "
-            f"integer of the file may have been rounded (pandas reads a column of integers "
-            f"with a missing value as floats), so it cannot be taken as exact; write the data "
-            f"as Parquet, which keeps integers exact, or fill the missing values")
+            f"column {name!r} of {path!r} holds whole numbers {why}, read as float64, and "
+            f"{float(values[row])!r} at row {start + row}: at 2**53 or more an integer of the "
+            f"file may have been rounded (pandas reads such a column of integers as floats), "
+            f"so it cannot be taken as exact; write the data as Parquet, which keeps integers "
+            f"exact, or fill the missing values")
+
+
+#: beyond int64: the JSON reader's integers of no one integer type become floats
+_BEYOND_INT64 = 2.0 ** 63
 
 
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
-                      text_columns=(), flag_columns=()):
+                      text_columns=(), flag_columns=(), check_rounded: bool = True):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
 
     ``text_columns`` of a CSV file are read as the text in the file (empty fields missing),
@@ -427,7 +441,9 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
     and as booleans in one where none does.
 
     ``progress(share of the file's bytes read, rows so far, rows the file is projected to
-    hold)`` is called before each batch is yielded, when given.
+    hold)`` is called before each batch is yielded, when given. A column that may hold
+    integers the reader rounded is refused (``check_rounded``; a scan that only looks for
+    0/1 columns passes False).
     A row that cannot be parsed, or a JSON line lacking a needed column, is a
     :class:`DataFileError` naming the file and rows.
     """
@@ -479,7 +495,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
                 if len(frame):
-                    _refuse_rounded_integers(frame, source.path, start)
+                    if check_rounded:
+                        _refuse_rounded_integers(frame, source.path, start)
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)
                 start = stop

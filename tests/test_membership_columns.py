@@ -556,3 +556,29 @@ def test_categorical_integer_identity_columns_beyond_2_53_are_exact(huge):
                               subgroups=["g", "u"], subgroup_threshold=threshold,
                               missing_subgroup=policy)
                 assert_matches(res.for_model(), expected, f"{kind} {threshold} {policy}")
+
+
+def test_big_endian_columns_read_like_native_ones(data):
+    """Arrays in the other byte order (``>i8``, as read from some files) were handed to the
+    kernels as they were: a Numba TypingError (found by review). Now copied to native order,
+    on every container: the brute force's numbers."""
+    df, booleans = data
+    names = ["int64", "uint16", "float64", "bool"]
+    swapped = {name: df[name].to_numpy().astype(df[name].to_numpy().dtype.newbyteorder(">"))
+               for name in names}
+    expected = expected_table(df, {name: booleans[name] for name in names}, 2, "background")
+    y, s = df["label"].to_numpy(), df["score"].to_numpy().astype(">f8")
+    for container in (swapped, pd.DataFrame(swapped),
+                      {name: pd.Series(values) for name, values in swapped.items()}):
+        table = quietly(fastbias.bias_metrics, y, s, container, subgroup_threshold=2)
+        assert_matches(table, expected, type(container).__name__)
+    frame = pd.DataFrame({"label": y, "score": s, **swapped})
+    res = quietly(fastbias.evaluate, frame, label="label", scores="score", subgroups=names,
+                  subgroup_threshold=2)
+    assert_matches(res.for_model(), expected, "evaluate")
+    matrix = np.column_stack([df["bool"].to_numpy(), df["int64"].to_numpy() > 0]).astype(">i4")
+    table = quietly(fastbias.bias_metrics, y, s, matrix)
+    for j, member in enumerate(matrix.T.astype(bool)):
+        want = brute_force_metrics(y, df["score"].to_numpy(), member)
+        assert abs(table.iloc[j]["subgroup_auc"] - want["subgroup_auc"]) <= 1e-12 or \
+            np.isnan(want["subgroup_auc"])

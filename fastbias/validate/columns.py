@@ -270,6 +270,7 @@ def read_column(values, name: str, float_missing: bool = True):
         values = pd.Series(values, copy=False)  # np.asarray would turn NA integers into floats
     if isinstance(values, (pd.Series, pd.Index)):
         arr, missing = _from_pandas(values, name)
+        arr = native_order(arr)
     else:
         arr = as_array(values, name, "an array-like of values (a list, numpy array or pandas "
                        "Series)", "a 1-D array")
@@ -302,9 +303,15 @@ def as_array(values, name: str, expected: str, shape: str) -> np.ndarray:
         raise TypeError(f"{name} must be {expected}, got a {type(values).__name__}; pass "
                         f"list(...) of it")
     try:
-        return np.asarray(values)
+        return native_order(np.asarray(values))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{name} could not be read as {shape}: {exc}") from None
+
+
+def native_order(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in this machine's byte order (a big-endian ``>i8`` array from a file, say, is
+    copied: the kernels take native numbers only)."""
+    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
 
 
 def column_values(values, name: str, float_missing: bool = True):

@@ -16,6 +16,7 @@ from .columns import (
     booleans_and_numbers,
     first_non_numeric,
     from_foreign,
+    native_order,
     read_column,
 )
 from .values import _exact_float64, at_or_above, integer_cut
@@ -82,7 +83,7 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
     """
     label = label or f"subgroup {name!r}"
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biu":
-        arr, missing = values, None  # the common case: no conversion, no copy
+        arr, missing = native_order(values), None  # the common case: no conversion, no copy
     else:
         arr, missing = read_column(values, label,
                                    float_missing=want_missing or threshold is None)

@@ -309,9 +309,11 @@ class ScoreOrder:
 
     ``neg_rows``/``pos_rows`` are the negative/positive row indices in
     increasing score order and ``neg_sorted``/``pos_sorted`` their scores;
-    ``id_scores`` are the scores of ``Memberships.identity_rows`` and
-    ``id_order`` sorts them. Re-weighting (sample weights, bootstrap
-    replicates) needs only :func:`sweep_weighted`, never a new sort.
+    ``id_scores`` are the scores of ``Memberships.identity_rows``,
+    ``id_order`` sorts them and ``id_sorted`` is ``id_scores[id_order]`` (what
+    walks along the identity rows read, in order rather than through
+    ``id_order``). Re-weighting (sample weights, bootstrap replicates) needs
+    only :func:`sweep_weighted`, never a new sort.
     """
 
     id_scores: np.ndarray
@@ -320,6 +322,7 @@ class ScoreOrder:
     pos_rows: np.ndarray
     neg_sorted: np.ndarray
     pos_sorted: np.ndarray
+    id_sorted: np.ndarray
 
 
 def _payload_scratch(n_scores: int, n_sorted: int, payload: int) -> np.ndarray:
@@ -380,19 +383,20 @@ def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1)
     id_scores = K.gather_scores(read_only(scores), read_only(m.identity_rows))
     n_neg, n_pos = m.class_rows
     if workers >= 2 and scores.shape[0] >= PARALLEL_ORDER_MIN_ROWS:
-        _, id_order = _radix(scores, m.identity_rows, K.PAYLOAD_POSITIONS)
+        id_sorted, id_order = _radix(scores, m.identity_rows, K.PAYLOAD_POSITIONS)
         rows = _payload_scratch(scores.shape[0], scores.shape[0], K.PAYLOAD_ROWS)
         classes = sort_keys(scores, m.labels, None, workers, class_rows=rows)[0]
         neg_sorted, pos_sorted = (floats_of_keys_in_place(keys, scores.dtype)
                                   for keys in classes)
         return ScoreOrder(id_scores, id_order, rows[:n_neg], rows[n_neg:], neg_sorted,
-                          pos_sorted)
-    (_, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
+                          pos_sorted, id_sorted)
+    (id_sorted, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
         lambda task: task[0](*task[1:]),
         [(_radix, scores, m.identity_rows, K.PAYLOAD_POSITIONS),
          (_radix_class, scores, m.labels, 0, n_neg, K.PAYLOAD_ROWS),
          (_radix_class, scores, m.labels, 1, n_pos, K.PAYLOAD_ROWS)], workers)
-    return ScoreOrder(id_scores, id_order, neg_rows, pos_rows, neg_sorted, pos_sorted)
+    return ScoreOrder(id_scores, id_order, neg_rows, pos_rows, neg_sorted, pos_sorted,
+                      id_sorted)
 
 
 def sort_classes_with_rows(scores: np.ndarray, memberships: Memberships) -> tuple:

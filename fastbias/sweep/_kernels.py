@@ -576,7 +576,7 @@ def _add_to(hi, lo, g, col, v_hi, v_lo):
 
 
 @njit(cache=True, nogil=True)
-def member_weights_in_range(id_scores, id_order, id_labels, weights, scale, id_rows, row_ptr,
+def member_weights_in_range(id_sorted, id_order, id_labels, weights, scale, id_rows, row_ptr,
                             row_groups, nb_hi, nb_lo, pb_hi, pb_lo, tn_hi, tn_lo, tp_hi, tp_lo,
                             t_start, t_stop, n_groups):
     """The weighted counts of the identity rows ``id_order[t_start:t_stop]`` (a whole number
@@ -585,9 +585,10 @@ def member_weights_in_range(id_scores, id_order, id_labels, weights, scale, id_r
     but with the within-subgroup pairs of every subgroup still in the U columns, and each
     subgroup's rows of each class with a weight above 0 (n_groups, 2).
 
-    Each identity row ``r`` weighs ``weights[id_rows[r]] / scale``; ``nb``/``pb`` hold twice
-    each class's weight below it (ties 1/2, :func:`class_weight_below_range`) and
-    ``tn``/``tp`` the class totals. The subgroup U counts the pairs inside the range only:
+    The identity row ``r = id_order[t]`` scores ``id_sorted[t]`` and weighs
+    ``weights[id_rows[r]] / scale``; ``nb``/``pb`` hold, at ``t``, twice each class's weight
+    below it (ties 1/2, :func:`class_weight_below_range`) and ``tn``/``tp`` the class
+    totals. The subgroup U counts the pairs inside the range only:
     :func:`join_member_weights` adds those across ranges.
     """
     hi = np.zeros((n_groups, N_COUNT_COLUMNS), dtype=np.float64)
@@ -601,13 +602,13 @@ def member_weights_in_range(id_scores, id_order, id_labels, weights, scale, id_r
     n_touched = 0
     t = t_start
     while t < t_stop:
-        block_score = id_scores[id_order[t]]
-        while t < t_stop and id_scores[id_order[t]] == block_score:
+        block_score = id_sorted[t]
+        while t < t_stop and id_sorted[t] == block_score:
             r = id_order[t]
             w = weights[id_rows[r]] / scale
             # twice "#class below + 1/2 tied" for this row, both classes
-            nb_r_hi, nb_r_lo = nb_hi[r], nb_lo[r]
-            pb_r_hi, pb_r_lo = pb_hi[r], pb_lo[r]
+            nb_r_hi, nb_r_lo = nb_hi[t], nb_lo[t]
+            pb_r_hi, pb_r_lo = pb_hi[t], pb_lo[t]
             # twice "#positives above + 1/2 tied"
             pa_hi, pa_lo = _dd_add(2.0 * tp_hi, 2.0 * tp_lo, -pb_r_hi, -pb_r_lo)
             if id_labels[r]:

@@ -248,15 +248,17 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
                         u_below_hi, u_below_lo),
              _ClassWalk(order.pos_sorted, order.pos_rows, pb_hi, pb_lo, order.pos_sorted[:0],
                         u_below_hi[:0], u_below_lo[:0])]
-    cuts = [K.class_walk_cuts(walk.sorted, WEIGHTED_PIECE_ROWS, order.id_scores, order.id_order,
+    # the identity rows' answers are kept in score order (nb_hi[t] for the row id_order[t]):
+    # written and read in order, not scattered
+    cuts = [K.class_walk_cuts(walk.sorted, WEIGHTED_PIECE_ROWS, order.id_sorted, no_order,
                               walk.more) for walk in walks]
 
     def walk_piece(job):
         c, j = job
         walk, (rows, queries, more) = walks[c], cuts[c]
         return K.class_weight_below_range(
-            walk.sorted, walk.rows, weights, scale, rows[j], rows[j + 1], order.id_scores,
-            order.id_order, queries[j], queries[j + 1], walk.more, more[j], more[j + 1], walk.hi,
+            walk.sorted, walk.rows, weights, scale, rows[j], rows[j + 1], order.id_sorted,
+            no_order, queries[j], queries[j + 1], walk.more, more[j], more[j + 1], walk.hi,
             walk.lo, walk.more_hi, walk.more_lo)
 
     jobs = [(c, j) for c in range(len(walks)) for j in range(cuts[c][0].shape[0] - 1)]
@@ -269,14 +271,13 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
         offset_hi, offset_lo = K.dd_prefix(np.array([p[0] for p in pieces]),
                                            np.array([p[1] for p in pieces]))
         class_totals.append((offset_hi[-1], offset_lo[-1], sum(int(p[2]) for p in pieces)))
-        for hi_, lo_, order_, at in ((walk.hi, walk.lo, order.id_order, queries),
-                                     (walk.more_hi, walk.more_lo, no_order, more)):
-            fixes += [(hi_, lo_, order_, at[j], at[j + 1], offset_hi[j], offset_lo[j])
+        for hi_, lo_, at in ((walk.hi, walk.lo, queries), (walk.more_hi, walk.more_lo, more)):
+            fixes += [(hi_, lo_, no_order, at[j], at[j + 1], offset_hi[j], offset_lo[j])
                       for j in range(1, len(pieces)) if at[j + 1] > at[j]]
     run_jobs(lambda fix: K.add_twice_offset(*fix), fixes, workers)
     (tn_hi, tn_lo, n_weighted_neg), (tp_hi, tp_lo, n_weighted_pos) = class_totals
 
-    ranges = K.block_cuts(order.id_scores, order.id_order, WEIGHTED_PIECE_IDENTITY_ROWS)
+    ranges = K.block_cuts(order.id_sorted, no_order, WEIGHTED_PIECE_IDENTITY_ROWS)
     positives = K.block_cuts(order.pos_sorted, no_order, WEIGHTED_PIECE_ROWS)
 
     def count_piece(job):
@@ -285,7 +286,7 @@ def weighted_sums(order: ScoreOrder, memberships: Memberships, weights: np.ndarr
             return K.weighted_u_in_range(u_below_hi, u_below_lo, weights, order.pos_rows, scale,
                                          positives[j], positives[j + 1])
         return K.member_weights_in_range(
-            order.id_scores, order.id_order, m.identity_labels, weights, scale, m.identity_rows,
+            order.id_sorted, order.id_order, m.identity_labels, weights, scale, m.identity_rows,
             m.row_ptr, m.row_groups, nb_hi, nb_lo, pb_hi, pb_lo, tn_hi, tn_lo, tp_hi, tp_lo,
             ranges[j], ranges[j + 1], m.n_groups)
 

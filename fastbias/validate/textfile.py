@@ -372,11 +372,11 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
 _ROUNDED_FROM = 2.0 ** 53
 
 
-def _refuse_rounded_integers(frame, path: str, start: int) -> None:
+def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -> None:
     """A :class:`DataFileError` where a column of integers may have been rounded: read as
     floats, every value a whole number, one of them 2**53 or more in magnitude, and either
-    a missing value or a value beyond int64 (2**63 or more in magnitude); the error names
-    the column, the value and its row.
+    a missing value or (``json``, JSON lines) a value beyond int64 (2**63 or more in
+    magnitude); the error names the column, the value and its row.
 
     pandas' CSV and JSON readers give a column of integers as float64 when it also holds a
     missing value (the JSON reader even for a column asked for as objects), and the JSON
@@ -411,7 +411,7 @@ def _refuse_rounded_integers(frame, path: str, start: int) -> None:
             continue
         if column.isna().any():
             why = "and a missing value"
-        elif (np.abs(finite) >= _BEYOND_INT64).any():
+        elif json and (np.abs(finite) >= _BEYOND_INT64).any():
             why = "beyond int64"
         else:
             continue
@@ -496,7 +496,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                              max(projected - (source.fmt == "csv"), float(stop)))
                 if len(frame):
                     if check_rounded:
-                        _refuse_rounded_integers(frame, source.path, start)
+                        _refuse_rounded_integers(frame, source.path, start,
+                                                 json=source.fmt == "jsonl")
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)
                 start = stop

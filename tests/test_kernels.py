@@ -429,28 +429,46 @@ def test_class_weight_below_equals_exact_sums(data, levels, n, n_queries, scale_
        n_pos=st.integers(0, 200), n_members=st.integers(0, 150), n_groups=st.integers(1, 4))
 def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels, n_neg, n_pos,
                                                                      n_members, n_groups):
-    """A replicate's counts from one walk equal the prefix-sum kernel's, and its overall U a
-    brute-force pair count; integer draws 0-12 (zeros included), heavy ties across and
-    within the classes and the memberships."""
+    """The replicates walked together, each row's count drawn in the walk: each replicate's
+    counts equal the prefix-sum kernel's on its counts (``poisson_counts`` of every row,
+    zeros among them), and its overall U a brute-force pair count; heavy ties across and
+    within the classes and the memberships, rows in any order."""
+    from fastbias.intervals import _kernels as IK
+
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n_rows = n_neg + n_pos + 5
+    rows = rng.permutation(n_rows)
+    neg_rows, pos_rows = rows[:n_neg].astype(np.int32), rows[n_neg:n_neg + n_pos].astype(np.int32)
     neg_keys = np.sort(rng.integers(0, levels, n_neg)).astype(np.uint32)
     pos_keys = np.sort(rng.integers(0, levels, n_pos)).astype(np.uint32)
-    neg_draws = rng.integers(0, 13, n_neg).astype(np.uint8)
-    pos_draws = rng.integers(0, 13, n_pos).astype(np.uint8)
     member_keys = np.sort(rng.integers(0, levels, n_members)).astype(np.uint32)
     member_codes = rng.integers(0, 2 * n_groups, n_members).astype(np.int32)
-    member_w = rng.integers(0, 13, n_members).astype(np.int64)
-    counts, total_neg, total_pos, twice_u = K.replicate_counts_by_walk(
-        member_keys, member_codes, member_w, neg_keys, neg_draws, pos_keys, pos_draws, n_groups)
-    neg_cum = np.concatenate([[0], np.cumsum(neg_draws, dtype=np.int64)])
-    pos_cum = np.concatenate([[0], np.cumsum(pos_draws, dtype=np.int64)])
-    expected = K.finish_member_counts(K.member_counts_in_range(
-        member_keys, member_codes, 0, n_members, neg_keys, pos_keys, n_groups, member_w,
-        neg_cum, pos_cum))
-    np.testing.assert_array_equal(counts, expected)
-    assert total_neg == int(neg_draws.sum()) and total_pos == int(pos_draws.sum())
-    pairs = (2 * (neg_keys[None, :] < pos_keys[:, None]) + (neg_keys[None, :] == pos_keys[:, None]))
-    assert twice_u == int((pos_draws[:, None].astype(np.int64) * neg_draws[None, :] * pairs).sum())
+    member_rows = rng.integers(0, n_rows, n_members).astype(np.int32)
+    keys = rng.integers(0, 2**63, IK.REPLICATE_LANES, dtype=np.uint64)
+    walked, total_neg, total_pos, twice_u = IK.replicate_counts_by_walk(
+        member_keys, member_codes, member_rows, neg_keys, neg_rows, pos_keys, pos_rows, keys,
+        n_groups)
+    assert walked.shape == (IK.REPLICATE_LANES, n_groups, 7)
+    columns = [K.CELL_SUBGROUP_NEG, K.CELL_SUBGROUP_POS, K.TWICE_SUBGROUP_U, K.TWICE_BPSN_U,
+               K.TWICE_BNSP_U, K.TWICE_NEG_BG_ABOVE_U, K.TWICE_POS_BG_ABOVE_U]
+    assert IK.REPLICATE_COLUMNS[3] == "twice_bpsn_u"  # (the order the test maps)
+    counts = np.empty_like(walked)
+    counts[..., columns] = walked
+    for r in range(IK.REPLICATE_LANES):
+        K.finish_member_counts(counts[r])
+    for r, key in enumerate(keys):
+        draws = IK.poisson_counts(key, np.empty(n_rows, dtype=np.uint8)).astype(np.int64)
+        neg_draws, pos_draws = draws[neg_rows], draws[pos_rows]
+        neg_cum = np.concatenate([[0], np.cumsum(neg_draws)])
+        pos_cum = np.concatenate([[0], np.cumsum(pos_draws)])
+        expected = K.finish_member_counts(K.member_counts_in_range(
+            member_keys, member_codes, 0, n_members, neg_keys, pos_keys, n_groups,
+            draws[member_rows], neg_cum, pos_cum))
+        np.testing.assert_array_equal(counts[r], expected)
+        assert total_neg[r] == int(neg_draws.sum()) and total_pos[r] == int(pos_draws.sum())
+        pairs = (2 * (neg_keys[None, :] < pos_keys[:, None])
+                 + (neg_keys[None, :] == pos_keys[:, None]))
+        assert twice_u[r] == int((pos_draws[:, None] * neg_draws[None, :] * pairs).sum())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

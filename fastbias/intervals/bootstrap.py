@@ -85,18 +85,37 @@ class _CountReplicate:
         self.neg_keys, self.pos_keys = sorted_scores.classes
         self.neg_rows, self.pos_rows = sorted_scores.class_rows
         self.n_groups = sorted_scores.memberships.n_groups
-        self.neg_draws = np.empty(self.neg_rows.shape[0], dtype=np.uint8)
-        self.pos_draws = np.empty(self.pos_rows.shape[0], dtype=np.uint8)
-        self.member_w = np.empty(self.member_rows.shape[0], dtype=np.int64)
 
     def counts(self, key) -> tuple:
         """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
-        IK.counts_of_replicate(key, self.neg_rows, self.neg_draws)
-        IK.counts_of_replicate(key, self.pos_rows, self.pos_draws)
-        IK.counts_of_replicate(key, self.member_rows, self.member_w)
-        return K.replicate_counts_by_walk(self.keys, self.codes, self.member_w, self.neg_keys,
-                                          self.neg_draws, self.pos_keys, self.pos_draws,
-                                          self.n_groups)
+        counts, neg, pos, twice_u = self.counts_of([key])
+        return counts[0], neg[0], pos[0], twice_u[0]
+
+    def counts_of(self, keys) -> tuple:
+        """``(counts (R, n_groups, 7), totals neg (R,), totals pos (R,), twice U (R,))`` of
+        the replicates ``keys`` (best 8 or more: fewer are padded), in one walk."""
+        n_reps = len(keys)
+        lanes = np.zeros(max(n_reps, IK.MIN_REPLICATE_LANES), dtype=np.uint64)  # (padded)
+        lanes[:n_reps] = keys
+        walked, neg, pos, twice_u = IK.replicate_counts_by_walk(
+            self.keys, self.codes, self.member_rows, self.neg_keys, self.neg_rows,
+            self.pos_keys, self.pos_rows, lanes, self.n_groups)
+        counts = np.empty((n_reps, self.n_groups, K.N_COUNT_COLUMNS), dtype=np.int64)
+        counts[..., _COUNT_COLUMNS] = walked[:n_reps]
+        for r in range(n_reps):
+            K.finish_member_counts(counts[r])
+        return counts, neg[:n_reps], pos[:n_reps], twice_u[:n_reps]
+
+
+#: where each column of the replicate walk's counts (IK.REPLICATE_COLUMNS) goes among the
+#: sweep's
+_COUNT_COLUMNS = [{"subgroup_negatives": K.CELL_SUBGROUP_NEG,
+                   "subgroup_positives": K.CELL_SUBGROUP_POS,
+                   "twice_subgroup_u": K.TWICE_SUBGROUP_U, "twice_bpsn_u": K.TWICE_BPSN_U,
+                   "twice_bnsp_u": K.TWICE_BNSP_U,
+                   "twice_negative_background_above_u": K.TWICE_NEG_BG_ABOVE_U,
+                   "twice_positive_background_above_u": K.TWICE_POS_BG_ABOVE_U}[name]
+                  for name in IK.REPLICATE_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -225,10 +244,12 @@ def _kernel_replicates(sorted_scores: SortedScores, base: np.ndarray | None, see
     def run(chunk):
         if base is None:  # a replicate's weights are small integers: an exact integer sweep
             replicate = _CountReplicate(sorted_scores)
-            for b in chunk:
-                counts[b], class_totals[b, 0], class_totals[b, 1], twice_overall_u[b] = \
-                    replicate.counts(replicate_key(seeds[b]))
-                bar.update(1)
+            for start in range(chunk.start, chunk.stop, IK.REPLICATE_LANES):
+                batch = range(start, min(start + IK.REPLICATE_LANES, chunk.stop))
+                counts[batch], class_totals[batch, 0], class_totals[batch, 1], \
+                    twice_overall_u[batch] = replicate.counts_of(
+                        [replicate_key(seeds[b]) for b in batch])
+                bar.update(len(batch))
             return
         row_counts = np.empty(m.n_rows, dtype=np.uint8)
         for b in chunk:
@@ -241,7 +262,14 @@ def _kernel_replicates(sorted_scores: SortedScores, base: np.ndarray | None, see
 
     n_todo = len(todo)
     workers = resolve_n_jobs(n_jobs, n_todo, default_cap=8)
-    chunk_size = max(1, min(64, n_todo // (4 * workers) or 1))
+    lanes = IK.REPLICATE_LANES
+    if base is None and n_todo <= lanes * workers:
+        # few replicates: one walk a thread (of 8 at least: a walk of fewer costs as much)
+        chunk_size = max(IK.MIN_REPLICATE_LANES, -(-n_todo // workers))
+    elif base is None:  # walks of REPLICATE_LANES replicates, about 4 chunks a thread
+        chunk_size = min(64, max(lanes, -(-(n_todo // (4 * workers)) // lanes) * lanes))
+    else:
+        chunk_size = max(1, min(64, n_todo // (4 * workers) or 1))
     chunks = [range(i, min(i + chunk_size, todo.stop)) for i in range(todo.start, todo.stop,
                                                                       chunk_size)]
     map_in_threads(run, chunks, workers)

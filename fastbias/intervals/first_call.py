@@ -45,8 +45,8 @@ from . import _kernels as IK
 INTERVAL_KERNELS = {
     "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
                        SK.finish_delong_sums],
-    "bootstrap": lambda: [IK.poisson_counts, IK.counts_of_replicate,
-                          SK.replicate_counts_by_walk, SortK.radix_sort_gathered,
+    "bootstrap": lambda: [IK.poisson_counts, IK.replicate_counts_by_walk,
+                          SortK.radix_sort_gathered,
                           SortK.radix_sort_class],
     # (the overall AUC's DeLong sums come from class_sums' walks here)
     "significance": lambda: [SK.member_delong_sums_in_range, SK.finish_delong_sums,

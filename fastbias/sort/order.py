@@ -309,14 +309,13 @@ class ScoreOrder:
 
     ``neg_rows``/``pos_rows`` are the negative/positive row indices in
     increasing score order and ``neg_sorted``/``pos_sorted`` their scores;
-    ``id_scores`` are the scores of ``Memberships.identity_rows``,
-    ``id_order`` sorts them and ``id_sorted`` is ``id_scores[id_order]`` (what
-    walks along the identity rows read, in order rather than through
-    ``id_order``). Re-weighting (sample weights, bootstrap replicates) needs
-    only :func:`sweep_weighted`, never a new sort.
+    ``id_order`` sorts the identity rows (``Memberships.identity_rows``: the
+    row of the identity row ``id_order[t]`` is ``identity_rows[id_order[t]]``)
+    and ``id_sorted`` holds their scores in that order (what walks along the
+    identity rows read, in order). Re-weighting (sample weights, bootstrap
+    replicates) needs only :func:`sweep_weighted`, never a new sort.
     """
 
-    id_scores: np.ndarray
     id_order: np.ndarray
     neg_rows: np.ndarray
     pos_rows: np.ndarray
@@ -380,7 +379,6 @@ def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1)
     sorts side by side on up to ``workers`` threads. Both give the same arrays (stable
     sorts of the same keys)."""
     m = memberships
-    id_scores = K.gather_scores(read_only(scores), read_only(m.identity_rows))
     n_neg, n_pos = m.class_rows
     if workers >= 2 and scores.shape[0] >= PARALLEL_ORDER_MIN_ROWS:
         id_sorted, id_order = _radix(scores, m.identity_rows, K.PAYLOAD_POSITIONS)
@@ -388,14 +386,14 @@ def order_scores(scores: np.ndarray, memberships: Memberships, workers: int = 1)
         classes = sort_keys(scores, m.labels, None, workers, class_rows=rows)[0]
         neg_sorted, pos_sorted = (floats_of_keys_in_place(keys, scores.dtype)
                                   for keys in classes)
-        return ScoreOrder(id_scores, id_order, rows[:n_neg], rows[n_neg:], neg_sorted,
+        return ScoreOrder(id_order, rows[:n_neg], rows[n_neg:], neg_sorted,
                           pos_sorted, id_sorted)
     (id_sorted, id_order), (neg_sorted, neg_rows), (pos_sorted, pos_rows) = run_pieces(
         lambda task: task[0](*task[1:]),
         [(_radix, scores, m.identity_rows, K.PAYLOAD_POSITIONS),
          (_radix_class, scores, m.labels, 0, n_neg, K.PAYLOAD_ROWS),
          (_radix_class, scores, m.labels, 1, n_pos, K.PAYLOAD_ROWS)], workers)
-    return ScoreOrder(id_scores, id_order, neg_rows, pos_rows, neg_sorted, pos_sorted,
+    return ScoreOrder(id_order, neg_rows, pos_rows, neg_sorted, pos_sorted,
                       id_sorted)
 
 

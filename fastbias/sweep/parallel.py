@@ -41,8 +41,7 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     # kind of input: a set that is never compiled would make every call look cold)
     if weighted:
         return announce_compiling("weighted counting", [
-            SK.radix_sort_class, SK.radix_sort_gathered, SK.gather_scores,
-            SK.class_top_digit_counts, SK.scatter_class_keys, SK.sort_buckets, SK.bucket_slots,
+            SK.radix_sort_class, SK.radix_sort_gathered, SK.class_top_digit_counts, SK.scatter_class_keys, SK.sort_buckets, SK.bucket_slots,
             SK.bucket_runs,
             K.block_cuts, K.class_walk_cuts, K.class_weight_below_range, K.dd_prefix,
             K.add_twice_offset, K.member_weights_in_range, K.weighted_u_in_range,

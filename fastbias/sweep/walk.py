@@ -56,7 +56,6 @@ def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> Mem
     # identity rows by score, each repeated once per subgroup it belongs to
     per_row = np.diff(m.row_ptr)[order.id_order]
     identity = np.repeat(order.id_order, per_row)
-    keys = sortable_keys_in_place(np.repeat(order.id_sorted, per_row))  # (in order: no gather)
     first = np.repeat(m.row_ptr[order.id_order] - (np.cumsum(per_row) - per_row), per_row)
     groups = m.row_groups[first + np.arange(identity.shape[0])]
     codes = groups.astype(np.int32)
@@ -64,6 +63,8 @@ def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> Mem
     codes += m.identity_labels[identity]
     weights = np.ascontiguousarray(sample_weight[m.identity_rows[identity]], dtype=np.float64)
     cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
+    del identity, first, groups  # (before the keys: not all at once)
+    keys = sortable_keys_in_place(np.repeat(order.id_sorted, per_row))  # (in order: no gather)
     return MemberWalk(keys, codes, weights,
                       sortable_keys_in_place(order.neg_sorted.copy()),
                       sortable_keys_in_place(order.pos_sorted.copy()),

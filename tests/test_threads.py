@@ -163,10 +163,15 @@ def test_row_order_split_equals_the_three_sorts_and_numpy(split_everything, work
                                        ["pos", "low"])
     split = order.order_scores(values, m, workers)
     whole = order.order_scores(values, m, 1)
-    for field in ("id_scores", "id_order", "neg_rows", "pos_rows", "neg_sorted", "pos_sorted"):
+    for field in ("id_sorted", "id_order", "neg_rows", "pos_rows", "neg_sorted", "pos_sorted"):
         got, want = getattr(split, field), getattr(whole, field)
         assert got.dtype == want.dtype, field
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=field)
+    # the identity rows by score: their scores in that order (the walks read them so)
+    identity = values[m.identity_rows]
+    np.testing.assert_array_equal(split.id_order, np.argsort(identity, kind="stable"))
+    np.testing.assert_array_equal(numpy_keys(split.id_sorted),
+                                  numpy_keys(identity[split.id_order]))
     for label, rows, scores in ((False, split.neg_rows, split.neg_sorted),
                                 (True, split.pos_rows, split.pos_sorted)):
         expected = np.flatnonzero(labels == label)

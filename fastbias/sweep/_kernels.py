@@ -368,6 +368,11 @@ def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, 
     n_positive)``, its weight and how many of its rows weigh more than 0.
     :func:`add_twice_offset` makes a later piece's answers whole."""
     ordered = query_order.shape[0] == 0
+    # the piece's weights gathered first, in a loop of their own: the walk's long loop body
+    # left little room for the scattered reads to overlap (the walk waited on memory)
+    piece_weights = np.empty(k_stop - k_start, dtype=np.float64)
+    for q in range(k_stop - k_start):
+        piece_weights[q] = weights[class_rows[k_start + q]]
     k = k_start
     sum_hi = sum_lo = 0.0  # P(k) of the piece
     n_positive = 0
@@ -381,12 +386,12 @@ def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, 
             q = more_queries[tb]
         while k < k_stop and class_sorted[k] < q:
             sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
-                                                     weights[class_rows[k]] / scale)
+                                                     piece_weights[k - k_start] / scale)
             k += 1
         lt_hi, lt_lo = sum_hi, sum_lo
         while k < k_stop and class_sorted[k] == q:
             sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
-                                                     weights[class_rows[k]] / scale)
+                                                     piece_weights[k - k_start] / scale)
             k += 1
         v_hi, v_lo = _dd_add(lt_hi, lt_lo, sum_hi, sum_lo)
         while ta < a_stop and queries[ta if ordered else query_order[ta]] == q:
@@ -398,7 +403,7 @@ def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, 
             tb += 1
     while k < k_stop:
         sum_hi, sum_lo, n_positive = _add_weight(sum_hi, sum_lo, n_positive,
-                                                 weights[class_rows[k]] / scale)
+                                                 piece_weights[k - k_start] / scale)
         k += 1
     return sum_hi, sum_lo, n_positive
 
@@ -530,18 +535,36 @@ def member_weights_in_range(id_sorted, id_order, id_labels, weights, scale, id_r
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
     n_touched = 0
+    # the range's weights, labels and subgroups gathered first, in score order, in loops of
+    # their own: the counting loop's long body left little room for the scattered reads to
+    # overlap (60 -> 8 ms at 1.8M rows when they are read in order)
+    n_range = t_stop - t_start
+    range_weights = np.empty(n_range, dtype=np.float64)
+    range_labels = np.empty(n_range, dtype=np.bool_)
+    range_ptr = np.empty(n_range + 1, dtype=np.int64)
+    range_ptr[0] = 0
+    for q in range(n_range):
+        r = id_order[t_start + q]
+        range_weights[q] = weights[id_rows[r]]
+        range_labels[q] = id_labels[r]
+        range_ptr[q + 1] = range_ptr[q] + (row_ptr[r + 1] - row_ptr[r])
+    range_groups = np.empty(range_ptr[n_range], dtype=row_groups.dtype)
+    for q in range(n_range):
+        first = row_ptr[id_order[t_start + q]]
+        for p in range(range_ptr[q + 1] - range_ptr[q]):
+            range_groups[range_ptr[q] + p] = row_groups[first + p]
     t = t_start
     while t < t_stop:
         block_score = id_sorted[t]
         while t < t_stop and id_sorted[t] == block_score:
-            r = id_order[t]
-            w = weights[id_rows[r]] / scale
+            q = t - t_start
+            w = range_weights[q] / scale
             # twice "#class below + 1/2 tied" for this row, both classes
             nb_r_hi, nb_r_lo = nb_hi[t], nb_lo[t]
             pb_r_hi, pb_r_lo = pb_hi[t], pb_lo[t]
             # twice "#positives above + 1/2 tied"
             pa_hi, pa_lo = _dd_add(2.0 * tp_hi, 2.0 * tp_lo, -pb_r_hi, -pb_r_lo)
-            if id_labels[r]:
+            if range_labels[q]:
                 c1_hi, c1_lo = _dd_mul(nb_r_hi, nb_r_lo, w, 0.0)
                 c2_hi, c2_lo = _dd_mul(pa_hi, pa_lo, w, 0.0)
                 cell, col1, col2 = CELL_SUBGROUP_POS, TWICE_BNSP_U, TWICE_POS_BG_ABOVE_U
@@ -550,14 +573,14 @@ def member_weights_in_range(id_sorted, id_order, id_labels, weights, scale, id_r
                 c1_hi, c1_lo = _dd_mul(pa_hi, pa_lo, w, 0.0)
                 c2_hi, c2_lo = _dd_mul(na_hi, na_lo, w, 0.0)
                 cell, col1, col2 = CELL_SUBGROUP_NEG, TWICE_BPSN_U, TWICE_NEG_BG_ABOVE_U
-            for p in range(row_ptr[r], row_ptr[r + 1]):
-                g = row_groups[p]
+            for p in range(range_ptr[q], range_ptr[q + 1]):
+                g = range_groups[p]
                 _add_to(hi, lo, g, cell, w, 0.0)
                 if w > 0:
                     weighted_rows[g, cell] += 1
                 _add_to(hi, lo, g, col1, c1_hi, c1_lo)
                 _add_to(hi, lo, g, col2, c2_hi, c2_lo)
-                if id_labels[r]:
+                if range_labels[q]:
                     pos_block[g, 0], pos_block[g, 1] = _dd_add(pos_block[g, 0], pos_block[g, 1],
                                                                w, 0.0)
                 else:
@@ -650,8 +673,11 @@ def weighted_u_in_range(u_below_hi, u_below_lo, weights, pos_rows, scale, start,
     weight below each, ties 1/2), each times its weight, summed in double-double from 0."""
     u_hi = 0.0
     u_lo = 0.0
+    piece_weights = np.empty(stop - start, dtype=np.float64)  # (gathered first: as above)
+    for q in range(stop - start):
+        piece_weights[q] = weights[pos_rows[start + q]]
     for j in range(start, stop):
-        t_hi, t_lo = _dd_mul(u_below_hi[j], u_below_lo[j], weights[pos_rows[j]] / scale, 0.0)
+        t_hi, t_lo = _dd_mul(u_below_hi[j], u_below_lo[j], piece_weights[j - start] / scale, 0.0)
         u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)
     return u_hi, u_lo
 

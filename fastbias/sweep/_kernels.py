@@ -548,7 +548,9 @@ def member_weights_in_range(id_sorted, id_order, id_labels, weights, scale, id_r
         range_weights[q] = weights[id_rows[r]]
         range_labels[q] = id_labels[r]
         range_ptr[q + 1] = range_ptr[q] + (row_ptr[r + 1] - row_ptr[r])
-    range_groups = np.empty(range_ptr[n_range], dtype=row_groups.dtype)
+    # (int32: half the scratch, which a block of tied scores, never split, makes as long as
+    # its rows' memberships)
+    range_groups = np.empty(range_ptr[n_range], dtype=np.int32)
     for q in range(n_range):
         first = row_ptr[id_order[t_start + q]]
         for p in range(range_ptr[q + 1] - range_ptr[q]):

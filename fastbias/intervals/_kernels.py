@@ -248,17 +248,16 @@ def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, n
     u_window, u_at = _draw_window(lanes)  # (the positives again, for the overall U)
     member_window, member_at = _draw_window(lanes)
     counts = np.zeros((n_groups, 7, lanes), dtype=np.int64)
-    neg_in_block = np.zeros((n_groups, lanes), dtype=np.int64)
-    pos_in_block = np.zeros((n_groups, lanes), dtype=np.int64)
-    neg_strictly_below = np.zeros((n_groups, lanes), dtype=np.int64)
+    # each subgroup's counts in the current block, by class, and its negatives below it
+    per_group = np.zeros((3, n_groups, lanes), dtype=np.int64)
+    neg_in_block, pos_in_block, neg_strictly_below = per_group[0], per_group[1], per_group[2]
     touched = np.empty(n_groups, dtype=np.int64)
     is_touched = np.zeros(n_groups, dtype=np.bool_)
-    # each class's counts below the current key (lt) and at or below it (le)
-    neg_lt = np.zeros(lanes, dtype=np.int64)
-    neg_le = np.zeros(lanes, dtype=np.int64)
-    pos_lt = np.zeros(lanes, dtype=np.int64)
-    pos_le = np.zeros(lanes, dtype=np.int64)
-    twice_u = np.zeros(lanes, dtype=np.int64)
+    # each class's counts below the current key (lt) and at or below it (le); twice the
+    # overall U
+    running = np.zeros((5, lanes), dtype=np.int64)
+    neg_lt, neg_le, pos_lt, pos_le, twice_u = (running[0], running[1], running[2], running[3],
+                                               running[4])
     # one walk along the negatives answers two sets of queries in increasing order: the
     # memberships' blocks and the positives (for the overall U)
     neg_k = pos_k = 0

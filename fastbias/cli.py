@@ -1148,6 +1148,8 @@ def _argument(convert, kind: str, valid, rule: str):
 
 _probability = _argument(float, "a number", lambda v: 0.0 < v < 1.0,
                          "must be between 0 and 1 (exclusive), got {text}")
+
+
 def _float_of_text(text: str) -> float:
     """``float(text)``, refusing an integer that float64 would round (``9007199254740993``):
     a threshold is compared as float64, so the rounded one would silently be used."""

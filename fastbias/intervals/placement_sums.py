@@ -266,19 +266,16 @@ class _Classes:
         p, sum w p^2)`` (``class_sums``), else None."""
         sides = _Classes._sides_of(walk, label)
         prefix = np.empty(sides[0].shape[0] + 1)
-        out = np.empty(2) if moments else None
-        above = sums_of(*sides, label == 0, prefix, _NO_ROWS,
-                        out if moments else _NO_MOMENTS)
-        return above, prefix, out
+        out = np.empty(2) if moments else _NO_MOMENTS
+        return sums_of(*sides, label == 0, prefix, _NO_ROWS, out), prefix, \
+            (out if moments else None)
 
     @staticmethod
     def _sides_of(w, label: int) -> tuple:
+        """``(values, cumulative, others, others_cumulative)`` of class ``label`` of walk
+        ``w``."""
         return ((w.neg, w.neg_cum, w.pos, w.pos_cum) if label == 0
                 else (w.pos, w.pos_cum, w.neg, w.neg_cum))
-
-    def _sides(self, label: int) -> tuple:
-        """``(values, cumulative, others, others_cumulative)`` of class ``label``."""
-        return self._sides_of(self._walk, label)
 
     def prefix_sums(self) -> tuple:
         """``(q_pos, r_neg)``, given once (the cross sums read them; then they are freed)."""
@@ -291,7 +288,7 @@ class _Classes:
         ``packed``. The negatives are placed by the positives above them, the positives by
         the negatives below."""
         if label not in self.packed:
-            sides = self._sides(label)
+            sides = self._sides_of(self._walk, label)
             values, cumulative = sides[:2]
             rows = np.empty((values.shape[0], 3 if cumulative.size else 2))
             self._sums_of(*sides, label == 0, _NO_PREFIX, rows, _NO_MOMENTS)

@@ -346,6 +346,17 @@ def _dd_mul(a_hi, a_lo, b_hi, b_lo):
     return hi, e - (hi - p)
 
 
+@njit(inline="always")
+def _gathered(weights, rows, start, stop):
+    """``weights[rows[start:stop]]`` as float64, in a loop of its own: a walk that read them
+    scattered inside its long double-double loop waited on memory (its body left little
+    room for the reads to overlap)."""
+    out = np.empty(stop - start, dtype=np.float64)
+    for q in range(stop - start):
+        out[q] = weights[rows[start + q]]
+    return out
+
+
 @njit(cache=True, nogil=True)
 def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, k_stop, queries,
                              query_order, a_start, a_stop, more_queries, b_start, b_stop, a_hi,
@@ -368,11 +379,7 @@ def class_weight_below_range(class_sorted, class_rows, weights, scale, k_start, 
     n_positive)``, its weight and how many of its rows weigh more than 0.
     :func:`add_twice_offset` makes a later piece's answers whole."""
     ordered = query_order.shape[0] == 0
-    # the piece's weights gathered first, in a loop of their own: the walk's long loop body
-    # left little room for the scattered reads to overlap (the walk waited on memory)
-    piece_weights = np.empty(k_stop - k_start, dtype=np.float64)
-    for q in range(k_stop - k_start):
-        piece_weights[q] = weights[class_rows[k_start + q]]
+    piece_weights = _gathered(weights, class_rows, k_start, k_stop)
     k = k_start
     sum_hi = sum_lo = 0.0  # P(k) of the piece
     n_positive = 0
@@ -675,9 +682,7 @@ def weighted_u_in_range(u_below_hi, u_below_lo, weights, pos_rows, scale, start,
     weight below each, ties 1/2), each times its weight, summed in double-double from 0."""
     u_hi = 0.0
     u_lo = 0.0
-    piece_weights = np.empty(stop - start, dtype=np.float64)  # (gathered first: as above)
-    for q in range(stop - start):
-        piece_weights[q] = weights[pos_rows[start + q]]
+    piece_weights = _gathered(weights, pos_rows, start, stop)
     for j in range(start, stop):
         t_hi, t_lo = _dd_mul(u_below_hi[j], u_below_lo[j], piece_weights[j - start] / scale, 0.0)
         u_hi, u_lo = _dd_add(u_hi, u_lo, t_hi, t_lo)

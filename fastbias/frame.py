@@ -190,9 +190,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     >>> bool(res.overall_auc["model_fair"] > 0.5)
     True
     """
-    if not isinstance(df, pd.DataFrame) and (type(df).__module__ or "").startswith(
-            ("pyarrow", "polars")) and hasattr(df, "to_pandas"):
-        df = from_foreign(df)
+    df = from_foreign(df)  # (a pyarrow table or polars frame; anything else as it is)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if not isinstance(sample_weight, str):

@@ -370,6 +370,8 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
 
 #: the least magnitude at which a float64 may be an integer of the file rounded
 _ROUNDED_FROM = 2.0 ** 53
+#: beyond int64: the JSON reader's integers of no one integer type become floats
+_BEYOND_INT64 = 2.0 ** 63
 
 
 def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -> None:
@@ -422,10 +424,6 @@ def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -
             f"file may have been rounded (pandas reads such a column of integers as floats), "
             f"so it cannot be taken as exact; write the data as Parquet, which keeps integers "
             f"exact, or fill the missing values")
-
-
-#: beyond int64: the JSON reader's integers of no one integer type become floats
-_BEYOND_INT64 = 2.0 ** 63
 
 
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,

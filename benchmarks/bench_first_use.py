@@ -50,6 +50,9 @@ elif variant == "delong":
     kwargs["ci"] = "delong"
 elif variant == "bootstrap":
     kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0)
+elif variant == "weighted-bootstrap":
+    kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0,
+                  sample_weight=np.random.default_rng(0).random(rows))
 elif variant == "significance":
     kwargs["significance"] = "holm"
 elif variant == "significance-pairs":  # every pair of identities too: small cells, drawn tests
@@ -64,8 +67,8 @@ print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "compiling": t4 - t3
                   "scipy": "scipy" in sys.modules}), flush=True)
 """
 
-VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap", "significance",
-            "significance-pairs"]
+VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap", "weighted-bootstrap",
+            "significance", "significance-pairs"]
 
 
 def run_child(rows: int, variant: str, cache: str, n_boot: int = 20) -> dict:

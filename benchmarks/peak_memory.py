@@ -50,6 +50,9 @@ elif variant == "delong":
     kwargs["ci"] = "delong"
 elif variant == "bootstrap":
     kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0)
+elif variant == "weighted-bootstrap":
+    kwargs.update(ci="bootstrap", n_boot=n_boot, random_state=0, sample_weight=w)
+    inputs += w.nbytes
 elif variant == "significance":
     kwargs["significance"] = "holm"
 elif variant == "significance-pairs":  # every pair of identities too: drawn tests
@@ -81,8 +84,8 @@ from fastbias.sweep.first_call import wait_until_compiled
 wait_until_compiled()  # before the empty cache directory is removed
 """
 
-VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap", "significance",
-            "significance-pairs", "weighted-significance"]
+VARIANTS = ["float32", "float64", "weighted", "delong", "bootstrap", "weighted-bootstrap",
+            "significance", "significance-pairs", "weighted-significance"]
 
 
 def save_inputs(directory: str, y, s, g, w=None) -> None:

@@ -161,8 +161,12 @@ def exact(rng) -> None:
 
 
 def bootstrap(rng) -> None:
-    from .intervals.bootstrap import replicates
+    from .intervals.bootstrap import replicate_counts, replicates
     from .sort.order import SortedScores
+
+    # (the counts of one replicate, what replicate_weights and a weighted replicate's
+    # recount of a subgroup draw)
+    replicate_counts(np.random.SeedSequence(0), 16)
 
     for scores, memberships, weights in _each_input(rng):
         replicates(SortedScores(scores, memberships, with_rows=True), n_boot=2, random_state=0,

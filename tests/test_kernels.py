@@ -471,6 +471,91 @@ def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels
         assert twice_u[r] == int((pos_draws[:, None] * neg_draws[None, :] * pairs).sum())
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), levels=st.integers(1, 25), n=st.integers(0, 120),
+       n_groups=st.integers(1, 4), weights=st.sampled_from(["uniform", "integers", "wide",
+                                                            "tiny and large"]))
+def test_replicate_weights_by_walk_equal_exact_sums(data, levels, n, n_groups, weights):
+    """The weighted replicates walked together: each replicate's sums, a row weighing its
+    Poisson count (``poisson_counts``) times its base weight (rounded) over the scale, within
+    2**-98 of the magnitudes summed of the exact rational sums (heavy ties across and within
+    the classes and the subgroups, zero weights, weights over 2**130 apart); the rows of
+    weight above 0 exact; each replicate's bits the same whether walked with 8 or 16."""
+    from fractions import Fraction
+
+    from fastbias.intervals import _kernels as IK
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    scores = (rng.integers(0, levels, n) / levels).astype(np.float64)
+    labels = rng.random(n) < rng.uniform(0.05, 0.95)
+    member = rng.random((n, n_groups)) < rng.uniform(0.05, 0.9, n_groups)
+    base = {"uniform": rng.uniform(0.1, 3.0, n), "integers": rng.integers(0, 3, n) * 1.0,
+            "wide": np.exp(rng.normal(0.0, 20.0, n)),
+            "tiny and large": np.where(rng.random(n) < 0.5, 1e-30, 1.0) * rng.uniform(1, 2, n)
+            }[weights]
+    scale = float(2.0 ** np.floor(np.log2(base.max()))) if n and base.max() > 0 else 1.0
+    identity = np.flatnonzero(member.any(axis=1))
+    at = identity[np.argsort(scores[identity], kind="stable")]
+    id_ptr = np.concatenate([[0], np.cumsum(member[at].sum(axis=1))]).astype(np.int64)
+    id_groups = np.concatenate([np.flatnonzero(member[r]) for r in at] + [[]]).astype(np.int32)
+    classes = [np.flatnonzero(labels == c) for c in (False, True)]
+    neg_rows, pos_rows = (rows[np.argsort(scores[rows], kind="stable")] for rows in classes)
+    keys = rng.integers(0, 2**63, IK.REPLICATE_LANES, dtype=np.uint64)
+
+    def walk(lanes):
+        return IK.replicate_weights_by_walk(
+            scores[at], at.astype(np.int64), labels[at], id_ptr, id_groups, scores[neg_rows],
+            neg_rows.astype(np.int64), scores[pos_rows], pos_rows.astype(np.int64), base,
+            scale, lanes, n_groups)
+
+    hi, lo, rows, totals, n_weighted, twice_u = walk(keys)
+    fewer = walk(keys[3:3 + IK.MIN_REPLICATE_LANES])
+    for got, part in zip((hi, lo, rows, totals, n_weighted, twice_u), fewer):
+        np.testing.assert_array_equal(got[3:3 + IK.MIN_REPLICATE_LANES], part)
+
+    def close(got_hi, got_lo, exact, magnitude):
+        assert abs(Fraction(got_hi) + Fraction(got_lo) - exact) <= \
+            magnitude * Fraction(2) ** -98 + Fraction(2) ** -1060
+
+    for r, key in enumerate(keys):
+        draws = IK.poisson_counts(key, np.empty(n, dtype=np.uint8))
+        # (a replicate's weight is its count times the base weight, rounded: replicate_weights)
+        w = [Fraction(float(np.float64(c) * base[i])) / Fraction(scale)
+             for i, c in enumerate(draws)]
+
+        def below(rows_, s, strictly):  # the weight of rows_ below s (or at or below it)
+            return sum((w[i] for i in rows_ if (scores[i] < s if strictly else scores[i] <= s)),
+                       Fraction(0))
+
+        def twice_below(rows_, s):  # twice the weight below, ties 1/2
+            return below(rows_, s, True) + below(rows_, s, False)
+
+        def twice_above(rows_, s):
+            return 2 * sum((w[i] for i in rows_), Fraction(0)) - twice_below(rows_, s)
+
+        totals_exact = [sum((w[i] for i in c), Fraction(0)) for c in classes]
+        for c in range(2):
+            close(totals[r, c, 0], totals[r, c, 1], totals_exact[c], totals_exact[c])
+            assert n_weighted[r, c] == sum(1 for i in classes[c] if w[i] > 0)
+        close(twice_u[r, 0], twice_u[r, 1],
+              sum((w[x] * twice_below(classes[0], scores[x]) for x in classes[1]), Fraction(0)),
+              2 * totals_exact[0] * totals_exact[1])
+        for g in range(n_groups):
+            cells = [[i for i in c if member[i, g]] for c in classes]
+            cell_weights = [sum((w[i] for i in cell), Fraction(0)) for cell in cells]
+            neg, pos = classes
+            exact = [cell_weights[0], cell_weights[1],
+                     sum((w[x] * twice_below(cells[0], scores[x]) for x in cells[1]), Fraction(0)),
+                     sum((w[y] * twice_above(pos, scores[y]) for y in cells[0]), Fraction(0)),
+                     sum((w[x] * twice_below(neg, scores[x]) for x in cells[1]), Fraction(0)),
+                     sum((w[y] * twice_above(neg, scores[y]) for y in cells[0]), Fraction(0)),
+                     sum((w[x] * twice_above(pos, scores[x]) for x in cells[1]), Fraction(0))]
+            big = 2 * sum(totals_exact) * sum(cell_weights)
+            for column, value in enumerate(exact):
+                close(hi[r, g, column], lo[r, g, column], value, value if column < 2 else big)
+            assert rows[r, g].tolist() == [sum(1 for i in cell if w[i] > 0) for cell in cells]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("share", [0.0, 0.003, 0.1, 0.5, 1.0])  # empty, tiny, ..., every row
 def test_radix_sort_of_a_class_equals_sorting_its_rows(dtype, share):

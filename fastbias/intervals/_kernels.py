@@ -335,6 +335,264 @@ def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, n
     return out, neg_lt, pos_lt, twice_u
 
 
+# --- the weighted bootstrap: several replicates in one walk, in double-double ------------------
+# (numba's cache does not follow a callee into another file: these double-double steps are
+# this module's own, the same arithmetic as the sweep stage's)
+
+
+@njit(inline="always")
+def _dd_add(a_hi, a_lo, b_hi, b_lo):
+    """``(a_hi, a_lo) + (b_hi, b_lo)`` in double-double (Knuth's two-sum, then the low
+    parts)."""
+    s = a_hi + b_hi
+    bb = s - a_hi
+    e = (a_hi - (s - bb)) + (b_hi - bb)
+    e += a_lo + b_lo
+    hi = s + e
+    return hi, e - (hi - s)
+
+
+@njit(inline="always")
+def _dd_mul(a_hi, a_lo, b_hi, b_lo):
+    """``(a_hi, a_lo) * (b_hi, b_lo)`` in double-double (Dekker's product, Veltkamp's
+    split)."""
+    p = a_hi * b_hi
+    c = 134217729.0 * a_hi  # 2**27 + 1
+    x_hi = c - (c - a_hi)
+    x_lo = a_hi - x_hi
+    c = 134217729.0 * b_hi
+    y_hi = c - (c - b_hi)
+    y_lo = b_hi - y_hi
+    e = ((x_hi * y_hi - p) + x_hi * y_lo + x_lo * y_hi) + x_lo * y_lo
+    e += a_hi * b_lo + a_lo * b_hi
+    hi = p + e
+    return hi, e - (hi - p)
+
+
+@njit(inline="always")
+def _weighted_window_at(keys, rows, base, scale, i, window, base_window, at):
+    """:func:`_window_at`, and ``base_window[q]`` the base weight of the window's row q
+    divided by ``scale`` (a power of two: exact), gathered when the window moves."""
+    if i >= at[0] + DRAW_WINDOW_ROWS:
+        for q in range(min(DRAW_WINDOW_ROWS, rows.shape[0] - i)):
+            base_window[q] = base[rows[i + q]] / scale
+    return _window_at(keys, rows, i, window, at)
+
+
+@njit(inline="always")
+def _add_weights(keys, rows, base, scale, start, stop, hi, lo, n_weighted, window, base_window,
+                 at):
+    """``(hi[r], lo[r]) +=`` replicate ``keys[r]``'s weights of ``rows[start:stop]`` (its
+    count times the row's base weight over ``scale``), one at a time, in double-double;
+    ``n_weighted[r] +=`` how many of them are above 0."""
+    i = start
+    while i < stop:
+        q = _weighted_window_at(keys, rows, base, scale, i, window, base_window, at)
+        n = min(stop - i, DRAW_WINDOW_ROWS - q)
+        for p in range(q, q + n):
+            b = base_window[p]
+            for r in range(keys.shape[0]):
+                w = np.float64(window[p, r]) * b
+                hi[r], lo[r] = _dd_add(hi[r], lo[r], w, 0.0)
+                n_weighted[r] += np.int64(w > 0.0)
+        i += n
+
+
+@njit(inline="always")
+def _add_cell(weight_hi, weight_lo, rows, window, q, b, lanes):
+    """One row's weight in each replicate (its count in ``window[q]`` times ``b``) added to a
+    subgroup's cell, and to its rows weighing more than 0."""
+    for r in range(lanes):
+        w = np.float64(window[q, r]) * b
+        weight_hi[r], weight_lo[r] = _dd_add(weight_hi[r], weight_lo[r], w, 0.0)
+        rows[r] += np.int64(w > 0.0)
+
+
+@njit(inline="always")
+def _add_products(hi, lo, a_hi, a_lo, b_hi, b_lo, lanes):
+    """``(hi[r], lo[r]) += (a_hi[r], a_lo[r]) * (b_hi[r], b_lo[r])`` for every replicate."""
+    for r in range(lanes):
+        p_hi, p_lo = _dd_mul(a_hi[r], a_lo[r], b_hi[r], b_lo[r])
+        hi[r], lo[r] = _dd_add(hi[r], lo[r], p_hi, p_lo)
+
+
+@njit(cache=True, nogil=True)
+def replicate_weights_by_walk(id_sorted, id_rows, id_labels, id_ptr, id_groups, neg_sorted,
+                              neg_rows, pos_sorted, pos_rows, base, scale, keys, n_groups):
+    """The weighted counts of the Poisson replicates ``keys`` (R of them), in one walk of the
+    row order, every sum a double-double pair: what the weighted sweep gives each replicate,
+    a row weighing its count (:func:`_poisson_one`, drawn as the walk reaches it) times
+    ``base[row] / scale`` (``scale`` a power of two).
+
+    The identity rows (scores ``id_sorted`` increasing, rows ``id_rows``, labels
+    ``id_labels``, subgroups ``id_groups[id_ptr[t]:id_ptr[t + 1]]``) and each class (sorted
+    scores and rows) are walked in step, as :func:`replicate_counts_by_walk` walks them;
+    each replicate's sums are its own, added in the same order however many are walked
+    together. Returns ``(hi, lo, weighted_rows, totals, n_weighted, twice_u)``: the counts
+    (R, n_groups, 7) in the layout of the sweep's ``member_weights_in_range`` once joined
+    (the within-subgroup pairs still in the U columns, for ``finish_member_weights``), each
+    subgroup's rows of each class weighing more than 0 (R, n_groups, 2), each class's total
+    weight (R, 2, 2: class, then high and low part), its rows weighing more than 0 (R, 2),
+    and twice the overall U (R, 2).
+    """
+    lanes = keys.shape[0]
+    neg_window, neg_at = _draw_window(lanes)
+    pos_window, pos_at = _draw_window(lanes)
+    u_window, u_at = _draw_window(lanes)  # (the positives again, for the overall U)
+    id_window, id_at = _draw_window(lanes)
+    bases = np.empty((4, DRAW_WINDOW_ROWS))  # (the base weights of each window's rows)
+    neg_base, pos_base, u_base, id_base = bases[0], bases[1], bases[2], bases[3]
+    # the counts (high and low parts) as the subgroup's columns, each a row of the replicates
+    hi = np.zeros((n_groups, 7, lanes))
+    lo = np.zeros((n_groups, 7, lanes))
+    weighted_rows = np.zeros((n_groups, 2, lanes), dtype=np.int64)
+    # each subgroup's weight of each class in the current block, and of negatives below it
+    block_hi = np.zeros((n_groups, 3, lanes))
+    block_lo = np.zeros((n_groups, 3, lanes))
+    has = np.zeros((n_groups, 2), dtype=np.bool_)
+    touched = np.empty(n_groups, dtype=np.int64)
+    # each class's weight below the current score (lt) and at or below it (le), twice each
+    # class's weight below it (ties 1/2: lt + le), and twice the overall U
+    running = np.zeros((2, 7, lanes))
+    neg_lt_hi, neg_le_hi, pos_lt_hi, pos_le_hi = running[0, 0], running[0, 1], running[0, 2], \
+        running[0, 3]
+    neg_lt_lo, neg_le_lo, pos_lt_lo, pos_le_lo = running[1, 0], running[1, 1], running[1, 2], \
+        running[1, 3]
+    n2_hi, p2_hi, u_hi = running[0, 4], running[0, 5], running[0, 6]
+    n2_lo, p2_lo, u_lo = running[1, 4], running[1, 5], running[1, 6]
+    n_weighted = np.zeros((2, lanes), dtype=np.int64)
+    neg_k = pos_k = 0
+    t = j = 0
+    n_id = id_sorted.shape[0]
+    n_pos = pos_sorted.shape[0]
+    while t < n_id or j < n_pos:
+        if j == n_pos or (t < n_id and id_sorted[t] < pos_sorted[j]):
+            key = id_sorted[t]
+        else:
+            key = pos_sorted[j]
+        end = _scan_to(neg_sorted, neg_k, key, False)
+        _add_weights(keys, neg_rows, base, scale, neg_k, end, neg_lt_hi, neg_lt_lo,
+                     n_weighted[0], neg_window, neg_base, neg_at)
+        neg_end = _scan_to(neg_sorted, end, key, True)
+        neg_le_hi[:] = neg_lt_hi
+        neg_le_lo[:] = neg_lt_lo
+        _add_weights(keys, neg_rows, base, scale, end, neg_end, neg_le_hi, neg_le_lo,
+                     n_weighted[0], neg_window, neg_base, neg_at)
+        for r in range(lanes):
+            n2_hi[r], n2_lo[r] = _dd_add(neg_lt_hi[r], neg_lt_lo[r], neg_le_hi[r], neg_le_lo[r])
+        if t < n_id and id_sorted[t] == key:
+            end = _scan_to(pos_sorted, pos_k, key, False)
+            _add_weights(keys, pos_rows, base, scale, pos_k, end, pos_lt_hi, pos_lt_lo,
+                         n_weighted[1], pos_window, pos_base, pos_at)
+            pos_end = _scan_to(pos_sorted, end, key, True)
+            pos_le_hi[:] = pos_lt_hi
+            pos_le_lo[:] = pos_lt_lo
+            _add_weights(keys, pos_rows, base, scale, end, pos_end, pos_le_hi, pos_le_lo,
+                         n_weighted[1], pos_window, pos_base, pos_at)
+            for r in range(lanes):
+                p2_hi[r], p2_lo[r] = _dd_add(pos_lt_hi[r], pos_lt_lo[r], pos_le_hi[r],
+                                             pos_le_lo[r])
+            n_touched = 0
+            while t < n_id and id_sorted[t] == key:  # the block: each subgroup's weights
+                q = _weighted_window_at(keys, id_rows, base, scale, t, id_window, id_base,
+                                        id_at)
+                c = 1 if id_labels[t] else 0
+                for p in range(id_ptr[t], id_ptr[t + 1]):
+                    g = id_groups[p]
+                    if not (has[g, 0] or has[g, 1]):
+                        touched[n_touched] = g
+                        n_touched += 1
+                    has[g, c] = True
+                    _add_cell(block_hi[g, c], block_lo[g, c], weighted_rows[g, c], id_window, q,
+                              id_base[q], lanes)
+                t += 1
+            for jj in range(n_touched):
+                g = touched[jj]
+                h, l_ = hi[g], lo[g]
+                nb_hi, nb_lo = block_hi[g, 0], block_lo[g, 0]
+                pb_hi, pb_lo = block_hi[g, 1], block_lo[g, 1]
+                below_hi, below_lo = block_hi[g, 2], block_lo[g, 2]
+                if has[g, 1]:
+                    # the subgroup's pairs: its negatives below and half those tied, twice
+                    for r in range(lanes):
+                        x_hi, x_lo = _dd_add(2.0 * below_hi[r], 2.0 * below_lo[r], nb_hi[r],
+                                             nb_lo[r])
+                        p_hi, p_lo = _dd_mul(pb_hi[r], pb_lo[r], x_hi, x_lo)
+                        h[2, r], l_[2, r] = _dd_add(h[2, r], l_[2, r], p_hi, p_lo)
+                        h[1, r], l_[1, r] = _dd_add(h[1, r], l_[1, r], pb_hi[r], pb_lo[r])
+                    _add_products(h[4], l_[4], pb_hi, pb_lo, n2_hi, n2_lo, lanes)
+                    # (less twice the class total times the cell, here and below: added at
+                    # the end)
+                    pb_hi *= -1.0
+                    pb_lo *= -1.0
+                    _add_products(h[6], l_[6], pb_hi, pb_lo, p2_hi, p2_lo, lanes)
+                    pb_hi[:] = 0.0
+                    pb_lo[:] = 0.0
+                if has[g, 0]:
+                    for r in range(lanes):
+                        h[0, r], l_[0, r] = _dd_add(h[0, r], l_[0, r], nb_hi[r], nb_lo[r])
+                        below_hi[r], below_lo[r] = _dd_add(below_hi[r], below_lo[r], nb_hi[r],
+                                                           nb_lo[r])
+                    nb_hi *= -1.0
+                    nb_lo *= -1.0
+                    _add_products(h[3], l_[3], nb_hi, nb_lo, p2_hi, p2_lo, lanes)
+                    _add_products(h[5], l_[5], nb_hi, nb_lo, n2_hi, n2_lo, lanes)
+                    nb_hi[:] = 0.0
+                    nb_lo[:] = 0.0
+                has[g, 0] = False
+                has[g, 1] = False
+            pos_k = pos_end
+            pos_lt_hi[:] = pos_le_hi
+            pos_lt_lo[:] = pos_le_lo
+        while j < n_pos and pos_sorted[j] == key:
+            q = _weighted_window_at(keys, pos_rows, base, scale, j, u_window, u_base, u_at)
+            b = u_base[q]
+            for r in range(lanes):
+                p_hi, p_lo = _dd_mul(n2_hi[r], n2_lo[r], np.float64(u_window[q, r]) * b, 0.0)
+                u_hi[r], u_lo[r] = _dd_add(u_hi[r], u_lo[r], p_hi, p_lo)
+            j += 1
+        neg_k = neg_end
+        neg_lt_hi[:] = neg_le_hi
+        neg_lt_lo[:] = neg_le_lo
+    # the rest of each class: its totals
+    _add_weights(keys, neg_rows, base, scale, neg_k, neg_rows.shape[0], neg_lt_hi, neg_lt_lo,
+                 n_weighted[0], neg_window, neg_base, neg_at)
+    _add_weights(keys, pos_rows, base, scale, pos_k, pos_rows.shape[0], pos_lt_hi, pos_lt_lo,
+                 n_weighted[1], pos_window, pos_base, pos_at)
+    out_hi = np.empty((lanes, n_groups, 7))
+    out_lo = np.empty((lanes, n_groups, 7))
+    out_rows = np.empty((lanes, n_groups, 2), dtype=np.int64)
+    totals = np.empty((lanes, 2, 2))
+    out_weighted = np.empty((lanes, 2), dtype=np.int64)
+    twice_u = np.empty((lanes, 2))
+    for r in range(lanes):
+        for g in range(n_groups):
+            # twice the class total times the cell: the rest of three U columns
+            for column in (3, 5, 6):
+                cell = 1 if column == 6 else 0
+                if column == 5:
+                    total_hi, total_lo = neg_lt_hi[r], neg_lt_lo[r]
+                else:
+                    total_hi, total_lo = pos_lt_hi[r], pos_lt_lo[r]
+                p_hi, p_lo = _dd_mul(2.0 * total_hi, 2.0 * total_lo, hi[g, cell, r],
+                                     lo[g, cell, r])
+                hi[g, column, r], lo[g, column, r] = _dd_add(hi[g, column, r],
+                                                             lo[g, column, r], p_hi, p_lo)
+            for c in range(7):
+                out_hi[r, g, c] = hi[g, c, r]
+                out_lo[r, g, c] = lo[g, c, r]
+            out_rows[r, g, 0] = weighted_rows[g, 0, r]
+            out_rows[r, g, 1] = weighted_rows[g, 1, r]
+        totals[r, 0, 0] = neg_lt_hi[r]
+        totals[r, 0, 1] = neg_lt_lo[r]
+        totals[r, 1, 0] = pos_lt_hi[r]
+        totals[r, 1, 1] = pos_lt_lo[r]
+        out_weighted[r, 0] = n_weighted[0, r]
+        out_weighted[r, 1] = n_weighted[1, r]
+        twice_u[r, 0] = u_hi[r]
+        twice_u[r, 1] = u_lo[r]
+    return out_hi, out_lo, out_rows, totals, out_weighted, twice_u
+
 # --- permutation p-values of small cells (significance tests) ----------------------------
 # Under "no bias" in its sharp form (within each class, a subgroup's rows are a random subset
 # of the class, whatever their scores), holding one of the subgroup's cells fixed, the other is a

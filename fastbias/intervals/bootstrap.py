@@ -8,16 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._numba_cache import read_only
 from ..metrics.aggregates import final_metric_values
 from ..metrics.table import metrics_from_counts
 from ..prepare.memberships import Memberships
 from ..progress import bootstrap_bar
 from ..sort.order import SortedScores
 from ..sweep import _kernels as K
-from ..sweep.counts import SweepCounts, sweep_weighted
+from ..sweep.counts import SweepCounts, explicit_recount, finish_weighted
 from ..sweep.first_call import still_compiling
 from ..sweep.parallel import map_in_threads
 from ..validate.settings import resolve_n_jobs
+from ..validate.values import power_of_two_scale
 from . import _kernels as IK
 from .first_call import NumpyReplicates
 
@@ -107,6 +109,77 @@ class _CountReplicate:
         return counts, neg[:n_reps], pos[:n_reps], twice_u[:n_reps]
 
 
+class _WeightReplicate:
+    """Weighted replicates as one walk of the row order of the point estimate's weighted
+    sweep (:meth:`SortedScores.order`: no new sort), several replicates at once
+    (:func:`~fastbias.intervals._kernels.replicate_weights_by_walk`), each row's counts drawn
+    as the walk reaches it: every sum a double-double pair, finished as the weighted sweep
+    finishes its own. Shared by the threads (it holds no scratch)."""
+
+    def __init__(self, sorted_scores: SortedScores, base: np.ndarray):
+        m = self.memberships = sorted_scores.memberships
+        self.order = order = sorted_scores.order()
+        at = order.id_order  # the identity rows in score order, with their subgroups
+        sizes = m.row_ptr[1:][at] - m.row_ptr[:-1][at]
+        self.id_ptr = np.zeros(at.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.id_ptr[1:])
+        first = np.repeat(m.row_ptr[:-1][at] - self.id_ptr[:-1], sizes)
+        first += np.arange(first.shape[0], dtype=np.int64)
+        self.id_groups = m.row_groups[first].astype(np.int32)
+        self.id_rows = m.identity_rows[at]
+        self.id_labels = m.identity_labels[at]
+        # one compiled version of the walk (about 11 s to compile): the caller's weights
+        # read-only or not, the scores float64 (float32 ones widen exactly: the same order
+        # and ties)
+        self.base = read_only(np.ascontiguousarray(base, dtype=np.float64))
+        self.scale = power_of_two_scale(self.base)
+        self.scores = tuple(np.asarray(a, dtype=np.float64)
+                            for a in (order.id_sorted, order.neg_sorted, order.pos_sorted))
+
+    def counts_of(self, keys) -> tuple:
+        """As :meth:`_CountReplicate.counts_of`, the counts float64 (the weighted sweep's
+        high parts, in units of the weights over ``self.scale``), and each subgroup's
+        background weights (R, n_groups, 2) from the compensated sums (not the class total
+        minus the subgroup in float, which loses a background tiny next to its class)."""
+        n_reps = len(keys)
+        lanes = np.zeros(max(n_reps, IK.MIN_REPLICATE_LANES), dtype=np.uint64)  # (padded)
+        lanes[:n_reps] = keys
+        o, m = self.order, self.memberships
+        id_sorted, neg_sorted, pos_sorted = self.scores
+        hi, lo, rows, totals, weighted, twice_u = IK.replicate_weights_by_walk(
+            id_sorted, self.id_rows, self.id_labels, self.id_ptr, self.id_groups, neg_sorted,
+            o.neg_rows, pos_sorted, o.pos_rows, self.base, self.scale, lanes, m.n_groups)
+        counts = np.empty((n_reps, m.n_groups, K.N_COUNT_COLUMNS))
+        backgrounds = np.empty((n_reps, m.n_groups, 2))
+        neg, pos, u = np.empty(n_reps), np.empty(n_reps), np.empty(n_reps)
+        for r in range(n_reps):
+            (tn_hi, tn_lo), (tp_hi, tp_lo) = totals[r]
+            background = K.finish_member_weights(hi[r], lo[r], rows[r], tn_hi, tn_lo, tp_hi,
+                                                 tp_lo, weighted[r, 0], weighted[r, 1])
+            sc = finish_weighted(m, (hi[r], lo[r], *background), totals[r, 0], totals[r, 1],
+                                 twice_u[r], self.scale, self._recount(lanes[r]),
+                                 extra_ops=REPLICATE_WALK_EXTRA_OPS)
+            counts[r], neg[r], pos[r], u[r] = sc.counts, sc.total_neg, sc.total_pos, \
+                sc.twice_overall_u
+            backgrounds[r] = np.column_stack(sc.background_totals())
+        return counts, neg, pos, u, backgrounds
+
+    def _recount(self, key) -> callable:
+        """:func:`~fastbias.sweep.counts.explicit_recount` of the replicate ``key``: a
+        subgroup whose sums the walk cannot certify (weights of a range wider than
+        double-double holds, as the point estimate's) is counted again from its cells."""
+        def scaled_weights():
+            counts = IK.poisson_counts(key, np.empty(self.memberships.n_rows, dtype=np.uint8))
+            return counts * (self.base / self.scale)  # (as the walk: count x base over scale)
+
+        return explicit_recount(self.order, self.memberships, scaled_weights)
+
+
+#: the additions on a weighted replicate walk's sums beyond one a row and one a membership
+#: (the class totals' terms added at the end: see ``finish_weighted``'s ``extra_ops``)
+REPLICATE_WALK_EXTRA_OPS = 8
+
+
 #: where each column of the replicate walk's counts (IK.REPLICATE_COLUMNS) goes among the
 #: sweep's
 _COUNT_COLUMNS = [{"subgroup_negatives": K.CELL_SUBGROUP_NEG,
@@ -143,7 +216,7 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                          sample_weight: np.ndarray | None = None, *, n_boot: int = 1000,
                          random_state=None, progress=None,
                          n_jobs: int | None = None) -> BootstrapReplicates:
-    """Run the Poisson bootstrap: one sort, then one weighted sweep per replicate.
+    """Run the Poisson bootstrap: one sort, then walks of several replicates at once.
 
     Replicate b weights row i by ``K_bi * sample_weight_i`` with
     ``K_bi ~ Poisson(1)`` (:func:`replicate_counts` of its own child of
@@ -168,7 +241,10 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
 
     Without sample weights each replicate is an exact integer-weighted sweep
     over the sorts with their rows (``SortedScores(with_rows=True)``); with
-    weights, a weighted sweep over the row order. ``first_call``: ``(scores,
+    weights, a double-double walk of the row order (:class:`_WeightReplicate`), each
+    subgroup whose sums it cannot certify counted again from its cells, as the point
+    estimate's weighted sweep does. Either walks REPLICATE_LANES replicates at once.
+    ``first_call``: ``(scores,
     memberships)`` of a first call whose kernels still compile in the background
     (:mod:`fastbias.intervals.first_call`): replicates are counted in numpy
     (the same counts, unweighted) until the kernels are ready, then by them
@@ -184,6 +260,9 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)
     base = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    # weighted: each subgroup's background weights from the compensated sums (the class total
+    # minus the subgroup in float loses a background that is tiny next to its class)
+    backgrounds = None if base is None else np.empty((n_boot, m.n_groups, 2))
     bar, own_bar = bootstrap_bar(progress, n_boot)  # opened where the finally closes it
     try:
         done = 0
@@ -198,8 +277,15 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
             numpy_replicates = NumpyReplicates(*first_call, base)
             start = time.perf_counter()
             while done < n_boot and still_compiling("bootstrap"):
-                counts[done], class_totals[done, 0], class_totals[done, 1], \
-                    twice_overall_u[done] = numpy_replicates.counts(replicate_key(seeds[done]))
+                key = replicate_key(seeds[done])
+                if base is None:
+                    counts[done], class_totals[done, 0], class_totals[done, 1], \
+                        twice_overall_u[done] = numpy_replicates.counts(key)
+                else:
+                    sc = numpy_replicates.weighted_sweep(key)
+                    counts[done], class_totals[done], twice_overall_u[done] = \
+                        sc.counts, (sc.total_neg, sc.total_pos), sc.twice_overall_u
+                    backgrounds[done] = np.column_stack(sc.background_totals())
                 bar.update(1)
                 done += 1
                 per_replicate = (time.perf_counter() - start) / done
@@ -213,7 +299,7 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
             if sorted_scores is None:
                 sorted_scores = SortedScores(first_call[0], m, with_rows=base is None)
             _kernel_replicates(sorted_scores, base, seeds, range(done, n_boot), n_jobs, bar,
-                               counts, class_totals, twice_overall_u)
+                               counts, class_totals, twice_overall_u, backgrounds)
     finally:
         if own_bar:
             bar.close()
@@ -221,7 +307,8 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     k = m.n_groups
     stacked = SweepCounts(list(m.names) * n_boot, counts.reshape(n_boot * k, -1),
                           np.repeat(class_totals[:, 0], k), np.repeat(class_totals[:, 1], k),
-                          0.0, np.tile(m.cell_rows, (n_boot, 1)), m.class_rows, True)
+                          0.0, np.tile(m.cell_rows, (n_boot, 1)), m.class_rows, True,
+                          None if backgrounds is None else backgrounds.reshape(n_boot * k, 2))
     values = {metric: v.reshape(n_boot, k) for metric, v in metrics_from_counts(stacked).items()}
     den = 2.0 * class_totals[:, 0] * class_totals[:, 1]
     overall = np.full(n_boot, np.nan)
@@ -234,42 +321,35 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
 
 
 def _kernel_replicates(sorted_scores: SortedScores, base: np.ndarray | None, seeds: list,
-                       todo: range, n_jobs, bar, counts, class_totals, twice_overall_u) -> None:
+                       todo: range, n_jobs, bar, counts, class_totals, twice_overall_u,
+                       backgrounds: np.ndarray | None) -> None:
     """Replicates ``todo`` by the kernels, in threads, into the given arrays."""
-    m = sorted_scores.memberships
-    if base is None and not sorted_scores.with_rows:
-        sorted_scores = SortedScores(sorted_scores.scores, m, with_rows=True)
-    order = None if base is None else sorted_scores.order()
+    if base is None:  # a replicate's weights are small integers: an exact integer sweep
+        if not sorted_scores.with_rows:
+            sorted_scores = SortedScores(sorted_scores.scores, sorted_scores.memberships,
+                                         with_rows=True)
+        replicate = _CountReplicate(sorted_scores)
+    else:
+        replicate = _WeightReplicate(sorted_scores, base)
 
     def run(chunk):
-        if base is None:  # a replicate's weights are small integers: an exact integer sweep
-            replicate = _CountReplicate(sorted_scores)
-            for start in range(chunk.start, chunk.stop, IK.REPLICATE_LANES):
-                batch = range(start, min(start + IK.REPLICATE_LANES, chunk.stop))
-                counts[batch], class_totals[batch, 0], class_totals[batch, 1], \
-                    twice_overall_u[batch] = replicate.counts_of(
-                        [replicate_key(seeds[b]) for b in batch])
-                bar.update(len(batch))
-            return
-        row_counts = np.empty(m.n_rows, dtype=np.uint8)
-        for b in chunk:
-            replicate_counts(seeds[b], m.n_rows, row_counts)
-            sc = sweep_weighted(order, m, row_counts * base, certify=False)
-            counts[b] = sc.counts
-            class_totals[b] = sc.total_neg, sc.total_pos
-            twice_overall_u[b] = sc.twice_overall_u
-            bar.update(1)
+        for start in range(chunk.start, chunk.stop, IK.REPLICATE_LANES):
+            batch = range(start, min(start + IK.REPLICATE_LANES, chunk.stop))
+            out = replicate.counts_of([replicate_key(seeds[b]) for b in batch])
+            counts[batch], class_totals[batch, 0], class_totals[batch, 1], \
+                twice_overall_u[batch] = out[:4]
+            if backgrounds is not None:
+                backgrounds[batch] = out[4]
+            bar.update(len(batch))
 
     n_todo = len(todo)
     workers = resolve_n_jobs(n_jobs, n_todo, default_cap=8)
     lanes = IK.REPLICATE_LANES
-    if base is None and n_todo <= lanes * workers:
+    if n_todo <= lanes * workers:
         # few replicates: one walk a thread (of 8 at least: a walk of fewer costs as much)
         chunk_size = max(IK.MIN_REPLICATE_LANES, -(-n_todo // workers))
-    elif base is None:  # walks of REPLICATE_LANES replicates, about 4 chunks a thread
+    else:  # walks of REPLICATE_LANES replicates, about 4 chunks a thread
         chunk_size = min(64, max(lanes, -(-(n_todo // (4 * workers)) // lanes) * lanes))
-    else:
-        chunk_size = max(1, min(64, n_todo // (4 * workers) or 1))
     chunks = [range(i, min(i + chunk_size, todo.stop)) for i in range(todo.start, todo.stop,
                                                                       chunk_size)]
     map_in_threads(run, chunks, workers)

@@ -28,6 +28,7 @@ from ..prepare.memberships import Memberships
 from ..sort import _kernels as SortK
 from ..sort.order import sortable_keys_in_place
 from ..sweep import _kernels as SK
+from ..sweep.counts import SweepCounts
 from ..sweep.double_double import two_sum
 from ..sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
@@ -46,7 +47,7 @@ INTERVAL_KERNELS = {
     "delong": lambda: [SK.member_delong_sums_in_range, SK.class_placement_sums,
                        SK.finish_delong_sums],
     "bootstrap": lambda: [IK.poisson_counts, IK.replicate_counts_by_walk,
-                          SortK.radix_sort_gathered,
+                          IK.replicate_weights_by_walk, SortK.radix_sort_gathered,
                           SortK.radix_sort_class],
     # (the overall AUC's DeLong sums come from class_sums' walks here)
     "significance": lambda: [SK.member_delong_sums_in_range, SK.finish_delong_sums,
@@ -301,7 +302,7 @@ class NumpyReplicates:
     each identity row in the classes, and of each subgroup's positives among
     its negatives, do not change between replicates; only the prefix sums of the
     counts do). Weighted, each replicate is a weighted count in numpy
-    (:func:`fastbias.sweep.first_call.weighted_counts_in_numpy`, uncertified as the
+    (:func:`fastbias.sweep.first_call.weighted_counts_in_numpy`, certified as the
     kernels' replicates are), equal to the kernels' to rounding.
     """
 
@@ -352,10 +353,10 @@ class NumpyReplicates:
         time, and each subgroup's sums taken without a running sum of all
         memberships (the tier's peak memory)."""
         m = self.m
-        draws = poisson_counts_in_numpy(key, m.n_rows)
         if self.base is not None:
-            sc = weighted_counts_in_numpy(self.scores, m, draws * self.base, certify=False)
+            sc = self.weighted_sweep(key)
             return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
+        draws = poisson_counts_in_numpy(key, m.n_rows)
         for rows, cumulative in zip(self.classes, self.cumulative):
             np.cumsum(draws[rows], dtype=cumulative.dtype, out=cumulative[1:])
         neg_cum, pos_cum = self.cumulative
@@ -392,6 +393,11 @@ class NumpyReplicates:
         twice_u = int(np.sum(draws[self.classes[1]].astype(np.int64)
                              * twice_below(neg_cum, self.overall_ranks)))
         return counts, total_neg, total_pos, twice_u
+
+    def weighted_sweep(self, key) -> SweepCounts:
+        """The weighted counts of the replicate ``key`` (certified, as the kernels' are)."""
+        draws = poisson_counts_in_numpy(key, self.m.n_rows)
+        return weighted_counts_in_numpy(self.scores, self.m, draws * self.base)
 
     def _per_subgroup(self, per_row: np.ndarray) -> np.ndarray:
         """Each subgroup's exact int64 sum of ``per_row`` (one value per identity row) over its

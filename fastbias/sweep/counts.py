@@ -160,8 +160,8 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     With ``certify`` (the default), a subgroup whose counts the fast sweep
     cannot guarantee to WEIGHTED_RELATIVE_TOLERANCE (a background that is tiny
     next to its subgroup, a metric that is tiny next to its class) is
-    recomputed from its explicit cells (O(rows) each, rare). The bootstrap
-    passes ``certify=False``: its replicates need no such guarantee. A
+    recomputed from its explicit cells (O(rows) each, rare); the weighted
+    bootstrap's replicates are certified the same way. A
     caller that combines several sweeps (the chunk algebra) passes one
     ``weight_scale`` for all of them. The sums run on up to ``workers`` threads
     (:func:`weighted_sums`), the same bits on any number.
@@ -175,17 +175,27 @@ def sweep_weighted(order: ScoreOrder, memberships: Memberships, sample_weight: n
     hi, lo, bg_hi, bg_lo, bg_rows, u_hi, u_lo, neg_total, pos_total, joins = weighted_sums(
         order, m, weights, scale, workers)
 
-    scaled = []  # the scaled weights, made once if a subgroup must be recounted (rare)
-
-    def explicit(g):
-        if not scaled:
-            scaled.append(weights if scale == 1.0 else read_only(weights / scale))
-        return K.explicit_cell_counts(group_mask(m, g), order.neg_rows, order.neg_sorted,
-                                      order.pos_rows, order.pos_sorted, scaled[0])
-
+    explicit = explicit_recount(order, m, lambda: weights if scale == 1.0 else weights / scale)
     return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), neg_total, pos_total,
                            (u_hi, u_lo), scale, explicit if certify else None,
                            extra_ops=joins)
+
+
+def explicit_recount(order: ScoreOrder, memberships: Memberships, scaled_weights) -> callable:
+    """``g -> (hi, lo, background_hi, background_lo)``: subgroup g's weighted counts from its
+    explicit cells (O(rows), no class total minus subgroup), what :func:`finish_weighted`
+    recounts a subgroup its sums cannot certify with. ``scaled_weights()`` gives the rows'
+    weights as the sums read them (over the scale); called once, on the first recount."""
+    scaled = []
+
+    def explicit(g):
+        if not scaled:
+            scaled.append(read_only(np.ascontiguousarray(scaled_weights(), dtype=np.float64)))
+        return K.explicit_cell_counts(group_mask(memberships, g), order.neg_rows,
+                                      order.neg_sorted, order.pos_rows, order.pos_sorted,
+                                      scaled[0])
+
+    return explicit
 
 
 #: the weighted sums cut each class's rows into pieces of about this many (and the identity

@@ -53,6 +53,52 @@ def test_power_mean_limits_and_special_values():
     assert math.isnan(power_mean([0.5, np.nan], -5))
 
 
+def _power_mean_in_decimal(values, p):
+    """The power mean in 80-digit decimals (an independent reference): zeros with p < 0 give
+    0, the limit."""
+    import decimal
+
+    with decimal.localcontext() as context:
+        context.prec = 80
+        xs = [decimal.Decimal(float(v)) for v in values]
+        if p < 0 and any(x == 0 for x in xs):
+            return 0.0
+        power = decimal.Decimal(p)
+        total = sum((x ** power if x > 0 else decimal.Decimal(0) for x in xs),
+                    decimal.Decimal(0))
+        if total == 0:
+            return 0.0
+        return float((total / len(xs)) ** (1 / power))
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(1e-300, 1e300), st.floats(0.01, 1.0),
+                                 st.just(0.0)), min_size=1, max_size=12),
+       p=st.sampled_from([-2000, -1000, -50, -5, -1, 0.5, 1, 2, 7, 50, 1000, 2000]))
+def test_power_mean_without_overflow_or_underflow(values, p):
+    """A power of a value beyond the floats (0.45**-1000, 0.5**2000, 1e200**2) is not the
+    mean's end: the mean of the powers is taken on values scaled by their largest (p > 0)
+    or smallest (p < 0), exactly where the plain formula would lose them (before, the
+    power mean of [0.45, 0.9] at p = -1000 was 0, and of [1e200, 1e200] at p = 2 inf)."""
+    want = _power_mean_in_decimal(values, p)
+    got = power_mean(values, p)
+    assert got == pytest.approx(want, rel=1e-13, abs=0.0)
+    if p < 0:  # every value pays: the mean of the powers of one row of a 2-D input too
+        rows = np.array([values, values])
+        np.testing.assert_allclose(fastbias.metrics.aggregates.power_means(rows, p),
+                                   [want, want], rtol=1e-13)
+
+
+def test_final_metric_with_a_large_power():
+    """The power of a soft minimum (p = -1000) in the final metric: its power means as the
+    exact ones (before, 0.6 for 0.7126)."""
+    table = pd.DataFrame({"subgroup_auc": [0.45, 0.9], "bpsn_auc": [0.8, 0.8],
+                          "bnsp_auc": [0.8, 0.8]}, index=["a", "b"])
+    bias = (_power_mean_in_decimal([0.45, 0.9], -1000) + 0.8 + 0.8) / 3
+    assert final_metric(table, 0.8, power=-1000) == pytest.approx(0.25 * 0.8 + 0.75 * bias,
+                                                                  rel=1e-14)
+
+
 @pytest.mark.parametrize("values, p, error, match", [
     ([], -5, ValueError, "empty"),
     ([0.5, -0.1], -5, ValueError, "non-negative"),

@@ -24,6 +24,9 @@ def power_mean(values, p: float) -> float:
     The helper of the Jigsaw competition metric. ``p = 0`` gives the geometric
     mean and ``p = -inf``/``+inf`` the minimum/maximum (the limits). With
     ``p < 0`` a zero value makes the mean 0. A NaN value makes the result NaN.
+    Where a power leaves the floats (``0.45 ** -1000``, ``1e200 ** 2``), the values are
+    first divided by their largest (``p > 0``) or smallest (``p < 0``), so any power
+    gives the mean, not 0 or inf; elsewhere the formula is the kernel's, bit for bit.
 
     Parameters
     ----------
@@ -75,11 +78,33 @@ def power_means(x: np.ndarray, p: float):
         return np.min(x, axis=-1)
     if p == float("inf"):
         return np.max(x, axis=-1)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         if p == 0:
             return np.exp(np.mean(np.log(x), axis=-1))
         # x**p is inf for x = 0 and p < 0; inf ** (1/p) = 0, the limit
-        return np.mean(np.power(x, p), axis=-1) ** (1.0 / p)
+        powered = np.power(x, p)
+        mean = np.mean(powered, axis=-1)
+        means = mean ** (1.0 / p)
+        # where a positive value's power overflowed or fell below the normal floats (or
+        # their sum overflowed), the plain formula is wrong (0 or inf for a mean of 0.5):
+        # those rows again, each scaled by its largest value (p > 0) or its smallest (p <
+        # 0), so that every power is at most 1 and one of them is 1
+        zero_below = (x == 0).any(axis=-1) & (p < 0)  # (the mean is then 0)
+        lost = (((x > 0) & ~((powered >= _SMALLEST_NORMAL) & (powered < np.inf))).any(axis=-1)
+                | ~np.isfinite(mean)) & ~zero_below & ~np.isnan(x).any(axis=-1)
+        if not np.any(lost):
+            return means
+        rows = x.reshape(-1, x.shape[-1])[np.ravel(lost)]
+        m = rows.min(axis=-1) if p < 0 else rows.max(axis=-1)
+        again = m * np.mean(np.power(rows / m[:, None], p), axis=-1) ** (1.0 / p)
+        if np.ndim(means) == 0:
+            return again[0]
+        means = np.array(means, dtype=np.float64)
+        means[lost] = again
+        return means
+
+
+_SMALLEST_NORMAL = np.finfo(np.float64).tiny
 
 
 def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: float = 0.25,

@@ -68,7 +68,10 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         subgroup per value, ``"race=black"``; with several such columns, every
         combination of values with at least ``min_subgroup_size`` rows of
         each class follows (``"race=black & gender=female"``). A missing value
-        is in no subgroup (docs/sensitive_features.md).
+        is in no subgroup (docs/sensitive_features.md). With a
+        ``subgroup_threshold``, a Categorical of numbers (e.g. vote counts,
+        dictionary-encoded in Parquet) is thresholded instead, as ``evaluate``
+        reads it.
     sample_weight : array-like of shape (n,), optional
         Non-negative row weights; every pair then counts ``w_i * w_j``.
     label_threshold : float, optional
@@ -146,7 +149,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     check_significance(significance)
     confidence = check_confidence(confidence)
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    check_categories_alone(subgroups, order)
+    check_categories_alone(subgroups, order, subgroup_threshold)
     memberships, sorted_scores, sc = sort_and_count(
         scores, None,
         lambda threads, compiled=True: with_intersections(

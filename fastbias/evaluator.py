@@ -199,7 +199,7 @@ class BiasEvaluator:
         weights = as_sample_weight(sample_weight, labels.shape[0])
         announce_first_use(weights is not None)
         order, min_size = check_intersections(intersections, min_subgroup_size)
-        check_categories_alone(subgroups, order)
+        check_categories_alone(subgroups, order, subgroup_threshold)
         self._full = _prepared(with_intersections(
             prepare_subgroups(labels, subgroups, subgroup_threshold,
                               workers=resolve_workers(n_jobs), min_subgroup_size=min_size),

@@ -565,6 +565,28 @@ def test_categorical_integer_identity_columns_beyond_2_53_are_exact(huge):
                 assert_matches(res.for_model(), expected, f"{kind} {threshold} {policy}")
 
 
+def test_categorical_numbers_under_a_threshold_are_one_column_on_every_entry_point(huge):
+    """A Categorical of numbers (a Parquet vote column, dictionary-encoded) with a
+    ``subgroup_threshold``: thresholded by ``bias_metrics`` and ``BiasEvaluator`` as
+    ``evaluate`` thresholds it (they made it one subgroup per value and ignored the
+    threshold: the same column gave other subgroups by entry point; found by review).
+    Without a threshold it is still one subgroup per value."""
+    df, _ = huge
+    groups = pd.DataFrame({"g": df["Int64-NA"].astype("category"),
+                           "u": df["UInt64-NA"].astype("category")})
+    reference = df[["label", "score"]].assign(g=df["Int64-NA"], u=df["UInt64-NA"])
+    y, s = df["label"].to_numpy(), df["score"].to_numpy()
+    for threshold in (B + 4.0, -float(B)):
+        expected = expected_table(reference, {"g": False, "u": False}, threshold, "background")
+        table = quietly(fastbias.bias_metrics, y, s, groups, subgroup_threshold=threshold)
+        assert_matches(table, expected, f"bias_metrics {threshold}")
+        evaluator = quietly(fastbias.BiasEvaluator, y, groups, subgroup_threshold=threshold)
+        assert_matches(quietly(evaluator.metrics, s), expected, f"BiasEvaluator {threshold}")
+    values = groups["g"].cat.categories
+    table = quietly(fastbias.bias_metrics, y, s, groups[["g"]])
+    assert list(table.index) == [f"g={v}" for v in values]
+
+
 def test_big_endian_columns_read_like_native_ones(data):
     """Arrays in the other byte order (``>i8``, as read from some files) were handed to the
     kernels as they were: a Numba TypingError (found by review). Now copied to native order,

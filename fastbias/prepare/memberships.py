@@ -364,7 +364,7 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
             rows, groups = np.nonzero(matrix)  # row-major: each row's subgroups in order
             return _memberships_in_numpy(labels, names, rows, groups)
         return prepare_memberships_dense(labels, np.ascontiguousarray(matrix), names, workers)
-    if has_categories(subgroups):
+    if has_categories(subgroups, subgroup_threshold):
         names, rows = _subgroups_with_categories(subgroups, n, labels, kept, subgroup_threshold,
                                                  compiled, min_subgroup_size)
     else:
@@ -375,17 +375,18 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
     return prepare_memberships(labels, rows, names, compiled)
 
 
-def check_categories_alone(subgroups, intersections) -> None:
+def check_categories_alone(subgroups, intersections, threshold=None) -> None:
     """``intersections=`` combines boolean subgroups: with a categorical column among the
     subgroups (whose values already come with their combinations) it is a ValueError."""
-    if intersections is not None and has_categories(subgroups):
+    if intersections is not None and has_categories(subgroups, threshold):
         raise ValueError("intersections= combines boolean subgroups; categorical subgroup "
                          "columns already add every combination of their values (give "
                          "intersections only with boolean columns)")
 
 
-def has_categories(subgroups) -> bool:
-    """Whether a subgroup container (a DataFrame, dict or Series) has a categorical column."""
+def has_categories(subgroups, threshold=None) -> bool:
+    """Whether a subgroup container (a DataFrame, dict or Series) has a categorical column
+    (:func:`~fastbias.validate.categories.is_categorical` under ``threshold``)."""
     if isinstance(subgroups, pd.DataFrame):
         columns = [subgroups.iloc[:, j] for j in range(subgroups.shape[1])]
     elif isinstance(subgroups, pd.Series):
@@ -394,7 +395,7 @@ def has_categories(subgroups) -> bool:
         columns = list(subgroups.values())
     else:
         return False
-    return any(is_categorical(c) for c in columns)
+    return any(is_categorical(c, threshold) for c in columns)
 
 
 def _memberships_in_numpy(labels, names, rows: np.ndarray, groups: np.ndarray) -> Memberships:
@@ -742,7 +743,7 @@ def _subgroups_with_categories(subgroups, n: int, labels: np.ndarray, kept, thre
     names, rows, features = [], [], []
     hint = " or use fastbias.evaluate (missing_subgroup=...)"
     for name, column in zip(names_in, columns):
-        if is_categorical(column):
+        if is_categorical(column, threshold):
             codes = category_codes(column, name, label=f"subgroup {name!r}")
             if kept is not None:  # dropped rows are in no group (nor counted for the sizes)
                 codes = dataclasses.replace(codes, codes=np.where(kept, codes.codes, -1)

@@ -144,14 +144,20 @@ def check_values(values, label: str) -> None:
                          f"{clash!r} ({' and '.join(kinds)}); give the column one type")
 
 
-def is_categorical(column) -> bool:
+def is_categorical(column, threshold=None) -> bool:
     """Whether a subgroup column holds categories rather than memberships: a pandas Series
     (or Categorical) of categories or of text (string dtypes, or objects that are neither
     numbers nor booleans). Numeric and boolean columns stay memberships (thresholded); a
-    numpy array of text stays an error (it is more often a mistake than categories)."""
+    numpy array of text stays an error (it is more often a mistake than categories). With a
+    ``threshold``, a Categorical of numbers (or booleans: e.g. a Parquet column of vote
+    counts, dictionary-encoded) is a membership column too, thresholded as ``evaluate``
+    and the out-of-core paths threshold it."""
     if not isinstance(column, (pd.Series, pd.Categorical)):
         return False
     dtype = getattr(column, "dtype", None)
+    if threshold is not None and isinstance(dtype, pd.CategoricalDtype) and \
+            pd.api.types.is_numeric_dtype(dtype.categories.dtype):
+        return False
     if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(dtype) and \
             dtype != object:
         return True

@@ -4,6 +4,7 @@ scipy's ``binomtest`` intervals, and ``fastbias.bernstein_interval`` on per-row 
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -135,6 +136,21 @@ def test_categorical_subgroups_and_undefined_rates():
     member = (df["race"] == "a").to_numpy()
     ref = reference(df["y"].to_numpy(), df["s"].to_numpy(), member, None, 0.5)
     assert table.loc[(0.5, "race=a"), "subgroup_tpr"] == pytest.approx(ref["subgroup"]["tpr"])
+
+
+def test_float16_scores_meet_thresholds_rounded_to_float32():
+    """float16 scores are read as float32, so a threshold is rounded to float32 (the exact
+    comparison for 0.1), not to float16 as numpy rounds it for a float16 array: the score
+    float16(0.1) = 0.09998 is below 0.1 here (docs/thresholds.md)."""
+    s = np.array([0.1, 0.1, 0.05, 0.2, 0.5, 0.0999], dtype=np.float16)
+    y = np.array([0, 1, 0, 1, 1, 0])
+    member = np.array([1, 1, 0, 0, 1, 1], dtype=bool)
+    table = fastbias.threshold_metrics(y, s, {"g": member}, thresholds=[0.1, 0.5])
+    for t in (0.1, 0.5):
+        above = [Fraction(float(v)) >= Fraction(t) for v in s]  # exact, for these thresholds
+        want = np.mean([a for a, m in zip(above, member) if m])
+        assert table.loc[(t, "g"), "subgroup_positive_rate"] == want
+    assert table.loc[(0.1, "g"), "subgroup_positive_rate"] == 0.25  # numpy's float16: 0.75
 
 
 def test_arguments_are_checked():

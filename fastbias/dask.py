@@ -34,6 +34,7 @@ import concurrent.futures
 import contextlib
 import logging
 import math
+import numbers
 import sys
 import threading
 import time
@@ -527,7 +528,9 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         Score boundaries of those partitions; given, the first pass does not
         sample that model's scores. They must cover every score (for scores
         in [0, 1], e.g. ``numpy.linspace(0, 1, 65)``); if they do not, the
-        partitions overlap and a RuntimeError says so.
+        partitions overlap and a RuntimeError says so. At least two distinct
+        numbers, none NaN; a dict names models only (else a ValueError or
+        TypeError names the value).
     persist : bool, optional
         Keep the compact encoded frame in cluster memory so that several
         models reuse it (default: only when there are several models and
@@ -639,8 +642,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         n_input = len(pieces)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests).check_extras()
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
-    given = [divisions.get(model) if isinstance(divisions, dict) else divisions
-             for model in spec.models]
+    given = _checked_divisions(divisions, spec.models)
     show = _show_progress(progress)
     client = _active_client()
 
@@ -651,6 +653,48 @@ def evaluate(data, *, label: str, scores, subgroups=None,
             return _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persist,
                         compute, show, client, float(worker_timeout), float(stall_timeout),
                         random_state)
+
+
+def _checked_divisions(divisions, models: list) -> list:
+    """``divisions=`` as one list of score boundaries (or None) per model, each checked: at
+    least two distinct numbers, none NaN; a dict names models only. A ValueError or
+    TypeError names the argument, the model and the bad value (Dask's own errors named
+    none of them)."""
+    if isinstance(divisions, dict):
+        unknown = [key for key in divisions if key not in models]
+        if unknown:
+            raise ValueError(f"divisions names {unknown[0]!r}, which is not a model (the "
+                             f"models: {list(models)!r})")
+        return [_checked_boundaries(divisions.get(model), f"divisions[{model!r}]")
+                for model in models]
+    checked = _checked_boundaries(divisions, "divisions")
+    return [checked for _ in models]
+
+
+def _checked_boundaries(values, name: str) -> list | None:
+    """One model's score boundaries (see :func:`_checked_divisions`), as floats."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes, numbers.Number)) or not np.iterable(values):
+        raise TypeError(f"{name} must be a sequence of numbers (score boundaries), got "
+                        f"{values!r}")
+    values = list(values)
+    out = []
+    for j, value in enumerate(values):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real,
+                                                                        np.number)):
+            raise TypeError(f"{name} must hold numbers, got {value!r} at position {j}")
+        if math.isnan(float(value)):
+            raise ValueError(f"{name} must not hold NaN (position {j})")
+        out.append(float(value))
+    if len(set(out)) < 2:
+        raise ValueError(f"{name} must hold at least two distinct score boundaries (the "
+                         f"partitions lie between them), got {values!r}")
+    if len(set(out)) < len(out):
+        repeated = next(j for j, v in enumerate(out) if v in out[:j])
+        raise ValueError(f"{name} holds {values[repeated]!r} twice (position {repeated}): "
+                         f"boundaries must be distinct")
+    return out
 
 
 def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persist, compute, show,

@@ -157,6 +157,26 @@ def test_divisions_that_miss_scores_are_refused(client, jigsaw):
                        divisions=[0.2, 0.5, 0.8])
 
 
+@pytest.mark.parametrize("divisions, error, match", [
+    ([0.5], ValueError, r"divisions must hold at least two distinct score boundaries"),
+    ([], ValueError, r"at least two distinct"),
+    ("abc", TypeError, r"divisions must be a sequence of numbers.*'abc'"),
+    (5, TypeError, r"divisions must be a sequence of numbers.*5"),
+    ([0.0, "x", 1.0], TypeError, r"divisions must hold numbers, got 'x' at position 1"),
+    ([0.0, float("nan"), 1.0], ValueError, r"divisions must not hold NaN \(position 1\)"),
+    ([0.0, 0.5, 0.5, 1.0], ValueError, r"holds 0.5 twice \(position 2\)"),
+    ({"model_fair": [0.5]}, ValueError, r"divisions\['model_fair'\] must hold at least two"),
+    ({"nope": [0.0, 1.0]}, ValueError, r"divisions names 'nope', which is not a model"),
+])
+def test_bad_divisions_are_named(divisions, error, match):
+    """``divisions=`` is checked before Dask sees it: each bad value named (Dask's own
+    errors were a ZeroDivisionError, "'int' object is not iterable" and the like, and a
+    misspelt model in a dict was ignored; found by review)."""
+    ddf = dd.from_pandas(small_frame(2_000), npartitions=2)
+    with pytest.raises(error, match=match):
+        fdask.evaluate(ddf, label="toxicity", scores="model_fair", subgroups=["male"],
+                       divisions=divisions)
+
 def test_bad_input_is_named(client):
     df = pd.DataFrame({"y": [0, 1, 0, 1], "s": [0.1, np.nan, 0.3, 0.2], "g": [1, 0, 1, 0],
                        "text": ["a", "b", "c", "d"]})

@@ -402,3 +402,19 @@ def test_subgroups_from_a_file_and_all_boolean_columns(tmp_path, capsys):
     assert "missing.txt" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(common + ["--subgroups", "african", "--subgroups-all-boolean"])
+
+
+def test_jsonl_subnormal_number_is_named(tmp_path, capsys):
+    """pandas' exact JSON parser refuses a number below the normal floats (1e-310) with
+    "Range error when decoding numeric as double at position 11", naming neither column
+    nor row (and "after row 0" misleads): the error names the column, the row and the
+    text (found by review)."""
+    path = tmp_path / "sub.jsonl"
+    path.write_text('{"y":0,"s":0.3,"g":1}\n{"y":1,"s":0.5,"g":0}\n\n'
+                    '{"y":0,"s":0.2,"g":1,"w":-2e-320}\n{"y":1,"s":0.7,"g":1}\n')
+    args = ["report", str(path), "--label", "y", "--scores", "s", "--subgroups", "g",
+            "--quiet"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"column 'w' of .*sub\.jsonl' holds -2e-320 at row 2, a number below "
+                     r"the normal floats", err), err

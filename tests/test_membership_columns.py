@@ -476,6 +476,11 @@ def test_text_columns_that_may_hold_rounded_integers_are_told_apart():
                 _refuse_rounded_integers(frame, "f.csv", 10, json=False)
     for name, values in kept.items():
         _refuse_rounded_integers(pd.DataFrame({name: values}), "f.csv", 0)  # no error
+    # the hint to fill missing values only where one is missing (found by review)
+    for values, hint in (([1.0, nan, float(B)], True), ([5e19, 1.0, 2.0], False)):
+        with pytest.raises(DataFileError) as error:
+            _refuse_rounded_integers(pd.DataFrame({"w": values}), "f.jsonl", 0, json=True)
+        assert ("fill the missing values" in str(error.value)) == hint
 
 
 def test_arrow_and_polars_integers_with_one_null_stay_exact():

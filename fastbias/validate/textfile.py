@@ -274,6 +274,46 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"
                   "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+def _refuse_subnormal(source, start: int, batch_rows: int, columns) -> None:
+    """Name the number behind pandas' "Range error when decoding numeric as double": a
+    number below the normal floats (a subnormal, under 2.2e-308, such as 1e-310) in the
+    JSON lines from row ``start`` on, which pandas' exact float parser refuses. Raises a
+    :class:`DataFileError` naming its column, row and text; returns if none is found."""
+    smallest = float(np.finfo(np.float64).tiny)
+    with open_text(source.path, source.compression, line_limit=source.line_limit) as stream:
+        row = -1
+        for line in io.TextIOWrapper(stream, encoding="utf-8"):
+            if not line.strip():
+                continue
+            row += 1
+            if row < start:
+                continue
+            if row >= start + batch_rows:
+                return
+            found = []
+
+            def number(text, found=found):
+                value = float(text)
+                if value != 0.0 and abs(value) < smallest and not found:
+                    found.append(text)
+                return value
+
+            try:
+                record = json.loads(line, parse_float=number)
+            except ValueError:
+                return  # (not this line's numbers: the caller's message stands)
+            if found and isinstance(record, dict):
+                names = [k for k, v in record.items() if isinstance(v, float)
+                         and v != 0.0 and abs(v) < smallest]
+                name = next((k for k in names if columns is None or k in columns),
+                            names[0] if names else "?")
+                raise DataFileError(
+                    f"column {name!r} of {source.path!r} holds {found[0]} at row {row}, a "
+                    f"number below the normal floats (a subnormal, under 2.2e-308), which "
+                    f"pandas' exact JSON reader cannot read: write it as 0, or use CSV or "
+                    f"Parquet, which read it exactly")
+
+
 def _json_text(text: str) -> bytes:
     """A regular expression (bytes) for every way JSON may write the string ``text`` between
     its quotes in UTF-8: each character as itself (where JSON allows it), its short escape,
@@ -423,7 +463,7 @@ def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -
             f"{float(values[row])!r} at row {start + row}: at 2**53 or more an integer of the "
             f"file may have been rounded (pandas reads such a column of integers as floats), "
             f"so it cannot be taken as exact; write the data as Parquet, which keeps integers "
-            f"exact, or fill the missing values")
+            f"exact{', or fill the missing values' if why.endswith('missing value') else ''}")
 
 
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
@@ -478,6 +518,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 except (pd.errors.ParserError, ValueError, zipfile.BadZipFile) as error:
                     if isinstance(error, DataFileError):
                         raise
+                    if source.fmt == "jsonl" and "Range error" in str(error):
+                        _refuse_subnormal(source, start, batch_rows, columns)
                     raise DataFileError(f"cannot read data file {source.path!r} after row "
                                         f"{start:,}: {' '.join(str(error).split())}") from None
                 stop = start + len(frame)

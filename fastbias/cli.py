@@ -1262,7 +1262,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--subgroups-all-boolean", action="store_true",
                        help="every column holding only booleans or 0/1 (missing values aside), "
                             "except the label, scores and weight")
-    report.add_argument("--thresholds", nargs="+", type=float, metavar="T", default=None,
+    report.add_argument("--thresholds", nargs="+", type=_threshold, metavar="T", default=None,
                         help="also the positive rate, TPR, FPR, FNR and precision of every "
                              "subgroup and its background at these thresholds (score >= T), "
                              "their gaps and Wilson intervals: the gaps on the terminal, "
@@ -1270,7 +1270,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "each --out X.csv, in X.thresholds.csv")
     report.add_argument("--gap-interval", choices=["bernstein"], default=None,
                         help="with --thresholds: the Bernstein interval of each gap")
-    report.add_argument("--report-threshold", type=float, default=None, metavar="T",
+    report.add_argument("--report-threshold", type=_threshold, default=None, metavar="T",
                         help="with --thresholds: the one whose gaps the HTML report draws "
                              "(default: the one nearest 0.5; added to them if missing)")
     report.add_argument("--sensitive-features", nargs="+", metavar="COL", default=None,

@@ -3,6 +3,7 @@ computations: sklearn's ``confusion_matrix`` per subgroup and background (with w
 scipy's ``binomtest`` intervals, and ``fastbias.bernstein_interval`` on per-row costs."""
 from __future__ import annotations
 
+import re
 import warnings
 from fractions import Fraction
 
@@ -151,6 +152,34 @@ def test_float16_scores_meet_thresholds_rounded_to_float32():
         want = np.mean([a for a, m in zip(above, member) if m])
         assert table.loc[(t, "g"), "subgroup_positive_rate"] == want
     assert table.loc[(0.1, "g"), "subgroup_positive_rate"] == 0.25  # numpy's float16: 0.75
+
+
+@pytest.mark.parametrize("threshold", [Fraction(1, 3), 2**53 + 3, -(2**60) - 1])
+def test_thresholds_float64_cannot_hold_are_refused(threshold, tmp_path, capsys):
+    """A threshold float64 cannot hold (numpy compares a float with a Fraction or a big int
+    exactly, ``1/3 >= Fraction(1, 3)`` is False): refused with its position, as the
+    identity columns' threshold is, on the arrays, the frame and the command line (they
+    were rounded: the score float(1/3) then counted as at or above 1/3)."""
+    y, s = np.array([0, 1, 0, 1]), np.array([1 / 3, 0.5, 0.2, 0.9])
+    member = np.array([1, 1, 0, 0], dtype=bool)
+    match = re.escape(f"thresholds (position 1) {threshold!r} is not a float64: it would "
+                      f"become {float(threshold)!r}")
+    with pytest.raises(ValueError, match=match):
+        fastbias.threshold_metrics(y, s, {"g": member}, thresholds=[0.5, threshold])
+    frame = pd.DataFrame({"y": y, "s": s, "g": member})
+    with pytest.raises(ValueError, match="is not a float64"):
+        fastbias.evaluate(frame, label="y", scores="s", subgroups=["g"],
+                          thresholds=[threshold, 0.5])
+    kept = fastbias.threshold_metrics(y, s, {"g": member}, thresholds=[Fraction(1, 2), 2**53])
+    assert kept.index.get_level_values(0).tolist() == [0.5, float(2**53)]  # (exact: kept)
+    if isinstance(threshold, int):
+        from fastbias.cli import main
+
+        frame.to_csv(tmp_path / "d.csv", index=False)
+        with pytest.raises(SystemExit):
+            main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                  "--subgroups", "g", "--thresholds", "0.5", str(threshold)])
+        assert "is not a float64" in capsys.readouterr().err
 
 
 def test_arguments_are_checked():

@@ -26,7 +26,7 @@ from ..sweep.double_double import dd_prefix_sums
 from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
 from ..validate.errors import UndefinedMetricWarning
-from ..validate.settings import as_float
+from ..validate.settings import as_float, refuse_inexact
 
 #: the rates, each a share of a set of rows: (the set, what is counted in it)
 THRESHOLD_RATES = {
@@ -63,6 +63,8 @@ def check_thresholds(thresholds) -> np.ndarray:
         out[j] = as_float(value, f"thresholds (position {j})")
         if math.isnan(out[j]):
             raise ValueError(f"thresholds must not be NaN (position {j})")
+        refuse_inexact(value, out[j], f"thresholds (position {j})",
+                       "a row is predicted positive when its score is at or above it")
     return np.unique(out)
 
 

@@ -23,11 +23,20 @@ def check_threshold(threshold, name: str) -> float:
     value = as_float(threshold, name)
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
+    refuse_inexact(threshold, value, name, "a member is a value at or above it")
+    return value
+
+
+def refuse_inexact(threshold, value: float, name: str, meaning: str) -> None:
+    """A ValueError where ``threshold`` (an int, Fraction or Decimal) is not exactly the
+    float64 ``value`` it becomes: ``2**53 + 3``, ``Fraction(1, 3)``. A comparison with it
+    would be one with another number (numpy compares a float with a Fraction exactly).
+    ``meaning``: what the threshold decides, for the message."""
+    value = float(value)  # (a numpy float would compare with an int in float64)
     if not isinstance(threshold, (float, np.floating)) and _exact_value(threshold) != value:
         raise ValueError(f"{name} {threshold!r} is not a float64: it would become {value!r}, "
-                         f"and thresholds are compared as float64 (a member is a value at or "
-                         f"above it); pass the float you mean")
-    return value
+                         f"and thresholds are compared as float64 ({meaning}); pass the "
+                         f"float you mean")
 
 
 def _exact_value(number: numbers.Real):

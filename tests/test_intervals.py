@@ -625,6 +625,61 @@ def test_weighted_bootstrap_replicates_exact_with_weights_far_apart(seed, weight
                                                     abs=1e-12)
 
 
+def test_weighted_bootstrap_final_metric_of_replicates_with_an_auc_of_zero():
+    """A weighted replicate whose BPSN AUC is exactly 0 came out -2.7e-32 (a double-double
+    residue of total x cell less the blocks' sums), and the power mean (p = -5) of the final
+    metric made that replicate NaN: the interval silently dropped it (found by review).
+    The replicates' metrics are kept within their ranges; each replicate's final metric is
+    the exact one's, NaN exactly where that is undefined."""
+    from fastbias.metrics.aggregates import power_means
+
+    y = np.array([0, 0, 1, 1, 1, 0], bool)
+    s = np.array([0.9, 0.9, 0.95, 0.1, 0.2, 0.05])
+    g = np.array([1, 1, 1, 0, 0, 0], bool)
+    w = np.array([0.1, 0.7, 1.0, 0.3, 0.9, 1.0])
+    m = make_memberships(y, {"g": g})
+    reps = bootstrap_replicates(s, m, w, n_boot=200, random_state=0, progress=False)
+    for b in range(200):
+        rw = replicate_weights(reps.seeds[b], w)
+        ref = brute_force_metrics(y, s, g, rw)
+        overall = pair_probability(s[y], s[~y], rw[y], rw[~y])
+        aucs = [ref[name] for name in ("subgroup_auc", "bpsn_auc", "bnsp_auc")]
+        want = 0.25 * overall + 0.75 * np.mean([power_means(np.array([a]), -5) for a in aucs])
+        for metric in METRIC_COLUMNS:
+            assert reps.metrics[metric][b, 0] == pytest.approx(ref[metric], abs=1e-12) or \
+                (np.isnan(ref[metric]) and np.isnan(reps.metrics[metric][b, 0]))
+        if np.isnan(want):
+            assert np.isnan(reps.final_metric[b])
+        else:
+            assert reps.final_metric[b] == pytest.approx(want, abs=1e-12)
+
+
+def test_bootstrap_replicates_check_their_weights():
+    """Weights of another length were read past their end by the walk (found by review):
+    a ValueError, as bias_metrics gives; and weights near the largest float, counted in
+    numpy on a first call, are scaled before the counts multiply them (they overflowed)."""
+    from fastbias.intervals.bootstrap import replicate_key
+    from fastbias.intervals.first_call import NumpyReplicates
+    from fastbias.metrics.table import metrics_from_counts
+
+    y = np.array([1, 0, 1, 0, 1, 0], bool)
+    s = np.array([0.9, 0.1, 0.8, 0.7, 0.3, 0.2])
+    g = np.array([1, 1, 0, 0, 1, 1], bool)
+    m = make_memberships(y, {"g": g})
+    for bad in (np.ones(5), np.ones(7), np.array([1, 1, -1, 1, 1, 1.0])):
+        with pytest.raises(ValueError, match="sample_weight"):
+            bootstrap_replicates(s, m, bad, n_boot=4, random_state=0, progress=False)
+    huge = np.full(6, 1.7e308)
+    huge[::2] = 1.1e308
+    key = replicate_key(np.random.SeedSequence(3))
+    got = metrics_from_counts(NumpyReplicates(s, m, huge).weighted_sweep(key))
+    counts = replicate_counts(np.random.SeedSequence(3), 6).astype(float)
+    ref = brute_force_metrics(y, s, g, counts * (huge / 2.0 ** 1023))  # (the same ratios)
+    for metric in METRIC_COLUMNS:
+        assert got[metric][0] == pytest.approx(ref[metric], abs=1e-12) or \
+            (np.isnan(ref[metric]) and np.isnan(got[metric][0]))
+
+
 def test_unweighted_bootstrap_uses_exact_integer_counts(medium_data):
     """Without sample weights a replicate is an integer-weighted sweep: same values as brute
     force on the replicate's counts, and as the float path given weights of one."""

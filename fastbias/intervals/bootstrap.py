@@ -10,6 +10,7 @@ import numpy as np
 
 from .._numba_cache import read_only
 from ..metrics.aggregates import final_metric_values
+from ..metrics.definitions import METRIC_RANGE
 from ..metrics.table import metrics_from_counts
 from ..prepare.memberships import Memberships
 from ..progress import bootstrap_bar
@@ -19,7 +20,7 @@ from ..sweep.counts import SweepCounts, explicit_recount, finish_weighted
 from ..sweep.first_call import still_compiling
 from ..sweep.parallel import map_in_threads
 from ..validate.settings import resolve_n_jobs
-from ..validate.values import power_of_two_scale
+from ..validate.values import as_sample_weight, power_of_two_scale
 from . import _kernels as IK
 from .first_call import NumpyReplicates
 
@@ -180,6 +181,16 @@ class _WeightReplicate:
 REPLICATE_WALK_EXTRA_OPS = 8
 
 
+def _clip_to_ranges(values: dict) -> None:
+    """Weighted replicates' AUCs into [0, 1] and AEGs into [-1/2, 1/2], in place (NaN
+    stays). A weighted numerator that is exactly 0 or its pairs' total can come out a
+    double-double residue beyond it (-3e-32 for an AUC of 0), within the certified bound;
+    the power mean of the final metric (p = -5) made such a replicate's NaN, and the
+    percentile interval dropped it."""
+    for metric, v in values.items():
+        np.clip(v, *METRIC_RANGE[metric], out=v)
+
+
 #: where each column of the replicate walk's counts (IK.REPLICATE_COLUMNS) goes among the
 #: sweep's
 _COUNT_COLUMNS = [{"subgroup_negatives": K.CELL_SUBGROUP_NEG,
@@ -222,8 +233,10 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
     ``K_bi ~ Poisson(1)`` (:func:`replicate_counts` of its own child of
     ``SeedSequence(random_state)``), so results do not depend on ``n_jobs``.
     Replicates run in threads (the kernels release the GIL). See
-    :func:`replicates` for the same from the sorts a call already made.
+    :func:`replicates` for the same from the sorts a call already made. ``sample_weight``
+    is checked as ``bias_metrics`` checks it (length, finite, non-negative, spread).
     """
+    sample_weight = as_sample_weight(sample_weight, memberships.n_rows)
     return replicates(SortedScores(scores, memberships, with_rows=sample_weight is None),
                       sample_weight, n_boot=n_boot, random_state=random_state,
                       progress=progress, n_jobs=n_jobs)
@@ -260,6 +273,8 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)
     base = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if base is not None and base.shape != (n,):  # (the walk reads base[row] unchecked)
+        raise ValueError(f"sample_weight has shape {base.shape}, but there are {n} rows")
     # weighted: each subgroup's background weights from the compensated sums (the class total
     # minus the subgroup in float loses a background that is tiny next to its class)
     backgrounds = None if base is None else np.empty((n_boot, m.n_groups, 2))
@@ -305,11 +320,13 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
             bar.close()
     # all replicates' metrics at once: the replicates stacked as rows of one SweepCounts
     k = m.n_groups
-    stacked = SweepCounts(list(m.names) * n_boot, counts.reshape(n_boot * k, -1),
+    stacked = SweepCounts(list(m.names) * n_boot, counts.reshape(n_boot * k, K.N_COUNT_COLUMNS),
                           np.repeat(class_totals[:, 0], k), np.repeat(class_totals[:, 1], k),
                           0.0, np.tile(m.cell_rows, (n_boot, 1)), m.class_rows, True,
                           None if backgrounds is None else backgrounds.reshape(n_boot * k, 2))
     values = {metric: v.reshape(n_boot, k) for metric, v in metrics_from_counts(stacked).items()}
+    if base is not None:
+        _clip_to_ranges(values)
     den = 2.0 * class_totals[:, 0] * class_totals[:, 1]
     overall = np.full(n_boot, np.nan)
     np.divide(twice_overall_u, den, out=overall, where=den > 0)

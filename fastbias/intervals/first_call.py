@@ -39,6 +39,7 @@ from ..sweep.first_call import (
     weighted_counts_in_numpy,
 )
 from ..sweep.walk import MemberWalk
+from ..validate.values import power_of_two_scale
 from . import _kernels as IK
 
 #: the kernels each interval method (and the significance tests) compiles on its first use
@@ -309,7 +310,7 @@ class NumpyReplicates:
     def __init__(self, scores: np.ndarray, memberships: Memberships,
                  sample_weight: np.ndarray | None = None):
         m = self.m = memberships
-        self.scores, self.base = scores, sample_weight
+        self.scores, self.base, self.scaled_base = scores, sample_weight, None
         if sample_weight is not None:
             return
         self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
@@ -395,9 +396,13 @@ class NumpyReplicates:
         return counts, total_neg, total_pos, twice_u
 
     def weighted_sweep(self, key) -> SweepCounts:
-        """The weighted counts of the replicate ``key`` (certified, as the kernels' are)."""
+        """The weighted counts of the replicate ``key`` (certified, as the kernels' are), the
+        weights scaled by a power of two before the counts multiply them (weights near
+        1.8e308 times a count would overflow; the metrics are the same)."""
+        if self.scaled_base is None:
+            self.scaled_base = self.base / power_of_two_scale(self.base)  # (exact)
         draws = poisson_counts_in_numpy(key, self.m.n_rows)
-        return weighted_counts_in_numpy(self.scores, self.m, draws * self.base)
+        return weighted_counts_in_numpy(self.scores, self.m, draws * self.scaled_base)
 
     def _per_subgroup(self, per_row: np.ndarray) -> np.ndarray:
         """Each subgroup's exact int64 sum of ``per_row`` (one value per identity row) over its

@@ -237,6 +237,7 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
         check_rate_interval,
     )
     from .metrics.thresholds import (
+        check_threshold_weights,
         check_thresholds,
         threshold_counts,
         threshold_counts_in_numpy,
@@ -257,6 +258,7 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
     if gap_interval is not None and weights is not None:
         raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                          "examples); interval= gives the rates' intervals of weighted rows")
+    check_threshold_weights(weights, labels)
     if count_in_numpy_now(weights is not None, scores.shape[0] <= FIRST_CALL_MAX_ROWS,
                           thresholds=True):
         # a fresh environment: the same counts in numpy while the kernels compile

@@ -747,7 +747,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
                      for i, piece in enumerate(pieces)]
         summary = merge_summaries(_compute(client, tasks, show, worker_timeout,
                                            stall_timeout))
-        spec = spec.with_weight_range(*summary.weight_range)
+        spec = spec.with_weight_range(*summary.weight_range, summary.class_weights)
         given = [d if d is not None else
                  _divisions(summary.lowest[k], summary.highest[k], summary.samples[k],
                             summary.sample_weights[k], n_out)

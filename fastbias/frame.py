@@ -25,6 +25,7 @@ from .intervals.thresholds import check_gap_interval, check_rate_interval
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .metrics.thresholds import (
+    check_threshold_weights,
     check_thresholds,
     threshold_counts,
     threshold_counts_in_numpy,
@@ -360,6 +361,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                     scores=s, memberships=memberships)
             tables.append(table)
             if cuts is not None:
+                check_threshold_weights(w, memberships.labels)
                 at = (threshold_counts(sorted_scores, w, cuts) if compiled
                       else threshold_counts_in_numpy(s, memberships, w, cuts))
                 at_thresholds.append(threshold_table(at, memberships.names, warn=False))

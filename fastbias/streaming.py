@@ -422,7 +422,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
         if n_buckets > 1:
             edges = [bucket_edges(sample, n_buckets, weights) for sample, weights
                      in zip(summary.samples, summary.sample_weights)]
-        spec = spec.with_weight_range(*summary.weight_range)
+        spec = spec.with_weight_range(*summary.weight_range, summary.class_weights)
     if n_rows == 0:
         raise ValueError("source has no rows")
     counter = None
@@ -574,6 +574,8 @@ def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, ra
     columns = [spec.models[k] for k in models]
     if spec.weighted:
         columns.append(spec.sample_weight)
+        if spec.resolution_check() is not None:  # (each class's weights)
+            columns.append(spec.label)
     if not columns:
         columns = [spec.label]
     columns = list(dict.fromkeys(columns))

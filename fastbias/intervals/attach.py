@@ -194,7 +194,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     found = {}
 
     if method == "delong":
-        check_interval_weights_of(sample_weight, "DeLong intervals")
+        check_interval_weights_of(sample_weight, "DeLong intervals", memberships.labels)
         se, overall_se = (delong_in_numpy(scores, memberships, sample_weight) if in_numpy
                           else standard_errors(sorted_scores, sample_weight))
         z = _z_value(confidence)

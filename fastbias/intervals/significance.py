@@ -724,7 +724,7 @@ def pvalues_of(table: pd.DataFrame, scores, memberships, sorted_scores: SortedSc
                in_numpy: bool) -> pd.DataFrame:
     """:func:`add_pvalues` once it is decided whether in numpy (``in_numpy``; else from the
     kernels and the sorts)."""
-    check_interval_weights_of(sample_weight, "significance tests")
+    check_interval_weights_of(sample_weight, "significance tests", memberships.labels)
     sums, walk, classes = (placement_sums_in_numpy(scores, memberships, sample_weight)
                            if in_numpy else placement_sums(sorted_scores, sample_weight))
     if family_size is None:

@@ -27,6 +27,11 @@ from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.settings import as_float, refuse_inexact
+from ..validate.values import (
+    THRESHOLD_RESOLUTION_BITS,
+    check_weight_resolution,
+    class_weight_extremes,
+)
 
 #: the rates, each a share of a set of rows: (the set, what is counted in it)
 THRESHOLD_RATES = {
@@ -110,6 +115,18 @@ def _at_or_above(keys, codes, weights, cuts, n_codes):
         return np.stack([hi, lo], axis=-1), hi.astype(np.int64)
     rows, _ = SK.member_weight_at_or_above(keys, codes, np.empty(0), cuts, n_codes)
     return np.stack([hi, lo], axis=-1), rows.astype(np.int64)
+
+
+def check_threshold_weights(sample_weight, labels: np.ndarray) -> None:
+    """Refuse weights of which a row is below what a class's double-double sums resolve
+    (:data:`~fastbias.validate.values.THRESHOLD_RESOLUTION_BITS`): the threshold metrics'
+    backgrounds, a class less its subgroup, would lose it (a review: a false positive rate
+    of 1.378, or NaN for a defined one, with rows of 1e40, 1 and 1e-30). Out of core the
+    whole data's classes are checked before the chunks (``ColumnSpec.resolution_check``)."""
+    if sample_weight is not None:
+        check_weight_resolution(*class_weight_extremes(sample_weight, labels),
+                                "sample_weight", "threshold metrics",
+                                THRESHOLD_RESOLUTION_BITS)
 
 
 def threshold_counts(sorted_scores: SortedScores, sample_weight, thresholds: np.ndarray):

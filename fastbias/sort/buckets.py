@@ -15,7 +15,12 @@ import numpy as np
 
 from ..validate.columns import in_piece
 from ..validate.spec import ColumnSpec
-from ..validate.values import as_labels, as_sample_weight, as_scores
+from ..validate.values import (
+    as_labels,
+    as_sample_weight,
+    as_scores,
+    class_weight_extremes,
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,10 @@ class ScoreSummary:
     sample_weights: list
     smallest_weight: float = np.inf
     largest_weight: float = 0.0
+    #: per class (negatives, positives): total weight, smallest positive weight and where it
+    #: is (for messages), where the weights' resolution is checked (see
+    #: ``ColumnSpec.resolution_check``); None otherwise
+    class_weights: tuple | None = None
 
     @property
     def weight_range(self) -> tuple:
@@ -60,6 +69,7 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
         if check_labels and n:
             as_labels(frame[spec.label], f"label column {spec.label!r}",
                       threshold=spec.label_threshold)
+        class_weights = None
         if spec.weighted:
             weights = as_sample_weight(frame[spec.sample_weight], n,
                                        f"sample_weight column {spec.sample_weight!r}")
@@ -68,13 +78,28 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
                 positive = weights[weights > 0]
                 if positive.size:
                     smallest = float(positive.min())
+            if spec.resolution_check() is not None:
+                labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
+                                   threshold=spec.label_threshold)
+                totals, least, at = class_weight_extremes(weights, labels)
+                class_weights = (totals, least, [f"{a} {where}" if a else "" for a in at])
         for k in models:
             values = as_scores(frame[spec.models[k]], f"score column {spec.models[k]!r}", n)
             lowest[k], highest[k] = values.min(), values.max()
             values = values if keep is None else values[keep]
             samples[k] = values.astype(np.float64) + 0.0  # -0.0 -> 0.0
             stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
-    return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest)
+    return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest, class_weights)
+
+
+def _merged_class_weights(summaries: list):
+    """The class weights (``ScoreSummary.class_weights``) of several summaries' rows."""
+    parts = [s.class_weights for s in summaries if s.class_weights is not None]
+    if not parts:
+        return None
+    totals = [sum(p[0][c] for p in parts) for c in range(2)]
+    least = [min(parts, key=lambda p: p[1][c]) for c in range(2)]
+    return totals, [least[c][1][c] for c in range(2)], [least[c][2][c] for c in range(2)]
 
 
 def merge_summaries(summaries: list) -> ScoreSummary:
@@ -89,7 +114,8 @@ def merge_summaries(summaries: list) -> ScoreSummary:
          for k in range(len(summaries[0].samples))],
         [np.concatenate([s.sample_weights[k] for s in summaries])
          for k in range(len(summaries[0].samples))],
-        min(s.smallest_weight for s in summaries), max(s.largest_weight for s in summaries))
+        min(s.smallest_weight for s in summaries), max(s.largest_weight for s in summaries),
+        _merged_class_weights(summaries))
 
 
 def bucket_edges(sample: np.ndarray, n_buckets: int, weights=None) -> np.ndarray:

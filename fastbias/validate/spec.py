@@ -10,8 +10,11 @@ from .categories import value_text
 from .columns import name_list
 from .settings import MISSING_POLICIES, check_threshold
 from .values import (
+    INTERVAL_RESOLUTION_BITS,
+    THRESHOLD_RESOLUTION_BITS,
     as_scores,
     check_interval_weights,
+    check_weight_resolution,
     check_weight_spread,
     power_of_two_scale,
 )
@@ -120,11 +123,29 @@ class ColumnSpec:
             wanted.append(self.sample_weight)
         return list(dict.fromkeys(wanted))
 
-    def with_weight_range(self, smallest_positive: float, largest: float) -> "ColumnSpec":
-        """This spec with the weight scale of weights in that range (refusing too wide a one)."""
+    def resolution_check(self) -> tuple | None:
+        """``(what, bits)`` of :func:`~fastbias.validate.values.check_weight_resolution` for
+        what this spec computes from running sums of weights (significance tests, threshold
+        metrics), or None (nothing to check: unweighted, or only the certified metrics)."""
+        if not self.weighted:
+            return None
+        if self.significance is not None:
+            return "significance tests", INTERVAL_RESOLUTION_BITS
+        if self.thresholds is not None:
+            return "threshold metrics", THRESHOLD_RESOLUTION_BITS
+        return None
+
+    def with_weight_range(self, smallest_positive: float, largest: float,
+                          class_weights: tuple | None = None) -> "ColumnSpec":
+        """This spec with the weight scale of weights in that range (refusing too wide a one;
+        with ``class_weights``, see ``ScoreSummary``, too fine a one for
+        :meth:`resolution_check`)."""
         if not self.weighted:
             return self
         name = f"sample_weight column {self.sample_weight!r}"
+        check = self.resolution_check()
+        if check is not None and class_weights is not None:
+            check_weight_resolution(*class_weights, name, *check)
         if np.isfinite(largest) and largest > 0:
             check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")
             if self.significance is not None:

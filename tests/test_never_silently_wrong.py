@@ -1490,3 +1490,31 @@ def test_threshold_weights_beyond_what_double_double_resolves_are_refused(tmp_pa
     table = fastbias.threshold_metrics(y, s, {"g": g}, sample_weight=w2, thresholds=[0.5])
     bg_neg = Fraction(w2[2])
     assert table.loc[(0.5, "g"), "background_fpr"] == float(Fraction(w2[2]) / bg_neg)
+
+
+@pytest.mark.parametrize("heavy", [1e16, 1e20, 2.0 ** 80])
+def test_a_row_far_heavier_than_its_class_below_it_all(heavy, interval_tier):
+    """One positive weighing 1e16 to 2**80 times the light others, below them all: its
+    placement is 0, so the class's sums stay as small as the light rows', while each light
+    row is read from running sums of weight ``heavy`` and vanishes there. The rule judged
+    the rounding against those small sums and kept the standard errors (BPSN, the positive
+    AEG: 40-49% low) and the tests (p = 0.0045 against an exact 7.1e-5; found by review).
+    The floors now count what reading a class's rows costs: the standard errors and the
+    tests made are those of exact rational arithmetic, rechecked from the rows."""
+    y, s, w, g = _weights_beyond_resolution()
+    w = w.copy()
+    w[0] = heavy
+    table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w, ci="delong")
+    for metric, above, below in (("bpsn_auc", y & ~g, ~y & g),
+                                 ("positive_aeg", y & ~g, y & g),
+                                 ("subgroup_auc", y & g, ~y & g)):
+        exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
+        assert table.loc["g", f"{metric}_se"] == pytest.approx(exact, rel=1e-6), metric
+    exact = float(_exact_delong_variance(s, w, y, ~y)) ** 0.5
+    assert table.attrs["overall_auc_se"] == pytest.approx(exact, rel=1e-6)
+    tested = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w,
+                     significance="holm")
+    p = tested.loc["g", "bpsn_auc_pvalue"]
+    if np.isfinite(p):
+        z = NormalDist().inv_cdf(1 - p / 2)
+        assert z == pytest.approx(_exact_test_z(s, w, y, g, "bpsn_auc"), rel=1e-6)

@@ -204,7 +204,8 @@ _BITS_HEAD, _BITS_BLOCK = 1 << 12, 1 << 20
 _MAX_FRACTION_BITS = 51
 
 
-def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=None) -> tuple:
+def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=None,
+               class_reads: bool = False) -> tuple:
     """``(floor_u, floor_x, floor_y)``, each (k, 5): for each metric's U, SQX and SQY
     (``delong_sums`` (k, 15) as ``SK.finish_delong_sums`` gives them), the size of what it
     was made from, whose rounding it carries (:func:`_delong_variance`).
@@ -245,10 +246,15 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     # a placement made as a difference: its square within twice the squares' sum
     floor_x[:, 2] *= 2.0
     floor_y[:, [1, 3, 4]] *= 2.0
-    if weight_bits is None or class_totals is None:
+    if class_totals is None:
         return floor_u, floor_x, floor_y
     totals = np.broadcast_to(np.asarray(class_totals, dtype=np.float64), (len(sums), 2))
-    exact = np.all(totals < 2.0 ** (52 - weight_bits), axis=1)
+    exact = (np.all(totals < 2.0 ** (52 - weight_bits), axis=1) if weight_bits is not None
+             else np.zeros(len(sums), dtype=bool))
+    if class_reads:
+        _add_class_reads(floor_u, floor_x, floor_y, neg, pos, totals, exact)
+    if weight_bits is None:
+        return floor_u, floor_x, floor_y
     # exact placements: U and the subgroup's side are direct sums
     floor_u = np.where(exact[:, None], np.abs(u), floor_u)
     floor_x[:, 2] = np.where(exact, np.abs(sq_x[:, 2]), floor_x[:, 2])
@@ -261,6 +267,48 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
         floor[:] = np.where(exact[:, None] & (floor < 2.0 ** (51 - 3 * weight_bits)),
                             np.abs(own), floor)
     return floor_u, floor_x, floor_y
+
+
+def overall_floors(u, sq_pos, sq_neg, w_pos, w_neg, bits, class_reads: bool = True) -> tuple:
+    """The overall AUC's floors (as :func:`sum_floors`'): its sums, and, where the class
+    sums are not exact (``bits``: :func:`fraction_bits` of the weights, None: not known),
+    what reading both classes from their running sums may cost (see
+    :func:`_add_class_reads`): a row's weight within 2**-53 of its class's, a placement
+    within the other class's rounding."""
+    floors = [np.abs(u), np.abs(sq_pos), np.abs(sq_neg)]
+    if class_reads and (bits is None or not max(np.max(w_pos), np.max(w_neg)) < 2.0 ** (52 - bits)):
+        floors[0] = floors[0] + 2.0 * w_pos * w_neg
+        floors[1] = floors[1] + 3.0 * w_pos * w_neg * w_neg
+        floors[2] = floors[2] + 3.0 * w_neg * w_pos * w_pos
+    return tuple(floors)
+
+
+def _add_class_reads(floor_u, floor_x, floor_y, sub_neg, sub_pos, totals, exact) -> None:
+    """Add to each metric's floors (in place) what reading a class's rows from its running
+    sums may cost, where those sums are not exact: a background's sums add every row of its
+    class, each row's weight read as a difference of the class's running sums (within
+    2**-53 of the class's weight, however light the row), and the other sample's
+    placements against a background are differences of running sums too. A row far lighter
+    than its class can vanish in them, and the sums themselves need not show it (a review:
+    one positive of weight 1e16 or more below the light others, placed at 0, left the
+    class's sums as small as the light rows' and the standard errors 16-49% low). With
+    ``W_c`` a class's weight and ``W_X``, ``W_Y`` the samples': a background X adds ``W_c
+    W_Y`` to U's floor and ``W_c W_Y**2`` to SQX's, ``W_c W_X W_Y`` to SQY's (and so for Y);
+    each within the rounding share of its sums (:func:`rounding_share` counts the rows)."""
+    cells = {("subgroup", 0): sub_neg, ("subgroup", 1): sub_pos,
+             ("background", 0): np.maximum(totals[:, 0] - sub_neg, 0.0),
+             ("background", 1): np.maximum(totals[:, 1] - sub_pos, 0.0)}
+    for j, metric in enumerate(METRIC_COLUMNS):
+        x_cell, y_cell = METRIC_SAMPLES[metric]
+        w_x, w_y = cells[x_cell], cells[y_cell]
+        for cell, floor_own, floor_other, w_own, w_other in (
+                (x_cell, floor_x, floor_y, w_x, w_y), (y_cell, floor_y, floor_x, w_y, w_x)):
+            if cell[0] != "background":
+                continue
+            w_c = np.where(exact, 0.0, totals[:, cell[1]])
+            floor_u[:, j] += w_c * w_other
+            floor_own[:, j] += w_c * w_other * w_other
+            floor_other[:, j] += w_c * w_own * w_other
 
 
 # A background cell's DeLong sums are made as its class's minus the subgroup's (the walk sees
@@ -372,7 +420,10 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     def overall_variance(bits) -> float:
         u, sq_pos, sq_neg = (float(v) for v in overall)
         return float(_delong_variance(
-            u, sq_pos, sq_neg, total_pos, total_neg, m.n_rows, tolerance=tolerance,
+            u, sq_pos, sq_neg, total_pos, total_neg, m.n_rows,
+            floors=overall_floors(u, sq_pos, sq_neg, total_pos, total_neg, bits,
+                                  row_data is not None),
+            tolerance=tolerance,
             exact=_exact_sums(bits, (total_neg, total_pos), abs(u), sq_pos, sq_neg),
             flat=same_score or separated, flat_parts=overall_parts))
 
@@ -414,7 +465,8 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     def variances(bits, parts=None) -> tuple:
         """(metric -> variances, metric -> where NaN with both samples of weight above 1:
         a part not known within rounding); ``parts``: :func:`flat_parts`."""
-        floors = sum_floors(sums, cells[:, 0], cells[:, 1], walk.class_totals, bits)
+        floors = sum_floors(sums, cells[:, 0], cells[:, 1], walk.class_totals, bits,
+                            row_data is not None)
         var, unknown = {}, {}
         for j, metric in enumerate(METRIC_COLUMNS):
             x_cell, y_cell = METRIC_SAMPLES[metric]

@@ -59,6 +59,7 @@ from .delong import (
     cell_rows_of,
     direct_variances,
     metric_terms,
+    overall_floors,
     recheck_rows,
     rounding_share,
     sum_floors,
@@ -220,6 +221,10 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     other sample's weight: for one estimate that is DeLong's variance, for
     two on the same samples it is the paired test's.
     """
+    # (the rows at hand, where a tolerance for their recheck is given: the floors then count
+    # what reading a class's rows from its running sums may cost, see delong.sum_floors;
+    # out of core each chunk reads its own, and the chunk algebra keeps them apart)
+    class_reads = tolerance is not None
     totals = sums.class_totals
     w_neg, w_pos = totals[:, 0], totals[:, 1]
     u_overall = sums.overall[:, OVERALL_U]
@@ -257,11 +262,16 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     def variances(bits, parts=None) -> tuple:
         var_o, var_o_off = _delong_variance(
             u_overall, sums.overall[:, OVERALL_SQ_POS], sums.overall[:, OVERALL_SQ_NEG], w_pos,
-            w_neg, n_terms, tolerance=tolerance,
+            w_neg, n_terms,
+            floors=overall_floors(u_overall, sums.overall[:, OVERALL_SQ_POS],
+                                  sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, bits,
+                                  class_reads),
+            tolerance=tolerance,
             exact=_exact_sums(bits, totals.max(axis=1), np.abs(u_overall),
                               sums.overall[:, OVERALL_SQ_POS], sums.overall[:, OVERALL_SQ_NEG]),
             flat=same_score or separated, with_bound=True, flat_parts=overall_parts)
-        floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits)
+        floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits,
+                            class_reads)
         out, cancelled = {}, {}
         with np.errstate(invalid="ignore", divide="ignore"):
             for j, metric in enumerate(METRIC_COLUMNS):

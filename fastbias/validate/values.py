@@ -316,9 +316,20 @@ def check_interval_weights_of(sample_weight, what: str = "DeLong intervals and "
         at = int(np.argmax(sample_weight))
         check_interval_weights(sample_weight[at], "sample_weight", f" (at {_at(at)})", what)
         if labels is not None:
-            check_weight_resolution(*class_weight_extremes(sample_weight, labels),
-                                    "sample_weight", what,
-                                    INTERVAL_RESOLUTION_BITS if bits is None else bits)
+            check_weight_resolution_of(sample_weight, labels, what,
+                                       INTERVAL_RESOLUTION_BITS if bits is None else bits)
+
+
+def check_weight_resolution_of(sample_weight: np.ndarray, labels: np.ndarray, what: str,
+                               bits: int) -> None:
+    """:func:`check_weight_resolution` of validated weights and their rows' labels; two
+    passes where every positive weight is above ``2**-bits`` of all the weight (then of its
+    class's too), the classes apart only where one is not."""
+    smallest = np.min(sample_weight, where=sample_weight > 0, initial=np.inf)
+    if smallest >= float(np.sum(sample_weight)) * 2.0 ** -bits:
+        return
+    check_weight_resolution(*class_weight_extremes(sample_weight, labels), "sample_weight",
+                            what, bits)
 
 
 #: DeLong intervals and significance tests read each row's weight and placement from float64

@@ -224,6 +224,15 @@ def _scan_to(keys, k, q, inclusive):
     return k
 
 
+@njit(inline="always")
+def _next_key(member_keys, t, pos_keys, j):
+    """The next score a replicate walk stops at: the smaller of the memberships' next
+    (``member_keys[t]``) and the positives' next (``pos_keys[j]``), where either is left."""
+    if j == pos_keys.shape[0] or (t < member_keys.shape[0] and member_keys[t] < pos_keys[j]):
+        return member_keys[t]
+    return pos_keys[j]
+
+
 @njit(cache=True, nogil=True)
 def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, neg_rows,
                              pos_keys, pos_rows, keys, n_groups):
@@ -265,10 +274,7 @@ def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, n
     n_members = member_keys.shape[0]
     n_pos = pos_keys.shape[0]
     while t < n_members or j < n_pos:
-        if j == n_pos or (t < n_members and member_keys[t] < pos_keys[j]):
-            key = member_keys[t]
-        else:
-            key = pos_keys[j]
+        key = _next_key(member_keys, t, pos_keys, j)
         end = _scan_to(neg_keys, neg_k, key, False)
         _add_draws(keys, neg_rows, neg_k, end, neg_lt, neg_window, neg_at)
         neg_end = _scan_to(neg_keys, end, key, True)
@@ -399,6 +405,29 @@ def _add_weights(keys, rows, base, scale, start, stop, hi, lo, n_weighted, windo
 
 
 @njit(inline="always")
+def _weights_to(keys, sorted_scores, rows, base, scale, k, key, running, at_row, n_weighted,
+                window, base_window, at):
+    """One class walked on from its row ``k`` to the score ``key``: ``running[:, at_row]``
+    (high and low parts, each replicate's) gets its weight below the score, ``running[:,
+    at_row + 1]`` at or below it, and ``running[:, 4 + at_row // 2]`` the two added (twice
+    the weight below, ties 1/2). Returns where the walk stops (past the score's rows)."""
+    lt_hi, lt_lo = running[0, at_row], running[1, at_row]
+    le_hi, le_lo = running[0, at_row + 1], running[1, at_row + 1]
+    end = _scan_to(sorted_scores, k, key, False)
+    _add_weights(keys, rows, base, scale, k, end, lt_hi, lt_lo, n_weighted, window,
+                 base_window, at)
+    stop = _scan_to(sorted_scores, end, key, True)
+    le_hi[:] = lt_hi
+    le_lo[:] = lt_lo
+    _add_weights(keys, rows, base, scale, end, stop, le_hi, le_lo, n_weighted, window,
+                 base_window, at)
+    two_hi, two_lo = running[0, 4 + at_row // 2], running[1, 4 + at_row // 2]
+    for r in range(keys.shape[0]):
+        two_hi[r], two_lo[r] = _dd_add(lt_hi[r], lt_lo[r], le_hi[r], le_lo[r])
+    return stop
+
+
+@njit(inline="always")
 def _add_cell(weight_hi, weight_lo, rows, window, q, b, lanes):
     """One row's weight in each replicate (its count in ``window[q]`` times ``b``) added to a
     subgroup's cell, and to its rows weighing more than 0."""
@@ -466,32 +495,12 @@ def replicate_weights_by_walk(id_sorted, id_rows, id_labels, id_ptr, id_groups, 
     n_id = id_sorted.shape[0]
     n_pos = pos_sorted.shape[0]
     while t < n_id or j < n_pos:
-        if j == n_pos or (t < n_id and id_sorted[t] < pos_sorted[j]):
-            key = id_sorted[t]
-        else:
-            key = pos_sorted[j]
-        end = _scan_to(neg_sorted, neg_k, key, False)
-        _add_weights(keys, neg_rows, base, scale, neg_k, end, neg_lt_hi, neg_lt_lo,
-                     n_weighted[0], neg_window, neg_base, neg_at)
-        neg_end = _scan_to(neg_sorted, end, key, True)
-        neg_le_hi[:] = neg_lt_hi
-        neg_le_lo[:] = neg_lt_lo
-        _add_weights(keys, neg_rows, base, scale, end, neg_end, neg_le_hi, neg_le_lo,
-                     n_weighted[0], neg_window, neg_base, neg_at)
-        for r in range(lanes):
-            n2_hi[r], n2_lo[r] = _dd_add(neg_lt_hi[r], neg_lt_lo[r], neg_le_hi[r], neg_le_lo[r])
+        key = _next_key(id_sorted, t, pos_sorted, j)
+        neg_end = _weights_to(keys, neg_sorted, neg_rows, base, scale, neg_k, key, running,
+                              0, n_weighted[0], neg_window, neg_base, neg_at)
         if t < n_id and id_sorted[t] == key:
-            end = _scan_to(pos_sorted, pos_k, key, False)
-            _add_weights(keys, pos_rows, base, scale, pos_k, end, pos_lt_hi, pos_lt_lo,
-                         n_weighted[1], pos_window, pos_base, pos_at)
-            pos_end = _scan_to(pos_sorted, end, key, True)
-            pos_le_hi[:] = pos_lt_hi
-            pos_le_lo[:] = pos_lt_lo
-            _add_weights(keys, pos_rows, base, scale, end, pos_end, pos_le_hi, pos_le_lo,
-                         n_weighted[1], pos_window, pos_base, pos_at)
-            for r in range(lanes):
-                p2_hi[r], p2_lo[r] = _dd_add(pos_lt_hi[r], pos_lt_lo[r], pos_le_hi[r],
-                                             pos_le_lo[r])
+            pos_end = _weights_to(keys, pos_sorted, pos_rows, base, scale, pos_k, key, running,
+                                  2, n_weighted[1], pos_window, pos_base, pos_at)
             n_touched = 0
             while t < n_id and id_sorted[t] == key:  # the block: each subgroup's weights
                 q = _weighted_window_at(keys, id_rows, base, scale, t, id_window, id_base,

@@ -25,8 +25,9 @@ def power_mean(values, p: float) -> float:
     mean and ``p = -inf``/``+inf`` the minimum/maximum (the limits). With
     ``p < 0`` a zero value makes the mean 0. A NaN value makes the result NaN.
     Where a power leaves the floats (``0.45 ** -1000``, ``1e200 ** 2``), the values are
-    first divided by their largest (``p > 0``) or smallest (``p < 0``), so any power
-    gives the mean, not 0 or inf; elsewhere the formula is the kernel's, bit for bit.
+    first divided by their largest (``p > 0``) or smallest (``p < 0``), so a power of any
+    size gives the mean, not 0 or inf, and a power near 0 (below 2**-4) goes through
+    ``expm1``/``log1p``; elsewhere the formula is the kernel's, bit for bit.
 
     Parameters
     ----------
@@ -81,6 +82,8 @@ def power_means(x: np.ndarray, p: float):
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         if p == 0:
             return np.exp(np.mean(np.log(x), axis=-1))
+        if abs(p) < _SMALL_POWER:  # (x**p - 1 is all the mean needs, and expm1 keeps it)
+            return np.exp(np.log1p(np.mean(np.expm1(p * np.log(x)), axis=-1)) / p)
         # x**p is inf for x = 0 and p < 0; inf ** (1/p) = 0, the limit
         powered = np.power(x, p)
         mean = np.mean(powered, axis=-1)
@@ -90,8 +93,10 @@ def power_means(x: np.ndarray, p: float):
         # those rows again, each scaled by its largest value (p > 0) or its smallest (p <
         # 0), so that every power is at most 1 and one of them is 1
         zero_below = (x == 0).any(axis=-1) & (p < 0)  # (the mean is then 0)
+        # (an infinite value's mean is its limit, inf or by it 0: the formula's)
         lost = (((x > 0) & ~((powered >= _SMALLEST_NORMAL) & (powered < np.inf))).any(axis=-1)
-                | ~np.isfinite(mean)) & ~zero_below & ~np.isnan(x).any(axis=-1)
+                | ~np.isfinite(mean)) & ~zero_below & ~np.isnan(x).any(axis=-1) \
+            & ~np.isinf(x).any(axis=-1)
         if not np.any(lost):
             return means
         rows = x.reshape(-1, x.shape[-1])[np.ravel(lost)]
@@ -105,6 +110,11 @@ def power_means(x: np.ndarray, p: float):
 
 
 _SMALLEST_NORMAL = np.finfo(np.float64).tiny
+
+#: below this |p| the power mean is taken as exp(log1p(mean(expm1(p ln x))) / p): x**p is
+#: then 1 plus a little, and (x**p - 1) / p, what the mean needs, would lose its digits (a
+#: review: 1.4% off at p = 1e-15, 58% at 1e-300)
+_SMALL_POWER = 2.0 ** -4
 
 
 def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: float = 0.25,

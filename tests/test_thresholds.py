@@ -154,7 +154,10 @@ def test_float16_scores_meet_thresholds_rounded_to_float32():
     assert table.loc[(0.1, "g"), "subgroup_positive_rate"] == 0.25  # numpy's float16: 0.75
 
 
-@pytest.mark.parametrize("threshold", [Fraction(1, 3), 2**53 + 3, -(2**60) - 1])
+@pytest.mark.parametrize("threshold", [
+    Fraction(1, 3), 2**53 + 3, -(2**60) - 1,
+    pytest.param(np.longdouble(1) / 3, marks=pytest.mark.skipif(
+        np.finfo(np.longdouble).nmant <= 52, reason="long double is float64 here"))])
 def test_thresholds_float64_cannot_hold_are_refused(threshold, tmp_path, capsys):
     """A threshold float64 cannot hold (numpy compares a float with a Fraction or a big int
     exactly, ``1/3 >= Fraction(1, 3)`` is False): refused with its position, as the

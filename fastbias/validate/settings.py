@@ -33,16 +33,20 @@ def refuse_inexact(threshold, value: float, name: str, meaning: str) -> None:
     would be one with another number (numpy compares a float with a Fraction exactly).
     ``meaning``: what the threshold decides, for the message."""
     value = float(value)  # (a numpy float would compare with an int in float64)
-    if not isinstance(threshold, (float, np.floating)) and _exact_value(threshold) != value:
+    if not isinstance(threshold, (float, np.float16, np.float32, np.float64)) and \
+            _exact_value(threshold) != value:
         raise ValueError(f"{name} {threshold!r} is not a float64: it would become {value!r}, "
                          f"and thresholds are compared as float64 ({meaning}); pass the "
                          f"float you mean")
 
 
 def _exact_value(number: numbers.Real):
-    """An int, Fraction or Decimal as an exact rational (other kinds of Real: as floats)."""
+    """An int, Fraction, Decimal or numpy long double as an exact rational (other kinds of
+    Real: as floats)."""
     if isinstance(number, numbers.Integral):
         return int(number)
+    if isinstance(number, np.floating):  # (a long double holds more than float64 does)
+        return fractions.Fraction(*number.as_integer_ratio())
     try:
         return fractions.Fraction(number)
     except (TypeError, ValueError):

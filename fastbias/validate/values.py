@@ -326,7 +326,7 @@ def check_weight_resolution_of(sample_weight: np.ndarray, labels: np.ndarray, wh
     passes where every positive weight is above ``2**-bits`` of all the weight (then of its
     class's too), the classes apart only where one is not."""
     smallest = np.min(sample_weight, where=sample_weight > 0, initial=np.inf)
-    if smallest >= float(np.sum(sample_weight)) * 2.0 ** -bits:
+    if smallest >= float(np.sum(sample_weight * _TOTAL_UNIT)) * 2.0 ** -bits / _TOTAL_UNIT:
         return
     check_weight_resolution(*class_weight_extremes(sample_weight, labels), "sample_weight",
                             what, bits)
@@ -337,20 +337,28 @@ def check_weight_resolution_of(sample_weight: np.ndarray, labels: np.ndarray, wh
 #: weights up to 2**50 apart (their largest error 3.8e-5 of a standard error), and beyond
 #: found rows lighter than 2**-53 of their class vanish from them unseen (a standard error 40%
 #: low, a p-value 63 times too large, with one row of weight 1e30 among rows of about 1).
-#: A row below 2**-50 of its class's weight is refused for them
+#: Where the rows are at hand such a case is rechecked from them, in double-double (about
+#: 2**-106): a row below 2**-90 of its class's weight is refused for them
 INTERVAL_RESOLUTION_BITS = 90
 
 #: the same for threshold metrics, whose sums are double-double (about 2**-104 an operation)
 THRESHOLD_RESOLUTION_BITS = 90
 
 
+#: class totals are summed in units of 2**128 (exact: a power of two), so that weights near
+#: the largest float do not make them inf (a review: 100 weights of 1e307, all equal, were
+#: refused against an infinite total)
+_TOTAL_UNIT = 2.0 ** -128
+
+
 def class_weight_extremes(sample_weight: np.ndarray, labels: np.ndarray) -> tuple:
-    """``(totals, smallest, where)``: each class's (negatives, positives) total weight, its
-    smallest positive weight (inf if none) and where that row is (text, for messages)."""
+    """``(totals, smallest, where)``: each class's (negatives, positives) total weight in
+    units of 2**128 (see _TOTAL_UNIT), its smallest positive weight (inf if none) and where
+    that row is (text, for messages)."""
     totals, smallest, where = [], [], []
     for in_class in (~labels, labels):
         w = sample_weight[in_class]
-        totals.append(float(w.sum()))
+        totals.append(float(np.sum(w * _TOTAL_UNIT)))
         positive = w > 0
         if positive.any():
             k = int(np.argmin(np.where(positive, w, np.inf)))
@@ -364,15 +372,19 @@ def class_weight_extremes(sample_weight: np.ndarray, labels: np.ndarray) -> tupl
 
 def check_weight_resolution(totals, smallest, where, name: str, what: str, bits: int) -> None:
     """Refuse, for ``what``, weights of which a row weighs less than ``2**-bits`` of its
-    class's total weight (``totals``, ``smallest`` and ``where`` per class, negatives then
-    positives, as :func:`class_weight_extremes` gives them): ``what`` reads each row's
-    weight from running sums of its class, which cannot resolve it, and could be silently
-    wrong. The metrics (certified) and the bootstrap are exact for such weights."""
+    class's total weight (``totals`` in units of 2**128, ``smallest`` and ``where`` per
+    class, negatives then positives, as :func:`class_weight_extremes` gives them): ``what``
+    reads each row's weight from running sums of its class, which cannot resolve it, and
+    could be silently wrong. The metrics (certified) and the bootstrap are exact for such
+    weights."""
     for c, kind in enumerate(("negative", "positive")):
-        if 0 < smallest[c] < totals[c] * 2.0 ** -bits:
+        if 0 < smallest[c] < totals[c] * 2.0 ** -bits / _TOTAL_UNIT:
+            total = totals[c] / _TOTAL_UNIT
+            shown = f"{total:.6g}" if np.isfinite(total) else \
+                f"{totals[c]:.6g} x 2**128"
             raise ValueError(
                 f"{name} holds a {kind} row of weight {_plain(smallest[c])!r}{where[c]}, "
-                f"below 2**-{bits} of its class's total weight ({totals[c]:.6g}): {what} "
+                f"below 2**-{bits} of its class's total weight ({shown}): {what} "
                 f"read each row's weight from running sums of its class, which cannot "
                 f"resolve it, so they could be wrong without a sign. The metrics and "
                 f"ci='bootstrap' are exact with such weights; for {what}, drop the rows of "

@@ -76,7 +76,13 @@ from .validate.settings import (
 )
 from .validate.spec import check_unique_names
 from .validate.subgroups import identity_column
-from .validate.values import as_labels, as_sample_weight, as_scores
+from .validate.values import (
+    INTERVAL_RESOLUTION_BITS,
+    as_labels,
+    as_sample_weight,
+    as_scores,
+    check_weight_resolution_of,
+)
 
 
 def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
@@ -324,6 +330,15 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
     overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
     cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])
+    # the weights' resolution against each class of all the rows, whatever universe a subgroup
+    # is compared in, as the out-of-core paths check it (a universe's check alone accepted
+    # what evaluate_csv and Dask refuse: found by review)
+    what = ("significance tests" if settings["significance"] is not None else
+            "DeLong intervals" if ci == "delong" else None)
+    if weights is not None and what is not None:
+        check_weight_resolution_of(weights, labels, what, INTERVAL_RESOLUTION_BITS)
+    if weights is not None and cuts is not None:
+        check_threshold_weights(weights, labels)
     if not compiled:
         for family in families_for(weights is not None, ci, thresholds=cuts is not None,
                                    significance=settings["significance"] is not None):

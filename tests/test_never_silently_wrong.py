@@ -1518,3 +1518,27 @@ def test_a_row_far_heavier_than_its_class_below_it_all(heavy, interval_tier):
     if np.isfinite(p):
         z = NormalDist().inv_cdf(1 - p / 2)
         assert z == pytest.approx(_exact_test_z(s, w, y, g, "bpsn_auc"), rel=1e-6)
+
+
+def test_weights_resolution_is_checked_on_all_rows_on_every_path(tmp_path):
+    """Under ``missing_subgroup="exclude"`` a row of weight 2**95 left out of a subgroup's
+    universe: the out-of-core paths check the weights against each class of all the rows and
+    refused, where ``evaluate`` checked the universe alone and accepted (found by review).
+    Every path now checks all the rows, and names the same row."""
+    from fastbias.streaming import evaluate_csv
+
+    rng = np.random.default_rng(0)
+    n = 400
+    y, s, w = np.arange(n) % 2 == 0, rng.random(n), rng.uniform(0.5, 2, n)
+    g = (rng.random(n) < 0.5).astype(float)
+    w[0], g[0] = 2.0 ** 95, np.nan
+    frame = pd.DataFrame({"y": y, "s": s, "w": w, "g": g})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    smallest = int(np.argmin(np.where(y, w, np.inf)))
+    for kwargs in ({"significance": "holm"}, {"thresholds": [0.5]}):
+        settings = dict(label="y", scores="s", subgroups=["g"], sample_weight="w",
+                        missing_subgroup="exclude", **kwargs)
+        with pytest.raises(ValueError, match=rf"positive row .* at position {smallest},"):
+            fastbias.evaluate(frame, **settings)
+        with pytest.raises(ValueError, match=rf"positive row .* at row {smallest} in rows"):
+            evaluate_csv(tmp_path / "d.csv", **settings)

@@ -405,7 +405,8 @@ def test_subgroups_from_a_file_and_all_boolean_columns(tmp_path, capsys):
 
 
 def test_jsonl_subnormal_number_is_named(tmp_path, capsys):
-    """pandas' exact JSON parser refuses a number below the normal floats (1e-310) with
+    """pandas' exact JSON parser refuses a number below the normal floats (1e-310, 1e-400)
+    or beyond them (1e400) with
     "Range error when decoding numeric as double at position 11", naming neither column
     nor row (and "after row 0" misleads): the error names the column, the row and the
     text (found by review)."""
@@ -416,5 +417,9 @@ def test_jsonl_subnormal_number_is_named(tmp_path, capsys):
             "--quiet"]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert re.search(r"column 'w' of .*sub\.jsonl' holds -2e-320 at row 2, a number below "
-                     r"the normal floats", err), err
+    assert re.search(r"column 'w' of .*sub\.jsonl' holds -2e-320 at row 2, a number float64 "
+                     r"holds only below its normal range", err), err
+    for text in ("1e-400", "1e400"):  # (0 once rounded; an infinity)
+        path.write_text('{"y":0,"s":0.3,"g":1}\n{"y":1,"s":0.5,"g":0,"w":%s}\n' % text)
+        assert main(args) == 1
+        assert f"holds {text} at row 1" in capsys.readouterr().err

@@ -276,10 +276,23 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"
 
 def _refuse_subnormal(source, start: int, batch_rows: int, columns) -> None:
     """Name the number behind pandas' "Range error when decoding numeric as double": a
-    number below the normal floats (a subnormal, under 2.2e-308, such as 1e-310) in the
-    JSON lines from row ``start`` on, which pandas' exact float parser refuses. Raises a
-    :class:`DataFileError` naming its column, row and text; returns if none is found."""
+    number its exact float parser refuses, below the normal floats (a subnormal such as
+    1e-310, or 1e-400, which rounds to 0) or beyond the largest (1e400), in the JSON lines
+    from row ``start`` on. Raises a :class:`DataFileError` naming its column, row and text;
+    returns if none is found (the caller's message stands)."""
     smallest = float(np.finfo(np.float64).tiny)
+
+    class Unreadable(str):
+        """A number's text that float64 holds only as a subnormal, 0 or an infinity."""
+
+    def number(text):
+        value = float(text)
+        mantissa = text.lower().split("e")[0]
+        if (value != 0.0 and abs(value) < smallest) or value in (np.inf, -np.inf) or \
+                (value == 0.0 and any(c in "123456789" for c in mantissa)):
+            return Unreadable(text)
+        return value
+
     with open_text(source.path, source.compression, line_limit=source.line_limit) as stream:
         row = -1
         for line in io.TextIOWrapper(stream, encoding="utf-8"):
@@ -290,28 +303,21 @@ def _refuse_subnormal(source, start: int, batch_rows: int, columns) -> None:
                 continue
             if row >= start + batch_rows:
                 return
-            found = []
-
-            def number(text, found=found):
-                value = float(text)
-                if value != 0.0 and abs(value) < smallest and not found:
-                    found.append(text)
-                return value
-
             try:
                 record = json.loads(line, parse_float=number)
             except ValueError:
-                return  # (not this line's numbers: the caller's message stands)
-            if found and isinstance(record, dict):
-                names = [k for k, v in record.items() if isinstance(v, float)
-                         and v != 0.0 and abs(v) < smallest]
-                name = next((k for k in names if columns is None or k in columns),
-                            names[0] if names else "?")
+                return
+            if not isinstance(record, dict):
+                continue
+            bad = [(k, v) for k, v in record.items() if isinstance(v, Unreadable)]
+            if bad:
+                name, text = next(((k, v) for k, v in bad if columns is None or k in columns),
+                                  bad[0])
                 raise DataFileError(
-                    f"column {name!r} of {source.path!r} holds {found[0]} at row {row}, a "
-                    f"number below the normal floats (a subnormal, under 2.2e-308), which "
-                    f"pandas' exact JSON reader cannot read: write it as 0, or use CSV or "
-                    f"Parquet, which read it exactly")
+                    f"column {name!r} of {source.path!r} holds {text} at row {row}, a number "
+                    f"float64 holds only below its normal range (2.2e-308: a subnormal, or 0) "
+                    f"or beyond it (1.8e308: an infinity), which pandas' exact JSON reader "
+                    f"cannot read: write it as 0 (or drop the row), or use CSV or Parquet")
 
 
 def _json_text(text: str) -> bytes:

@@ -66,9 +66,11 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
     stands_for = [np.zeros(0)] * len(spec.models)
     smallest, largest = np.inf, 0.0
     with in_piece(where):  # (a piece of a file: messages name its rows, and where it lies)
-        if check_labels and n:
-            as_labels(frame[spec.label], f"label column {spec.label!r}",
-                      threshold=spec.label_threshold)
+        resolution = spec.weighted and spec.resolution_check() is not None
+        labels = None
+        if (check_labels and n) or resolution:  # (read once for both)
+            labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
+                               threshold=spec.label_threshold)
         class_weights = None
         if spec.weighted:
             weights = as_sample_weight(frame[spec.sample_weight], n,
@@ -78,9 +80,7 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
                 positive = weights[weights > 0]
                 if positive.size:
                     smallest = float(positive.min())
-            if spec.resolution_check() is not None:
-                labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                                   threshold=spec.label_threshold)
+            if resolution:
                 totals, least, at = class_weight_extremes(weights, labels)
                 class_weights = (totals, least, [f"{a} {where}" if a else "" for a in at])
         for k in models:

@@ -274,7 +274,7 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"
                   "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _refuse_subnormal(source, start: int, batch_rows: int, columns) -> None:
+def _refuse_unreadable_number(source, start: int, batch_rows: int, columns) -> None:
     """Name the number behind pandas' "Range error when decoding numeric as double": a
     number its exact float parser refuses, below the normal floats (a subnormal such as
     1e-310, or 1e-400, which rounds to 0) or beyond the largest (1e400), in the JSON lines
@@ -525,7 +525,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     if isinstance(error, DataFileError):
                         raise
                     if source.fmt == "jsonl" and "Range error" in str(error):
-                        _refuse_subnormal(source, start, batch_rows, columns)
+                        _refuse_unreadable_number(source, start, batch_rows, columns)
                     raise DataFileError(f"cannot read data file {source.path!r} after row "
                                         f"{start:,}: {' '.join(str(error).split())}") from None
                 stop = start + len(frame)

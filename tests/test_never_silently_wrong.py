@@ -1542,3 +1542,26 @@ def test_weights_resolution_is_checked_on_all_rows_on_every_path(tmp_path):
             fastbias.evaluate(frame, **settings)
         with pytest.raises(ValueError, match=rf"positive row .* at row {smallest} in rows"):
             evaluate_csv(tmp_path / "d.csv", **settings)
+
+
+def test_threshold_weights_summing_beyond_the_floats_are_refused(tmp_path):
+    """100 equal weights of 1e307: the threshold metrics add the weights as they are, their
+    sums were inf and every rate NaN, with a warning that blamed empty sets (found by
+    review). A ValueError says so on the arrays and out of core; the metrics, which scale
+    the weights first, take them (the unweighted values: the weights are all equal)."""
+    from fastbias.streaming import evaluate_csv
+
+    rng = np.random.default_rng(0)
+    n = 100
+    y, s, g = rng.random(n) < 0.5, rng.random(n), rng.random(n) < 0.5
+    w = np.full(n, 1e307)
+    with pytest.raises(ValueError, match=r"sample_weight sums to about .* beyond float64's range"):
+        fastbias.threshold_metrics(y, s, {"g": g}, sample_weight=w, thresholds=[0.5])
+    pd.DataFrame({"y": y, "s": s, "g": g, "w": w}).to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match=r"sample_weight column 'w' sums to about"):
+        evaluate_csv(tmp_path / "d.csv", label="y", scores="s", subgroups=["g"],
+                     sample_weight="w", thresholds=[0.5])
+    metrics = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
+    pd.testing.assert_frame_equal(
+        quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w)[metrics],
+        quietly(fastbias.bias_metrics, y, s, {"g": g})[metrics])

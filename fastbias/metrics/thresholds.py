@@ -27,7 +27,11 @@ from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
 from ..validate.errors import UndefinedMetricWarning
 from ..validate.settings import as_float, refuse_inexact
-from ..validate.values import THRESHOLD_RESOLUTION_BITS, check_weight_resolution_of
+from ..validate.values import (
+    THRESHOLD_RESOLUTION_BITS,
+    check_weight_resolution_of,
+    check_weight_total,
+)
 
 #: the rates, each a share of a set of rows: (the set, what is counted in it)
 THRESHOLD_RATES = {
@@ -120,6 +124,8 @@ def check_threshold_weights(sample_weight, labels: np.ndarray) -> None:
     of 1.378, or NaN for a defined one, with rows of 1e40, 1 and 1e-30). Out of core the
     whole data's classes are checked before the chunks (``ColumnSpec.resolution_check``)."""
     if sample_weight is not None:
+        check_weight_total(float(np.sum(sample_weight * 2.0 ** -128)), "sample_weight",
+                           "threshold metrics")
         check_weight_resolution_of(sample_weight, labels, "threshold metrics",
                                    THRESHOLD_RESOLUTION_BITS)
 

@@ -16,6 +16,7 @@ from .values import (
     check_interval_weights,
     check_weight_resolution,
     check_weight_spread,
+    check_weight_total,
     power_of_two_scale,
 )
 
@@ -145,6 +146,8 @@ class ColumnSpec:
         name = f"sample_weight column {self.sample_weight!r}"
         check = self.resolution_check()
         if check is not None and class_weights is not None:
+            if self.thresholds is not None:
+                check_weight_total(sum(class_weights[0]), name, "threshold metrics")
             check_weight_resolution(*class_weights, name, *check)
         if np.isfinite(largest) and largest > 0:
             check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")

@@ -351,6 +351,17 @@ THRESHOLD_RESOLUTION_BITS = 90
 _TOTAL_UNIT = 2.0 ** -128
 
 
+def check_weight_total(total: float, name: str, what: str) -> None:
+    """Refuse weights whose total (``total``, in units of 2**128: see _TOTAL_UNIT) is beyond
+    float64's range, for ``what``, which adds the weights as they are: the sums would be
+    inf and the rates NaN, with a warning that blamed empty sets (a review: 100 weights of
+    1e307). The metrics divide the weights by a power of two first and take them."""
+    if not np.isfinite(total / _TOTAL_UNIT):
+        raise ValueError(f"{name} sums to about {total:.6g} x 2**128, beyond float64's range "
+                         f"(1.8e308), and {what} add the weights as they are: divide the "
+                         f"weights by a power of two (ratios such as rates do not change)")
+
+
 def class_weight_extremes(sample_weight: np.ndarray, labels: np.ndarray) -> tuple:
     """``(totals, smallest, where)``: each class's (negatives, positives) total weight in
     units of 2**128 (see _TOTAL_UNIT), its smallest positive weight (inf if none) and where

@@ -82,34 +82,63 @@ def power_means(x: np.ndarray, p: float):
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         if p == 0:
             return np.exp(np.mean(np.log(x), axis=-1))
-        if abs(p) < _SMALL_POWER:  # (x**p - 1 is all the mean needs, and expm1 keeps it)
-            return np.exp(np.log1p(np.mean(np.expm1(p * np.log(x)), axis=-1)) / p)
-        # x**p is inf for x = 0 and p < 0; inf ** (1/p) = 0, the limit
-        powered = np.power(x, p)
-        mean = np.mean(powered, axis=-1)
-        means = mean ** (1.0 / p)
-        # where a positive value's power overflowed or fell below the normal floats (or
-        # their sum overflowed), the plain formula is wrong (0 or inf for a mean of 0.5):
-        # those rows again, each scaled by its largest value (p > 0) or its smallest (p <
-        # 0), so that every power is at most 1 and one of them is 1
-        zero_below = (x == 0).any(axis=-1) & (p < 0)  # (the mean is then 0)
-        # (an infinite value's mean is its limit, inf or by it 0: the formula's)
-        lost = (((x > 0) & ~((powered >= _SMALLEST_NORMAL) & (powered < np.inf))).any(axis=-1)
-                | ~np.isfinite(mean)) & ~zero_below & ~np.isnan(x).any(axis=-1) \
-            & ~np.isinf(x).any(axis=-1)
-        if not np.any(lost):
-            return means
-        rows = x.reshape(-1, x.shape[-1])[np.ravel(lost)]
-        m = rows.min(axis=-1) if p < 0 else rows.max(axis=-1)
-        again = m * np.mean(np.power(rows / m[:, None], p), axis=-1) ** (1.0 / p)
-        if np.ndim(means) == 0:
-            return again[0]
-        means = np.array(means, dtype=np.float64)
-        means[lost] = again
+        near = _power_means_near_zero(x, p) if abs(p) < _SMALL_POWER else None
+        if near is not None and np.all(near[1]):
+            return near[0]
+        means = _power_means_of_floats(x, p)
+        return means if near is None else np.where(near[1], near[0], means)
+
+
+def _power_means_near_zero(x: np.ndarray, p: float) -> tuple:
+    """``(means, good)``: the power means as ``exp(log1p(mean(expm1(p ln x))) / p)``
+    (``x**p - 1``, all the mean needs where x**p is near 1, kept by expm1), and where that
+    is the better formula: every ``|p ln(x / 2**k)|`` at most 1, ``2**k`` a power of two near
+    the values' geometric mean that divides them first (exactly, through their logs), so
+    that the last exp's argument is small (exp(345) would carry 345 times the rounding of
+    its argument). Elsewhere the powers are far from 1 and the plain formula is exact
+    enough."""
+    logs = np.where((x > 0) & np.isfinite(x), np.log2(x), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (a row of no such value)
+        centre = np.nanmean(logs, axis=-1)
+        k = np.clip(np.round(np.nan_to_num(centre)), -1022, 1023)
+        centred = p * (np.log(x) - np.expand_dims(k, -1) * _LN2)
+        good = ~(np.abs(np.where(np.isfinite(logs), centred, 0.0)) > 1.0).any(axis=-1)
+    means = np.exp2(k) * np.exp(np.log1p(np.mean(np.expm1(centred), axis=-1)) / p)
+    return means, good
+
+
+def _power_means_of_floats(x: np.ndarray, p: float):
+    """The power means by the plain formula, ``mean(x**p) ** (1/p)``, and, where a power
+    left the floats, on values scaled by their largest (p > 0) or smallest (p < 0)."""
+    # x**p is inf for x = 0 and p < 0; inf ** (1/p) = 0, the limit
+    powered = np.power(x, p)
+    mean = np.mean(powered, axis=-1)
+    means = mean ** (1.0 / p)
+    # where a positive value's power overflowed or fell below the normal floats (or their
+    # sum overflowed), the plain formula is wrong (0 or inf for a mean of 0.5): those rows
+    # again, each scaled by its largest value (p > 0) or its smallest (p < 0), so that every
+    # power is at most 1 and one of them is 1
+    zero_below = (x == 0).any(axis=-1) & (p < 0)  # (the mean is then 0)
+    # (an infinite value's mean is its limit, inf or by it 0: the formula's)
+    lost = (((x > 0) & ~((powered >= _SMALLEST_NORMAL) & (powered < np.inf))).any(axis=-1)
+            | ~np.isfinite(mean)) & ~zero_below & ~np.isnan(x).any(axis=-1) \
+        & ~np.isinf(x).any(axis=-1)
+    if not np.any(lost):
         return means
+    rows = x.reshape(-1, x.shape[-1])[np.ravel(lost)]
+    m = rows.min(axis=-1) if p < 0 else rows.max(axis=-1)
+    again = m * np.mean(np.power(rows / m[:, None], p), axis=-1) ** (1.0 / p)
+    if np.ndim(means) == 0:
+        return again[0]
+    means = np.array(means, dtype=np.float64)
+    means[lost] = again
+    return means
 
 
 _SMALLEST_NORMAL = np.finfo(np.float64).tiny
+
+_LN2 = float(np.log(2.0))
 
 #: below this |p| the power mean is taken as exp(log1p(mean(expm1(p ln x))) / p): x**p is
 #: then 1 plus a little, and (x**p - 1) / p, what the mean needs, would lose its digits (a

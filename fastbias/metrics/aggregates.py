@@ -97,14 +97,23 @@ def _power_means_near_zero(x: np.ndarray, p: float) -> tuple:
     that the last exp's argument is small (exp(345) would carry 345 times the rounding of
     its argument). Elsewhere the powers are far from 1 and the plain formula is exact
     enough."""
-    logs = np.where((x > 0) & np.isfinite(x), np.log2(x), np.nan)
+    # (x = fraction x 2**exponent exactly: ln x less k ln 2 as ln(fraction) plus a small
+    # multiple of ln 2, not as a difference of two numbers near 690)
+    fraction, exponent = np.frexp(x)
+    logs = np.where((x > 0) & np.isfinite(x), exponent + np.log2(fraction), np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # (a row of no such value)
         centre = np.nanmean(logs, axis=-1)
         k = np.clip(np.round(np.nan_to_num(centre)), -1022, 1023)
-        centred = p * (np.log(x) - np.expand_dims(k, -1) * _LN2)
+        centred = p * (np.log(fraction) + (exponent - np.expand_dims(k, -1)) * _LN2)
         good = ~(np.abs(np.where(np.isfinite(logs), centred, 0.0)) > 1.0).any(axis=-1)
-    means = np.exp2(k) * np.exp(np.log1p(np.mean(np.expm1(centred), axis=-1)) / p)
+    t = np.log1p(np.mean(np.expm1(centred), axis=-1)) / p  # ln(mean / 2**k)
+    # 2**k e**t with the power of two of e**t taken out first: e**t alone may leave the
+    # floats where the mean does not (e**-948 x 2**346, a mean of 2.2e-308)
+    whole = np.round(np.where(np.isfinite(t), t, 0.0) / _LN2)
+    means = np.where(np.isfinite(t),
+                     np.ldexp(np.exp(t - whole * _LN2), (k + whole).astype(np.int64)),
+                     np.exp2(k) * np.exp(t))
     return means, good
 
 

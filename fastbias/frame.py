@@ -376,7 +376,6 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                     scores=s, memberships=memberships)
             tables.append(table)
             if cuts is not None:
-                check_threshold_weights(w, memberships.labels)
                 at = (threshold_counts(sorted_scores, w, cuts) if compiled
                       else threshold_counts_in_numpy(s, memberships, w, cuts))
                 at_thresholds.append(threshold_table(at, memberships.names, warn=False))

@@ -205,7 +205,7 @@ _MAX_FRACTION_BITS = 51
 
 
 def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=None,
-               class_reads: bool = False) -> tuple:
+               n_terms=None, read_ratios=None) -> tuple:
     """``(floor_u, floor_x, floor_y)``, each (k, 5): for each metric's U, SQX and SQY
     (``delong_sums`` (k, 15) as ``SK.finish_delong_sums`` gives them), the size of what it
     was made from, whose rounding it carries (:func:`_delong_variance`).
@@ -230,7 +230,13 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     subgroup's side are direct sums (their own size), and a background's sums of squares
     too where the class's stay below ``2**(51 - 3 weight_bits)`` (no rounding at all). Found
     by review: without this, 2M-row cases whose old standard errors were right to 1e-8
-    became NaN."""
+    became NaN.
+
+    Given ``n_terms`` (per subgroup, as :func:`_delong_variance`'s), and ``class_totals``,
+    the floors also count what reading a class's rows from its running sums may cost where
+    those sums are not exact (:func:`_add_class_reads`; ``read_ratios``: (2,) or (k, 2), or
+    a function that gives them, see :func:`~fastbias.sweep.walk.read_ratio`; None: not
+    known)."""
     sums = np.asarray(delong_sums, dtype=np.float64)
     u = sums[:, SK.DELONG_U:SK.DELONG_U + 5]
     sq_x = sums[:, SK.DELONG_SQ_X:SK.DELONG_SQ_X + 5]
@@ -251,8 +257,10 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     totals = np.broadcast_to(np.asarray(class_totals, dtype=np.float64), (len(sums), 2))
     exact = (np.all(totals < 2.0 ** (52 - weight_bits), axis=1) if weight_bits is not None
              else np.zeros(len(sums), dtype=bool))
-    if class_reads:
-        _add_class_reads(floor_u, floor_x, floor_y, neg, pos, totals, exact)
+    if n_terms is not None and not exact.all():
+        share = np.broadcast_to(rounding_share(n_terms), exact.shape)
+        _add_class_reads(floor_u, floor_x, floor_y, (u, sq_y), neg, pos, totals, exact,
+                         share, _relative_reads(read_ratios, share))
     if weight_bits is None:
         return floor_u, floor_x, floor_y
     # exact placements: U and the subgroup's side are direct sums
@@ -269,46 +277,100 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     return floor_u, floor_x, floor_y
 
 
-def overall_floors(u, sq_pos, sq_neg, w_pos, w_neg, bits, class_reads: bool = True) -> tuple:
+def overall_floors(u, sq_pos, sq_neg, w_pos, w_neg, bits, n_terms, read_ratios=None) -> tuple:
     """The overall AUC's floors (as :func:`sum_floors`'): its sums, and, where the class
     sums are not exact (``bits``: :func:`fraction_bits` of the weights, None: not known),
-    what reading both classes from their running sums may cost (see
-    :func:`_add_class_reads`): a row's weight within 2**-53 of its class's, a placement
-    within the other class's rounding."""
+    what reading both classes from their running sums may cost (``n_terms`` as
+    :func:`_delong_variance`'s, ``read_ratios`` as :func:`sum_floors`'): the class walks
+    read each row's weight as a difference of its class's prefix sums (the positives' in U
+    and their squares, the negatives' in theirs), and each negative's placement as the
+    positives' weight less those below it; the positives' placements (the negatives below
+    them) are prefix sums, known within their own rounding. Each within the least of two
+    bounds (:func:`_add_class_reads`)."""
     floors = [np.abs(u), np.abs(sq_pos), np.abs(sq_neg)]
-    if class_reads and (bits is None or not max(np.max(w_pos), np.max(w_neg)) < 2.0 ** (52 - bits)):
-        floors[0] = floors[0] + 2.0 * w_pos * w_neg
-        floors[1] = floors[1] + 3.0 * w_pos * w_neg * w_neg
-        floors[2] = floors[2] + 3.0 * w_neg * w_pos * w_pos
+    if bits is None or not max(np.max(w_pos), np.max(w_neg)) < 2.0 ** (52 - bits):
+        share = rounding_share(n_terms)
+        rel = _relative_reads(read_ratios, np.atleast_1d(share))
+        rel_neg, rel_pos = (rel[:, 0], rel[:, 1]) if np.ndim(u) else (rel[0, 0], rel[0, 1])
+        floors[0] = floors[0] + _least(2.0 * w_pos * w_neg, rel_pos, floors[0])
+        floors[1] = floors[1] + _least(w_pos * w_neg * w_neg, rel_pos, floors[1])
+        floors[2] = floors[2] + _least(w_neg * w_pos * w_pos, rel_neg, floors[2]) \
+            + _least(_placement_reads(w_pos, w_neg, sq_neg, share), rel_pos, floors[2])
     return tuple(floors)
 
 
-def _add_class_reads(floor_u, floor_x, floor_y, sub_neg, sub_pos, totals, exact) -> None:
-    """Add to each metric's floors (in place) what reading a class's rows from its running
-    sums may cost, where those sums are not exact: a background's sums add every row of its
-    class, each row's weight read as a difference of the class's running sums (within
-    2**-53 of the class's weight, however light the row), and the other sample's
-    placements against a background are differences of running sums too. A row far lighter
-    than its class can vanish in them, and the sums themselves need not show it (a review:
-    one positive of weight 1e16 or more below the light others, placed at 0, left the
-    class's sums as small as the light rows' and the standard errors 16-49% low). With
-    ``W_c`` a class's weight and ``W_X``, ``W_Y`` the samples': a background X adds ``W_c
-    W_Y`` to U's floor and ``W_c W_Y**2`` to SQX's, ``W_c W_X W_Y`` to SQY's (and so for Y);
-    each within the rounding share of its sums (:func:`rounding_share` counts the rows)."""
-    cells = {("subgroup", 0): sub_neg, ("subgroup", 1): sub_pos,
-             ("background", 0): np.maximum(totals[:, 0] - sub_neg, 0.0),
-             ("background", 1): np.maximum(totals[:, 1] - sub_pos, 0.0)}
+def _relative_reads(read_ratios, share):
+    """(k, 2): how far a read of each class's prefix sums may be off, relative to what is
+    read, in units of the sums' rounding share ``share`` (k,): ``2**-53 (ratio + 4) /
+    share`` (the ratio's bound, the rounding of the read's own differences, a tie halved);
+    inf where not known (``read_ratios`` None) or beyond 1/8 (a read off by more is no
+    bound worth taking)."""
+    share = np.asarray(share, dtype=np.float64).reshape(-1, 1)
+    if read_ratios is None:
+        return np.full((share.shape[0], 2), np.inf)
+    ratios = read_ratios() if callable(read_ratios) else read_ratios
+    relative = 2.0 ** -53 * (np.broadcast_to(np.asarray(ratios, dtype=np.float64),
+                                             (share.shape[0], 2)) + 4.0)
+    return np.where(relative <= 0.125, relative / share, np.inf)
+
+
+def _least(absolute, relative, floor):
+    """The least of two bounds on what reads may cost a sum (as a floor, in units of its
+    rounding share): ``absolute`` (each read within the share of its whole class's weight)
+    and ``4 relative floor`` (each read within ``relative`` shares of what it reads,
+    :func:`_relative_reads`, and each term of the sum, whose size ``floor`` bounds, a
+    product of at most three reads: within ``3 r + 3 r**2 + r**3 < 4 r`` of itself for
+    ``r`` below 1/8)."""
+    with np.errstate(invalid="ignore"):  # (inf times a floor of 0)
+        by_reads = np.where(floor > 0, 4.0 * relative * floor, 0.0)
+    return np.minimum(absolute, by_reads)
+
+
+def _placement_reads(w_c, w_sample, sq_sample, share):
+    """The floor of a sample's sum of squared placements ``sq_sample`` (of weight
+    ``w_sample``) whose placements are read from running sums of a class of weight ``w_c``,
+    each within ``delta = share w_c`` (:func:`rounding_share`): the squares move by at most
+    ``2 delta sum w |P| + w_sample delta**2``, and ``sum w |P| <= sqrt(w_sample sq)`` for
+    the exact placements (Cauchy-Schwarz), whose ``sqrt(sq)`` is within ``sqrt(w_sample)
+    delta`` of the computed one's (the triangle inequality): at most ``delta (2
+    sqrt(w_sample |sq_sample|) + 3 w_sample delta)``, given as a floor (``/ share``)."""
+    return w_c * (2.0 * np.sqrt(w_sample * np.abs(sq_sample)) + 3.0 * w_sample * share * w_c)
+
+
+def _add_class_reads(floor_u, floor_x, floor_y, sums, sub_neg, sub_pos, totals, exact,
+                     share, relative) -> None:
+    """Add to each metric's floors (in place) what reading a class's prefix sums may cost,
+    where those sums are not exact. A read is a difference of two prefix sums (the class's
+    weight above a score: its total less a prefix); each is off by at most the share
+    ``share`` (k,) of the class's whole weight ``W_c`` (the absolute bound), and by at most
+    ``relative`` (k, 2) shares of what it reads (:func:`_relative_reads`). A row far lighter
+    than the weight of its class below it can vanish in such reads while the sums
+    themselves need not show it (a review: one positive of weight 1e16 or more below the
+    light others left the class's sums as small as the light rows', and the standard errors
+    16-49% low, in memory; out of core a test's z at 5.98 against an exact 7.95). Each
+    floor gets the least of the two bounds (:func:`_least`): the absolute one for ordinary
+    weights, the relative one where a heavy row sits above the light rows of its class.
+
+    The reads that are not prefix sums are those of a background X (BPSN, the AEGs: its
+    class's weight above each row of Y, less the subgroup's) in U and SQY, and its class's
+    weight above each pair of Y rows in SQX; with ``W_Y`` Y's weight they add, as absolute
+    bounds, ``W_c W_Y`` to U's floor, ``W_c W_Y**2`` to SQX's and :func:`_placement_reads`
+    to SQY's (``sums`` = (U, SQY) as computed, each (k, 5)). BNSP's background Y is read
+    below each row of X (prefix sums, within their own rounding, which its floors carry
+    already)."""
+    u, sq_y = sums
+    cells = {("subgroup", 0): sub_neg, ("subgroup", 1): sub_pos}
     for j, metric in enumerate(METRIC_COLUMNS):
         x_cell, y_cell = METRIC_SAMPLES[metric]
-        w_x, w_y = cells[x_cell], cells[y_cell]
-        for cell, floor_own, floor_other, w_own, w_other in (
-                (x_cell, floor_x, floor_y, w_x, w_y), (y_cell, floor_y, floor_x, w_y, w_x)):
-            if cell[0] != "background":
-                continue
-            w_c = np.where(exact, 0.0, totals[:, cell[1]])
-            floor_u[:, j] += w_c * w_other
-            floor_own[:, j] += w_c * w_other * w_other
-            floor_other[:, j] += w_c * w_own * w_other
+        if x_cell[0] != "background":
+            continue
+        c = x_cell[1]
+        w_c, w_y = np.where(exact, 0.0, totals[:, c]), cells[y_cell]
+        rel = np.where(exact, 0.0, relative[:, c])
+        floor_u[:, j] += _least(w_c * w_y, rel, floor_u[:, j])
+        floor_x[:, j] += _least(w_c * w_y * w_y, rel, floor_x[:, j])
+        floor_y[:, j] += _least(_placement_reads(w_c, w_y, sq_y[:, j], share), rel,
+                                floor_y[:, j])
 
 
 # A background cell's DeLong sums are made as its class's minus the subgroup's (the walk sees
@@ -417,12 +479,12 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     same_score, separated, *overall_parts = _flat_universe(walk)
     lazy = callable(weight_bits)
 
-    def overall_variance(bits) -> float:
+    def overall_variance(bits, reads=None) -> float:
         u, sq_pos, sq_neg = (float(v) for v in overall)
         return float(_delong_variance(
             u, sq_pos, sq_neg, total_pos, total_neg, m.n_rows,
-            floors=overall_floors(u, sq_pos, sq_neg, total_pos, total_neg, bits,
-                                  row_data is not None),
+            floors=overall_floors(u, sq_pos, sq_neg, total_pos, total_neg, bits, m.n_rows,
+                                  reads),
             tolerance=tolerance,
             exact=_exact_sums(bits, (total_neg, total_pos), abs(u), sq_pos, sq_neg),
             flat=same_score or separated, flat_parts=overall_parts))
@@ -432,6 +494,12 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         weight_bits = weight_bits()
         lazy = False
         overall_var = overall_variance(weight_bits)
+    # the classes' read ratios (a pass over the weights) only where the absolute bounds on
+    # what reading their prefix sums may cost leave a variance unknown
+    reads = None
+    if np.isnan(overall_var) and total_pos > 1 and total_neg > 1 and walk.read_ratios:
+        reads = walk.read_ratios
+        overall_var = overall_variance(None if lazy else weight_bits, reads)
     if exact is None:
         def exact():
             return None
@@ -466,7 +534,7 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         """(metric -> variances, metric -> where NaN with both samples of weight above 1:
         a part not known within rounding); ``parts``: :func:`flat_parts`."""
         floors = sum_floors(sums, cells[:, 0], cells[:, 1], walk.class_totals, bits,
-                            row_data is not None)
+                            subgroup_terms, reads)
         var, unknown = {}, {}
         for j, metric in enumerate(METRIC_COLUMNS):
             x_cell, y_cell = METRIC_SAMPLES[metric]
@@ -485,6 +553,9 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
     var, unknown = variances(bits)
     if lazy and any(u.any() for u in unknown.values()):
         bits = weight_bits()
+        var, unknown = variances(bits)
+    if reads is None and walk.read_ratios and any(u.any() for u in unknown.values()):
+        reads = walk.read_ratios
         var, unknown = variances(bits)
     unsure = np.flatnonzero(np.any(list(unknown.values()), axis=0))
     if unsure.size:  # a part whose placements are all the same is exactly 0

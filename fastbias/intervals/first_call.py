@@ -38,7 +38,7 @@ from ..sweep.first_call import (
     tier_enabled,
     weighted_counts_in_numpy,
 )
-from ..sweep.walk import MemberWalk
+from ..sweep.walk import MemberWalk, read_ratios_of
 from ..validate.values import power_of_two_scale
 from . import _kernels as IK
 
@@ -107,7 +107,8 @@ def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
     weights = w[rows]
     cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
     return MemberWalk(keys, codes, weights, neg, pos, neg_cum, pos_cum, cells,
-                      (float(neg_cum[-1]), float(pos_cum[-1])))
+                      (float(neg_cum[-1]), float(pos_cum[-1])),
+                      read_ratios_of(w, (neg_rows, neg_cum), (pos_rows, pos_cum)))
 
 
 def _blocks(sorted_values: np.ndarray) -> tuple:

@@ -97,6 +97,13 @@ class PlacementSums:
         unknown), or None where they cannot be (:func:`~.exact_sums.exact_sums_of`).
     joinable : ChunkExact or None
         Out of core, one chunk's exact sums, kept for the join (None: not exact).
+    read_ratios : ndarray (k, 2), function or None
+        Per subgroup, of its universe's negatives and positives, how far a read of the
+        class's prefix sums may be off, in units of 2**-53 of what is read
+        (:func:`~fastbias.sweep.walk.read_ratio`; out of core the largest of the
+        chunks'): where a variance's floors need them (:func:`~.delong.sum_floors`); a
+        function in memory (worked out on first use); None: not known (unweighted, whose
+        sums are exact, or not made).
     """
 
     delong: np.ndarray
@@ -112,6 +119,7 @@ class PlacementSums:
     flat_parts: object = None
     exact: object = None
     joinable: object = None
+    read_ratios: object = None
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -366,7 +374,9 @@ def _gathered(m, walk, delong, overall, classes, cross, sample_weight, exact=Non
                          np.tile(np.array([n_neg, n_pos], dtype=np.int64), (k, 1)),
                          sample_weight is not None,
                          0 if sample_weight is None else lambda: weight_bits_of(sample_weight),
-                         flat_parts=lambda groups: flat_parts(walk, groups), exact=exact)
+                         flat_parts=lambda groups: flat_parts(walk, groups), exact=exact,
+                         read_ratios=None if walk.read_ratios is None
+                         else lambda: np.tile(walk.read_ratios(), (k, 1)))
     return sums, walk, classes
 
 
@@ -375,7 +385,7 @@ def empty_placement_sums(k: int, weighted: bool) -> PlacementSums:
     return PlacementSums(np.zeros((k, 15)), np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS)),
                          np.zeros((k, 3)), np.zeros((k, 4)), np.zeros((k, 4)),
                          np.zeros((k, 2), dtype=np.int64), np.zeros((k, 2), dtype=np.int64),
-                         weighted, 0)
+                         weighted, 0, read_ratios=np.ones((k, 2)))
 
 
 def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
@@ -388,6 +398,12 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
         for name in ("delong", "cross", "overall", "above", "weights", "cell_rows",
                      "class_rows"):
             getattr(out, name)[members] = getattr(sums, name)
+    ratios = [ratios_of(sums) for sums, _ in parts]
+    if all(r is not None for r in ratios):
+        for r, (_, members) in zip(ratios, parts):
+            out.read_ratios[members] = r
+    else:
+        out = replace(out, read_ratios=None)
     return replace(out, joinable=_chunk_exact(parts, out.weights))
 
 
@@ -452,7 +468,7 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
                          np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
                          square_weights is not None,
                          weight_bits if square_weights is not None else 0, 1,
-                         joinable=ChunkExact(high, lo))
+                         joinable=ChunkExact(high, lo), read_ratios=np.ones((k, 2)))
 
 
 def _half(values):
@@ -518,11 +534,15 @@ def combine_placement_sums(parts: list) -> PlacementSums:
     if all(p.joinable is not None for p in parts) and _exact_as_doubles(totals, bits,
                                                                        parts[0].weighted):
         exact = _joined_exact([p.joinable for p in parts], 0 if bits is None else bits)
+    # (each chunk reads its own prefix sums; the offsets are sums of chunks' weights)
+    ratios = [ratios_of(p) for p in parts]
     return PlacementSums(delong, cross, overall, above_sums, totals,
                          np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
                          np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
                          parts[0].weighted, bits,
-                         sum(p.joins for p in parts) + len(parts), exact=exact)
+                         sum(p.joins for p in parts) + len(parts), exact=exact,
+                         read_ratios=None if any(r is None for r in ratios)
+                         else np.max(ratios, axis=0))
 
 
 def _joined_exact(chunks: list, bits: int):
@@ -608,6 +628,12 @@ def bits_of(sums: PlacementSums) -> int | None:
     """``sums.weight_bits``, worked out if it is a function."""
     bits = sums.weight_bits
     return bits() if callable(bits) else bits
+
+
+def ratios_of(sums: PlacementSums):
+    """``sums.read_ratios`` (k, 2), worked out if it is a function; None: not known."""
+    ratios = sums.read_ratios
+    return ratios() if callable(ratios) else ratios
 
 
 def _most_bits(parts: list) -> int | None:

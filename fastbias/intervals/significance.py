@@ -56,6 +56,8 @@ from .delong import (
     _delong_variance,
     _exact_sums,
     _flat_universe,
+    _least,
+    _relative_reads,
     cell_rows_of,
     direct_variances,
     metric_terms,
@@ -80,6 +82,7 @@ from .placement_sums import (
     bits_of,
     placement_sums,
     placement_sums_in_numpy,
+    ratios_of,
 )
 
 SIGNIFICANCE_METHODS = ("holm", "bh")
@@ -221,10 +224,6 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     other sample's weight: for one estimate that is DeLong's variance, for
     two on the same samples it is the paired test's.
     """
-    # (the rows at hand, where a tolerance for their recheck is given: the floors then count
-    # what reading a class's rows from its running sums may cost, see delong.sum_floors;
-    # out of core each chunk reads its own, and the chunk algebra keeps them apart)
-    class_reads = tolerance is not None
     totals = sums.class_totals
     w_neg, w_pos = totals[:, 0], totals[:, 1]
     u_overall = sums.overall[:, OVERALL_U]
@@ -258,20 +257,28 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
            for part, label in weight}
 
     tolerance = VARIANCE_TOLERANCE if tolerance is None else tolerance
+    ratios = None  # the classes' read ratios: only where the absolute bounds leave doubt
 
     def variances(bits, parts=None) -> tuple:
+        # where the classes' prefix sums are not exact, what their reads may cost the cross
+        # sums (the variances' floors count their own: delong.sum_floors)
+        reads = None
+        if bits is None or not np.all(totals < 2.0 ** (52 - bits)):
+            exact_classes = (np.all(totals < 2.0 ** (52 - bits), axis=1) if bits is not None
+                             else np.zeros(len(totals), dtype=bool))
+            reads = (exact_classes, _relative_reads(ratios, share))
         var_o, var_o_off = _delong_variance(
             u_overall, sums.overall[:, OVERALL_SQ_POS], sums.overall[:, OVERALL_SQ_NEG], w_pos,
             w_neg, n_terms,
             floors=overall_floors(u_overall, sums.overall[:, OVERALL_SQ_POS],
                                   sums.overall[:, OVERALL_SQ_NEG], w_pos, w_neg, bits,
-                                  class_reads),
+                                  n_terms, ratios),
             tolerance=tolerance,
             exact=_exact_sums(bits, totals.max(axis=1), np.abs(u_overall),
                               sums.overall[:, OVERALL_SQ_POS], sums.overall[:, OVERALL_SQ_NEG]),
             flat=same_score or separated, with_bound=True, flat_parts=overall_parts)
         floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits,
-                            class_reads)
+                            n_terms, ratios)
         out, cancelled = {}, {}
         with np.errstate(invalid="ignore", divide="ignore"):
             for j, metric in enumerate(METRIC_COLUMNS):
@@ -289,6 +296,10 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
                 if metric in AUC_METRICS:
                     theta = table[metric].to_numpy(dtype=np.float64)
                     (cx, ox, floor_cx, floor_ox), (cy, oy, floor_cy, floor_oy) = cross[metric]
+                    if reads is not None:
+                        floor_cx, floor_ox, floor_cy, floor_oy = _cross_reads(
+                            metric, (floor_cx, floor_ox, floor_cy, floor_oy), totals, weight,
+                            *reads)
                     t_x = cx / (w_y * w_neg) - theta * ox / w_neg
                     t_y = cy / (w_x * w_pos) - theta * oy / w_pos
                     root_x = np.sqrt(w_x * (w_x - 1.0) * w_pos * (w_pos - 1.0))
@@ -350,6 +361,10 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     out, cancelled = variances(bits)
     if lazy and any(mask.any() for mask in cancelled.values()):
         bits = bits_of(sums)
+        out, cancelled = variances(bits)
+    if sums.read_ratios is not None and any(mask.any() for mask in cancelled.values()):
+        # (a pass over the weights: only where the reads' absolute bounds leave doubt)
+        ratios = ratios_of(sums)
         out, cancelled = variances(bits)
     unsure = np.flatnonzero(np.any(list(cancelled.values()), axis=0))
     if sums.flat_parts is not None and unsure.size:
@@ -840,6 +855,34 @@ def _absorbed_tests(table: pd.DataFrame, sums: PlacementSums) -> dict:
     either = absorbed.any(axis=1)
     return {"subgroup_auc": either, "bpsn_auc": either, "bnsp_auc": either,
             "negative_aeg": absorbed[:, 0], "positive_aeg": absorbed[:, 1]}
+
+
+def _cross_reads(metric: str, floors: tuple, totals, weight: dict, exact, relative) -> tuple:
+    """An AUC metric's cross floors ``(floor_cx, floor_ox, floor_cy, floor_oy)`` (see
+    :func:`difference_standard_errors`) with what reading the classes' prefix sums may cost
+    them where those are not exact (``exact`` (k,) per subgroup; ``relative`` (k, 2) as
+    :func:`~.delong._relative_reads` gives it), each the least of an absolute and a
+    relative bound (:func:`~.delong._least`, as the variances' floors). The reads that are
+    not prefix sums: ``d_O``, the positives' weight above a negative (their total less a
+    prefix), in the Y sums of every AUC metric; the positives' own weights in the overall
+    AUC's U and in column 7 (BPSN's X), the negatives' in column 3 (BNSP's Y). The
+    placements of the positives (``c_O``, ``c_g``) are prefix sums, within their own
+    rounding."""
+    w_neg, w_pos = (np.where(exact, 0.0, totals[:, c]) for c in (0, 1))
+    rel_neg, rel_pos = (np.where(exact, 0.0, relative[:, c]) for c in (0, 1))
+    sub_neg, sub_pos = weight[("subgroup", 0)], weight[("subgroup", 1)]
+    floor_cx, floor_ox, floor_cy, floor_oy = floors
+    if metric == "subgroup_auc":
+        absolute = (0.0, 0.0, w_pos * sub_neg * sub_pos, w_pos * sub_neg)
+    elif metric == "bpsn_auc":
+        absolute = (w_pos * sub_neg * w_neg, w_pos * w_neg, w_pos * sub_neg * w_pos,
+                    w_pos * sub_neg)
+    else:  # bnsp_auc
+        absolute = (0.0, 0.0, 2.0 * w_neg * sub_pos * w_pos, w_pos * w_neg + w_pos * sub_neg)
+    rel = (rel_pos, rel_pos, np.maximum(rel_neg, rel_pos), rel_pos)
+    return tuple(floor + _least(np.asarray(bound, dtype=np.float64), r, floor)
+                 for floor, bound, r in zip((floor_cx, floor_ox, floor_cy, floor_oy), absolute,
+                                            rel))
 
 
 def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,

@@ -21,7 +21,10 @@ class MemberWalk(NamedTuple):
     """What the DeLong walks read: the memberships in score order (``keys``, ``codes``,
     ``weights``), the two classes sorted (``neg``, ``pos``) with the prefix sums of their
     weights (``neg_cum``, ``pos_cum``; empty arrays when unweighted), and each subgroup's
-    negative and positive weight (``cells``, (k, 2)) and each class's (``class_totals``)."""
+    negative and positive weight (``cells``, (k, 2)) and each class's (``class_totals``).
+    ``read_ratios``: where weighted, a function that gives each class's
+    :func:`read_ratio` (negatives, positives), worked out on its first call; None unweighted.
+    """
 
     keys: np.ndarray
     codes: np.ndarray
@@ -32,6 +35,7 @@ class MemberWalk(NamedTuple):
     pos_cum: np.ndarray
     cells: np.ndarray
     class_totals: tuple
+    read_ratios: object = None
 
 
 def unweighted_walk(sorted_scores: SortedScores) -> MemberWalk:
@@ -68,7 +72,49 @@ def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> Mem
     return MemberWalk(keys, codes, weights,
                       sortable_keys_in_place(order.neg_sorted.copy()),
                       sortable_keys_in_place(order.pos_sorted.copy()),
-                      neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])))
+                      neg_cum, pos_cum, cells, (float(neg_cum[-1]), float(pos_cum[-1])),
+                      read_ratios_of(np.asarray(sample_weight, dtype=np.float64),
+                                     (order.neg_rows, neg_cum), (order.pos_rows, pos_cum)))
+
+
+def read_ratio(weights: np.ndarray, rows: np.ndarray, cumulative: np.ndarray) -> float:
+    """How far a class's weight may be off where read from its prefix sums ``cumulative``
+    (of ``weights[rows]``, added in that order, from 0), in units of 2**-53 of what is read:
+    ``max cumulative[j + 1] / weights[rows[j]]`` over the rows of positive weight (1 where
+    none). Adding row ``j`` rounds by at most 2**-53 ``cumulative[j + 1]``, a row of
+    weight 0 not at all, so any read that is a difference of two prefix sums (a row's or a
+    tie's weight, the weight below or above a score: the total less a prefix) is off by at
+    most 2**-53 times the sum of ``cumulative[j + 1]`` over the rows it spans, which is at
+    most this many times their weight (the largest of the ratios bounds the ratio of the
+    sums), plus the rounding of the difference itself. It is about ``n`` for equal weights;
+    a row far lighter than the weight of its class below it makes it large (a heavy row at
+    the bottom of its class), a heavy row at the top does not. Read in blocks (bounded
+    memory)."""
+    most = 1.0
+    for start in range(0, rows.shape[0], _RATIO_BLOCK):
+        w = weights[rows[start:start + _RATIO_BLOCK]]
+        positive = w > 0
+        if positive.any():
+            top = cumulative[start + 1:start + 1 + w.shape[0]]
+            most = max(most, float(np.max(top[positive] / w[positive])))
+    return most
+
+
+_RATIO_BLOCK = 1 << 20
+
+
+def read_ratios_of(weights: np.ndarray, negatives: tuple, positives: tuple):
+    """A function that gives ``(read_ratio of the negatives, of the positives)``, each
+    ``(rows, cumulative)``, worked out on its first call (a pass over the weights, only
+    where a variance's rounding needs it)."""
+    made = []
+
+    def ratios() -> tuple:
+        if not made:
+            made.append(tuple(read_ratio(weights, rows, cum) for rows, cum in (negatives,
+                                                                             positives)))
+        return made[0]
+    return ratios
 
 
 def member_walk(sorted_scores: SortedScores, sample_weight: np.ndarray | None = None) -> MemberWalk:

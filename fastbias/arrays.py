@@ -33,7 +33,7 @@ from .prepare.memberships import (
 from .sweep.counts import sweep_counts
 from .sweep.first_call import FIRST_CALL_MAX_ROWS, compile_in_background, families_for
 from .sweep.parallel import count_in_numpy_now, sort_and_count
-from .validate.columns import check_aligned
+from .validate.columns import check_aligned, rows_kept
 from .validate.errors import UndefinedMetricWarning
 from .validate.rows import validated_rows
 from .validate.settings import check_confidence, resolve_workers
@@ -163,15 +163,17 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if memberships.intersections:
         table.attrs["intersections"] = list(memberships.intersections)
-    if ci is not None:
-        table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
-                                 sample_weight=weights, confidence=confidence, n_boot=n_boot,
-                                 random_state=random_state, n_jobs=n_jobs, scores=scores,
-                                 memberships=memberships)
-    if significance is not None:
-        table = attach_significance(table, method=significance, sorted_scores=sorted_scores,
-                                    sample_weight=weights, confidence=confidence, scores=scores,
-                                    memberships=memberships)
+    with rows_kept(kept):  # (a weight refused there is named by its input row)
+        if ci is not None:
+            table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
+                                     sample_weight=weights, confidence=confidence,
+                                     n_boot=n_boot, random_state=random_state, n_jobs=n_jobs,
+                                     scores=scores, memberships=memberships)
+        if significance is not None:
+            table = attach_significance(table, method=significance,
+                                        sorted_scores=sorted_scores, sample_weight=weights,
+                                        confidence=confidence, scores=scores,
+                                        memberships=memberships)
     return table
 
 
@@ -258,7 +260,8 @@ def threshold_metrics(y_true, y_score, subgroups, *, thresholds=0.5, sample_weig
     if gap_interval is not None and weights is not None:
         raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                          "examples); interval= gives the rates' intervals of weighted rows")
-    check_threshold_weights(weights, labels)
+    with rows_kept(kept):
+        check_threshold_weights(weights, labels)
     if count_in_numpy_now(weights is not None, scores.shape[0] <= FIRST_CALL_MAX_ROWS,
                           thresholds=True):
         # a fresh environment: the same counts in numpy while the kernels compile

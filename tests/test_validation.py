@@ -173,6 +173,41 @@ def test_omit_does_not_hide_other_errors():
 
 # ------------------------------------------------------------------ nan_policy="omit"
 
+@pytest.mark.parametrize("call, pattern", [
+    (dict(weights={7: -1.0}), r"negative value\(s\) \(e\.g\. -1\.0 at position 7\)"),
+    (dict(labels={7: 3}), r"not binary.*3\.0 at position 7\)"),
+    (dict(weights={7: np.inf}), r"infinite.*position 7"),
+    (dict(weights={7: 1e-40}, ci="delong"), r"weight 1e-40 at position 7, below 2\*\*-90"),
+    (dict(weights={7: 1e-40}, significance="holm"), r"weight 1e-40 at position 7"),
+    (dict(weights={7: 1e-40}, thresholds=True), r"weight 1e-40 at position 7"),
+])
+def test_under_omit_a_refused_row_is_named_by_its_input_position(call, pattern):
+    """With rows dropped by ``nan_policy="omit"`` before it, a row refused later (a bad
+    weight or label, a weight too light for DeLong's sums or the threshold metrics') is
+    named by its position in the input, not among the rows kept (position 5 for the input's
+    row 7, two rows dropped before it)."""
+    rng = np.random.default_rng(0)
+    n = 40
+    y = (np.arange(n) % 2).astype(float)
+    s = rng.normal(size=n)
+    s[[1, 4]] = np.nan  # dropped: row 7 is the sixth kept row
+    w = np.ones(n)
+    for row, value in call.get("weights", {}).items():
+        w[row] = value
+    for row, value in call.get("labels", {}).items():
+        y[row] = value
+    g = np.arange(n) % 3 == 0
+    kwargs = {key: call[key] for key in ("ci", "significance") if key in call}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=pattern):
+            if call.get("thresholds"):
+                fastbias.threshold_metrics(y, s, {"g": g}, sample_weight=w, nan_policy="omit")
+            else:
+                fastbias.bias_metrics(y, s, {"g": g}, sample_weight=w, nan_policy="omit",
+                                      **kwargs)
+
+
 def test_omit_drops_rows_and_equals_brute_force_on_the_rest():
     y = Y.astype(float)
     y[3] = np.nan

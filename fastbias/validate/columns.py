@@ -87,6 +87,22 @@ def rows_from(where):
         _FIRST_ROW.reset(token)
 
 
+#: the input row of each position among the rows nan_policy="omit" kept, while those are read
+_KEPT_ROWS: contextvars.ContextVar = contextvars.ContextVar("fastbias_kept_rows", default=None)
+
+
+@contextmanager
+def rows_kept(kept):
+    """Inside, messages about the rows ``nan_policy="omit"`` kept (``kept``: the mask over
+    the input rows, None: every row) name each by its position in the input, not among the
+    rows kept (a weight refused at position 9 of the kept rows was the input's row 10)."""
+    token = _KEPT_ROWS.set(None if kept is None else np.flatnonzero(kept))
+    try:
+        yield
+    finally:
+        _KEPT_ROWS.reset(token)
+
+
 @contextmanager
 def in_piece(where):
     """Validation of one piece of the rows (a batch, a file's rows, a Dask partition): inside,
@@ -103,7 +119,11 @@ def in_piece(where):
 
 def _at(position) -> str:
     """How a message names the entry at ``position``: ``position i``, or inside
-    :func:`rows_from` the row of the file."""
+    :func:`rows_from` the row of the file; inside :func:`rows_kept`, the position among the
+    rows kept read as the input's."""
+    kept = _KEPT_ROWS.get()
+    if kept is not None:
+        position = kept[int(position)]
     first = _FIRST_ROW.get()
     return f"position {int(position)}" if first is None else f"row {first + int(position)}"
 

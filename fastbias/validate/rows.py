@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .columns import check_length, column_values
+from .columns import check_length, column_values, rows_kept
 from .errors import OmittedRowsWarning
 from .settings import check_nan_policy
 from .values import (
@@ -106,9 +106,10 @@ def validated_rows(y_true, y_score, sample_weight=None, *, label_threshold=None,
                 w_arr = w_arr[kept]
     if y_missing is not None:
         raise ValueError(_missing_message(y_missing, "y_true", "missing label", omit=True))
-    labels = binary_labels(y_arr, "y_true", label_threshold, pos_label)
-    scores = _numeric_scores(s_arr, "y_score")
-    bounds = finite_bounds(scores, "y_score", omit=True, workers=workers)
-    weights = (None if w_arr is None
-               else _weights_array(w_arr, "sample_weight", w_missing, omit=True))
+    with rows_kept(kept):  # (messages name the input's rows)
+        labels = binary_labels(y_arr, "y_true", label_threshold, pos_label)
+        scores = _numeric_scores(s_arr, "y_score")
+        bounds = finite_bounds(scores, "y_score", omit=True, workers=workers)
+        weights = (None if w_arr is None
+                   else _weights_array(w_arr, "sample_weight", w_missing, omit=True))
     return Rows(labels, scores, weights, kept, bounds)

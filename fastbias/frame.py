@@ -63,6 +63,7 @@ from .validate.columns import (
     frame_columns,
     from_foreign,
     require_columns,
+    rows_kept,
 )
 from .validate.errors import OmittedRowsWarning, gathered, warn_listed
 from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
@@ -479,8 +480,10 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
                 sub_weights = weights[kept]
         for model in group_models:
             omitted[model] = 0 if drop is None else int(drop.sum())
-        results.append(evaluate(sub_df, label=label, scores=group_models, subgroups=subgroups,
-                                sample_weight=sub_weights, nan_policy="raise", **settings))
+        with rows_kept(None if drop is None else ~drop):  # (messages name the input's rows)
+            results.append(evaluate(sub_df, label=label, scores=group_models,
+                                    subgroups=subgroups, sample_weight=sub_weights,
+                                    nan_policy="raise", **settings))
     kept_text = ", ".join(f"{m!r}: {n - omitted[m]}" for m in models)
     warnings.warn(f"nan_policy='omit' dropped rows ({description}); rows kept per model: "
                   f"{kept_text} of {n}", OmittedRowsWarning, stacklevel=3)

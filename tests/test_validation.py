@@ -781,3 +781,26 @@ def test_weights_with_zeros_and_a_moderate_spread_pass():
     table = fastbias.bias_metrics(y, s, {"g": np.arange(10) < 5}, sample_weight=w)
     assert table.loc["g", "subgroup_negative_weight"] == 3.0 + 1e-100
     assert table.loc["g", "background_positive_weight"] == 4.0 + 1e40
+
+
+@pytest.mark.parametrize("column, value, kwargs, pattern", [
+    ("w", -1.0, {}, r"negative value\(s\) \(e\.g\. -1\.0 at position 7\)"),
+    ("w", 1e-40, {"ci": "delong"}, r"weight 1e-40 at position 7, below 2\*\*-90"),
+    ("y", 3.0, {}, r"outside \[0, 1\] \(e\.g\. 3\.0 at position 7\)"),
+])
+def test_evaluate_under_omit_names_a_refused_row_by_its_input_position(column, value, kwargs,
+                                                                       pattern):
+    """``evaluate(..., nan_policy="omit")`` evaluates the rows kept as a frame of their own;
+    a row refused there is named by its position in the input frame (it was its position
+    among the rows kept: 5 for the input's row 7, two rows dropped before it)."""
+    rng = np.random.default_rng(0)
+    n = 40
+    df = pd.DataFrame({"y": (np.arange(n) % 2).astype(float), "s": rng.normal(size=n),
+                       "g": (np.arange(n) % 3 == 0).astype(float), "w": np.ones(n)})
+    df.loc[[1, 4], "s"] = np.nan
+    df.loc[7, column] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=pattern):
+            fastbias.evaluate(df, label="y", scores="s", subgroups=["g"], sample_weight="w",
+                              nan_policy="omit", **kwargs)

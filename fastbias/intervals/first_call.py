@@ -32,11 +32,11 @@ from ..sweep.counts import SweepCounts
 from ..sweep.double_double import two_sum
 from ..sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
+    WeightedCountsPlan,
     class_orders,
     compile_in_background,
     still_compiling,
     tier_enabled,
-    weighted_counts_in_numpy,
 )
 from ..sweep.walk import MemberWalk, read_ratios_of
 from ..validate.values import power_of_two_scale
@@ -305,7 +305,8 @@ class NumpyReplicates:
     its negatives, do not change between replicates; only the prefix sums of the
     counts do). Weighted, each replicate is a weighted count in numpy
     (:func:`fastbias.sweep.first_call.weighted_counts_in_numpy`, certified as the
-    kernels' replicates are), equal to the kernels' to rounding.
+    kernels' replicates are), equal to the kernels' to rounding: the sorts made once
+    (:class:`~fastbias.sweep.first_call.WeightedCountsPlan`), each replicate only weighs.
     """
 
     def __init__(self, scores: np.ndarray, memberships: Memberships,
@@ -313,6 +314,7 @@ class NumpyReplicates:
         m = self.m = memberships
         self.scores, self.base, self.scaled_base = scores, sample_weight, None
         if sample_weight is not None:
+            self.plan = None  # (made on the first replicate: the sorts, once)
             return
         self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
         # each class's prefix sums of the draws, made into these for every replicate (int32
@@ -402,8 +404,9 @@ class NumpyReplicates:
         1.8e308 times a count would overflow; the metrics are the same)."""
         if self.scaled_base is None:
             self.scaled_base = self.base / power_of_two_scale(self.base)  # (exact)
+            self.plan = WeightedCountsPlan(self.scores, self.m)
         draws = poisson_counts_in_numpy(key, self.m.n_rows)
-        return weighted_counts_in_numpy(self.scores, self.m, draws * self.scaled_base)
+        return self.plan.counts(draws * self.scaled_base)
 
     def _per_subgroup(self, per_row: np.ndarray) -> np.ndarray:
         """Each subgroup's exact int64 sum of ``per_row`` (one value per identity row) over its

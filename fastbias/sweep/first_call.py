@@ -139,95 +139,133 @@ def weighted_counts_in_numpy(scores: np.ndarray, memberships: Memberships,
     the kernel's, so the certification (``certify``) recomputes from the
     explicit cells, also in numpy, every subgroup it cannot vouch for; the
     metrics then agree with the kernel's to the same tolerance (2**-50 relative).
+    The sorts and look-ups depend on the scores alone (:class:`WeightedCountsPlan`:
+    made once, a bootstrap's replicates only weigh again).
     """
-    m = memberships
-    scale = power_of_two_scale(sample_weight) if weight_scale is None else weight_scale
-    weights = np.asarray(sample_weight, dtype=np.float64)
-    neg_rows, pos_rows = class_orders(scores, m.labels)
+    return WeightedCountsPlan(scores, memberships).counts(sample_weight, certify,
+                                                          weight_scale)
 
-    def scaled_weights(rows):
-        w = weights[rows]
-        w /= scale  # (exact: a power of two; in place, no second array of the class)
-        return w
 
-    id_scores, id_w = scores[m.identity_rows], scaled_weights(m.identity_rows)
-    positive = m.identity_labels
-    # twice the weight of each class below each identity row, ties 1/2, and above it (the
-    # negatives also below each positive, for the overall U); the negatives' scores and
-    # weights (the larger class) are let go as soon as they are read
-    neg_w, pos_sorted = scaled_weights(neg_rows), scores[pos_rows]
-    n_weighted_neg = int(np.count_nonzero(neg_w > 0))
-    (nb, below_pos), tn = _twice_weight_below_sets(scores[neg_rows], neg_w, id_scores,
-                                                   pos_sorted)
-    del neg_w
-    pos_w = scaled_weights(pos_rows)
-    n_weighted_pos = int(np.count_nonzero(pos_w > 0))
-    (pb,), tp = _twice_weight_below_sets(pos_sorted, pos_w, id_scores)
-    del pos_sorted
-    pa = dd_add(2.0 * tp[0], 2.0 * tp[1], -pb[0], -pb[1])
-    na = dd_add(2.0 * tn[0], 2.0 * tn[1], -nb[0], -nb[1])
-    first = [np.where(positive, a, b)
-             for a, b in zip(dd_mul(*nb, id_w, 0.0), dd_mul(*pa, id_w, 0.0))]
-    second = [np.where(positive, a, b)
-              for a, b in zip(dd_mul(*pa, id_w, 0.0), dd_mul(*na, id_w, 0.0))]
-    by_group = m.owners[np.argsort(m.row_groups, kind="stable")]
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups, minlength=m.n_groups))])
-    k = m.n_groups
-    hi, lo = np.zeros((k, K.N_COUNT_COLUMNS)), np.zeros((k, K.N_COUNT_COLUMNS))
-    weighted_rows = np.zeros((k, 2), dtype=np.int64)
-    for g in range(k):
-        rows = by_group[bounds[g]:bounds[g + 1]]
-        for c, in_cell in enumerate((rows[~positive[rows]], rows[positive[rows]])):
-            w = id_w[in_cell]
-            hi[g, c], lo[g, c] = dd_total(w)
-            weighted_rows[g, c] = np.count_nonzero(w > 0)
-            col1, col2 = ((K.TWICE_BPSN_U, K.TWICE_NEG_BG_ABOVE_U) if c == 0 else
-                          (K.TWICE_BNSP_U, K.TWICE_POS_BG_ABOVE_U))
-            hi[g, col1], lo[g, col1] = dd_total(first[0][in_cell], first[1][in_cell])
-            hi[g, col2], lo[g, col2] = dd_total(second[0][in_cell], second[1][in_cell])
-        sub_neg = rows[~positive[rows]]
-        sub_neg = sub_neg[np.argsort(id_scores[sub_neg], kind="stable")]
-        sub_pos = rows[positive[rows]]
-        u = _twice_u(id_scores[sub_pos], id_w[sub_pos], id_scores[sub_neg], id_w[sub_neg])
-        hi[g, K.TWICE_SUBGROUP_U], lo[g, K.TWICE_SUBGROUP_U] = u
-    # the background columns from the class sums: take the subgroup's own pairs out
-    bg_hi, bg_lo = np.zeros((k, 2)), np.zeros((k, 2))
-    for g in range(k):
-        for col in (K.TWICE_BPSN_U, K.TWICE_BNSP_U):
-            hi[g, col], lo[g, col] = dd_add(hi[g, col], lo[g, col], -hi[g, K.TWICE_SUBGROUP_U],
-                                            -lo[g, K.TWICE_SUBGROUP_U])
-        for c, col in ((0, K.TWICE_NEG_BG_ABOVE_U), (1, K.TWICE_POS_BG_ABOVE_U)):
-            q = dd_mul(hi[g, c], lo[g, c], hi[g, c], lo[g, c])
-            hi[g, col], lo[g, col] = dd_add(hi[g, col], lo[g, col], -q[0], -q[1])
-        for c, (total, n_weighted) in enumerate(((tn, n_weighted_neg), (tp, n_weighted_pos))):
-            if n_weighted > weighted_rows[g, c]:
-                bg_hi[g, c], bg_lo[g, c] = dd_add(total[0], total[1], -hi[g, c], -lo[g, c])
-    bg_rows = np.array([n_weighted_neg, n_weighted_pos]) - weighted_rows
-    overall = dd_total(*dd_mul(*below_pos, pos_w, 0.0))
+class WeightedCountsPlan:
+    """What :func:`weighted_counts_in_numpy` reads of the scores, made once: each class's
+    rows in score order, where each identity row (and each positive, among the negatives)
+    falls in each class, each subgroup's cells, its negatives in score order and where its
+    positives fall among them. :meth:`counts` then weighs rows by any weights: a numpy
+    bootstrap replicate sorts nothing (0.8 s a replicate at 1.8M x 24 was mostly its sorts
+    and look-ups)."""
 
-    def explicit(g: int) -> tuple:
-        member = group_mask(m, g)
-        cells = []
-        for rows in (neg_rows, pos_rows):
-            inside = member[rows]
-            cells.append((scores[rows[inside]], weights[rows[inside]] / scale))
-            cells.append((scores[rows[~inside]], weights[rows[~inside]] / scale))
-        (sn, sn_w), (bn, bn_w), (sp, sp_w), (bp, bp_w) = cells
-        c_hi, c_lo = np.zeros(K.N_COUNT_COLUMNS), np.zeros(K.N_COUNT_COLUMNS)
-        c_hi[K.CELL_SUBGROUP_NEG], c_lo[K.CELL_SUBGROUP_NEG] = dd_total(sn_w)
-        c_hi[K.CELL_SUBGROUP_POS], c_lo[K.CELL_SUBGROUP_POS] = dd_total(sp_w)
-        for col, x, x_w, y, y_w in ((K.TWICE_SUBGROUP_U, sp, sp_w, sn, sn_w),
-                                    (K.TWICE_BPSN_U, bp, bp_w, sn, sn_w),
-                                    (K.TWICE_BNSP_U, sp, sp_w, bn, bn_w),
-                                    (K.TWICE_NEG_BG_ABOVE_U, bn, bn_w, sn, sn_w),
-                                    (K.TWICE_POS_BG_ABOVE_U, bp, bp_w, sp, sp_w)):
-            c_hi[col], c_lo[col] = _twice_u(x, x_w, y, y_w)
-        b_hi, b_lo = zip(dd_total(bn_w), dd_total(bp_w))
-        return c_hi, c_lo, np.array(b_hi), np.array(b_lo)
+    def __init__(self, scores: np.ndarray, memberships: Memberships):
+        m = self.m = memberships
+        self.scores = scores
+        self.neg_rows, self.pos_rows = class_orders(scores, m.labels)
+        id_scores = scores[m.identity_rows]
+        self.positive = positive = m.identity_labels
+        neg_sorted = scores[self.neg_rows]
+        # (the negatives' ranks of the identity rows and of the positives, the positives' of
+        # the identity rows)
+        self.in_neg = _ranks(neg_sorted, id_scores, scores[self.pos_rows])
+        del neg_sorted
+        self.in_pos = _ranks(scores[self.pos_rows], id_scores)
+        by_group = m.owners[np.argsort(m.row_groups, kind="stable")]
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups,
+                                                            minlength=m.n_groups))])
+        self.cells = []  # per subgroup: its negatives (in score order), its positives, ranks
+        for g in range(m.n_groups):
+            rows = by_group[bounds[g]:bounds[g + 1]]
+            sub_neg = rows[~positive[rows]]
+            sub_neg = sub_neg[np.argsort(id_scores[sub_neg], kind="stable")]
+            sub_pos = rows[positive[rows]]
+            self.cells.append((sub_neg, sub_pos,
+                               _ranks(id_scores[sub_neg], id_scores[sub_pos])))
 
-    return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), tn, tp, overall, scale,
-                           explicit if certify else None,
-                           eps=dd_sum_error_bound(m.n_rows + m.row_groups.shape[0]))
+    def counts(self, sample_weight: np.ndarray, certify: bool = True,
+               weight_scale: float | None = None) -> SweepCounts:
+        """The weighted counts of the rows weighed by ``sample_weight`` (as
+        :func:`weighted_counts_in_numpy`)."""
+        m, scores, positive = self.m, self.scores, self.positive
+        scale = (power_of_two_scale(sample_weight) if weight_scale is None
+                 else weight_scale)
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        neg_rows, pos_rows = self.neg_rows, self.pos_rows
+
+        def scaled_weights(rows):
+            w = weights[rows]
+            w /= scale  # (exact: a power of two; in place, no second array of the class)
+            return w
+
+        id_w = scaled_weights(m.identity_rows)
+        # twice the weight of each class below each identity row, ties 1/2, and above it (the
+        # negatives also below each positive, for the overall U); the negatives' weights (the
+        # larger class) are let go as soon as they are read
+        neg_w = scaled_weights(neg_rows)
+        n_weighted_neg = int(np.count_nonzero(neg_w > 0))
+        (nb, below_pos), tn = _twice_weight_below_sets(neg_w, self.in_neg)
+        del neg_w
+        pos_w = scaled_weights(pos_rows)
+        n_weighted_pos = int(np.count_nonzero(pos_w > 0))
+        (pb,), tp = _twice_weight_below_sets(pos_w, self.in_pos)
+        pa = dd_add(2.0 * tp[0], 2.0 * tp[1], -pb[0], -pb[1])
+        na = dd_add(2.0 * tn[0], 2.0 * tn[1], -nb[0], -nb[1])
+        first = [np.where(positive, a, b)
+                 for a, b in zip(dd_mul(*nb, id_w, 0.0), dd_mul(*pa, id_w, 0.0))]
+        second = [np.where(positive, a, b)
+                  for a, b in zip(dd_mul(*pa, id_w, 0.0), dd_mul(*na, id_w, 0.0))]
+        k = m.n_groups
+        hi, lo = np.zeros((k, K.N_COUNT_COLUMNS)), np.zeros((k, K.N_COUNT_COLUMNS))
+        weighted_rows = np.zeros((k, 2), dtype=np.int64)
+        for g, (sub_neg, sub_pos, ranks) in enumerate(self.cells):
+            for c, in_cell in enumerate((sub_neg, sub_pos)):
+                w = id_w[in_cell]
+                hi[g, c], lo[g, c] = dd_total(w)
+                weighted_rows[g, c] = np.count_nonzero(w > 0)
+                col1, col2 = ((K.TWICE_BPSN_U, K.TWICE_NEG_BG_ABOVE_U) if c == 0 else
+                              (K.TWICE_BNSP_U, K.TWICE_POS_BG_ABOVE_U))
+                hi[g, col1], lo[g, col1] = dd_total(first[0][in_cell], first[1][in_cell])
+                hi[g, col2], lo[g, col2] = dd_total(second[0][in_cell], second[1][in_cell])
+            (below,), _ = _twice_weight_below_sets(id_w[sub_neg], ranks)
+            hi[g, K.TWICE_SUBGROUP_U], lo[g, K.TWICE_SUBGROUP_U] = dd_total(
+                *dd_mul(*below, id_w[sub_pos], 0.0))
+        # the background columns from the class sums: take the subgroup's own pairs out
+        bg_hi, bg_lo = np.zeros((k, 2)), np.zeros((k, 2))
+        for g in range(k):
+            for col in (K.TWICE_BPSN_U, K.TWICE_BNSP_U):
+                hi[g, col], lo[g, col] = dd_add(hi[g, col], lo[g, col],
+                                                -hi[g, K.TWICE_SUBGROUP_U],
+                                                -lo[g, K.TWICE_SUBGROUP_U])
+            for c, col in ((0, K.TWICE_NEG_BG_ABOVE_U), (1, K.TWICE_POS_BG_ABOVE_U)):
+                q = dd_mul(hi[g, c], lo[g, c], hi[g, c], lo[g, c])
+                hi[g, col], lo[g, col] = dd_add(hi[g, col], lo[g, col], -q[0], -q[1])
+            for c, (total, n_weighted) in enumerate(((tn, n_weighted_neg),
+                                                     (tp, n_weighted_pos))):
+                if n_weighted > weighted_rows[g, c]:
+                    bg_hi[g, c], bg_lo[g, c] = dd_add(total[0], total[1], -hi[g, c],
+                                                      -lo[g, c])
+        bg_rows = np.array([n_weighted_neg, n_weighted_pos]) - weighted_rows
+        overall = dd_total(*dd_mul(*below_pos, pos_w, 0.0))
+
+        def explicit(g: int) -> tuple:
+            member = group_mask(m, g)
+            cells = []
+            for rows in (neg_rows, pos_rows):
+                inside = member[rows]
+                cells.append((scores[rows[inside]], weights[rows[inside]] / scale))
+                cells.append((scores[rows[~inside]], weights[rows[~inside]] / scale))
+            (sn, sn_w), (bn, bn_w), (sp, sp_w), (bp, bp_w) = cells
+            c_hi, c_lo = np.zeros(K.N_COUNT_COLUMNS), np.zeros(K.N_COUNT_COLUMNS)
+            c_hi[K.CELL_SUBGROUP_NEG], c_lo[K.CELL_SUBGROUP_NEG] = dd_total(sn_w)
+            c_hi[K.CELL_SUBGROUP_POS], c_lo[K.CELL_SUBGROUP_POS] = dd_total(sp_w)
+            for col, x, x_w, y, y_w in ((K.TWICE_SUBGROUP_U, sp, sp_w, sn, sn_w),
+                                        (K.TWICE_BPSN_U, bp, bp_w, sn, sn_w),
+                                        (K.TWICE_BNSP_U, sp, sp_w, bn, bn_w),
+                                        (K.TWICE_NEG_BG_ABOVE_U, bn, bn_w, sn, sn_w),
+                                        (K.TWICE_POS_BG_ABOVE_U, bp, bp_w, sp, sp_w)):
+                c_hi[col], c_lo[col] = _twice_u(x, x_w, y, y_w)
+            b_hi, b_lo = zip(dd_total(bn_w), dd_total(bp_w))
+            return c_hi, c_lo, np.array(b_hi), np.array(b_lo)
+
+        return finish_weighted(m, (hi, lo, bg_hi, bg_lo, bg_rows), tn, tp, overall, scale,
+                               explicit if certify else None,
+                               eps=dd_sum_error_bound(m.n_rows + m.row_groups.shape[0]))
 
 
 def class_orders(scores: np.ndarray, labels: np.ndarray) -> tuple:
@@ -245,8 +283,25 @@ def class_orders(scores: np.ndarray, labels: np.ndarray) -> tuple:
 PREFIX_CHUNK_ROWS = 1 << 16
 
 
-def _twice_weight_below_sets(sorted_values, weights, *query_sets) -> tuple:
-    """Twice the weight of ``sorted_values`` (their ``weights``) below each query, ties 1/2.
+def _ranks(sorted_values, *query_sets) -> tuple:
+    """Where each set of queries falls in ``sorted_values``, as
+    :func:`_twice_weight_below_sets` reads it: per set, per side (below; below or tied),
+    ``(ranks in order, the order that puts them so (None: they were), )``."""
+    found = []
+    for queries in query_sets:
+        for side in ("left", "right"):
+            ranks = np.searchsorted(sorted_values, queries, side=side)
+            order = None  # queries in score order (a sorted class): their ranks are in order
+            if ranks.shape[0] > 1 and not (ranks[1:] >= ranks[:-1]).all():
+                order = np.argsort(ranks, kind="stable")
+                ranks = ranks[order]
+            found.append((ranks, order))
+    return tuple(found)
+
+
+def _twice_weight_below_sets(weights, ranks) -> tuple:
+    """Twice the weight of sorted values (their ``weights``, in their order) below each
+    query, ties 1/2, at the queries' ``ranks`` among them (:func:`_ranks`).
 
     Returns ``([(hi, lo) per set of queries], (total hi, total lo))``. The
     compensated prefix sums (:func:`dd_prefix_sums`) are made
@@ -256,29 +311,21 @@ def _twice_weight_below_sets(sorted_values, weights, *query_sets) -> tuple:
     double-double addition per prefix: the error stays within
     :func:`dd_sum_error_bound` of the whole class.
     """
-    n = sorted_values.shape[0]
-    found = []  # per set, per side (below; below or tied): sorted ranks, their order, hi, lo
-    for queries in query_sets:
-        for side in ("left", "right"):
-            ranks = np.searchsorted(sorted_values, queries, side=side)
-            order = None  # queries in score order (a sorted class): their ranks are in order
-            if ranks.shape[0] > 1 and not (ranks[1:] >= ranks[:-1]).all():
-                order = np.argsort(ranks, kind="stable")
-                ranks = ranks[order]
-            found.append((ranks, order, np.zeros(ranks.shape[0]), np.zeros(ranks.shape[0])))
+    n = weights.shape[0]
+    found = [(r, order, np.zeros(r.shape[0]), np.zeros(r.shape[0])) for r, order in ranks]
     carry_hi = carry_lo = 0.0
     for start in range(0, n, PREFIX_CHUNK_ROWS):
         stop = min(n, start + PREFIX_CHUNK_ROWS)
         hi, lo = dd_prefix_sums(weights[start:stop])
         hi, lo = dd_add(carry_hi, carry_lo, hi, lo)
-        for ranks, order, out_hi, out_lo in found:  # the ranks in (start, stop]; 0 stays 0
-            a, b = np.searchsorted(ranks, [start, stop], side="right")
+        for r, order, out_hi, out_lo in found:  # the ranks in (start, stop]; 0 stays 0
+            a, b = np.searchsorted(r, [start, stop], side="right")
             queries = slice(a, b) if order is None else order[a:b]
-            out_hi[queries] = hi[ranks[a:b] - start]
-            out_lo[queries] = lo[ranks[a:b] - start]
+            out_hi[queries] = hi[r[a:b] - start]
+            out_lo[queries] = lo[r[a:b] - start]
         carry_hi, carry_lo = float(hi[-1]), float(lo[-1])
     below = []
-    for _ in query_sets:  # each set's two sides let go once added (the tier's peak memory)
+    while found:  # each set's two sides let go once added (the tier's peak memory)
         (_, _, left_hi, left_lo), (_, _, right_hi, right_lo) = found.pop(0), found.pop(0)
         below.append(dd_add(left_hi, left_lo, right_hi, right_lo))
         del left_hi, left_lo, right_hi, right_lo
@@ -288,7 +335,7 @@ def _twice_weight_below_sets(sorted_values, weights, *query_sets) -> tuple:
 def _twice_u(x, x_weights, y_sorted, y_weights) -> tuple:
     """Twice the weighted U of cell X over cell Y (Y sorted), from Y's own prefix sums: every
     term is non-negative, so the pair (hi, lo) is accurate to the bound of its sums."""
-    (below,), _ = _twice_weight_below_sets(y_sorted, y_weights, x)
+    (below,), _ = _twice_weight_below_sets(y_weights, _ranks(y_sorted, x))
     return dd_total(*dd_mul(*below, x_weights, 0.0))
 
 

@@ -281,12 +281,14 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     bar, own_bar = bootstrap_bar(progress, n_boot)  # opened where the finally closes it
     try:
         done = 0
-        # about what a replicate takes in numpy (30 ns a row, measured on 2 cores), before
-        # timing one: a long bootstrap compiles at once, without building the numpy ranks
+        # about what a replicate takes in numpy (30 ns a row, 100 ns weighted, measured on 2
+        # cores), before timing one: a long bootstrap compiles at once, without building the
+        # numpy ranks
         in_numpy = first_call is not None
-        if in_numpy and n_boot * 3e-8 * n > NUMPY_REPLICATES_SECONDS:
+        guess = n_boot * (3e-8 if base is None else 1e-7) * n
+        if in_numpy and guess > NUMPY_REPLICATES_SECONDS:
             logger.info("compiling the bootstrap kernels now: %d replicates would take about "
-                        "%.0f s in numpy", n_boot, n_boot * 3e-8 * n)
+                        "%.0f s in numpy", n_boot, guess)
             in_numpy = False
         if in_numpy:
             numpy_replicates = NumpyReplicates(*first_call, base)

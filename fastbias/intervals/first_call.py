@@ -314,7 +314,9 @@ class NumpyReplicates:
         m = self.m = memberships
         self.scores, self.base, self.scaled_base = scores, sample_weight, None
         if sample_weight is not None:
-            self.plan = None  # (made on the first replicate: the sorts, once)
+            # the sorts, once (before the replicates are timed: what they take each decides
+            # whether the kernels compile at once)
+            self.plan = WeightedCountsPlan(scores, m)
             return
         self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
         # each class's prefix sums of the draws, made into these for every replicate (int32
@@ -404,7 +406,6 @@ class NumpyReplicates:
         1.8e308 times a count would overflow; the metrics are the same)."""
         if self.scaled_base is None:
             self.scaled_base = self.base / power_of_two_scale(self.base)  # (exact)
-            self.plan = WeightedCountsPlan(self.scores, self.m)
         draws = poisson_counts_in_numpy(key, self.m.n_rows)
         return self.plan.counts(draws * self.scaled_base)
 

@@ -21,6 +21,7 @@ from ..sweep.double_double import (
     dd_div,
     dd_mul,
     dd_prefix_sums,
+    dd_sum_error_bound,
     dd_total,
     two_sum,
 )
@@ -252,6 +253,8 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     # a placement made as a difference: its square within twice the squares' sum
     floor_x[:, 2] *= 2.0
     floor_y[:, [1, 3, 4]] *= 2.0
+    _add_subgroup_reads(floor_u, floor_y, u, neg, pos,
+                        0.0 if n_terms is None else rounding_share(n_terms))
     if class_totals is None:
         return floor_u, floor_x, floor_y
     totals = np.broadcast_to(np.asarray(class_totals, dtype=np.float64), (len(sums), 2))
@@ -301,28 +304,35 @@ def overall_floors(u, sq_pos, sq_neg, w_pos, w_neg, bits, n_terms, read_ratios=N
 
 def _relative_reads(read_ratios, share):
     """(k, 2): how far a read of each class's prefix sums may be off, relative to what is
-    read, in units of the sums' rounding share ``share`` (k,): ``2**-53 (ratio + 4) /
-    share`` (the ratio's bound, the rounding of the read's own differences, a tie halved);
-    inf where not known (``read_ratios`` None) or beyond 1/8 (a read off by more is no
-    bound worth taking)."""
+    read, in units of the sums' rounding share ``share`` (k,): ``2**-53 (2 ratio + 8) /
+    share``: a difference of two prefix sums is within ``2**-53 (ratio + 4)`` of itself,
+    but the walks read the weight above a tie as ``total - below - tied``, whose first
+    difference rounds relative to itself, not to what is left (a review measured 1.58 times
+    the single difference's bound: a tie of 12 rows below one light row); inf where not
+    known (``read_ratios`` None) or beyond 1/16 (a read off by more is no bound worth
+    taking)."""
     share = np.asarray(share, dtype=np.float64).reshape(-1, 1)
     if read_ratios is None:
         return np.full((share.shape[0], 2), np.inf)
     ratios = read_ratios() if callable(read_ratios) else read_ratios
-    relative = 2.0 ** -53 * (np.broadcast_to(np.asarray(ratios, dtype=np.float64),
-                                             (share.shape[0], 2)) + 4.0)
-    return np.where(relative <= 0.125, relative / share, np.inf)
+    relative = 2.0 ** -53 * (2.0 * np.broadcast_to(np.asarray(ratios, dtype=np.float64),
+                                                   (share.shape[0], 2)) + 8.0)
+    return np.where(relative <= 0.0625, relative / share, np.inf)
 
 
 def _least(absolute, relative, floor):
     """The least of two bounds on what reads may cost a sum (as a floor, in units of its
     rounding share): ``absolute`` (each read within the share of its whole class's weight)
-    and ``4 relative floor`` (each read within ``relative`` shares of what it reads,
-    :func:`_relative_reads`, and each term of the sum, whose size ``floor`` bounds, a
-    product of at most three reads: within ``3 r + 3 r**2 + r**3 < 4 r`` of itself for
-    ``r`` below 1/8)."""
+    and ``5 relative floor`` (each read within ``relative`` shares of what it reads,
+    :func:`_relative_reads`, and each term of the sum, whose size as computed ``floor``
+    bounds, a product of at most three reads: within ``(1 + r)**3 - 1`` of the exact term,
+    which is within ``(1 - r)**-3`` of the computed one, below 5 r for ``r`` up to 1/16).
+    Where the relative bound is not known (inf) the absolute one, whatever the floor: a
+    sum that came out exactly 0 may be reads lost entirely (found by review: a heavy
+    positive below all the light ones made every read of them 0, and a BPSN standard error
+    of 0 where exact arithmetic gives 3.6e-18, p = 0 for 1.1e-4, with no sign)."""
     with np.errstate(invalid="ignore"):  # (inf times a floor of 0)
-        by_reads = np.where(floor > 0, 4.0 * relative * floor, 0.0)
+        by_reads = np.where(np.isfinite(relative), 5.0 * relative * floor, np.inf)
     return np.minimum(absolute, by_reads)
 
 
@@ -335,6 +345,30 @@ def _placement_reads(w_c, w_sample, sq_sample, share):
     delta`` of the computed one's (the triangle inequality): at most ``delta (2
     sqrt(w_sample |sq_sample|) + 3 w_sample delta)``, given as a floor (``/ share``)."""
     return w_c * (2.0 * np.sqrt(w_sample * np.abs(sq_sample)) + 3.0 * w_sample * share * w_c)
+
+
+def _add_subgroup_reads(floor_u, floor_y, u, neg, pos, share) -> None:
+    """Add to the floors (in place) what reading a subgroup's own cells above a score may
+    cost: the walks take the weight of the subgroup's positives (or negatives) above a
+    score as the cell's weight less those below and at it, within the share ``share`` of
+    the cell's weight (``neg``, ``pos``), however light what is read. The subgroup AUC's
+    and BPSN's Y rows (its negatives) are placed so among its positives, the AEGs' Y rows
+    among their own cell, and BNSP's background sums pair its positives above each
+    negative. With ``delta = share cell`` such a read is off by, a sum over Y of placements
+    moves by ``W_Y delta`` and their squares by ``2 delta sum w P + W_Y delta**2`` (``sum w
+    P``: the metric's U, as computed, within ``W_Y delta`` itself), given as floors (``/
+    share``). Found by review: a heavy subgroup positive below the light ones, a BNSP
+    standard error 13.8% low with no sign."""
+    share = np.asarray(share, dtype=np.float64)
+    u = np.abs(u)
+    floor_u[:, 1] += neg * pos
+    floor_y[:, 0] += pos * u[:, 0] + 3.0 * share * neg * pos * pos
+    floor_y[:, 1] += 2.0 * pos * u[:, 1] + 3.0 * share * neg * pos * pos
+    # (BNSP: its class's sum over the positives pairs them with the negatives below, less
+    # the subgroup AUC's SQY, read the same way)
+    floor_y[:, 2] += 2.0 * pos * (u[:, 2] + 2.0 * u[:, 0]) + 3.0 * share * neg * pos * pos
+    floor_y[:, 3] += 2.0 * neg * u[:, 3] + 3.0 * share * neg ** 3
+    floor_y[:, 4] += 2.0 * pos * u[:, 4] + 3.0 * share * pos ** 3
 
 
 def _add_class_reads(floor_u, floor_x, floor_y, sums, sub_neg, sub_pos, totals, exact,
@@ -724,8 +758,9 @@ def direct_overall_variance(scores, labels, sample_weight) -> float:
     """The overall AUC's DeLong variance from the rows themselves (see
     :func:`direct_variances`)."""
     _, positive, sample = _rows_by_score(scores, labels, sample_weight)
-    parts = _deviations(sample(positive), sample(~positive), scaled=True)
-    return float("nan") if parts is None else float(sum(np.sum(w * d * d) for w, d in parts))
+    x, y = sample(positive), sample(~positive)
+    parts = _deviations(x, y, scaled=True)
+    return float("nan") if parts is None else _known_sum(parts, _deviation_errors(x, y))
 
 
 def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
@@ -757,6 +792,7 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
     overall = None
     if against_overall:  # each class's rows' part of the overall AUC's variance
         overall = _deviations(sample(positive), sample(~positive), scaled=True)
+        overall_errors = _deviation_errors(sample(positive), sample(~positive))
         overall_auc = _auc(sample(positive), sample(~positive))
         gaps = {metric: np.full(len(groups), np.nan) for metric in AUC_METRICS}
     # each membership's row, in the order of row_groups
@@ -781,23 +817,59 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
             parts = _deviations(samples[x_cell], samples[y_cell], scaled=True)
             if parts is None:
                 continue
+            errors = _deviation_errors(samples[x_cell], samples[y_cell])
             if overall is None or metric not in AUC_METRICS:
-                out[metric][i] = sum(np.sum(w * d * d) for w, d in parts)
+                out[metric][i] = _known_sum(parts, errors)
                 continue
             auc = _auc(samples[x_cell], samples[y_cell])
             gaps[metric][i] = np.add(*dd_add(*auc, -overall_auc[0], -overall_auc[1]))
             total = rounding = 0.0
-            for (w, d), (w_o, d_o), rows in zip(parts, overall, (cells[x_cell][positive],
-                                                                  cells[y_cell][~positive])):
+            for (w, d), (w_o, d_o), rows, e, e_o in zip(
+                    parts, overall, (cells[x_cell][positive], cells[y_cell][~positive]),
+                    errors, overall_errors):
                 mine = np.zeros(w_o.shape[0])
                 mine[rows] = d
                 total += np.sum(w_o * (mine - d_o) ** 2)
-                # each deviation is within 4 ulps of its own size: their difference too
-                rounding += np.sum(w_o * (2.0 ** -51 * (np.abs(mine) + np.abs(d_o))) ** 2)
+                # each deviation is within 4 ulps of its own size and its double-double
+                # placement's and mean's rounding (e): their difference too
+                rounding += np.sum(w_o * (2.0 ** -51 * (np.abs(mine) + np.abs(d_o))
+                                          + np.where(rows, e, 0.0) + e_o) ** 2)
             # the difference of two estimates on almost the same rows: where those roundings
             # could move it by 1e-4, it is not known
             out[metric][i] = total if rounding <= 2.5e-9 * total else np.nan
     return (out, gaps) if against_overall else out
+
+
+def _deviation_errors(x, y) -> tuple:
+    """How far each scaled deviation of :func:`_deviations` (X's, Y's) may be off through
+    the double-double sums it came from: a placement and the mean are prefix sums and a
+    quotient of sums of the other sample's weight, each within
+    :func:`~fastbias.sweep.double_double.dd_sum_error_bound` of it; divided by that weight
+    (placements are shares, at most 1) and by ``sqrt(W (W - 1))`` of its own sample."""
+    (_, _, x_prefix), (_, _, y_prefix) = x, y
+    eps = 3.0 * dd_sum_error_bound(x_prefix[0].shape[0] + y_prefix[0].shape[0]) + 2.0 ** -104
+    out = []
+    for prefix in (x_prefix, y_prefix):
+        own = float(prefix[0][-1] + prefix[1][-1])
+        out.append(eps / np.sqrt(own * (own - 1.0)) if own > 1 else np.inf)
+    return tuple(out)
+
+
+def _known_sum(parts, errors) -> float:
+    """The variance ``sum w d**2`` of :func:`_deviations`' parts, or NaN where the rounding
+    of the deviations (``errors``, :func:`_deviation_errors`; and their own last rounding)
+    could be more than VARIANCE_TOLERANCE of it: a part whose deviations lie at the
+    double-double sums' rounding is not known from them (found by review: a subgroup of a
+    weight 7e25 positive above and a 3.7e25 negative below light rows, its AUC 1 - 1e-37:
+    a standard error of 1.5e-46 against an exact 4e-50, with no sign). A part of equal
+    placements is exactly 0 (no rounding)."""
+    total = bound = 0.0
+    for (w, d), e in zip(parts, errors):
+        total += float(np.sum(w * d * d))
+        if np.any(d != 0):
+            bound += float(2.0 * e * np.sum(w * np.abs(d)) + e * e * np.sum(w)
+                           + 2.0 ** -51 * np.sum(w * d * d))
+    return total if bound <= VARIANCE_TOLERANCE * total else float("nan")
 
 
 def _auc(x, y) -> tuple:

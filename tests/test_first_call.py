@@ -280,19 +280,19 @@ def test_numpy_delong_equals_the_kernels_and_the_pair_matrix(weighted):
         with np.errstate(all="ignore"):
             se, overall = delong_in_numpy(s, m, w)
             se_k, overall_k = standard_errors(SortedScores(s, m), w)
-        np.testing.assert_allclose(overall, overall_k, rtol=1e-12, atol=1e-7)
+        np.testing.assert_allclose(overall, overall_k, rtol=1e-12, atol=0)
         rep = np.ones(n, int) if w is None else w.astype(int)
         yy, ss = np.repeat(y, rep), np.repeat(s.astype(np.float64), rep)
         np.testing.assert_allclose(overall ** 2, delong_variance_reference(ss[yy], ss[~yy]),
-                                   rtol=1e-9, atol=1e-14)
+                                   rtol=1e-9, atol=0)
         for j in range(3):
             cell = {key: np.repeat(v, rep) for key, v in cells(y, groups[:, j]).items()}
             for metric, value in se.items():
                 # a variance that is 0 up to rounding leaves a standard error of ~1e-8
-                np.testing.assert_allclose(value[j], se_k[metric][j], rtol=1e-9, atol=1e-7)
+                np.testing.assert_allclose(value[j], se_k[metric][j], rtol=1e-9, atol=0)
                 x_cell, y_cell = _METRIC_SAMPLES[metric]
                 ref = delong_variance_reference(ss[cell[x_cell]], ss[cell[y_cell]])
-                np.testing.assert_allclose(value[j] ** 2, ref, rtol=1e-9, atol=1e-14)
+                np.testing.assert_allclose(value[j] ** 2, ref, rtol=1e-9, atol=0)
 
 
 @pytest.mark.parametrize("spread", [0, 6])
@@ -314,9 +314,9 @@ def test_numpy_delong_with_real_weights_equals_the_kernels(spread):
         # float sums of weights over 12 decades, added in another order, and their
         # differences: to rounding, which such weights make large (1e-8 on a 6e-4 standard
         # error of a positive AEG, with background sums that cancel)
-        np.testing.assert_allclose(overall, overall_k, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(overall, overall_k, rtol=1e-6, atol=0)
         for metric, value in se.items():
-            np.testing.assert_allclose(value, se_k[metric], rtol=1e-6, atol=1e-7,
+            np.testing.assert_allclose(value, se_k[metric], rtol=1e-6, atol=0,
                                        err_msg=metric)
 
 
@@ -375,7 +375,7 @@ def test_numpy_replicates_equal_the_kernels(seed):
         expected = sweep_weighted(SortedScores(s, m).order(), m, draws * w, certify=False)
         got = weighted.counts(key)
         scale = max(float(np.abs(expected.counts).max(initial=0.0)), 1e-300)
-        np.testing.assert_allclose(got[0], expected.counts, rtol=1e-12, atol=1e-14 * scale)
+        np.testing.assert_allclose(got[0], expected.counts, rtol=1e-12, atol=0)
         np.testing.assert_allclose(got[1:], (expected.total_neg, expected.total_pos,
                                              expected.twice_overall_u), rtol=1e-14)
 

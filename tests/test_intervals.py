@@ -185,7 +185,7 @@ def test_bernstein_interval_from_data():
     res = bernstein_interval(cost, group, max_cost=2.0, group_a="f", group_b="m",
                              confidence=0.9)
     a, b = group == "f", group == "m"
-    assert res.estimate == pytest.approx(cost[a].mean() - cost[b].mean(), rel=1e-12)
+    assert res.estimate == pytest.approx(cost[a].mean() - cost[b].mean(), rel=1e-12, abs=0)
     z = np.where(a, cost / a.mean(), np.where(b, -cost / b.mean(), 0.0))
     assert res.sigma2 == pytest.approx(np.var(z, ddof=1), rel=1e-12)
     assert res.gamma == pytest.approx(min(a.mean(), b.mean()))
@@ -310,13 +310,13 @@ def check_delong_against_reference(y, s, w, groups):
     rep = np.ones(len(y), int) if w is None else w.astype(int)
     yy, ss = np.repeat(y, rep), np.repeat(s, rep)
     ref = delong_variance_reference(ss[yy], ss[~yy])
-    np.testing.assert_allclose(overall_se ** 2, ref, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(overall_se ** 2, ref, rtol=1e-9, atol=0)
     for j, name in enumerate(groups):
         cell = {k: np.repeat(v, rep) for k, v in cells(y, groups[name]).items()}
         for metric in METRIC_COLUMNS:
             x_cell, y_cell = _METRIC_SAMPLES[metric]
             ref = delong_variance_reference(ss[cell[x_cell]], ss[cell[y_cell]])
-            np.testing.assert_allclose(se[metric][j] ** 2, ref, rtol=1e-9, atol=1e-15,
+            np.testing.assert_allclose(se[metric][j] ** 2, ref, rtol=1e-9, atol=0,
                                        err_msg=f"{name} {metric}")
 
 
@@ -346,7 +346,7 @@ def test_delong_split_into_ranges_equals_one_walk(weighted, monkeypatch):
     one_se, one_overall = delong.standard_errors(SortedScores(s, m), w)
     monkeypatch.setattr(delong, "DELONG_MIN_RANGE_MEMBERSHIPS", 40)
     split_se, split_overall = delong.standard_errors(SortedScores(s, m), w)
-    assert split_overall == pytest.approx(one_overall, rel=1e-12)
+    assert split_overall == pytest.approx(one_overall, rel=1e-12, abs=0)
     for metric in METRIC_COLUMNS:
         np.testing.assert_allclose(split_se[metric], one_se[metric], rtol=1e-12, err_msg=metric)
     for workers in (2, 3, 8):
@@ -397,7 +397,7 @@ def test_delong_overall_se_matches_mid_rank_formula():
     v10 = (rank_all[:len(pos)] - rank_pos) / len(neg)
     v01 = 1 - (rank_all[len(pos):] - rank_neg) / len(pos)
     ref = v10.var(ddof=1) / len(pos) + v01.var(ddof=1) / len(neg)
-    assert overall_se ** 2 == pytest.approx(ref, rel=1e-10)
+    assert overall_se ** 2 == pytest.approx(ref, rel=1e-10, abs=0)
 
 
 def test_add_intervals_delong_columns_and_nan_cells():

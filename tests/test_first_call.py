@@ -374,7 +374,6 @@ def test_numpy_replicates_equal_the_kernels(seed):
         draws = first_call_poisson(key, len(y))
         expected = sweep_weighted(SortedScores(s, m).order(), m, draws * w, certify=False)
         got = weighted.counts(key)
-        scale = max(float(np.abs(expected.counts).max(initial=0.0)), 1e-300)
         np.testing.assert_allclose(got[0], expected.counts, rtol=1e-12, atol=0)
         np.testing.assert_allclose(got[1:], (expected.total_neg, expected.total_pos,
                                              expected.twice_overall_u), rtol=1e-14)

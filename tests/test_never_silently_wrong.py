@@ -1768,3 +1768,53 @@ def test_a_recheck_whose_deviations_lie_at_double_double_rounding_is_not_taken()
             if np.isfinite(se):
                 exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
                 assert se == pytest.approx(exact, rel=1e-2, abs=0), (j, metric)
+
+
+def _heavy_subgroup_beside_a_heavy_background(seed):
+    """A review's targeted case: a huge subgroup row (1e20..5.4e25) at the top or bottom of
+    its class, a heavy background row of that class (1e15..1e17), a heavy subgroup row of
+    the other class, and 20-60 light rows."""
+    rng = np.random.default_rng(seed)
+    c = int(rng.integers(0, 2))
+    huge = float(rng.choice([1e20, 1e23, 4e25, 5.4e25]))
+    heavy = float(rng.choice([1e15, 1e16, 1e17, 9.5e16]))
+    rows = [(c, 1, 5.0 if rng.random() < 0.5 else -5.0, huge),
+            (c, 0, float(rng.uniform(-1, 1)), heavy),
+            (1 - c, 1, float(rng.uniform(-1, 1)), float(rng.choice([1e15, 8e16, 1e17])))]
+    for _ in range(int(rng.integers(20, 60))):
+        label, member = int(rng.integers(0, 2)), int(rng.random() < 0.5)
+        rows.append((label, member, float(rng.normal(0.8 * label, 1.0)),
+                     float(rng.uniform(0.1, 3))))
+    y, g, s, w = (np.array(v) for v in zip(*rows))
+    return y.astype(bool), s, w, g.astype(bool)
+
+
+@pytest.mark.parametrize("seed", [51, 4, 17])
+def test_a_background_weight_taken_from_a_huge_class_is_counted(seed):
+    """A subgroup negative of 5.4e25 beside a background negative of 9.5e16 (seed 51): the
+    background's weight, its class's less the subgroup's, is 2.8e9 off, and BNSP's AUC is
+    1 - 1e-16, whose variance needs the weights to the last digit. No floor counted that
+    weight's rounding and the variance, wrong by 1e8, looked known (a review: BNSP's standard
+    error 6.4e-13 against an exact 3.3e-17, with no sign). Every standard error is now exact
+    arithmetic's within 1%, or NaN (it is recomputed from the rows)."""
+    y, s, w, g = _heavy_subgroup_beside_a_heavy_background(seed)
+    table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w, ci="delong")
+    for metric, (above, below) in _metric_cells(y, g).items():
+        se = table.loc["g", f"{metric}_se"]
+        if np.isfinite(se):
+            exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
+            assert se == pytest.approx(exact, rel=1e-2, abs=0), metric
+
+
+def test_a_recheck_left_unknown_says_why():
+    """A standard error the rows' double-double rounding cannot tell (here a positive AEG
+    beside a subgroup row of 4e25) is NaN with the warning of values within rounding, not
+    "a cell with fewer than 2 rows, or of total weight at most 1" (found by review)."""
+    y, s, w, g = _heavy_subgroup_beside_a_heavy_background(0)
+    assert min(np.sum(g & y), np.sum(~g & y)) >= 5
+    with pytest.warns(UndefinedMetricWarning) as record:
+        table = fastbias.bias_metrics(y, s, {"g": g}, sample_weight=w, ci="delong")
+    assert np.isnan(table.loc["g", "positive_aeg_se"])
+    said = " ".join(str(r.message) for r in record)
+    assert "double-double rounding" in said and "g: positive_aeg" in said
+    assert "fewer than 2 rows" not in said

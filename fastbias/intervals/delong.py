@@ -260,6 +260,8 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     totals = np.broadcast_to(np.asarray(class_totals, dtype=np.float64), (len(sums), 2))
     exact = (np.all(totals < 2.0 ** (52 - weight_bits), axis=1) if weight_bits is not None
              else np.zeros(len(sums), dtype=bool))
+    _add_background_weights(floor_u, floor_x, floor_y, (u, sq_x, sq_y), neg, pos, totals,
+                            exact)
     if n_terms is not None and not exact.all():
         share = np.broadcast_to(rounding_share(n_terms), exact.shape)
         _add_class_reads(floor_u, floor_x, floor_y, (u, sq_y), neg, pos, totals, exact,
@@ -304,18 +306,20 @@ def overall_floors(u, sq_pos, sq_neg, w_pos, w_neg, bits, n_terms, read_ratios=N
 
 def _relative_reads(read_ratios, share):
     """(k, 2): how far a read of each class's prefix sums may be off, relative to what is
-    read, in units of the sums' rounding share ``share`` (k,): ``2**-53 (2 ratio + 8) /
+    read, in units of the sums' rounding share ``share`` (k,): ``2**-53 (3 ratio + 8) /
     share``: a difference of two prefix sums is within ``2**-53 (ratio + 4)`` of itself,
-    but the walks read the weight above a tie as ``total - below - tied``, whose first
-    difference rounds relative to itself, not to what is left (a review measured 1.58 times
-    the single difference's bound: a tie of 12 rows below one light row); inf where not
+    but the walks read the weight above a tie as ``total - below - tied``, whose two
+    differences round relative to ``gt + eq <= (1 + ratio) gt`` and whose tie is within
+    ``2**-53 ratio gt`` (a review measured 1.58 times the single difference's bound: a tie
+    of 12 rows below one light row; a second review bounded it by ``3 ratio + 2``); inf
+    where not
     known (``read_ratios`` None) or beyond 1/16 (a read off by more is no bound worth
     taking)."""
     share = np.asarray(share, dtype=np.float64).reshape(-1, 1)
     if read_ratios is None:
         return np.full((share.shape[0], 2), np.inf)
     ratios = read_ratios() if callable(read_ratios) else read_ratios
-    relative = 2.0 ** -53 * (2.0 * np.broadcast_to(np.asarray(ratios, dtype=np.float64),
+    relative = 2.0 ** -53 * (3.0 * np.broadcast_to(np.asarray(ratios, dtype=np.float64),
                                                    (share.shape[0], 2)) + 8.0)
     return np.where(relative <= 0.0625, relative / share, np.inf)
 
@@ -345,6 +349,32 @@ def _placement_reads(w_c, w_sample, sq_sample, share):
     delta`` of the computed one's (the triangle inequality): at most ``delta (2
     sqrt(w_sample |sq_sample|) + 3 w_sample delta)``, given as a floor (``/ share``)."""
     return w_c * (2.0 * np.sqrt(w_sample * np.abs(sq_sample)) + 3.0 * w_sample * share * w_c)
+
+
+def _add_background_weights(floor_u, floor_x, floor_y, sums, neg, pos, totals,
+                            exact) -> None:
+    """Add to the floors (in place) what a background cell's weight may cost: it is its
+    class's weight less the subgroup's, within the share of the class's weight, so
+    ``theta = U / (W_X W_Y)`` moves as a U off by ``|U| W_c / W_bg`` shares would, and the
+    other sample's squares, divided by the background's weight squared, as if off by
+    ``2 |SQ| W_c / W_bg``. Where ``theta`` is within 1e-16 of 1 the variance's parts are
+    small differences that need the weights right to their last digit (found by review: a
+    subgroup negative of 5.4e25 beside a background of 9.5e16, BNSP's standard error
+    6.4e-13 against an exact 3.3e-17, with no sign). None where the weights add up exactly
+    (``exact``)."""
+    u, sq_x, sq_y = sums
+    for j, metric in enumerate(METRIC_COLUMNS):
+        for side, (part, label) in enumerate(METRIC_SAMPLES[metric]):
+            if part != "background":
+                continue
+            background = totals[:, label] - (neg if label == 0 else pos)
+            rel = np.where(exact | ~(background > 0), 0.0,
+                           totals[:, label] / np.where(background > 0, background, 1.0))
+            floor_u[:, j] += np.abs(u[:, j]) * rel
+            if side == 0:  # X: the Y sample's squares are divided by its weight squared
+                floor_y[:, j] += 2.0 * np.abs(sq_y[:, j]) * rel
+            else:
+                floor_x[:, j] += 2.0 * np.abs(sq_x[:, j]) * rel
 
 
 def _add_subgroup_reads(floor_u, floor_y, u, neg, pos, share) -> None:
@@ -621,7 +651,8 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         for j, metric in enumerate(METRIC_COLUMNS):
             at = again[wanted[:, j]]
             se[metric][at] = np.sqrt(direct[metric][wanted[:, j]])
-            unresolved[metric][at] = False
+            # (NaN from the rows too: a part within their double-double rounding)
+            unresolved[metric][at] = np.isnan(direct[metric][wanted[:, j]])
     return StandardErrors(se, unresolved), overall_se
 
 
@@ -830,9 +861,9 @@ def direct_variances(scores, labels, sample_weight, m: Memberships, groups,
                 mine = np.zeros(w_o.shape[0])
                 mine[rows] = d
                 total += np.sum(w_o * (mine - d_o) ** 2)
-                # each deviation is within 4 ulps of its own size and its double-double
-                # placement's and mean's rounding (e): their difference too
-                rounding += np.sum(w_o * (2.0 ** -51 * (np.abs(mine) + np.abs(d_o))
+                # each deviation is within 8 ulps of its own size (its roundings) and its
+                # double-double placement's and mean's rounding (e): their difference too
+                rounding += np.sum(w_o * (2.0 ** -50 * (np.abs(mine) + np.abs(d_o))
                                           + np.where(rows, e, 0.0) + e_o) ** 2)
             # the difference of two estimates on almost the same rows: where those roundings
             # could move it by 1e-4, it is not known
@@ -868,7 +899,7 @@ def _known_sum(parts, errors) -> float:
         total += float(np.sum(w * d * d))
         if np.any(d != 0):
             bound += float(2.0 * e * np.sum(w * np.abs(d)) + e * e * np.sum(w)
-                           + 2.0 ** -51 * np.sum(w * d * d))
+                           + 2.0 ** -49 * np.sum(w * d * d))
     return total if bound <= VARIANCE_TOLERANCE * total else float("nan")
 
 
@@ -1019,5 +1050,6 @@ def missing_se(table: pd.DataFrame, se: dict, method: str, overall=None) -> dict
             f"{method} interval(s) undefined (the subgroup holds all of a class's weight but a "
             "share too small for DeLong's float64 sums to tell its background from rounding, "
             "or a part of the variance is within that rounding; with the rows in memory, up to "
-            f"{RECHECK_MAX_ROWS:,} of them, these come from the cells' own rows), set to NaN":
+            f"{RECHECK_MAX_ROWS:,} of them, these come from the cells' own rows, unless a part "
+            "is within their double-double rounding too), set to NaN":
             unresolvable}

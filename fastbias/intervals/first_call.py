@@ -32,11 +32,11 @@ from ..sweep.counts import SweepCounts
 from ..sweep.double_double import two_sum
 from ..sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
+    WeightedCountsPlan,
     class_orders,
     compile_in_background,
     still_compiling,
     tier_enabled,
-    weighted_counts_plan,
 )
 from ..sweep.walk import MemberWalk, read_ratios_of
 from ..validate.values import power_of_two_scale
@@ -316,7 +316,7 @@ class NumpyReplicates:
         if sample_weight is not None:
             # the sorts, once (before the replicates are timed: what they take each decides
             # whether the kernels compile at once)
-            self.plan = weighted_counts_plan(scores, m)
+            self.plan = WeightedCountsPlan(scores, m)
             return
         self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
         # each class's prefix sums of the draws, made into these for every replicate (int32

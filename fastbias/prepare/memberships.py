@@ -83,13 +83,6 @@ class Memberships:
         return cells.reshape(self.n_groups, 2).astype(np.int64)
 
     @cached_property
-    def plans(self) -> dict:
-        """What the numpy first-call tier made of these memberships with some scores, kept for
-        the rest of the call (a weighted point estimate's sorts, which its bootstrap
-        replicates read again): name -> (the scores, the plan)."""
-        return {}
-
-    @cached_property
     def owners(self) -> np.ndarray:
         """Each membership's position in ``identity_rows`` (int64; memberships in CSR order)."""
         return np.repeat(np.arange(self.identity_rows.shape[0]), np.diff(self.row_ptr))

@@ -354,27 +354,25 @@ def _placement_reads(w_c, w_sample, sq_sample, share):
 def _add_background_weights(floor_u, floor_x, floor_y, sums, neg, pos, totals,
                             exact) -> None:
     """Add to the floors (in place) what a background cell's weight may cost: it is its
-    class's weight less the subgroup's, within the share of the class's weight, so
-    ``theta = U / (W_X W_Y)`` moves as a U off by ``|U| W_c / W_bg`` shares would, and the
-    other sample's squares, divided by the background's weight squared, as if off by
-    ``2 |SQ| W_c / W_bg``. Where ``theta`` is within 1e-16 of 1 the variance's parts are
-    small differences that need the weights right to their last digit (found by review: a
-    subgroup negative of 5.4e25 beside a background of 9.5e16, BNSP's standard error
+    class's weight less the subgroup's, within the share of the class's weight, so off by
+    ``rel = W_c / W_bg`` shares of itself. The background's own part of the variance,
+    ``(SQ - U**2 / W_bg) / W_other**2``, is a difference whose second term moves by
+    ``U**2 rel / W_bg`` shares: that goes on its own sum's floor (the other sample's part
+    is only scaled by the weight, which moves it by a share of itself). Where ``theta`` is
+    within 1e-16 of 1 that difference needs the weight to its last digit (found by review:
+    a subgroup negative of 5.4e25 beside a background of 9.5e16, BNSP's standard error
     6.4e-13 against an exact 3.3e-17, with no sign). None where the weights add up exactly
     (``exact``)."""
-    u, sq_x, sq_y = sums
+    u = sums[0]
     for j, metric in enumerate(METRIC_COLUMNS):
         for side, (part, label) in enumerate(METRIC_SAMPLES[metric]):
             if part != "background":
                 continue
             background = totals[:, label] - (neg if label == 0 else pos)
-            rel = np.where(exact | ~(background > 0), 0.0,
-                           totals[:, label] / np.where(background > 0, background, 1.0))
-            floor_u[:, j] += np.abs(u[:, j]) * rel
-            if side == 0:  # X: the Y sample's squares are divided by its weight squared
-                floor_y[:, j] += 2.0 * np.abs(sq_y[:, j]) * rel
-            else:
-                floor_x[:, j] += 2.0 * np.abs(sq_x[:, j]) * rel
+            known = ~exact & (background > 0)
+            safe = np.where(known, background, 1.0)
+            own = floor_x if side == 0 else floor_y
+            own[:, j] += np.where(known, u[:, j] ** 2 * (totals[:, label] / safe) / safe, 0.0)
 
 
 def _add_subgroup_reads(floor_u, floor_y, u, neg, pos, share) -> None:

@@ -169,14 +169,15 @@ class WeightedCountsPlan:
         by_group = m.owners[np.argsort(m.row_groups, kind="stable")]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups,
                                                             minlength=m.n_groups))])
-        self.cells = []  # per subgroup: its negatives (in score order), its positives, ranks
+        # per subgroup: its negatives and positives (in membership order: the order their
+        # sums add them in), its negatives in score order, its positives' ranks among them
+        self.cells = []
         for g in range(m.n_groups):
             rows = by_group[bounds[g]:bounds[g + 1]]
-            sub_neg = rows[~positive[rows]]
-            sub_neg = sub_neg[np.argsort(id_scores[sub_neg], kind="stable")]
-            sub_pos = rows[positive[rows]]
-            self.cells.append((sub_neg, sub_pos,
-                               _ranks(id_scores[sub_neg], id_scores[sub_pos])))
+            sub_neg, sub_pos = rows[~positive[rows]], rows[positive[rows]]
+            by_score = sub_neg[np.argsort(id_scores[sub_neg], kind="stable")]
+            self.cells.append((sub_neg, sub_pos, by_score,
+                               _ranks(id_scores[by_score], id_scores[sub_pos])))
 
     def counts(self, sample_weight: np.ndarray, certify: bool = True,
                weight_scale: float | None = None) -> SweepCounts:
@@ -213,7 +214,7 @@ class WeightedCountsPlan:
         k = m.n_groups
         hi, lo = np.zeros((k, K.N_COUNT_COLUMNS)), np.zeros((k, K.N_COUNT_COLUMNS))
         weighted_rows = np.zeros((k, 2), dtype=np.int64)
-        for g, (sub_neg, sub_pos, ranks) in enumerate(self.cells):
+        for g, (sub_neg, sub_pos, neg_by_score, ranks) in enumerate(self.cells):
             for c, in_cell in enumerate((sub_neg, sub_pos)):
                 w = id_w[in_cell]
                 hi[g, c], lo[g, c] = dd_total(w)
@@ -222,7 +223,7 @@ class WeightedCountsPlan:
                               (K.TWICE_BNSP_U, K.TWICE_POS_BG_ABOVE_U))
                 hi[g, col1], lo[g, col1] = dd_total(first[0][in_cell], first[1][in_cell])
                 hi[g, col2], lo[g, col2] = dd_total(second[0][in_cell], second[1][in_cell])
-            (below,), _ = _twice_weight_below_sets(id_w[sub_neg], ranks)
+            (below,), _ = _twice_weight_below_sets(id_w[neg_by_score], ranks)
             hi[g, K.TWICE_SUBGROUP_U], lo[g, K.TWICE_SUBGROUP_U] = dd_total(
                 *dd_mul(*below, id_w[sub_pos], 0.0))
         # the background columns from the class sums: take the subgroup's own pairs out

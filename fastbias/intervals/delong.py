@@ -233,11 +233,13 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     by review: without this, 2M-row cases whose old standard errors were right to 1e-8
     became NaN.
 
-    Given ``n_terms`` (per subgroup, as :func:`_delong_variance`'s), and ``class_totals``,
-    the floors also count what reading a class's rows from its running sums may cost where
-    those sums are not exact (:func:`_add_class_reads`; ``read_ratios``: (2,) or (k, 2), or
-    a function that gives them, see :func:`~fastbias.sweep.walk.read_ratio`; None: not
-    known)."""
+    The floors also count what reading a subgroup's own cells above a score may cost
+    (:func:`_add_subgroup_reads`) and, given ``class_totals``, a background's weight taken
+    as its class's less the subgroup's (:func:`_add_background_weights`) and, with
+    ``n_terms`` (per subgroup, as :func:`_delong_variance`'s), what reading a class's rows
+    from its prefix sums may cost where those sums are not exact (:func:`_add_class_reads`;
+    ``read_ratios``: (2,) or (k, 2), or a function that gives them, see
+    :func:`~fastbias.sweep.walk.read_ratio`; None: not known)."""
     sums = np.asarray(delong_sums, dtype=np.float64)
     u = sums[:, SK.DELONG_U:SK.DELONG_U + 5]
     sq_x = sums[:, SK.DELONG_SQ_X:SK.DELONG_SQ_X + 5]
@@ -260,8 +262,7 @@ def sum_floors(delong_sums, sub_neg, sub_pos, class_totals=None, weight_bits=Non
     totals = np.broadcast_to(np.asarray(class_totals, dtype=np.float64), (len(sums), 2))
     exact = (np.all(totals < 2.0 ** (52 - weight_bits), axis=1) if weight_bits is not None
              else np.zeros(len(sums), dtype=bool))
-    _add_background_weights(floor_u, floor_x, floor_y, (u, sq_x, sq_y), neg, pos, totals,
-                            exact)
+    _add_background_weights(floor_x, floor_y, u, neg, pos, totals, exact)
     if n_terms is not None and not exact.all():
         share = np.broadcast_to(rounding_share(n_terms), exact.shape)
         _add_class_reads(floor_u, floor_x, floor_y, (u, sq_y), neg, pos, totals, exact,
@@ -312,9 +313,8 @@ def _relative_reads(read_ratios, share):
     differences round relative to ``gt + eq <= (1 + ratio) gt`` and whose tie is within
     ``2**-53 ratio gt`` (a review measured 1.58 times the single difference's bound: a tie
     of 12 rows below one light row; a second review bounded it by ``3 ratio + 2``); inf
-    where not
-    known (``read_ratios`` None) or beyond 1/16 (a read off by more is no bound worth
-    taking)."""
+    where not known (``read_ratios`` None) or beyond 1/16 (a read off by more is no bound
+    worth taking)."""
     share = np.asarray(share, dtype=np.float64).reshape(-1, 1)
     if read_ratios is None:
         return np.full((share.shape[0], 2), np.inf)
@@ -351,8 +351,7 @@ def _placement_reads(w_c, w_sample, sq_sample, share):
     return w_c * (2.0 * np.sqrt(w_sample * np.abs(sq_sample)) + 3.0 * w_sample * share * w_c)
 
 
-def _add_background_weights(floor_u, floor_x, floor_y, sums, neg, pos, totals,
-                            exact) -> None:
+def _add_background_weights(floor_x, floor_y, u, neg, pos, totals, exact) -> None:
     """Add to the floors (in place) what a background cell's weight may cost: it is its
     class's weight less the subgroup's, within the share of the class's weight, so off by
     ``rel = W_c / W_bg`` shares of itself. The background's own part of the variance,
@@ -363,7 +362,6 @@ def _add_background_weights(floor_u, floor_x, floor_y, sums, neg, pos, totals,
     a subgroup negative of 5.4e25 beside a background of 9.5e16, BNSP's standard error
     6.4e-13 against an exact 3.3e-17, with no sign). None where the weights add up exactly
     (``exact``)."""
-    u = sums[0]
     for j, metric in enumerate(METRIC_COLUMNS):
         for side, (part, label) in enumerate(METRIC_SAMPLES[metric]):
             if part != "background":
@@ -382,7 +380,7 @@ def _add_subgroup_reads(floor_u, floor_y, u, neg, pos, share) -> None:
     the cell's weight (``neg``, ``pos``), however light what is read. The subgroup AUC's
     and BPSN's Y rows (its negatives) are placed so among its positives, the AEGs' Y rows
     among their own cell, and BNSP's background sums pair its positives above each
-    negative. With ``delta = share cell`` such a read is off by, a sum over Y of placements
+    negative. Each such read within ``delta = share cell``, a sum over Y of placements
     moves by ``W_Y delta`` and their squares by ``2 delta sum w P + W_Y delta**2`` (``sum w
     P``: the metric's U, as computed, within ``W_Y delta`` itself), given as floors (``/
     share``). Found by review: a heavy subgroup positive below the light ones, a BNSP

@@ -265,6 +265,7 @@ class BiasEvaluator:
 
     def _index_array(self, index) -> np.ndarray:
         arr = _to_numpy(index, "index")
+        self._check_index_rows(index, arr.dtype == np.bool_)
         if arr.dtype == np.bool_:
             if arr.shape[0] != self.n_rows:
                 raise ValueError(f"index is a boolean mask of {arr.shape[0]} rows but the "
@@ -283,6 +284,23 @@ class BiasEvaluator:
                              f"(e.g. {int(arr[first])} at position {first}); it takes row "
                              f"positions of the evaluator's rows")
         return arr
+
+    def _check_index_rows(self, index, is_mask: bool) -> None:
+        """``index`` takes row positions or a mask over the rows by position; where the
+        evaluator's rows carry labels (pandas inputs), a mask given as a pandas Series must
+        carry them too, in the same order, and a pandas Index (row labels, not positions) is
+        refused unless the labels are the positions (a default index)."""
+        rows = self._row_index
+        if rows is None or rows.equals(pd.RangeIndex(len(rows))):
+            return
+        if isinstance(index, pd.Index):
+            raise TypeError(
+                "index is a pandas Index, but index= takes row positions (or a boolean mask) "
+                "and the evaluator's rows carry other labels; for rows given by label, pass "
+                "their positions: y_true.index.get_indexer(labels)")
+        if is_mask and isinstance(index, pd.Series):
+            check_aligned([("index", index)],
+                          expected=("the evaluator's rows (its y_true)", rows))
 
     def _rows(self, index) -> _PreparedRows:
         """The prepared state of all rows (index None) or of one fold (cached)."""
@@ -342,7 +360,9 @@ class BiasEvaluator:
         y_score : array-like of shape (n,) or (len(index),)
             Finite scores, one per evaluated row (in ``index`` order).
         index : array-like of int or bool mask, optional
-            Row positions (or a mask over all rows) of the subset to score,
+            Row positions (or a mask over all rows) of the subset to score
+            (a mask given as a pandas Series must carry the evaluator's row
+            labels, in its order, where its inputs had labels),
             e.g. a CV fold's test rows. Values must be unique and in
             ``[0, n_rows)``.
         significance : {None, "holm", "bh"}, optional

@@ -107,6 +107,40 @@ def test_evaluator_scores_must_carry_the_evaluators_rows(frame):
         evaluator.metrics_many(frame[["s"]].sample(frac=1, random_state=0))
 
 
+def test_evaluator_fold_masks_must_carry_the_evaluators_rows(frame):
+    """A fold mask given as a pandas Series is a mask over the evaluator's rows by label:
+    in another row order (or without the labels) it is refused, not read by position (it
+    was: numpy scores of the fold's rows got the metrics of other rows, silently)."""
+    evaluator = fastbias.BiasEvaluator(frame["y"], frame[["g", "h"]])
+    in_fold = frame["s"] < 0.5
+    part = frame[in_fold]
+    expected = expected_table(part)
+    scores = part["s"].to_numpy()
+    assert_table(quietly(evaluator.metrics, scores, index=in_fold), expected)
+    assert_table(quietly(evaluator.metrics, scores, index=in_fold.to_numpy()), expected)
+    assert_table(quietly(evaluator.metrics, scores, index=np.flatnonzero(in_fold)), expected)
+    with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
+        evaluator.metrics(scores, index=in_fold.sort_index())
+    with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
+        evaluator.metrics(scores, index=in_fold.reset_index(drop=True).sample(frac=1,
+                                                                              random_state=1))
+    with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
+        evaluator.final_metric(scores, index=in_fold.reset_index(drop=True))
+    # row labels are not positions: a pandas Index is refused, its positions are taken
+    with pytest.raises(TypeError, match="index is a pandas Index.*get_indexer"):
+        evaluator.metrics(scores, index=part.index)
+    positions = frame.index.get_indexer(part.index)
+    assert_table(quietly(evaluator.metrics, scores, index=positions), expected)
+    # where the rows carry no labels, or labels that are their positions, masks and
+    # indexes are positions
+    plain = fastbias.BiasEvaluator(frame["y"].to_numpy(), frame[["g", "h"]].to_numpy())
+    reset = frame.reset_index(drop=True)
+    by_position = fastbias.BiasEvaluator(reset["y"], reset[["g", "h"]])
+    for ev in (plain, by_position):
+        table = quietly(ev.metrics, scores, index=pd.Index(np.flatnonzero(in_fold)))
+        assert_table(table.rename(index={"subgroup_0": "g", "subgroup_1": "h"}), expected)
+
+
 def test_routed_subgroups_in_another_order_than_x_are_refused(frame):
     sklearn = pytest.importorskip("sklearn")
     from sklearn.linear_model import LogisticRegression

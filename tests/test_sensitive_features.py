@@ -173,6 +173,10 @@ def test_refusals_name_the_column(tmp_path):
     with pytest.raises(TypeError, match=r"subgroup column 'race' must be boolean or numeric.*"
                                         r"pass it as sensitive_features=\['race'\]"):
         fastbias.evaluate(df, label="y", scores="s", subgroups=["race"])
+    with pytest.raises(TypeError, match=r"subgroup column 'race' must be boolean or numeric, "
+                                        r"got dtype category \(e.g. '"):
+        fastbias.evaluate(df.astype({"race": "category"}), label="y", scores="s",
+                          subgroups=["race"])
     with pytest.raises(ValueError, match="intersections= combines boolean subgroups"):
         fastbias.bias_metrics(df["y"], df["s"], df[["race", "gender"]], intersections=2)
 

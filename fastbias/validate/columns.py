@@ -368,8 +368,9 @@ def booleans_and_numbers(values) -> str | None:
     return None
 
 
-def first_non_numeric(arr: np.ndarray) -> str:
-    """'<value> at position <i>' of the first entry of an object array that is not a number.
+def first_non_numeric(arr: np.ndarray, booleans: bool = False) -> str:
+    """'<value> at position <i>' of the first entry of an object array that is not a number
+    (nor a boolean, where ``booleans``: a column that may hold booleans instead).
 
     Text that reads as a number (a CSV column with one stray word is all text) is passed
     over, so the value named is the one to fix; if every entry is such text, the first is
@@ -378,6 +379,8 @@ def first_non_numeric(arr: np.ndarray) -> str:
     first_text = None
     for i, value in enumerate(arr):
         if value is None or (isinstance(value, numbers.Number) and not isinstance(value, bool)):
+            continue
+        if booleans and isinstance(value, (bool, np.bool_)):
             continue
         if isinstance(value, str):
             try:

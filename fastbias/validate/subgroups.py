@@ -91,8 +91,10 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
         mixed = booleans_and_numbers(arr) if arr.dtype == object else None
         if mixed is not None:
             raise TypeError(f"{label} holds both booleans and numbers ({mixed}): {ONE_KIND}")
-        shown = f" (e.g. {first_non_numeric(arr)})" if arr.dtype == object else ""
-        raise TypeError(f"{label} must be boolean or numeric, got dtype {arr.dtype}{shown}; "
+        shown = (f" (e.g. {first_non_numeric(arr, booleans=True)})" if arr.dtype == object
+                 else "")
+        dtype = getattr(values, "dtype", arr.dtype)  # (a Categorical's: category, not object)
+        raise TypeError(f"{label} must be boolean or numeric, got dtype {dtype}{shown}; "
                         f"{category_hint}")
     if threshold is None and missing is not None:
         raise ValueError(f"{label} has {int(missing.sum())} NaN or missing value(s) (first "

@@ -187,7 +187,8 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
         return positive
     kind = arr.dtype.kind
     if kind in "OUS":
-        shown = first_non_numeric(arr) if kind == "O" else f"{_plain(arr[0])!r} at {_at(0)}"
+        shown = (first_non_numeric(arr, booleans=True) if kind == "O"
+                 else f"{_plain(arr[0])!r} at {_at(0)}")
         raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {shown}); pass "
                         f"pos_label to say which value is the positive class")
     if kind not in "biuf":

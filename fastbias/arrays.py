@@ -37,7 +37,7 @@ from .validate.columns import check_aligned, rows_kept
 from .validate.errors import UndefinedMetricWarning
 from .validate.rows import validated_rows
 from .validate.settings import check_confidence, resolve_workers
-from .validate.values import as_labels, as_scores
+from .validate.values import NO_POS_LABEL_HINT, as_labels, as_scores
 
 
 def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
@@ -432,7 +432,8 @@ def pinned_auc(y_true, y_score, subgroups, *, method: str = "sample", random_sta
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {replace!r}")
     check_aligned([("y_true", y_true), ("y_score", y_score), ("subgroups", subgroups)])
-    labels = as_labels(y_true, "y_true", threshold=label_threshold)
+    labels = as_labels(y_true, "y_true", threshold=label_threshold,
+                       pos_label_hint=NO_POS_LABEL_HINT)
     n = labels.shape[0]
     scores = as_scores(y_score, "y_score", n)
     names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)

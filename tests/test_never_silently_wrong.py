@@ -411,6 +411,29 @@ def test_nan_policy_hint_only_where_the_option_exists():
     assert "drop those rows first" in str(error.value) and "nan_policy" not in str(error.value)
 
 
+def test_pos_label_hint_only_where_the_option_exists(tmp_path):
+    text = pd.DataFrame({"y": np.where(np.arange(12) % 2, "toxic", "ok"),
+                         "fraction": np.arange(12) / 5, "s": np.linspace(0, 1, 12),
+                         "g": np.arange(12) % 3 == 0})
+    with pytest.raises(TypeError, match="non-numeric labels.*pass pos_label"):
+        fastbias.evaluate(text, label="y", scores="s", subgroups=["g"])
+    with pytest.raises(TypeError, match=r"non-numeric labels.*map them to booleans first"):
+        fastbias.pinned_auc(text["y"].to_numpy(), text["s"].to_numpy(),
+                            {"g": text["g"].to_numpy()})
+    with pytest.raises(ValueError, match="is not binary") as error:  # labels up to 2.2
+        fastbias.delong_paired_test(text["fraction"].to_numpy(), text["s"].to_numpy(),
+                                    text["s"].to_numpy() ** 2, label_threshold=None)
+    assert "pos_label" not in str(error.value)
+    text.to_csv(tmp_path / "text.csv", index=False)
+    text.to_parquet(tmp_path / "text.parquet")
+    for read, source in ((fastbias.evaluate_csv, "text.csv"),
+                         (fastbias.evaluate_parquet, "text.parquet")):
+        with pytest.raises(TypeError) as error:
+            read(tmp_path / source, label="y", scores="s", subgroups=["g"])
+        assert "map them to 0/1 or booleans in the data" in str(error.value)
+        assert "pass pos_label" not in str(error.value)
+
+
 @pytest.mark.parametrize("kwargs, error, words", [
     ({"label": ["label"]}, TypeError, "label must be one column name, got a list"),
     ({"scores": 3}, TypeError, "scores must be a column name or a list of column names, got 3"),

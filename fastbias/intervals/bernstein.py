@@ -8,7 +8,7 @@ import numpy as np
 
 from ..validate.columns import _to_numpy, check_aligned
 from ..validate.settings import check_confidence
-from ..validate.values import as_labels, as_scores
+from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_scores
 
 
 def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
@@ -357,7 +357,8 @@ def equal_opportunity_cost(y_true, y_score, group, *, threshold: float = 0.5,
     ([0.0, 0.0, 1.0, 0.0], [1, 0, -1, -1])
     """
     check_aligned([("y_true", y_true), ("y_score", y_score), ("group", group)])
-    labels = as_labels(y_true, "y_true", threshold=label_threshold)
+    labels = as_labels(y_true, "y_true", threshold=label_threshold,
+                       pos_label_hint=NO_POS_LABEL_HINT)
     cost, codes = demographic_parity_cost(y_score, group, threshold=threshold,
                                           group_a=group_a, group_b=group_b)
     if labels.shape[0] != cost.shape[0]:

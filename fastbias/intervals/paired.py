@@ -13,7 +13,7 @@ from ..sort import _kernels as SK
 from ..sort.order import order_scores, sorted_scores
 from ..validate.columns import check_aligned
 from ..validate.settings import check_confidence
-from ..validate.values import as_labels, as_sample_weight, as_scores
+from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_sample_weight, as_scores
 from . import _kernels as IK
 from .delong import _z_value
 
@@ -71,7 +71,8 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     confidence = check_confidence(confidence)
     check_aligned([("y_true", y_true), ("scores_a", scores_a), ("scores_b", scores_b),
                    ("subgroups", subgroups), ("sample_weight", sample_weight)])
-    labels = as_labels(y_true, "y_true", threshold=label_threshold)
+    labels = as_labels(y_true, "y_true", threshold=label_threshold,
+                       pos_label_hint=NO_POS_LABEL_HINT)
     n = labels.shape[0]
     sa = as_scores(scores_a, "scores_a", n)
     sb = as_scores(scores_b, "scores_b", n)

@@ -16,6 +16,7 @@ import numpy as np
 from ..validate.columns import in_piece
 from ..validate.spec import ColumnSpec
 from ..validate.values import (
+    STREAMED_POS_LABEL_HINT,
     as_labels,
     as_sample_weight,
     as_scores,
@@ -70,7 +71,8 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
         labels = None
         if (check_labels and n) or resolution:  # (read once for both)
             labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                               threshold=spec.label_threshold)
+                               threshold=spec.label_threshold,
+                               pos_label_hint=STREAMED_POS_LABEL_HINT)
         class_weights = None
         if spec.weighted:
             weights = as_sample_weight(frame[spec.sample_weight], n,

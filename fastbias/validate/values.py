@@ -166,9 +166,24 @@ def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
     return arr
 
 
+#: what a message of labels that need a positive class says, where pos_label is taken
+POS_LABEL_HINT = "pass pos_label to say which value is the positive class"
+#: ... where it is not (the caller's own argument list has no pos_label)
+NO_POS_LABEL_HINT = "map them to booleans first (y_true == the positive value)"
+#: ... where the rows are read in pieces (a file, Dask partitions): no pos_label there
+STREAMED_POS_LABEL_HINT = ("map them to 0/1 or booleans in the data first (evaluate_csv, "
+                           "evaluate_parquet and fastbias.dask take no pos_label; "
+                           "fastbias.evaluate does, on rows in memory)")
+
+
 def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
-                  threshold_name: str = "label_threshold") -> np.ndarray:
-    """Labels without missing values -> bool array (True = positive)."""
+                  threshold_name: str = "label_threshold", *,
+                  pos_label_hint: str = POS_LABEL_HINT) -> np.ndarray:
+    """Labels without missing values -> bool array (True = positive).
+
+    ``pos_label_hint``: what a message of labels that need a positive class
+    advises (the caller's way of giving one, or of mapping the labels)."""
+    takes_pos_label = pos_label_hint == POS_LABEL_HINT
     if pos_label is not None:
         if threshold is not None:
             raise ValueError(f"pass either pos_label or {threshold_name}, not both")
@@ -189,8 +204,8 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
     if kind in "OUS":
         shown = (first_non_numeric(arr, booleans=True) if kind == "O"
                  else f"{_plain(arr[0])!r} at {_at(0)}")
-        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {shown}); pass "
-                        f"pos_label to say which value is the positive class")
+        raise TypeError(f"{name} has non-numeric labels (dtype {arr.dtype}, e.g. {shown}); "
+                        f"{pos_label_hint}")
     if kind not in "biuf":
         raise TypeError(f"{name} must be numeric or boolean, got dtype {arr.dtype}")
     if kind == "b":  # booleans are the classes themselves: no threshold applies
@@ -205,14 +220,17 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                              f"{_plain(arr[first])!r} at {_at(first)}); a label is 0/1 or a "
                              f"fraction in [0, 1] (e.g. the share of annotators who said "
                              f"positive) made binary by {threshold_name}. Map other values "
-                             f"first, or pass pos_label for two-valued labels")
+                             f"first"
+                             + (", or pass pos_label for two-valued labels" if takes_pos_label
+                                else ""))
         return np.ascontiguousarray(at_or_above(arr, thr))
     not_binary = (arr != 0) & (arr != 1)
     if not_binary.any():
         first = _first(not_binary)
         raise ValueError(f"{name} is not binary: {int(not_binary.sum())} value(s) other than "
                          f"0/1 (e.g. {_plain(arr[first])!r} at {_at(first)}); pass a label "
-                         f"threshold ({threshold_name}) to binarize, or pos_label")
+                         f"threshold ({threshold_name}) to binarize"
+                         + (", or pos_label" if takes_pos_label else ""))
     return np.ascontiguousarray(arr == 1)
 
 
@@ -224,7 +242,7 @@ def _missing_message(missing: np.ndarray, name: str, what: str = "missing",
 
 def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
               pos_label=None, threshold_name: str = "label_threshold", *,
-              omit: bool = False) -> np.ndarray:
+              omit: bool = False, pos_label_hint: str = POS_LABEL_HINT) -> np.ndarray:
     """Validate labels and return a boolean array (True = positive).
 
     Booleans and 0/1 numbers as they are; fractions with ``threshold``
@@ -236,7 +254,8 @@ def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
         raise ValueError(f"{name} is empty")
     if missing is not None:
         raise ValueError(_missing_message(missing, name, "missing label", omit))
-    return binary_labels(arr, name, threshold, pos_label, threshold_name)
+    return binary_labels(arr, name, threshold, pos_label, threshold_name,
+                         pos_label_hint=pos_label_hint)
 
 
 def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,

@@ -533,7 +533,8 @@ class BiasEvaluator:
             names = None
             columns = list(score_matrix)
         else:
-            arr = np.asarray(score_matrix)
+            arr = (score_matrix if isinstance(score_matrix, np.ma.MaskedArray)  # (its masks:
+                   else np.asarray(score_matrix))                          # missing scores)
             if arr.ndim != 2:
                 raise ValueError(f"score_matrix must be 2-D (rows x models), a DataFrame, a dict "
                                  f"or a list of score arrays; got shape {arr.shape}")

@@ -411,6 +411,50 @@ def test_nan_policy_hint_only_where_the_option_exists():
     assert "drop those rows first" in str(error.value) and "nan_policy" not in str(error.value)
 
 
+def test_masked_arrays_are_missing_where_masked():
+    """numpy masked arrays: a masked entry is missing (numpy itself reads the value hidden
+    under the mask: a -1 written there was a score, silently)."""
+    rng = np.random.default_rng(3)
+    n = 80
+    y, s = rng.random(n) < 0.4, rng.integers(0, 10, n) / 10
+    g, h = rng.random(n) < 0.4, rng.random(n) < 0.5
+    hidden = rng.random(n) < 0.2
+    keep = ~hidden
+    masked_scores = np.ma.masked_array(np.where(hidden, -1.0, s), mask=hidden)
+    with pytest.raises(ValueError, match="y_score has 1[0-9] NaN .*position"):
+        fastbias.bias_metrics(y, masked_scores, {"g": g})
+    expected = {"g": brute_force_metrics(y[keep], s[keep], g[keep])}
+    assert_table(quietly(fastbias.bias_metrics, y, masked_scores, {"g": g}, nan_policy="omit"),
+                 expected)
+    masked_labels = np.ma.masked_array(np.where(hidden, True, y), mask=hidden)
+    assert_table(quietly(fastbias.bias_metrics, masked_labels, s, {"g": g}, nan_policy="omit"),
+                 expected)
+    # identity columns: missing unless thresholded (then never a member), 1-D and 2-D
+    masked_g = np.ma.masked_array(np.where(hidden, True, g), mask=hidden)
+    with pytest.raises(ValueError, match="subgroup 'g' has 1[0-9] NaN or missing"):
+        fastbias.bias_metrics(y, s, {"g": masked_g})
+    members = {"g": brute_force_metrics(y, s, g & keep), "h": brute_force_metrics(y, s, h)}
+    assert_table(quietly(fastbias.bias_metrics, y, s, {"g": masked_g, "h": h},
+                         subgroup_threshold=0.5), members)
+    matrix = np.ma.masked_array(np.column_stack([np.where(hidden, True, g), h]),
+                                mask=np.column_stack([hidden, np.zeros(n, bool)]))
+    table = quietly(fastbias.bias_metrics, y, s, matrix, subgroup_threshold=0.5)
+    assert_table(table.rename(index={"subgroup_0": "g", "subgroup_1": "h"}), members)
+    with pytest.raises(ValueError, match="subgroup 'subgroup_0' has 1[0-9] NaN or missing"):
+        fastbias.bias_metrics(y, s, matrix)
+    unmasked = quietly(fastbias.bias_metrics, y, s, np.ma.masked_array(np.column_stack([g, h])))
+    assert_table(unmasked.rename(index={"subgroup_0": "g", "subgroup_1": "h"}),
+                 {"g": brute_force_metrics(y, s, g), "h": brute_force_metrics(y, s, h)})
+    with pytest.raises(ValueError, match="sample_weight has 1[0-9] NaN or missing"):
+        fastbias.bias_metrics(y, s, {"g": g},
+                              sample_weight=np.ma.masked_array(np.ones(n), mask=hidden))
+    evaluator = fastbias.BiasEvaluator(y, {"g": g})
+    with pytest.raises(ValueError, match="y_score has 1[0-9] NaN"):
+        evaluator.metrics(masked_scores)
+    with pytest.raises(ValueError, match="model 'model_1' has 1[0-9] NaN"):
+        evaluator.metrics_many(np.ma.column_stack([s, masked_scores]))
+
+
 def test_pos_label_hint_only_where_the_option_exists(tmp_path):
     text = pd.DataFrame({"y": np.where(np.arange(12) % 2, "toxic", "ok"),
                          "fraction": np.arange(12) / 5, "s": np.linspace(0, 1, 12),

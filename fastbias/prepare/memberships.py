@@ -352,7 +352,8 @@ def prepare_subgroups(labels: np.ndarray, subgroups, subgroup_threshold: float |
     same memberships with numpy alone (a first call while the kernels compile).
     """
     n = labels.shape[0] if kept is None else kept.shape[0]
-    if (isinstance(subgroups, np.ndarray) and subgroups.ndim == 2 and subgroups.dtype == np.bool_
+    if (isinstance(subgroups, np.ndarray) and not isinstance(subgroups, np.ma.MaskedArray)
+            and subgroups.ndim == 2 and subgroups.dtype == np.bool_
             and subgroups.shape[1] > 0):
         if subgroups.shape[0] != n:
             hint = (f"; one row per subgroup? expected (n_rows, n_subgroups) = ({n}, "

@@ -281,6 +281,8 @@ def read_column(values, name: str, float_missing: bool = True):
     means what missing means: an identity column under a threshold).
     """
     values = from_foreign(values)
+    if isinstance(values, np.ma.MaskedArray):
+        values = masked_as_missing(values)
     if isinstance(values, pd.DataFrame):
         if values.shape[1] != 1:
             raise ValueError(f"{name} must be one-dimensional, got a DataFrame with "
@@ -310,6 +312,19 @@ def read_column(values, name: str, float_missing: bool = True):
             # min, which passes NaN on, says whether one is needed without making it
             missing = np.isnan(arr)
     return arr, missing
+
+
+def masked_as_missing(values: np.ma.MaskedArray) -> np.ndarray:
+    """A numpy masked array's masked entries are missing values, as pandas' NA is (numpy
+    itself would read the values hidden under the mask, a -1 or 1e20 written there):
+    floats hold NaN there, other kinds become objects holding None there."""
+    mask = np.ma.getmaskarray(values)
+    data = np.ma.getdata(values)
+    if not mask.any():
+        return data
+    out = data.copy() if data.dtype.kind == "f" else data.astype(object)
+    out[mask] = np.nan if data.dtype.kind == "f" else None
+    return out
 
 
 def as_array(values, name: str, expected: str, shape: str) -> np.ndarray:

@@ -82,7 +82,8 @@ def identity_values(values, name: str, threshold: float | None, missing_hint: st
     column under a threshold gets no mask of its NaN rows (``missing`` None).
     """
     label = label or f"subgroup {name!r}"
-    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biu":
+    if (isinstance(values, np.ndarray) and not isinstance(values, np.ma.MaskedArray)
+            and values.ndim == 1 and values.dtype.kind in "biu"):
         arr, missing = native_order(values), None  # the common case: no conversion, no copy
     else:
         arr, missing = read_column(values, label,
@@ -211,8 +212,10 @@ def subgroup_columns(subgroups, n: int | None = None):
         names = [str(k) for k in subgroups.keys()]
         columns = list(subgroups.values())
     else:
-        arr = as_array(subgroups, "subgroups", "a DataFrame, a dict of masks or an (n, k) array",
-                       "an (n, k) array")
+        # (a masked array's columns keep their masks: masked entries are missing)
+        arr = (subgroups if isinstance(subgroups, np.ma.MaskedArray) else
+               as_array(subgroups, "subgroups", "a DataFrame, a dict of masks or an (n, k) array",
+                        "an (n, k) array"))
         if arr.ndim == 1:
             arr = arr[:, None]
         if arr.ndim != 2:

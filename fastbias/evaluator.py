@@ -54,7 +54,7 @@ from .sort.order import SortedScores, sorted_scores
 from .sweep.counts import SweepCounts, count_sorted, sweep_counts
 from .sweep.parallel import announce_first_use, map_in_threads
 from .tables.result import evaluation_result
-from .validate.columns import _to_numpy, check_aligned
+from .validate.columns import _to_numpy, check_aligned, refuse_sparse
 from .validate.errors import UndefinedMetricWarning
 from .validate.settings import (
     check_confidence,
@@ -533,6 +533,7 @@ class BiasEvaluator:
             names = None
             columns = list(score_matrix)
         else:
+            refuse_sparse(score_matrix, "score_matrix")
             arr = (score_matrix if isinstance(score_matrix, np.ma.MaskedArray)  # (its masks:
                    else np.asarray(score_matrix))                          # missing scores)
             if arr.ndim != 2:

@@ -166,6 +166,25 @@ def test_bad_subgroups_name_the_subgroup(subgroups, error, pattern):
         _call_bias_metrics({}, subgroups)
 
 
+def test_scipy_sparse_inputs_are_named():
+    """numpy reads a scipy sparse matrix as one object: the messages said 'a scalar' or
+    'shape ()'."""
+    sparse = pytest.importorskip("scipy.sparse")
+    matrix = np.column_stack([G, H])
+    for kwargs, subgroups, name in (({}, sparse.csr_matrix(matrix), "subgroups"),
+                                    ({}, sparse.coo_array(matrix), "subgroups"),
+                                    ({"y_score": sparse.csr_matrix(S[:, None])}, None,
+                                     "y_score"),
+                                    ({"y_true": sparse.csc_matrix(Y[:, None])}, None, "y_true"),
+                                    ({"sample_weight": sparse.csr_matrix(S)}, None,
+                                     "sample_weight")):
+        with pytest.raises(TypeError, match=rf"{name} is a scipy sparse \w+ of shape .*"
+                                            rf"pass {name}.toarray\(\)"):
+            _call_bias_metrics(kwargs, matrix if subgroups is None else subgroups)
+    with pytest.raises(TypeError, match=r"score_matrix is a scipy sparse csr_matrix"):
+        fastbias.BiasEvaluator(Y, matrix).metrics_many(sparse.csr_matrix(np.column_stack([S, S])))
+
+
 def test_omit_does_not_hide_other_errors():
     # omit drops missing values only: a negative weight or a bad label still raises
     with pytest.raises(ValueError, match="negative"):

@@ -337,10 +337,20 @@ def as_array(values, name: str, expected: str, shape: str) -> np.ndarray:
             not hasattr(values, "__len__") and not hasattr(values, "__array__")):
         raise TypeError(f"{name} must be {expected}, got a {type(values).__name__}; pass "
                         f"list(...) of it")
+    refuse_sparse(values, name)
     try:
         return native_order(np.asarray(values))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{name} could not be read as {shape}: {exc}") from None
+
+
+def refuse_sparse(values, name: str) -> None:
+    """A TypeError for a scipy sparse matrix or array, which numpy reads as one object (a
+    0-d array: 'a scalar', 'shape ()')."""
+    if type(values).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} is a scipy sparse {type(values).__name__} of shape "
+                        f"{getattr(values, 'shape', '?')}; fastbias takes dense arrays: pass "
+                        f"{name}.toarray()")
 
 
 def native_order(arr: np.ndarray) -> np.ndarray:

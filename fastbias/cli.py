@@ -837,10 +837,15 @@ def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> Non
     if args.nan_policy != "raise":
         asked.append("--nan-policy omit")
     if asked:
+        program = (f"the program itself ({_bytes_text(_resident_memory())}, and "
+                   f"{_bytes_text(KERNEL_RESERVE)} kept for its kernels)")
+        room = (f"more than the {_bytes_text(budget)} that --max-memory ({_bytes_text(limit)}) "
+                f"leaves for data beside {program}" if budget else
+                f"and --max-memory ({_bytes_text(limit)}) leaves nothing for data beside "
+                f"{program}")
         raise CLIError(f"{args.data!r} holds {over.rows_text()} rows, which need about "
-                       f"{_bytes_text(over.rows * over.row_bytes)} in memory, more than the "
-                       f"{_bytes_text(budget)} that --max-memory ({_bytes_text(limit)}) leaves "
-                       f"for data beside the program itself; such data is evaluated by "
+                       f"{_bytes_text(over.rows * over.row_bytes)} in memory, {room}; such "
+                       f"data is evaluated by "
                        f"streaming (exact, in bounded memory), which does not do "
                        f"{', '.join(asked)}. Drop {'it' if len(asked) == 1 else 'them'}, or "
                        f"raise --max-memory if the machine has the memory")

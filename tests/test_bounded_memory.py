@@ -352,6 +352,14 @@ def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monk
     assert "that --max-memory (1.0 MiB) leaves for data" in err
     assert "does not do --ci. Drop it" in err  # --significance streams
     assert not (tmp_path / "o.json").exists()
+    # a limit the program itself fills: no "0 bytes" left for data, but what takes it
+    monkeypatch.setattr(cli, "_resident_memory", lambda: 3 * 2 ** 20)
+    status = _report(path, tmp_path / "o.json", "--ci", "delong", "--max-memory", "2M")
+    err = capsys.readouterr().err
+    assert status == 1
+    assert ("--max-memory (2.0 MiB) leaves nothing for data beside the program itself "
+            "(3.0 MiB, and 0 bytes kept for its kernels)") in err
+    assert "0 bytes that" not in err
 
 
 def test_cli_says_when_the_budget_cannot_even_stream(tmp_path, capsys):

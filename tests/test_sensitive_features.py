@@ -181,6 +181,41 @@ def test_refusals_name_the_column(tmp_path):
         fastbias.bias_metrics(df["y"], df["s"], df[["race", "gender"]], intersections=2)
 
 
+def test_final_metric_counts_the_combinations_of_features():
+    """docs/sensitive_features.md: the final metric is the competition's formula over every
+    group listed, the combinations of features too (they are not intersections= additions)."""
+    from tests.reference import brute_force_metrics, pair_probability
+
+    df = people(n=1500, seed=9)
+    y, s = df["y"].to_numpy(), df["s"].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["race", "gender"])
+    table = res.for_model()
+    groups = {}
+    for race in sorted(df["race"].dropna().unique()):
+        groups[f"race={race}"] = (df["race"] == race).to_numpy()
+    for gender in sorted(df["gender"].dropna().unique()):
+        groups[f"gender={gender}"] = (df["gender"] == gender).to_numpy()
+    for race in sorted(df["race"].dropna().unique()):
+        for gender in sorted(df["gender"].dropna().unique()):
+            member = ((df["race"] == race) & (df["gender"] == gender)).to_numpy()
+            if (member & y).any() and (member & ~y).any():
+                groups[f"race={race} & gender={gender}"] = member
+    assert sorted(table.index) == sorted(groups)
+    overall = pair_probability(s[y], s[~y])
+    values = {g: brute_force_metrics(y, s, member) for g, member in groups.items()}
+    power_means = [np.mean([values[g][m] ** -5.0 for g in groups]) ** (-1 / 5)
+                   for m in ("subgroup_auc", "bpsn_auc", "bnsp_auc")]
+    expected = 0.25 * overall + 0.25 * sum(power_means)
+    assert abs(res.final_metric()["s"] - expected) <= 1e-12
+    singles = [g for g in groups if " & " not in g]
+    power_means = [np.mean([values[g][m] ** -5.0 for g in singles]) ** (-1 / 5)
+                   for m in ("subgroup_auc", "bpsn_auc", "bnsp_auc")]
+    only_singles = fastbias.final_metric(table[~table.index.str.contains(" & ")], overall)
+    assert abs(only_singles - (0.25 * overall + 0.25 * sum(power_means))) <= 1e-12
+
+
 def test_subgroups_and_features_together_and_all_models():
     df = people(n=3000, seed=4)
     df["t"] = np.random.default_rng(4).random(len(df))

@@ -54,7 +54,7 @@ from .sort.order import SortedScores, sorted_scores
 from .sweep.counts import SweepCounts, count_sorted, sweep_counts
 from .sweep.parallel import announce_first_use, map_in_threads
 from .tables.result import evaluation_result
-from .validate.columns import _to_numpy, check_aligned, refuse_sparse
+from .validate.columns import _to_numpy, check_aligned, column_values, refuse_sparse
 from .validate.errors import UndefinedMetricWarning
 from .validate.settings import (
     check_confidence,
@@ -264,7 +264,12 @@ class BiasEvaluator:
     # ------------------------------------------------------------------ folds
 
     def _index_array(self, index) -> np.ndarray:
-        arr = _to_numpy(index, "index")
+        arr, missing = column_values(index, "index")
+        if missing is not None:
+            first = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"index has {int(missing.sum())} missing value(s) (first at "
+                             f"position {first}): a mask says True or False of every row, and "
+                             f"row positions are whole numbers")
         self._check_index_rows(index, arr.dtype == np.bool_)
         if arr.dtype == np.bool_:
             if arr.shape[0] != self.n_rows:
@@ -287,13 +292,13 @@ class BiasEvaluator:
 
     def _check_index_rows(self, index, is_mask: bool) -> None:
         """``index`` takes row positions or a mask over the rows by position; where the
-        evaluator's rows carry labels (pandas inputs), a mask given as a pandas Series must
-        carry them too, in the same order, and a pandas Index (row labels, not positions) is
-        refused unless the labels are the positions (a default index)."""
+        evaluator's rows carry labels (pandas inputs, a default index too), a mask given as a
+        pandas Series must carry them too, in the same order, and a pandas Index (row labels,
+        not positions) is refused unless the labels are the positions (a default index)."""
         rows = self._row_index
-        if rows is None or rows.equals(pd.RangeIndex(len(rows))):
+        if rows is None:
             return
-        if isinstance(index, pd.Index):
+        if isinstance(index, pd.Index) and not rows.equals(pd.RangeIndex(len(rows))):
             raise TypeError(
                 "index is a pandas Index, but index= takes row positions (or a boolean mask) "
                 "and the evaluator's rows carry other labels; for rows given by label, pass "

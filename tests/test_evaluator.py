@@ -279,6 +279,11 @@ def test_fold_preparation_is_cached_and_bounded(case):
     ([0.0, 1.0], TypeError, "integer row positions"),
     (np.array([], dtype=np.int64), ValueError, "empty"),
     (np.ones(10, bool), ValueError, "boolean mask of 10 rows"),
+    (pd.array([True, None] + [False] * 398, dtype="boolean"), ValueError,
+     r"index has 1 missing value\(s\) \(first at position 1\)"),
+    (np.ma.masked_array(np.ones(400, bool), mask=np.arange(400) >= 398), ValueError,
+     r"index has 2 missing value\(s\) \(first at position 398\)"),
+    (pd.array([3, None], dtype="Int64"), ValueError, r"index has 1 missing"),
 ])
 def test_bad_index_is_named(case, index, error, match):
     y, _, groups, _ = case

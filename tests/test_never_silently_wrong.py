@@ -139,6 +139,13 @@ def test_evaluator_fold_masks_must_carry_the_evaluators_rows(frame):
     for ev in (plain, by_position):
         table = quietly(ev.metrics, scores, index=pd.Index(np.flatnonzero(in_fold)))
         assert_table(table.rename(index={"subgroup_0": "g", "subgroup_1": "h"}), expected)
+    # a default index is row labels too: a mask Series in another order is refused
+    reset_mask = in_fold.reset_index(drop=True)
+    assert_table(quietly(by_position.metrics, scores, index=reset_mask), expected)
+    with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
+        by_position.metrics(scores, index=reset_mask.sample(frac=1, random_state=3))
+    with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
+        by_position.scores_many({"m": scores}, index=reset_mask.sample(frac=1, random_state=3))
 
 
 def test_routed_subgroups_in_another_order_than_x_are_refused(frame):

@@ -509,7 +509,8 @@ def _thresholds_csv_path(path: str) -> str:
 def _check_outputs(paths, inputs=(), force: bool = False, replaceable=(),
                    thresholds: bool = False) -> list:
     """Every ``--out`` checked before any work: known extension, an existing writable folder,
-    not a directory, not a symbolic link, not an input file, not named twice, and not an
+    not a directory, not a symbolic link, not an input file (``inputs``: ``(path, what it is)``
+    pairs), not named twice, and not an
     existing file unless ``force`` (or one of ``replaceable`` holding an earlier fastbias
     HTML report: the demo's default output). With ``thresholds`` each ``.csv`` output brings
     a second one, its threshold metrics (:func:`_thresholds_csv_path`), checked the same way.
@@ -548,10 +549,10 @@ def _check_output(path: str, inputs, force: bool, replaceable, seen: set,
         raise CLIError(f"{what} is a directory; give a file name")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise CLIError(f"{what} exists and is not writable")
-    for data in inputs:
+    for data, input_name in inputs:
         if os.path.exists(path) and os.path.exists(data) and os.path.samefile(path, data):
-            raise CLIError(f"{what} is the input data file; writing the report there "
-                           f"would destroy the data")
+            raise CLIError(f"{what} is {input_name}; writing the report there would destroy "
+                           f"it")
     if os.path.exists(path) and not force and not (
             path in replaceable and _is_fastbias_report(path)):
         raise CLIError(f"{what} already exists; pass --force to replace it")
@@ -965,7 +966,10 @@ def _say_undefined(args, caught) -> None:
 def cmd_report(args) -> int:
     from .report import BiasReport
 
-    outputs = _check_outputs(args.out, inputs=[args.data], force=args.force,
+    inputs = [(args.data, "the input data file")]
+    if args.subgroups_file is not None:
+        inputs.append((args.subgroups_file, "the --subgroups-file"))
+    outputs = _check_outputs(args.out, inputs=inputs, force=args.force,
                              thresholds=bool(args.thresholds))
     if args.temp_dir is not None and not os.path.isdir(args.temp_dir):
         raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")

@@ -360,6 +360,15 @@ def test_outputs_never_destroy_inputs_or_follow_links(tmp_path, data_file, capsy
     status, _, err = run_cli(capsys, "report", data_file, *CLI_ARGS, "--out", data_file)
     assert status == 1 and "is the input data file" in err
     assert data_file.read_bytes() == before
+    # every input file, --force or not: the subgroups file too
+    names = tmp_path / "subgroups.csv"
+    names.write_text("g0\ng1\n")
+    for force in ((), ("--force",)):
+        status, _, err = run_cli(capsys, "report", data_file, "--label", "label", "--scores",
+                                 "model_a", "--subgroups-file", names, "--out",
+                                 tmp_path / "." / "subgroups.csv", *force)
+        assert status == 1 and "is the --subgroups-file" in err
+        assert names.read_text() == "g0\ng1\n"
     target = tmp_path / "elsewhere.html"
     link = tmp_path / "link.html"
     link.symlink_to(target)

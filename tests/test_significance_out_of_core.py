@@ -436,9 +436,13 @@ def test_tiny_cells_out_of_core_get_a_bound_above_the_exact_permutation_pvalue(t
     df = pd.DataFrame({"y": y, "s": s, "g": member.astype(float)})
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
-    table = evaluate_csv(path, label="y", scores="s", subgroups=["g"], significance="holm",
-                         bucket_rows=5).for_model()
+    result = evaluate_csv(path, label="y", scores="s", subgroups=["g"], significance="holm",
+                          bucket_rows=5)
+    table = result.for_model()
     assert table.attrs["permutation_bounds"] == 5 and table.attrs["permutation_tests"] == 0
+    from fastbias.reports.plots import significance_note
+    assert ("out of core 5 p-value(s) of cells under 30 rows are Hoeffding's bound on the "
+            "permutation p-value") in significance_note(result)
     exact = exact_permutation_p(y, s, member, None,
                                 ["subgroup_auc", "bpsn_auc", "negative_aeg"], 0)
     exact.update(exact_permutation_p(y, s, member, None, ["bnsp_auc", "positive_aeg"], 1))
@@ -479,13 +483,27 @@ def test_weighted_tiny_cells_out_of_core_are_not_tested_and_said(tmp_path):
     df.to_csv(path, index=False)
     with pytest.warns(UndefinedMetricWarning, match="out of core, a weighted cell of fewer "
                                                     "than 30 rows") as caught:
-        table = evaluate_csv(path, label="y", scores="s", subgroups=["big", "tiny"],
-                             sample_weight="w", significance="bh", bucket_rows=1000).for_model()
+        result = evaluate_csv(path, label="y", scores="s", subgroups=["big", "tiny"],
+                              sample_weight="w", significance="bh", bucket_rows=1000)
+    table = result.for_model()
     assert sum("not tested for significance" in str(w.message) for w in caught) == 1
     assert table.loc["tiny", PVALUES].isna().all()
     assert not table.loc["tiny", [f"{m}_significant" for m in METRIC_COLUMNS]].any()
     assert table.loc["big", PVALUES].notna().all()
     assert table.attrs["permutation_untested"] == 5 and table.attrs["n_tests"] == 5
+    # the reports say which tests were made, and which values were not tested
+    from fastbias.report import BiasReport
+    report = BiasReport.from_result(df, result)
+    text = report.to_text()
+    tiny = next(line for line in text.splitlines() if line.startswith("tiny "))
+    assert tiny.endswith("(not tested: subgroup_auc,bpsn_auc,bnsp_auc,neg_aeg,pos_aeg)")
+    big = next(line for line in text.splitlines() if line.startswith("big "))
+    assert "not tested" not in big
+    said = "out of core 5 value(s) of weighted cells under 30 rows not tested"
+    assert said in text and "a value not tested (no p-value) is never marked" in text
+    page = report.to_html()
+    assert page.count(said) == 2  # the settings and the note
+    assert "cell under 10 rows" not in page
 
 
 def test_out_of_core_metrics_on_the_overall_aucs_samples_get_p_1_like_evaluate(tmp_path):

@@ -21,6 +21,7 @@ colours its tables the same way without matplotlib.
 from __future__ import annotations
 
 import functools
+import textwrap
 
 import numpy as np
 
@@ -226,7 +227,7 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     bar.ax.tick_params(labelsize=7)
     fig.suptitle(title, fontsize=11)
     if marked:
-        fig.supxlabel(marked, fontsize=7.5, color="#444444")
+        fig.supxlabel(textwrap.fill(marked, 120), fontsize=7.5, color="#444444")
     return fig
 
 
@@ -256,9 +257,28 @@ def significance_note(result) -> str | None:
     if method is None:
         return None
     level = 1.0 - float(result.settings.get("confidence", 0.95))
-    return (f"* significant gap (AUC vs overall AUC, AEG vs 0; DeLong test, permutation test in "
-            f"cells under 300 rows): adjusted p <= {level:g} ({SIGNIFICANCE_NAMES[method]} over "
-            f"each model's subgroups x metrics)")
+    return (f"* significant gap (AUC vs overall AUC, AEG vs 0; {significance_tests(result)}): "
+            f"adjusted p <= {level:g} ({SIGNIFICANCE_NAMES[method]} over each model's "
+            f"subgroups x metrics); a value not tested (no p-value) is never marked")
+
+
+def significance_tests(result) -> str:
+    """Which tests gave ``result``'s p-values: DeLong's, permutation tests in small cells, and
+    out of core (where the smallest cells' tests cannot draw rows) what those cells had."""
+    from ..intervals.significance import PERMUTATION_DRAWS_BELOW
+
+    counts = {name: sum(int(attrs.get(name, 0) or 0)
+                        for attrs in (getattr(result, "model_attrs", None) or {}).values())
+              for name in ("permutation_bounds", "permutation_untested")}
+    text = "DeLong test, permutation test in cells under 300 rows"
+    if counts["permutation_bounds"]:
+        text += (f"; out of core {counts['permutation_bounds']} p-value(s) of cells under "
+                 f"{PERMUTATION_DRAWS_BELOW} rows are Hoeffding's bound on the permutation "
+                 f"p-value (never below it)")
+    if counts["permutation_untested"]:
+        text += (f"; out of core {counts['permutation_untested']} value(s) of weighted cells "
+                 f"under {PERMUTATION_DRAWS_BELOW} rows not tested")
+    return text
 
 
 #: one color per model in the figures that draw models side by side

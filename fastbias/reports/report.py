@@ -51,6 +51,7 @@ from .plots import (
     plot_gap_curves,
     plot_threshold_gaps,
     significance_note,
+    significance_tests,
     significant_flags,
     text_color_on,
     threshold_shown,
@@ -453,8 +454,13 @@ class BiasReport:
                                 zero_width += 1
                     cells.append(text)
                 if tested:
-                    cells.append(",".join(_SHORT_NAMES[m] for m, f in zip(METRIC_COLUMNS,
-                                                                          row_flags) if f) or "-")
+                    flagged = ",".join(_SHORT_NAMES[m] for m, f in zip(METRIC_COLUMNS,
+                                                                       row_flags) if f)
+                    untested = ",".join(_SHORT_NAMES[m] for m in METRIC_COLUMNS
+                                        if not _is_nan(row[m])
+                                        and _is_nan(row.get(f"{m}_pvalue", np.nan)))
+                    cells.append((flagged or "-")
+                                 + (f" (not tested: {untested})" if untested else ""))
                 rows.append(cells)
             body = [head, _aligned_table(columns, rows, width)]
             if self.result.thresholds is not None:
@@ -787,8 +793,8 @@ class BiasReport:
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
                                           f"tests of every gap at level "
-                                          f"{1 - float(s.get('confidence', 0.95)):g} (DeLong; "
-                                          f"permutation in cells under 300 rows)"))
+                                          f"{1 - float(s.get('confidence', 0.95)):g} "
+                                          f"({significance_tests(self.result)})"))
         if s.get("weighted"):
             items.append(("weights", "sample weights used for the metrics; histograms count "
                                      "rows"))
@@ -914,8 +920,7 @@ class BiasReport:
                        f"{html.escape(ZERO_WIDTH_NOTE)}</p>")
         note = significance_note(self.result)
         if note is not None:
-            out.append(f'<p class="note" id="significance-note">{html.escape(note)}; '
-                       f"untested (a cell under 10 rows) and n/a values are never marked. "
+            out.append(f'<p class="note" id="significance-note">{html.escape(note)}. '
                        f"See docs/significance.md for what is assumed.</p>")
         return "".join(out)
 

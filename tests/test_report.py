@@ -22,6 +22,31 @@ from tests.reference import brute_force_metrics
 matplotlib = pytest.importorskip("matplotlib")
 
 
+def test_summary_says_when_its_extreme_is_shared():
+    """Two subgroups with the same rows tie on every metric: the summary names the first and
+    says how many values equal it, not one subgroup as if it alone were the worst."""
+    from fastbias.report import bias_report
+    rng = np.random.default_rng(4)
+    n = 400
+    y = rng.random(n) < 0.4
+    zeta = rng.random(n) < 0.3
+    df = pd.DataFrame({"label": y, "score": np.round(rng.random(n) + 0.4 * y - 0.3 * zeta, 2),
+                       "zeta": zeta, "alpha": zeta, "other": rng.random(n) < 0.5})
+    report = bias_report(df, label="label", scores="score", subgroups=["zeta", "alpha", "other"])
+    table = report.result.for_model()
+    aucs = table[AUC_METRICS].stack()
+    summary = report.summary().loc["score"]
+    assert summary["lowest_auc"] == aucs.min()
+    assert summary["lowest_auc_ties"] == int((aucs == aucs.min()).sum()) - 1 >= 1
+    aegs = table[["negative_aeg", "positive_aeg"]].stack().abs()
+    assert summary["largest_aeg_ties"] == int((aegs == aegs.max()).sum()) - 1 >= 1
+    page = report.to_html()
+    assert page.count("more value(s) equal to it)") == 2
+    alone = bias_report(df, label="label", scores="score", subgroups=["zeta", "other"])
+    assert alone.summary().loc["score", "lowest_auc_ties"] == 0
+    assert "equal to it" not in alone.to_html()
+
+
 def small_frame(seed=0, n=400):
     """Heavy ties (scores on a 0.05 grid, on the histogram edges), NaN identities, one
     subgroup without positives and one without any rows."""

@@ -347,7 +347,8 @@ class BiasReport:
             ``final_metric_low``/``_high`` from the bootstrap), ``lowest_auc``,
             ``lowest_auc_subgroup``, ``lowest_auc_metric``, ``largest_abs_aeg``,
             ``largest_aeg_subgroup``, ``largest_aeg_metric``,
-            ``undefined_values``.
+            ``undefined_values``; ``lowest_auc_ties`` and ``largest_aeg_ties``: how many other
+            (subgroup, metric) values equal the extreme named (the first of them is named).
         """
         rows = {}
         finals = self.final_metrics()
@@ -366,17 +367,19 @@ class BiasReport:
             if len(aucs):
                 (subgroup, metric), value = aucs.idxmin(), aucs.min()
                 row.update(lowest_auc=float(value), lowest_auc_subgroup=subgroup,
-                           lowest_auc_metric=metric)
+                           lowest_auc_metric=metric, lowest_auc_ties=int((aucs == value).sum()) - 1)
             else:
-                row.update(lowest_auc=np.nan, lowest_auc_subgroup=None, lowest_auc_metric=None)
+                row.update(lowest_auc=np.nan, lowest_auc_subgroup=None, lowest_auc_metric=None,
+                           lowest_auc_ties=0)
             aegs = part[AEG_METRICS].stack().dropna()
             if len(aegs):
                 where = aegs.abs().idxmax()
                 row.update(largest_abs_aeg=float(aegs[where]), largest_aeg_subgroup=where[0],
-                           largest_aeg_metric=where[1])
+                           largest_aeg_metric=where[1],
+                           largest_aeg_ties=int((aegs.abs() == abs(aegs[where])).sum()) - 1)
             else:
                 row.update(largest_abs_aeg=np.nan, largest_aeg_subgroup=None,
-                           largest_aeg_metric=None)
+                           largest_aeg_metric=None, largest_aeg_ties=0)
             row["undefined_values"] = int(part[METRIC_COLUMNS].isna().to_numpy().sum())
             rows[model] = row
         out = pd.DataFrame.from_dict(rows, orient="index")
@@ -841,9 +844,11 @@ class BiasReport:
                                  f"{_html_summary_interval(summary, model, 'final_metric')}"
                                  f"</td>")
             cells.append(_extreme_cell(r["lowest_auc"], AUC_COLOR_STOPS, "{:.4f}",
-                                       r["lowest_auc_metric"], r["lowest_auc_subgroup"]))
+                                       r["lowest_auc_metric"], r["lowest_auc_subgroup"],
+                                       r["lowest_auc_ties"]))
             cells.append(_extreme_cell(r["largest_abs_aeg"], AEG_COLOR_STOPS, "{:+.4f}",
-                                       r["largest_aeg_metric"], r["largest_aeg_subgroup"]))
+                                       r["largest_aeg_metric"], r["largest_aeg_subgroup"],
+                                       r["largest_aeg_ties"]))
             cells.append(f"<td class=num>{int(r['undefined_values'])}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         note = ""
@@ -1024,12 +1029,14 @@ class BiasReport:
         return fmt
 
 
-def _extreme_cell(value, stops, fmt, metric, subgroup) -> str:
-    """A summary cell: the coloured value, its metric and subgroup (escaped), or n/a."""
+def _extreme_cell(value, stops, fmt, metric, subgroup, ties: int = 0) -> str:
+    """A summary cell: the coloured value, its metric and subgroup (escaped), and how many
+    other values tie with it (the one named is not the only one), or n/a."""
     if _is_nan(value):
         return "<td>n/a</td>"
+    tied = f" (and {int(ties)} more value(s) equal to it)" if ties else ""
     return (f"<td>{_colored(value, stops, fmt)} {html.escape(METRIC_LABELS[metric])}, "
-            f"{html.escape(str(subgroup))}</td>")
+            f"{html.escape(str(subgroup))}{tied}</td>")
 
 
 def _colored(value, stops, fmt) -> str:

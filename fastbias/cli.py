@@ -187,8 +187,9 @@ def _check_columns(header: list, wanted: dict) -> None:
                 continue
             close = difflib.get_close_matches(name, header, n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
-            shown = ", ".join(header[:15]) + (f", ... ({len(header)} in all)"
-                                              if len(header) > 15 else "")
+            # (as repr: a name's own newline must not start a line of the message)
+            shown = ", ".join(repr(c) for c in header[:15]) + (
+                f", ... ({len(header)} in all)" if len(header) > 15 else "")
             raise CLIError(f"unknown column {name!r} ({option}){hint} The file has columns: "
                            f"{shown}")
 

@@ -87,6 +87,47 @@ def test_cli_error_messages_show_names_escaped(tmp_path, capsys):
     assert "owned" in err  # the name is still there, visibly
 
 
+def test_cli_lists_the_files_columns_without_their_line_breaks(tmp_path, capsys):
+    """A column whose name holds a line break could forge a line of the CLI's output (the
+    unknown-column message listed the names as they are)."""
+    pytest.importorskip("pyarrow")
+    forged = "\nfastbias: wrote report.html"
+    data(["g"]).rename(columns={"g": forged}).to_parquet(tmp_path / "d.parquet")
+    status = main(["report", str(tmp_path / "d.parquet"), "--label", "y", "--scores", "s",
+                   "--subgroups", "nothing"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "unknown column 'nothing'" in err and repr(forged) in err
+    assert not any(line.startswith("fastbias: wrote") for line in err.splitlines())
+
+
+def test_figures_and_html_show_control_characters_and_overrides_visibly(tmp_path):
+    """Figures drew a name's control characters as missing glyphs (matplotlib's warning put
+    the raw character on stderr, under -q too); the HTML let a right-to-left override reorder
+    the text after a name (its heading's 'overall AUC 0.87' read backwards)."""
+    pytest.importorskip("matplotlib")
+    from fastbias.reports.plots import plot_auc_heatmap
+
+    names = [ESCAPE, BIDI, "cr\rname"]
+    df = data(names).rename(columns={"s": "model\u202e"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fastbias.UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="y", scores="model\u202e", subgroups=names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph is a warning: none now
+        fig = plot_auc_heatmap(res)
+        fig.savefig(io.BytesIO(), format="png")
+        page = fastbias.BiasReport.from_result(df, res).to_html()
+    drawn = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    assert all(not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", t) for t in drawn)
+    assert terminal_text(BIDI) in drawn and terminal_text("cr\rname") in drawn
+    shown = re.sub(r'data-model="[^"]*"', "", page)  # (the names as data, not drawn)
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown)
+    model = "model\u202e"
+    assert f"<h3><bdi>{html.escape(terminal_text(model))}</bdi> " in page
+    assert f"<td><bdi>{html.escape(terminal_text(BIDI))}</bdi></td>" in page
+
+
 def test_to_text_escapes_model_and_subgroup_names():
     df = data([ESCAPE]).rename(columns={"s": "model\x1b[2J"})
     with warnings.catch_warnings():

@@ -26,6 +26,7 @@ import textwrap
 import numpy as np
 
 from ..metrics.definitions import AUC_METRICS
+from .plain import terminal_text
 
 AEG_METRICS = ["negative_aeg", "positive_aeg"]
 
@@ -91,15 +92,32 @@ def text_color_on(background: str) -> str:
 def _plain_text(function):
     """Draw every text of the figure as it is: names from the data such as ``$x$`` or
     ``$\\foo$`` are never parsed as mathtext (which would restyle them, or fail after the
-    whole evaluation)."""
+    whole evaluation), and their control characters and bidi overrides are drawn as visible
+    escapes (``\\x1b``, ``\\u202e``), as the terminal shows them: no missing glyph (whose
+    warning carried the raw character to stderr), no text reordered."""
     @functools.wraps(function)
     def plain(*args, **kwargs):
         try:
             import matplotlib
+            from matplotlib.text import Text
+            from matplotlib.ticker import FixedFormatter, FuncFormatter
         except ImportError:
             return function(*args, **kwargs)  # which says how to install matplotlib
         with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
-            return function(*args, **kwargs)
+            figure = function(*args, **kwargs)
+        for text in figure.findobj(Text):
+            shown = text.get_text()
+            safe = terminal_text(shown, keep_newlines=True)
+            if safe != shown:
+                text.set_text(safe)
+        for ax in figure.axes:  # tick labels given as names are drawn again from these
+            for axis in (ax.xaxis, ax.yaxis):
+                formatter = axis.get_major_formatter()
+                if isinstance(formatter, (FixedFormatter, FuncFormatter)):
+                    axis.set_major_formatter(FuncFormatter(
+                        lambda x, pos, labels=formatter: terminal_text(labels(x, pos),
+                                                                       keep_newlines=True)))
+        return figure
     return plain
 
 

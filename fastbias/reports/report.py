@@ -780,8 +780,8 @@ class BiasReport:
             items.append(("data", self.source))
         items += [
             ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive)"),
-            ("label", f"{html.escape(str(self.result.label))} ({self._label_rule()})"),
-            ("models", ", ".join(html.escape(str(m)) for m in self.result.models)),
+            ("label", f"{_html_name(self.result.label)} ({self._label_rule()})"),
+            ("models", ", ".join(_html_name(m) for m in self.result.models)),
             ("subgroups", f"{self._subgroup_count()} (member if &ge; "
                           f"{s.get('subgroup_threshold')}; unannotated rows: "
                           f"{html.escape(str(s.get('missing_subgroup')))})"),
@@ -829,7 +829,7 @@ class BiasReport:
                 + "<th>lowest AUC</th><th>largest |AEG|</th><th>undefined</th></tr>")
         rows = []
         for model, r in summary.iterrows():
-            cells = [f"<td>{html.escape(str(model))}</td>",
+            cells = [f"<td>{_html_name(model)}</td>",
                      f"<td class=num>{_fmt_metric(r['overall_auc'], '')}"
                      f"{_html_summary_interval(summary, model, 'overall_auc')}</td>"]
             if has_final:
@@ -876,7 +876,7 @@ class BiasReport:
             flags = significant_flags(part, METRIC_COLUMNS)
             rows = []
             for (name, row), row_flags in zip(part.iterrows(), flags):
-                cells = [f"<td>{html.escape(str(name))}</td>"]
+                cells = [f"<td>{_html_name(name)}</td>"]
                 for c in COUNT_COLUMNS:
                     empty = " empty" if not _is_nan(row[c]) and int(row[c]) == 0 else ""
                     cells.append(f'<td class="num{empty}">{_fmt_count(row[c])}</td>')
@@ -915,7 +915,7 @@ class BiasReport:
                                  f"{interval}</td>")
                 rows.append("<tr>" + "".join(cells) + "</tr>")
             auc = float(self.result.overall_auc[model])
-            out.append(f'<h3>{html.escape(str(model))} <span class="muted">overall AUC '
+            out.append(f'<h3>{_html_name(model)} <span class="muted">overall AUC '
                        f"{_fmt_metric(auc, '')}</span></h3>"
                        f'<div class="scroll"><table class="metrics" data-model="'
                        f'{html.escape(str(model))}"><thead>{head}</thead><tbody>{"".join(rows)}'
@@ -950,13 +950,13 @@ class BiasReport:
                 aucs = row[AUC_METRICS].astype(float)
                 lowest = (f"{aucs.min():.4f} ({METRIC_LABELS[aucs.idxmin()]})"
                           if aucs.notna().any() else "n/a")
-                cells = [f"<td>{html.escape(str(name))}</td>",
+                cells = [f"<td>{_html_name(name)}</td>",
                          f"<td class=num>{_fmt_count(row['subgroup_size'])}</td>",
                          f"<td class=num>{html.escape(lowest)}</td>"]
                 cells += [f"<td class=num>{_fmt_metric(row[m], m)}{'*' if f else ''}</td>"
                           for m, f in zip(METRIC_COLUMNS, row_flags)]
                 rows.append("<tr>" + "".join(cells) + "</tr>")
-            out.append(f"<h3>{html.escape(str(model))}</h3><div class=\"scroll\"><table "
+            out.append(f"<h3>{_html_name(model)}</h3><div class=\"scroll\"><table "
                        f'class="intersections" data-model="{html.escape(str(model))}"><thead>'
                        f"{head}</thead><tbody>{''.join(rows)}</tbody></table></div>")
         return "".join(out)
@@ -967,8 +967,8 @@ class BiasReport:
             return ('<p class="note">Every metric is defined: no subgroup has an empty or '
                     'one-class cell.</p>')
         items = "".join(
-            f'<li id="undef-{k}">{html.escape(str(r["model"]))} &middot; '
-            f'{html.escape(str(r["subgroup"]))} &middot; {html.escape(METRIC_LABELS[r["metric"]])}'
+            f'<li id="undef-{k}">{_html_name(r["model"])} &middot; '
+            f'{_html_name(r["subgroup"])} &middot; {html.escape(METRIC_LABELS[r["metric"]])}'
             f': {html.escape(r["reason"])}</li>'
             for k, r in enumerate(undefined.to_dict("records"), start=1))
         return ('<h3 id="undefined">Undefined values (n/a)</h3><p class="note">Each metric compares '
@@ -1036,7 +1036,14 @@ def _extreme_cell(value, stops, fmt, metric, subgroup, ties: int = 0) -> str:
         return "<td>n/a</td>"
     tied = f" (and {int(ties)} more value(s) equal to it)" if ties else ""
     return (f"<td>{_colored(value, stops, fmt)} {html.escape(METRIC_LABELS[metric])}, "
-            f"{html.escape(str(subgroup))}{tied}</td>")
+            f"{_html_name(subgroup)}{tied}</td>")
+
+
+def _html_name(name) -> str:
+    """A name from the data as HTML text: escaped, its control characters and bidi overrides
+    shown as the terminal shows them (``\\u202e``), and isolated (``<bdi>``) so that no
+    name, right-to-left script included, reorders the text around it."""
+    return f"<bdi>{html.escape(terminal_text(str(name)))}</bdi>"
 
 
 def _colored(value, stops, fmt) -> str:

@@ -286,7 +286,7 @@ def bad_files(frame, tmp_path_factory):
     (["data.xlsx", *REPORT_ARGS], "cannot tell the format of"),
     (["array.json", *REPORT_ARGS], "is a JSON array, not JSON lines"),
     (["ok.csv", *REPORT_ARGS, "--weight", "wait"], "unknown column 'wait' (--weight). The file "
-                                                   "has columns: toxicity, verdict, model_a"),
+                                                   "has columns: 'toxicity', 'verdict', 'model_a'"),
 ])
 def test_error_messages(args, message, bad_files, capsys, monkeypatch):
     monkeypatch.chdir(bad_files)

@@ -609,6 +609,26 @@ def test_a_quote_that_never_closes_is_one_long_record(tmp_path):
         evaluate_csv(path, label="y", scores="s", subgroups=["g"])
 
 
+def test_csv_headers_as_pandas_reads_them(tmp_path, capsys):
+    """Blank lines before a CSV's header are passed over, as pandas passes them (the header
+    reader stopped there: an UnboundLocalError, a traceback from the CLI), and a quoted name
+    holding a line break is one name (it was cut at the break, the names after it lost)."""
+    df = _tied_frame(300, seed=4)
+    df.insert(2, "a\nb", df[SUBGROUPS[0]])  # (before other names, which were lost)
+    df["t"] = df["s"]
+    groups = [*SUBGROUPS, "a\nb"]
+    reference = quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=groups)
+    text = df.to_csv(index=False)
+    for name, content in (("blank.csv", "\n  \n" + text), ("broken.csv", text)):
+        path = tmp_path / name
+        path.write_text(content)
+        assert open_text_source(path).names == list(df.columns)
+        got = quiet(evaluate_csv, path, label="y", scores="s", subgroups=groups)
+        pd.testing.assert_frame_equal(got.table, reference.table)
+    status = _report(tmp_path / "blank.csv", tmp_path / "o.json")
+    assert status == 0, capsys.readouterr().err
+
+
 def test_zip_bom_and_json_keys(tmp_path, capsys):
     import zipfile
 

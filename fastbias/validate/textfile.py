@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import itertools
 import json
 import os
 import re
@@ -218,11 +219,10 @@ def text_header(path: str, fmt: str, compression: str | None = None, sep: str = 
     with open_text(path, compression, line_limit=line_limit) as stream:
         text = io.TextIOWrapper(stream, encoding="utf-8-sig")  # as pandas, drop a BOM
         for line in text:
-            if not line.strip():
-                if fmt == "csv":
-                    break
+            if not line.strip():  # (blank lines before the header: pandas passes them over)
                 continue
-            names = _csv_names(line, sep) if fmt == "csv" else _json_names(path, line.strip())
+            names = (_csv_names(line, text, sep) if fmt == "csv"
+                     else _json_names(path, line.strip()))
             check_unique_names(path, names)
             break
         else:
@@ -340,8 +340,10 @@ def _json_text(text: str) -> bytes:
     return b"".join(parts)
 
 
-def _csv_names(line: str, sep: str) -> list:
-    return next(csv.reader([line], delimiter=sep))
+def _csv_names(line: str, rest, sep: str) -> list:
+    """The names of a CSV header starting at ``line``; a quoted name holding a line break
+    goes on into the next lines of ``rest`` (as pandas reads it)."""
+    return next(csv.reader(itertools.chain([line], rest), delimiter=sep))
 
 
 def _json_names(path: str, line: str) -> list:

@@ -1935,3 +1935,76 @@ def test_a_recheck_left_unknown_says_why():
     said = " ".join(str(r.message) for r in record)
     assert "double-double rounding" in said and "g: positive_aeg" in said
     assert "fewer than 2 rows" not in said
+
+
+@pytest.mark.parametrize("block", [1 << 20, 7, 1])
+def test_read_ratio_is_the_largest_over_every_block(monkeypatch, block):
+    """:func:`~fastbias.sweep.walk.read_ratio` reads its rows in blocks (bounded memory): the
+    ratio is the largest ``prefix sum / weight`` over the rows of positive weight of all the
+    blocks, not of the last one (a light row early, below a heavy one, and heavy rows last:
+    the largest ratio is in the first block), taken in the class's order ``rows``, not the
+    rows' own order; checked against exact rationals row by row. And
+    :func:`~fastbias.sweep.walk.read_ratios_of` gives the negatives' first, the positives'
+    second, worked out once."""
+    from fastbias.sweep import walk
+
+    monkeypatch.setattr(walk, "_RATIO_BLOCK", block)
+    rng = np.random.default_rng(11)
+    weights = np.r_[1e12, 0.5, 0.0, rng.uniform(0.5, 2, 30), 1e9, 2e9, 0.0, 3e9]
+    rows = np.r_[0, 2, 1, np.arange(3, weights.shape[0])]  # (the class's order: 1e12 first)
+    cumulative = np.concatenate([[0.0], np.cumsum(weights[rows])])
+
+    def by_hand(rows):
+        most, total = Fraction(1), Fraction(0)
+        for r in rows.tolist():
+            total += Fraction(float(weights[r]))
+            if weights[r] > 0:
+                most = max(most, total / Fraction(float(weights[r])))
+        return float(most)
+
+    ratio = walk.read_ratio(weights, rows, cumulative)
+    assert ratio == pytest.approx(by_hand(rows), rel=1e-12) and ratio > 1e12
+    light = np.arange(3, 33)  # the light rows alone: about their count
+    light_cum = np.concatenate([[0.0], np.cumsum(weights[light])])
+    assert walk.read_ratio(weights, light, light_cum) == pytest.approx(by_hand(light),
+                                                                        rel=1e-12)
+    made = walk.read_ratios_of(weights, (light, light_cum), (rows, cumulative))
+    assert made() == (pytest.approx(by_hand(light), rel=1e-12),
+                      pytest.approx(by_hand(rows), rel=1e-12))
+    assert made() is made()
+
+
+@pytest.mark.parametrize("where", ["memory", "memory beyond the recheck"])
+@pytest.mark.parametrize("heavy", [1e13, 3e14])
+def test_reads_below_a_heavy_row_within_a_relative_bound_are_counted(monkeypatch, heavy,
+                                                                      where):
+    """The heavy positive below the light rows, 1e13 and 3e14 times them: the class's read
+    ratio keeps the relative bound on its reads finite (below 1/16), so the floors take it,
+    in units of the sums' rounding share, for the class each read is of. Each read is then
+    off by up to 1e-3..3e-2 of itself; a bound left in absolute units (a standard error
+    1.3e-4 off) or taken for the other class (2.8e-3 off) passed such errors silently.
+    Every standard error and test made is exact arithmetic's within 1e-5."""
+    from fastbias.intervals import delong, significance
+
+    monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)  # (DeLong's tests)
+    if where != "memory":
+        monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
+    y, s, w, g = _weights_beyond_resolution()
+    w = w.copy()
+    w[0] = heavy
+    table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w, ci="delong",
+                    significance="holm")
+    for metric, (above, below) in _metric_cells(y, g).items():
+        se = table.loc["g", f"{metric}_se"]
+        if np.isfinite(se):
+            exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
+            assert se == pytest.approx(exact, rel=1e-5, abs=0), metric
+        else:
+            assert where != "memory", metric
+        p = table.loc["g", f"{metric}_pvalue"]
+        if metric != "positive_aeg" and np.isfinite(p):
+            z = -NormalDist().inv_cdf(p / 2)
+            assert z == pytest.approx(_exact_test_z(s, w, y, g, metric), rel=1e-5), metric
+    se = table.attrs["overall_auc_se"]
+    exact = float(_exact_delong_variance(s, w, y, ~y)) ** 0.5
+    assert np.isnan(se) and where != "memory" or se == pytest.approx(exact, rel=1e-5, abs=0)

@@ -582,3 +582,35 @@ def test_class_walks_give_the_overall_delong_sums_of_the_class_walk(weighted):
             exact[2] += Fraction(wy) * d * d
         for got, want in zip(whole, exact):
             assert abs(Fraction(got) - want) <= abs(want) * Fraction(1, 2 ** 45), (got, want)
+
+
+def test_chunks_read_ratios_combine_as_each_subgroups_largest():
+    """Out of core each chunk reads its own prefix sums, so the read ratios the floors take
+    (:func:`~fastbias.sweep.walk.read_ratio`) are, per subgroup and class, the largest of
+    any chunk's (a heavy row below light ones in one chunk only), not the first's or the
+    last's; a chunk's universes place theirs at their own subgroups; one not known (None)
+    leaves them not known."""
+    from dataclasses import replace
+
+    from fastbias.intervals.placement_sums import (
+        combine_placement_sums,
+        empty_placement_sums,
+        gather_placement_sums,
+        ratios_of,
+    )
+
+    chunks = [np.array([[5.0, 1.0], [1.0, 9.0]]), np.array([[2.0, 7.0], [3.0, 1.0]]),
+              np.array([[1.0, 1.0], [8.0, 2.0]])]
+    parts = [replace(empty_placement_sums(2, True), read_ratios=r) for r in chunks]
+    largest = [[max(r[i][c] for r in chunks) for c in range(2)] for i in range(2)]
+    np.testing.assert_array_equal(ratios_of(combine_placement_sums(parts)), largest)
+    parts[1] = replace(parts[1], read_ratios=None)
+    assert ratios_of(combine_placement_sums(parts)) is None
+    universes = [(replace(empty_placement_sums(1, True), read_ratios=np.array([[4.0, 6.0]])),
+                  np.array([1])),
+                 (replace(empty_placement_sums(1, True),
+                          read_ratios=lambda: np.array([[3.0, 2.0]])), np.array([0]))]
+    np.testing.assert_array_equal(ratios_of(gather_placement_sums(universes, 2, True)),
+                                  [[3.0, 2.0], [4.0, 6.0]])
+    universes[0] = (replace(universes[0][0], read_ratios=None), universes[0][1])
+    assert ratios_of(gather_placement_sums(universes, 2, True)) is None

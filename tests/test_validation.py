@@ -830,3 +830,29 @@ def test_evaluate_under_omit_names_a_refused_row_by_its_input_position(column, v
         with pytest.raises(ValueError, match=pattern):
             fastbias.evaluate(df, label="y", scores="s", subgroups=["g"], sample_weight="w",
                               nan_policy="omit", **kwargs)
+
+
+def test_rows_kept_names_input_positions_only_inside():
+    """Inside ``rows_kept`` a position among the rows kept is named as the input's (the
+    input's row 7 is the sixth kept, two dropped before it); after it, and after an error
+    inside it, positions are the plain ones again (a later call is not renamed); inside a
+    file's rows, the kept position's row of the file."""
+    from types import SimpleNamespace
+
+    from fastbias.validate.columns import _at, rows_from, rows_kept
+
+    kept = np.ones(10, dtype=bool)
+    kept[[1, 4]] = False
+    with rows_kept(kept):
+        assert _at(5) == "position 7"
+        assert _at(np.int64(0)) == "position 0"
+        with rows_kept(None):
+            assert _at(5) == "position 5"
+        assert _at(2) == "position 3"
+    assert _at(5) == "position 5"
+    with pytest.raises(ValueError):
+        with rows_kept(kept):
+            raise ValueError
+    assert _at(5) == "position 5"
+    with rows_from(SimpleNamespace(first_row=100)), rows_kept(kept):
+        assert _at(5) == "row 107"

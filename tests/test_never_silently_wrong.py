@@ -2008,3 +2008,49 @@ def test_reads_below_a_heavy_row_within_a_relative_bound_are_counted(monkeypatch
     se = table.attrs["overall_auc_se"]
     exact = float(_exact_delong_variance(s, w, y, ~y)) ** 0.5
     assert np.isnan(se) and where != "memory" or se == pytest.approx(exact, rel=1e-5, abs=0)
+
+
+@pytest.mark.parametrize("where", ["memory", "memory beyond the recheck", "csv"])
+def test_a_covariance_read_below_a_heavy_row_is_counted(tmp_path, monkeypatch, where):
+    """A heavy background positive (2**39 times the others) below every row, a subgroup of
+    all the negatives but one: BPSN's samples are nearly the AUC of all rows', and its
+    test's variance, ``var_M + var_O - 2 cov``, is 3.8e-23, made of the light rows. The
+    covariance's cross sums read the positives' weight above each negative (their total
+    less a prefix), each off by the class's rounding (2**-13 here, against light rows of
+    0.5-2). The variances' floors alone leave what that may cost at 0.42 of what the
+    difference allows (VARIANCE_TOLERANCE), the cross sums' own floors (``_cross_reads``:
+    each of its X and Y sums, of ``c_M c_O`` and ``d_M d_O``) at 1.34. Without them (a
+    mutation audit) BPSN's test was made at p = 5.759e-4 for an exact 5.798e-4 (z 5e-4
+    off), with no sign. Each test made is exact arithmetic's within 1e-5 in z; in memory
+    BPSN's is made, from the rows; elsewhere it is NaN."""
+    from fastbias.intervals import delong, significance
+    from fastbias.streaming import evaluate_csv
+
+    monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)  # (DeLong's tests)
+    rng = np.random.default_rng(10)
+    nsn, nbn, nsp, nbp = 19, 1, 9, 3
+    y = np.r_[True, np.zeros(nsn + nbn, bool), np.ones(nsp + nbp, bool)]
+    g = np.r_[False, np.ones(nsn, bool), np.zeros(nbn, bool), np.ones(nsp, bool),
+              np.zeros(nbp, bool)]
+    s = np.r_[-10.0, rng.normal(0, 1, nsn + nbn), rng.normal(2, 1, nsp + nbp)]
+    w = np.r_[2.0 ** 39, rng.uniform(0.5, 2, nsn + nbn + nsp + nbp)]
+    frame = pd.DataFrame({"y": y.astype(float), "s": s, "w": w, "g": g.astype(float)})
+    kw = dict(label="y", scores="s", subgroups=["g"], sample_weight="w", significance="holm")
+    if where == "csv":
+        frame.to_csv(tmp_path / "d.csv", index=False)
+        table = quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=40, **kw).for_model()
+    else:
+        if where != "memory":
+            monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
+        table = quietly(fastbias.evaluate, frame, **kw).for_model()
+    for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg"):
+        p = table.loc["g", f"{metric}_pvalue"]
+        if np.isnan(p):
+            assert where != "memory" and metric == "bpsn_auc", metric
+            continue
+        exact = _exact_test_z(s, w, y, g, metric)
+        if p == 0.0:  # (beyond what a double holds)
+            assert exact > 38.0, metric
+            continue
+        z = -NormalDist().inv_cdf(p / 2)
+        assert z == pytest.approx(exact, rel=1e-5), metric

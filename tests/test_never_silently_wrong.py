@@ -2145,3 +2145,109 @@ def test_each_floor_of_the_reads_is_needed(monkeypatch, where, case):
             continue
         z = -NormalDist().inv_cdf(p / 2)
         assert z == pytest.approx(exact, rel=1e-6), name
+
+
+def _each_made_value_is_exact(table, y, s, w, g, rel=1e-5, loose=()):
+    """Each standard error and DeLong test made (the overall AUC's standard error too) is
+    exact rational arithmetic's within ``rel``; NaN is allowed (beyond the recheck). The
+    standard errors of the metrics ``loose`` within 1% only (VARIANCE_TOLERANCE: a part
+    within its sums' rounding may be taken as 0)."""
+    for metric, (above, below) in _metric_cells(y, g).items():
+        se = table.loc["g", f"{metric}_se"]
+        if np.isfinite(se):
+            exact = float(_exact_delong_variance(s, w, above, below)) ** 0.5
+            assert se == pytest.approx(exact, rel=1e-2 if metric in loose else rel,
+                                       abs=0), metric
+        p = table.loc["g", f"{metric}_pvalue"]
+        if p == 0.0:  # (beyond what a double holds)
+            assert _exact_test_z(s, w, y, g, metric) > 38.0, metric
+        elif np.isfinite(p):
+            z = -NormalDist().inv_cdf(p / 2)
+            assert z == pytest.approx(_exact_test_z(s, w, y, g, metric), rel=rel), metric
+    se = table.attrs["overall_auc_se"]
+    if np.isfinite(se):
+        exact = float(_exact_delong_variance(s, w, y, ~y)) ** 0.5
+        assert se == pytest.approx(exact, rel=rel, abs=0), "overall AUC"
+
+
+def _overall_floor_cases():
+    """Three cases of one heavy positive among light rows (a mutation audit's, shrunk)."""
+    # 2**55 below every row, dyadic weights: the classes' sums are not exact (2**55 is past
+    # 2**(52 - 4 bits)), and every read of the light positives above it loses them
+    y = np.array([1, 1, 1, 0, 0, 0], bool)
+    s = np.array([4.2, -1.5, 2.7, -0.5, 0.6, -0.06])
+    w = np.array([3.875, 2.0 ** 55, 3.4375, 1.5, 0.625, 2.0625])
+    g = np.array([0, 1, 0, 0, 0, 1], bool)
+    yield "2**55 below all", (y, s, w, g)
+    # 2**43 below every row, weights of two decimals
+    y = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0], bool)
+    s = np.array([0.0, -3.0, 0.25, -1.5, -1.5, -2.0, 0.25, 0.25, 1.0, -0.5])
+    w = np.array([0.93, 2.0 ** 43, 1.57, 1.49, 1.13, 0.64, 1.14, 0.57, 0.51, 1.86])
+    g = np.array([1, 0, 1, 1, 1, 1, 1, 0, 1, 1], bool)
+    yield "2**43 below all", (y, s, w, g)
+    # 5.8e5 above every row (of 52 binary digits: its sums are not exact), whole weights
+    y = np.r_[np.ones(3, bool), np.zeros(20, bool)]
+    s = np.array([1.3, 3.2, 1.7, 0.3, -0.9, 0.8, 1.4, 0.6, -0.8, 0.2, 0.2, 1.0, 0.3, 0.9,
+                  -0.7, -0.6, -0.4, -0.1, 1.5, -0.9, 1.8, -1.2, -0.1])
+    w = np.array([2.0, 582946.6848544745, 2.0, 3.0, 1.0, 3.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0,
+                  1.0, 3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 2.0, 1.0, 1.0, 2.0])
+    g = np.zeros(23, bool)
+    g[[15, 19]] = True
+    yield "5.8e5 above all", (y, s, w, g)
+
+
+@pytest.mark.parametrize("case", [c for _, c in _overall_floor_cases()],
+                         ids=[name for name, _ in _overall_floor_cases()])
+def test_the_overall_aucs_floors_count_every_read(monkeypatch, case):
+    """The overall AUC's floors (``delong.overall_floors``) count what reading both classes'
+    prefix sums may cost: the positives' weights in U (twice the classes' weights, in units
+    of the rounding share; its own class's relative bound) and in their squares, the
+    negatives' weights and placements in theirs, wherever the class sums are not exact
+    (below ``2**(52 - bits)``). A mutation audit found each term could be dropped or
+    weakened unnoticed: without the positives' squares term the overall standard error of
+    the first case came out 0 (exact: 6.7e-17); its threshold at ``2**(60 - bits)``, the
+    same 0, and 2.4e-5 off in the third case (BPSN's z too); without either of the
+    negatives' terms 2.4e-5 off (third case) or 1.3e-4 off (second), and likewise with the
+    U term bounded by the negatives' read ratio; and without the ``+ 8`` of the relative
+    bound (``delong._relative_reads``) BPSN's z in the third case. Beyond the recheck (the
+    floors decide),
+    with DeLong's tests, every standard error and test made is exact arithmetic's within
+    1e-5."""
+    from fastbias.intervals import delong, significance
+
+    monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)  # (DeLong's tests)
+    monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
+    y, s, w, g = case
+    table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w, ci="delong",
+                    significance="holm")
+    _each_made_value_is_exact(table, y, s, w, g)
+
+
+def test_a_placement_read_below_a_heavy_row_is_counted(monkeypatch):
+    """A heavy positive (2.8e11 times the others) below every row but one tie, a subgroup
+    of some of the 40 negatives: BPSN's and the positive AEG's placements of the subgroup's
+    rows are read from the positives' running sums, each off by up to the class's share;
+    their squares by ``2 delta sqrt(W sum w P^2) + ...`` (``delong._placement_reads``). A
+    mutation audit found the square-root term could be halved or dropped unnoticed: the
+    positive AEG's standard error then came out 4.7e-5 off. Beyond the recheck, every
+    standard error and test made is exact arithmetic's within 1e-5 (BPSN's standard error
+    within 1%: 1.8e-4 low here, a part within its sums' rounding taken as 0, as
+    VARIANCE_TOLERANCE allows)."""
+    from fastbias.intervals import delong, significance
+
+    monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)  # (DeLong's tests)
+    monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
+    y = np.r_[np.ones(5, bool), np.zeros(40, bool)]
+    s = np.array([-0.75, 1.0, 0.25, -0.25, -0.25, -0.5, -0.0, 0.5, 0.25, 0.25, -0.75, -0.75,
+                  0.75, 0.5, 1.0, 0.5, -0.5, 0.75, 0.25, 0.0, -0.5, 0.0, -0.0, 0.5, 0.0, 0.75,
+                  -0.5, 0.25, 0.25, -0.5, -0.5, 0.5, 0.25, -0.0, 0.25, -0.25, 0.0, -0.25,
+                  0.0, 0.5, -0.25, 0.5, -0.5, -0.25, -0.75])
+    w = np.array([276680132249.84924, 0.56, 0.06, 0.12, 2.56, 2.44, 3.88, 2.38, 2.81, 1.88,
+                  0.31, 1.38, 2.38, 2.75, 1.25, 0.56, 3.62, 0.94, 0.12, 1.62, 0.06, 2.62,
+                  0.44, 1.25, 1.38, 2.88, 3.5, 2.69, 2.25, 0.94, 2.62, 2.94, 0.19, 2.31, 0.75,
+                  0.38, 1.5, 3.19, 2.5, 3.56, 3.0, 1.38, 2.31, 1.19, 1.12])
+    g = np.zeros(45, bool)
+    g[[2, 4, 5, 7, 14, 16, 17, 22, 23, 26, 28, 30, 31, 32, 33, 34, 36, 38, 40, 43]] = True
+    table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w, ci="delong",
+                    significance="holm")
+    _each_made_value_is_exact(table, y, s, w, g, loose=("bpsn_auc",))

@@ -303,7 +303,7 @@ class BiasEvaluator:
                 "index is a pandas Index, but index= takes row positions (or a boolean mask) "
                 "and the evaluator's rows carry other labels; for rows given by label, pass "
                 "their positions: y_true.index.get_indexer(labels)")
-        if is_mask and isinstance(index, pd.Series):
+        if is_mask and isinstance(index, (pd.Series, pd.DataFrame)):
             check_aligned([("index", index)],
                           expected=("the evaluator's rows (its y_true)", rows))
 

@@ -122,6 +122,8 @@ def test_evaluator_fold_masks_must_carry_the_evaluators_rows(frame):
     with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
         evaluator.metrics(scores, index=in_fold.sort_index())
     with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
+        evaluator.metrics(scores, index=in_fold.sort_index().to_frame())
+    with pytest.raises(ValueError, match="the evaluator's rows .* and index"):
         evaluator.metrics(scores, index=in_fold.reset_index(drop=True).sample(frac=1,
                                                                               random_state=1))
     with pytest.raises(ValueError, match="the evaluator's rows .* and index"):

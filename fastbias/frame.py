@@ -13,7 +13,12 @@ import numpy as np
 import pandas as pd
 
 from ._threads import lend_helper
-from .intervals.attach import attach_intervals, check_ci
+from .intervals.attach import (
+    FINAL_INTERVAL_ATTRS,
+    OVERALL_INTERVAL_ATTRS,
+    attach_intervals,
+    check_ci,
+)
 from .intervals.bootstrap import check_n_boot
 from .intervals.significance import (
     add_pvalues,
@@ -393,16 +398,51 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                            names=["threshold", "subgroup"]))
             by_threshold.attrs = at_thresholds[0].attrs
         joined = joined_universes(tables)
+        if ci is not None and not (len(universes) == 1 and universes[0][0] is None):
+            # the overall AUC's interval is of all the rows, not of a universe's; the final
+            # metric's bootstrap interval would join replicates that resample each universe
+            # on its own: it is not made
+            whole = next((t for (kept, _), t in zip(universes, tables) if kept is None), None)
+            if whole is None:
+                whole = _all_rows_interval(values)
+                undefined.append(whole.attrs.pop("undefined_intervals"))
+            if ci == "bootstrap":
+                undefined.append({"interval(s) not made (missing_subgroup='exclude' resamples "
+                                  "each set of rows annotated for the subgroups on its own, so "
+                                  "no replicate of the final metric joins them)":
+                                  ["the final metric"]})
+            for name in (*OVERALL_INTERVAL_ATTRS, *FINAL_INTERVAL_ATTRS):
+                joined.attrs.pop(name, None)
+            joined.attrs.update({name: whole.attrs[name] for name in OVERALL_INTERVAL_ATTRS
+                                 if name in whole.attrs})
         # (this runs in the models' threads: the warning names this line, as the metrics'
         # warnings of a model do)
         warn_listed(gathered(undefined), context=f"model {model!r}", stacklevel=1)
         return joined.reindex(subgroup_names), overall, by_threshold
 
+    def _all_rows_interval(values) -> pd.DataFrame:
+        """The overall AUC's interval of all the rows (an empty table whose attrs hold it),
+        where every universe leaves some rows out."""
+        if compiled:
+            sorted_all = SortedScores(values, overall_memberships, with_rows=ci == "bootstrap",
+                                      workers=model_workers)
+            sc = count_sorted(sorted_all, weights)
+        else:
+            sorted_all, sc = None, counts_in_numpy(values, overall_memberships, weights)
+        table = table_from_counts(sc, warn=False)
+        table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+        return attach_intervals(table, method=ci, scores=values, memberships=overall_memberships,
+                                sorted_scores=sorted_all, sample_weight=weights,
+                                confidence=confidence, n_boot=n_boot, random_state=random_state,
+                                progress=bar, warn=False)
+
     # the models share the threads: each one's sorts and walks get its share of them
     model_threads = resolve_n_jobs(n_jobs, len(models))
     model_workers = max(1, resolve_workers(n_jobs) // model_threads)
-    # one bootstrap bar for every model and universe: it only counts up
-    bar = (Bar(len(models) * len(universes) * n_boot, "bootstrap", unit="replicate")
+    # one bootstrap bar for every model and universe (and all the rows, where no universe is
+    # of them all): it only counts up
+    passes = len(universes) + (overall_memberships is not None)
+    bar = (Bar(len(models) * passes * n_boot, "bootstrap", unit="replicate")
            if ci == "bootstrap" else None)
     try:
         results = map_in_threads(run_model, models, model_threads)

@@ -923,3 +923,42 @@ def test_percentile_intervals_touch_no_warning_filters():
     np.testing.assert_array_equal(se[[0, 3]], before[1][[0, 3]])
     assert np.isnan([low[1], high[1], se[1], low[2], high[2], se[2]]).all()
     assert (float(low1), float(high1), float(se1), int(count1)) == (low[0], high[0], se[0], 50)
+
+
+@pytest.mark.parametrize("layout", ["one universe", "two universes", "with all rows"])
+def test_evaluate_under_exclude_gives_the_overall_auc_interval_of_all_rows(layout):
+    """Under missing_subgroup="exclude" each set of rows annotated for the subgroups is a
+    universe of its own: the overall AUC's interval is of all the rows (a universe's was
+    given for it, found by review: 0.9817-0.9913 around an overall AUC of 0.9789), and the
+    final metric's bootstrap interval, which would join replicates that resample each
+    universe on its own, is not made (one warning says so)."""
+    rng = np.random.default_rng(8)
+    n = 240
+    y = rng.random(n) < 0.4
+    s = np.round(rng.normal(size=n) + 1.2 * y, 1)
+    unannotated = rng.random(n) < 0.4
+    g = np.where(unannotated, np.nan, rng.random(n) < 0.3)
+    h = np.where(unannotated if layout == "one universe" else rng.random(n) < 0.3, np.nan,
+                 rng.random(n) < 0.5)
+    if layout == "with all rows":
+        h = (rng.random(n) < 0.5).astype(float)
+    df = pd.DataFrame({"y": y, "s": s, "g": g, "h": h})
+    settings = dict(label="y", scores="s", subgroups=["g", "h"], missing_subgroup="exclude")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        delong = fastbias.evaluate(df, ci="delong", **settings).for_model()
+    assert delong.attrs["overall_auc_se"] == pytest.approx(
+        delong_variance_reference(s[y], s[~y]) ** 0.5, rel=1e-12, abs=0)
+    with pytest.warns(UndefinedMetricWarning, match="not made .*: the final metric"):
+        boot = fastbias.evaluate(df, ci="bootstrap", n_boot=60, random_state=5,
+                                 **settings).for_model()
+    aucs = []
+    for seed in np.random.SeedSequence(5).spawn(60):  # replicate b: child b, all the rows
+        w = replicate_weights(seed, np.ones(n))
+        aucs.append(pair_probability(s[y], s[~y], w[y], w[~y]))
+    low, high = np.quantile(aucs, [0.025, 0.975])
+    assert boot.attrs["overall_auc_low"] == pytest.approx(low, abs=1e-12)
+    assert boot.attrs["overall_auc_high"] == pytest.approx(high, abs=1e-12)
+    assert boot.attrs["overall_auc_se"] == pytest.approx(np.std(aucs, ddof=1), abs=1e-12)
+    assert low <= pair_probability(s[y], s[~y]) <= high
+    assert not {"final_metric", "final_metric_low", "final_metric_high"} & set(boot.attrs)

@@ -160,6 +160,12 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                             bernstein_variance=bernstein_variance)
 
 
+#: the ``attrs`` of the overall AUC's interval, and of the final metric's (the bootstrap's)
+OVERALL_INTERVAL_ATTRS = ("overall_auc_low", "overall_auc_high", "overall_auc_se")
+FINAL_INTERVAL_ATTRS = ("final_metric", "final_metric_low", "final_metric_high",
+                        "final_metric_se")
+
+
 def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores | None,
                      sample_weight: np.ndarray | None = None, confidence: float = 0.95,
                      n_boot: int = 1000, random_state=None, progress=None,

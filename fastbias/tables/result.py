@@ -44,8 +44,9 @@ class EvaluationResult:
     model_attrs : dict
         Per model, what its own table carried besides the rows (as
         ``bias_metrics(...).attrs``): the overall AUC's interval
-        (``overall_auc_low``/``_high``/``_se``), the bootstrap's final-metric interval
-        (``final_metric_low``/``_high``/``_se``, ``n_boot``), the number of significance
+        (``overall_auc_low``/``_high``/``_se``, of all the rows), the bootstrap's
+        final-metric interval (``final_metric_low``/``_high``/``_se``, ``n_boot``; not
+        made under ``missing_subgroup="exclude"``), the number of significance
         tests. :meth:`for_model` puts them back on the model's table.
     thresholds : pandas.DataFrame or None
         With ``thresholds=``: the threshold metrics, tidy, one row per model, threshold

@@ -199,7 +199,27 @@ def test_final_metric_nan_policy_is_the_deprecated_name_of_undefined():
 
 def test_final_metric_nan_overall_auc_gives_nan():
     table = fastbias.bias_metrics(*_random_problem(0))
-    assert math.isnan(final_metric(table, float("nan")))
+    with pytest.warns(UndefinedMetricWarning, match="the overall AUC is NaN"):
+        assert math.isnan(final_metric(table, float("nan")))
+
+
+def test_final_metric_says_why_whenever_it_is_nan():
+    """NaN with one warning, every way (an AUC undefined in every subgroup under 'omit' had
+    left nothing to average, silently); a model's warning names the model."""
+    table = fastbias.bias_metrics(*_random_problem(0))
+    empty = table.copy()
+    empty["bpsn_auc"] = np.nan
+    with pytest.warns(UndefinedMetricWarning, match="undefined in every subgroup"):
+        assert math.isnan(final_metric(empty, undefined="omit"))
+    df = pd.DataFrame({"y": [0, 1] * 20, "a": np.linspace(0, 1, 40),
+                       "b": np.linspace(1, 0, 40), "g": [True] + [False] * 39})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="y", scores=["a", "b"], subgroups=["g"])
+    with pytest.warns(UndefinedMetricWarning) as caught:
+        res.final_metric()
+    said = sorted(str(w.message).split(":")[0] for w in caught)
+    assert said == ["model 'a'", "model 'b'"]
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -207,6 +227,9 @@ def test_final_metric_nan_overall_auc_gives_nan():
     ({"overall_weight": True}, ValueError, "overall_weight"),
     ({"undefined": "skip"}, ValueError, "undefined must be one of"),
     ({"undefined": "omit", "nan_policy": "raise"}, TypeError, "undefined= only"),
+    ({"power": float("nan")}, TypeError, "power must be a real number"),
+    ({"power": "x"}, TypeError, "power must be a real number .*'x'"),
+    ({"power": True}, TypeError, "power must be a real number"),
 ])
 def test_final_metric_rejects_bad_options(kwargs, error, match):
     table = fastbias.bias_metrics(*_random_problem(0))

@@ -508,8 +508,24 @@ def test_paired_test_se_agrees_with_single_model_sweep_and_handles_empty_cells()
     sa = (y + rng.normal(size=n)).astype(np.float32).round(1)
     sb = (0.5 * y + rng.normal(size=n)).round(2)
     groups = {"g": rng.random(n) < 0.2, "negatives_only": ~y & (rng.random(n) < 0.1),
-              "everyone": np.ones(n, bool)}
-    res = delong_paired_test(y, sa, sb, groups)
+              "everyone": np.ones(n, bool),
+              "one_positive": (np.arange(n) == np.flatnonzero(y)[0]) | (~y & (rng.random(n) < 0.1))}
+    with pytest.warns(UndefinedMetricWarning) as caught:
+        res = delong_paired_test(y, sa, sb, groups)
+    # one warning each for the values and the tests left NaN, naming them (there were none)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 2
+    undefined = [k for k, row in res.iterrows() if np.isnan(row["value_a"])]
+    untested = [k for k, row in res.iterrows()
+                if np.isfinite(row["value_a"]) and np.isnan(row["p_value"])]
+    assert undefined and untested
+    assert f"{len(undefined)} value(s) undefined" in said[0]
+    assert f"{len(untested)} test(s) not made" in said[1]
+    assert all(f"{g}: {metric}" in said[0] for g, metric in undefined)
+    assert all(f"{g}: {metric}" in said[1] for g, metric in untested)
+    with pytest.warns(UndefinedMetricWarning, match="overall: overall_auc"):
+        assert np.isnan(delong_paired_test([1, 1, 1], [0.1, 0.9, 0.3], [0.9, 0.1, 0.5])
+                        .loc[("overall", "overall_auc"), "p_value"])
     m = make_memberships(y, groups)
     for scores, col in ((sa, "se_a"), (sb, "se_b")):
         se, overall_se = delong_standard_errors(scores, m)

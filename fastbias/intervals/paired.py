@@ -12,6 +12,7 @@ from ..prepare.memberships import prepare_memberships, subgroup_rows
 from ..sort import _kernels as SK
 from ..sort.order import order_scores, sorted_scores
 from ..validate.columns import check_aligned
+from ..validate.errors import warn_listed
 from ..validate.settings import check_confidence
 from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_sample_weight, as_scores
 from . import _kernels as IK
@@ -54,7 +55,10 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         Index ``(subgroup, metric)``; the first row is ``("overall",
         "overall_auc")``. Columns ``value_a``, ``value_b``, ``difference``
         (a - b), ``se_a``, ``se_b``, ``correlation``, ``difference_se``,
-        ``difference_low``, ``difference_high``, ``z``, ``p_value``.
+        ``difference_low``, ``difference_high``, ``z``, ``p_value``. A value of an
+        empty or one-class cell is NaN (its z and p-value too), and a test of a cell of
+        total weight at most 1 (no standard error) has NaN z and p-value; one
+        :class:`~fastbias.UndefinedMetricWarning` each names them.
 
     Examples
     --------
@@ -195,4 +199,13 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
             classes[label].skip[k][flagged_positions] = False
     out = pd.DataFrame(records, index=pd.MultiIndex.from_tuples(index,
                                                                 names=["subgroup", "metric"]))
+    # undefined values and tests: NaN, with one warning each, as bias_metrics warns of its own
+    named = [f"{key}: {metric}" for key, metric in out.index]
+    no_value = out["value_a"].isna().to_numpy()
+    no_test = ~no_value & out["p_value"].isna().to_numpy()
+    warn_listed({"value(s) undefined (an empty or one-class cell; value, z and p-value NaN)":
+                 [n for n, x in zip(named, no_value) if x],
+                 "test(s) not made (a cell of total weight at most 1: no standard error; "
+                 "z and p-value NaN)": [n for n, x in zip(named, no_test) if x]},
+                context="delong_paired_test")
     return out

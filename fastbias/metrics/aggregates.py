@@ -156,7 +156,8 @@ _SMALL_POWER = 2.0 ** -4
 
 
 def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: float = 0.25,
-                 undefined: str = "propagate", nan_policy: str | None = None) -> float:
+                 undefined: str = "propagate", nan_policy: str | None = None,
+                 context: str = "") -> float:
     """The Jigsaw Unintended Bias competition metric.
 
     ``overall_weight * overall_auc + (1 - overall_weight) * bias_score``, where
@@ -186,6 +187,9 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         are NaN). ``"raise"``: a ``ValueError`` naming them.
     nan_policy : deprecated
         The former name of ``undefined``.
+    context : str, optional
+        What the warning of a NaN result names first (``EvaluationResult.final_metric``
+        passes the model: ``"model 'm': final metric is NaN ..."``).
 
     Returns
     -------
@@ -233,14 +237,23 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     if isinstance(overall_weight, bool) or not isinstance(overall_weight, numbers.Real) \
             or not 0.0 <= overall_weight <= 1.0:
         raise ValueError(f"overall_weight must be a number in [0, 1], got {overall_weight!r}")
+    if isinstance(power, bool) or not isinstance(power, numbers.Real) or np.isnan(power):
+        raise TypeError(f"power must be a real number (not NaN), got {power!r}")
     undefined_policy = check_undefined(undefined, nan_policy, where="final_metric")
     if len(table) == 0:
         raise ValueError("table has no rows (no subgroups)")
     table = identity_subgroup_rows(table)
     value, note = final_metric_noted(table, overall_auc, power, overall_weight,
                                      undefined_policy)
+    lead = f"{context}: " if context else ""
     if note:
-        warnings.warn(note, UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(lead + note, UndefinedMetricWarning, stacklevel=2)
+    elif np.isnan(value):  # (not the subgroups' AUCs under "propagate")
+        why = ("the overall AUC is NaN (undefined: one class only)" if np.isnan(overall_auc)
+               else "a per-subgroup AUC is undefined in every subgroup, so undefined='omit' "
+                    "leaves no value to average")
+        warnings.warn(f"{lead}final metric is NaN: {why}", UndefinedMetricWarning,
+                      stacklevel=2)
     return value
 
 

@@ -107,7 +107,8 @@ class EvaluationResult:
 
     def final_metric(self, **kwargs) -> pd.Series:
         """Jigsaw final metric per model (see :func:`fastbias.final_metric`)."""
-        return pd.Series({m: final_metric(self.for_model(m), float(self.overall_auc[m]), **kwargs)
+        return pd.Series({m: final_metric(self.for_model(m), float(self.overall_auc[m]),
+                                          context=f"model {m!r}", **kwargs)
                           for m in self.models}, name="final_metric")
 
     def __repr__(self) -> str:

@@ -345,7 +345,7 @@ def test_top_limits_the_terminal_table(bad_files, capsys):
     assert status == 0
     block = out.split("\n\n")[0].splitlines()
     assert len(block) == 4  # heading, column names, rule, one subgroup
-    assert "(1 worst of 3 subgroups shown)" in out
+    assert "(1 worst of 3 subgroups shown for each model" in out
 
 
 def test_ci_is_passed_to_evaluate(bad_files, frame, capsys, tmp_path):

@@ -47,6 +47,44 @@ def test_summary_says_when_its_extreme_is_shared():
     assert "equal to it" not in alone.to_html()
 
 
+def test_settings_and_notes_say_what_was_computed():
+    """The report's settings and notes state what the numbers are (found by review): a
+    99.9% interval was shown as "100%"; under missing_subgroup="exclude" the tests compare
+    an AUC with its annotated rows' AUC, not the overall AUC; rows left out of a model by
+    nan_policy="omit" were not mentioned; a sensitive feature's subgroups are values, not
+    thresholds; a weighted cell of zero total weight is not "empty"."""
+    from fastbias.report import bias_report
+    rng = np.random.default_rng(5)
+    n = 2000
+    df = pd.DataFrame({"y": (rng.random(n) < 0.3).astype(int), "a": rng.random(n) < 0.2,
+                       "b": rng.random(n) < 0.2, "race": rng.choice(["x", "y"], n)})
+    df["m1"] = rng.random(n) + 0.6 * df["y"] + 0.3 * df["a"]
+    df["m2"] = df["m1"].where(rng.random(n) > 0.05)
+    df["w"] = np.where(df["b"] & (df["y"] == 1), 0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = bias_report(df, label="y", scores=["m1", "m2"], subgroups=["a", "b"],
+                             ci="delong", confidence=0.999, nan_policy="omit",
+                             sensitive_features=["race"], significance="holm",
+                             sample_weight="w")
+    page, text = report.to_html(), report.to_text()
+    assert "<th>intervals</th><td>delong, 99.9%</td>" in page and "100%<" not in page
+    left_out = int(df["m2"].isna().sum())
+    assert (f"<th>rows left out</th><td><bdi>m2</bdi>: {left_out} (a missing label or score, "
+            f"nan_policy='omit')</td>") in page
+    assert "a sensitive feature's: one subgroup per value" in page
+    assert "one of them is empty or, weighted, of zero total weight" in text
+    assert "AUC vs overall AUC" in text
+    unannotated = df.assign(a=np.where(rng.random(n) < 0.5, np.nan, df["a"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        excluded = bias_report(unannotated, label="y", scores=["m1"], subgroups=["a"],
+                               missing_subgroup="exclude", significance="holm")
+    for shown in (excluded.to_html(), excluded.to_text()):
+        assert "AUC vs the AUC of the rows annotated for its subgroup" in shown
+        assert "AUC vs overall AUC" not in shown
+
+
 def small_frame(seed=0, n=400):
     """Heavy ties (scores on a 0.05 grid, on the histogram edges), NaN identities, one
     subgroup without positives and one without any rows."""
@@ -245,7 +283,7 @@ def test_text_table(report):
     block = text.split("\n\n")[0].splitlines()
     assert len({len(ln) for ln in block[1:3]}) == 1
     short = report.to_text(max_subgroups=2)
-    assert "(2 worst of 4 subgroups shown)" in short
+    assert "(2 worst of 4 subgroups shown for each model" in short
 
 
 def test_json_is_strict_and_complete(report, tmp_path):

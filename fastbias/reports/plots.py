@@ -275,9 +275,17 @@ def significance_note(result) -> str | None:
     if method is None:
         return None
     level = 1.0 - float(result.settings.get("confidence", 0.95))
-    return (f"* significant gap (AUC vs overall AUC, AEG vs 0; {significance_tests(result)}): "
+    null = ("AUC vs the AUC of the rows annotated for its subgroup"
+            if result.settings.get("missing_subgroup") == "exclude" else "AUC vs overall AUC")
+    return (f"* significant gap ({null}, AEG vs 0; {significance_tests(result)}): "
             f"adjusted p <= {level:g} ({SIGNIFICANCE_NAMES[method]} over each model's "
             f"subgroups x metrics); a value not tested (no p-value) is never marked")
+
+
+def percent_text(fraction: float) -> str:
+    """``0.95`` as ``95%``, ``0.999`` as ``99.9%``: never rounded to a whole percent (a
+    99.9% interval shown as "100%" would claim certainty)."""
+    return f"{float(fraction) * 100:.10g}%"
 
 
 def significance_tests(result) -> str:
@@ -634,7 +642,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     method = result.settings.get("ci")
     label = f"{method} intervals" if method else "intervals"
     if confidence:
-        label = f"{confidence:.0%} {label}"
+        label = f"{percent_text(confidence)} {label}"
     fig.suptitle(f"Metrics with {label} (worst subgroups first)", fontsize=11)
     return fig
 

@@ -48,6 +48,7 @@ from .plots import (
     color_for,
     interval_metrics,
     number_text,
+    percent_text,
     plot_gap_curves,
     plot_threshold_gaps,
     significance_note,
@@ -472,11 +473,12 @@ class BiasReport:
         text = "\n\n".join(blocks)
         if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
             text += (f"\n\n({max_subgroups} worst of {len(self.result.subgroups)} subgroups "
-                     f"shown) for each model, ranked by that model's own lowest AUC")
+                     f"shown for each model, ranked by that model's own lowest AUC)")
         n_undefined = int(self.summary()["undefined_values"].sum())
         if n_undefined:
             text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
-                     f"and one of them is empty (see the report for each reason)")
+                     f"and one of them is empty or, weighted, of zero total weight (see the "
+                     f"report for each reason)")
         text += ("\n\nsub-/sub+: the subgroup's negatives/positives; bg-/bg+: the "
                  "background's (rows not in the subgroup)")
         if zero_width:
@@ -783,11 +785,19 @@ class BiasReport:
             ("label", f"{_html_name(self.result.label)} ({self._label_rule()})"),
             ("models", ", ".join(_html_name(m) for m in self.result.models)),
             ("subgroups", f"{self._subgroup_count()} (member if &ge; "
-                          f"{s.get('subgroup_threshold')}; unannotated rows: "
+                          f"{s.get('subgroup_threshold')}"
+                          + ("; a sensitive feature's: one subgroup per value"
+                             if s.get("sensitive_features") else "")
+                          + f"; unannotated rows: "
                           f"{html.escape(str(s.get('missing_subgroup')))})"),
         ]
+        omitted = {m: int(k) for m, k in (s.get("omitted_rows") or {}).items() if k}
+        if omitted:  # nan_policy="omit": the models were evaluated on fewer rows
+            items.append(("rows left out", "; ".join(
+                f"{_html_name(m)}: {k:,} (a missing label or score, nan_policy='omit')"
+                for m, k in omitted.items())))
         if s.get("ci"):
-            interval = f"{s.get('ci')}, {float(s.get('confidence', 0.95)):.0%}"
+            interval = f"{s.get('ci')}, {percent_text(s.get('confidence', 0.95))}"
             if s.get("n_boot"):
                 seed = s.get("random_state")
                 interval += (f", {int(s['n_boot']):,} replicates, "
@@ -801,7 +811,7 @@ class BiasReport:
         if s.get("weighted"):
             items.append(("weights", "sample weights used for the metrics; histograms count "
                                      "rows"))
-        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('label', 'subgroups', 'models') else html.escape(str(v))}</td></tr>"
+        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('label', 'subgroups', 'models', 'rows left out') else html.escape(str(v))}</td></tr>"
                        for k, v in items)
         return f'<table class="settings"><tbody>{rows}</tbody></table>'
 
@@ -973,8 +983,9 @@ class BiasReport:
             for k, r in enumerate(undefined.to_dict("records"), start=1))
         return ('<h3 id="undefined">Undefined values (n/a)</h3><p class="note">Each metric compares '
                 "two groups of rows (a cell: e.g. BPSN AUC compares the subgroup's negatives with "
-                "the background's positives). When one of them is empty the comparison has no "
-                "pairs, the metric is undefined, and fastbias reports NaN (shown as n/a) rather "
+                "the background's positives). When one of them is empty (or, weighted, of zero "
+                "total weight) the comparison has no pairs, the metric is undefined, and "
+                "fastbias reports NaN (shown as n/a) rather "
                 f"than a made-up number.</p><ol class=\"undefined-list\">{items}</ol>")
 
     @staticmethod

@@ -1805,8 +1805,7 @@ def test_reads_lost_to_a_heavy_row_below_are_not_taken_as_exact_zeros(tmp_path, 
     3.6e-18, tests at p = 0 for an exact z of 3.87 and 6.0, with no sign). Each standard
     error and test made is now exact arithmetic's; in memory all are made (from the
     rows), elsewhere the ones that cannot be are NaN."""
-    from fastbias.intervals import delong, significance
-    from fastbias.streaming import evaluate_csv
+    from fastbias.intervals import significance
 
     monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)  # (DeLong's tests)
     rng = np.random.default_rng(5)
@@ -1819,14 +1818,7 @@ def test_reads_lost_to_a_heavy_row_below_are_not_taken_as_exact_zeros(tmp_path, 
               rng.uniform(-1, 1, nbn)]
     w = np.r_[2.0 ** 60, rng.uniform(0.5, 2, nbp + nsn + nsp + nbn)]
     frame = pd.DataFrame({"y": y.astype(float), "s": s, "w": w, "g": g.astype(float)})
-    kw = dict(label="y", scores="s", subgroups=["g"], sample_weight="w", significance="holm")
-    if where == "csv":
-        frame.to_csv(tmp_path / "d.csv", index=False)
-        table = quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=40, **kw).for_model()
-    else:
-        if where != "memory":
-            monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
-        table = quietly(fastbias.evaluate, frame, ci="delong", **kw).for_model()
+    table = _holm_table_at(where, frame, tmp_path, monkeypatch, ci="delong")
     cells = _metric_cells(y, g)
     for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg"):
         if where != "csv":
@@ -2025,8 +2017,7 @@ def test_a_covariance_read_below_a_heavy_row_is_counted(tmp_path, monkeypatch, w
     mutation audit) BPSN's test was made at p = 5.759e-4 for an exact 5.798e-4 (z 5e-4
     off), with no sign. Each test made is exact arithmetic's within 1e-5 in z; in memory
     BPSN's is made, from the rows; elsewhere it is NaN."""
-    from fastbias.intervals import delong, significance
-    from fastbias.streaming import evaluate_csv
+    from fastbias.intervals import significance
 
     monkeypatch.setattr(significance, "PERMUTATION_DRAWS_BELOW", 0)  # (DeLong's tests)
     rng = np.random.default_rng(10)
@@ -2037,14 +2028,7 @@ def test_a_covariance_read_below_a_heavy_row_is_counted(tmp_path, monkeypatch, w
     s = np.r_[-10.0, rng.normal(0, 1, nsn + nbn), rng.normal(2, 1, nsp + nbp)]
     w = np.r_[2.0 ** 39, rng.uniform(0.5, 2, nsn + nbn + nsp + nbp)]
     frame = pd.DataFrame({"y": y.astype(float), "s": s, "w": w, "g": g.astype(float)})
-    kw = dict(label="y", scores="s", subgroups=["g"], sample_weight="w", significance="holm")
-    if where == "csv":
-        frame.to_csv(tmp_path / "d.csv", index=False)
-        table = quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=40, **kw).for_model()
-    else:
-        if where != "memory":
-            monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
-        table = quietly(fastbias.evaluate, frame, **kw).for_model()
+    table = _holm_table_at(where, frame, tmp_path, monkeypatch)
     for metric in ("subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg"):
         p = table.loc["g", f"{metric}_pvalue"]
         if np.isnan(p):
@@ -2258,3 +2242,18 @@ def test_a_placement_read_below_a_heavy_row_is_counted(monkeypatch):
     table = quietly(fastbias.bias_metrics, y, s, {"g": g}, sample_weight=w, ci="delong",
                     significance="holm")
     _each_made_value_is_exact(table, y, s, w, g, loose=("bpsn_auc",))
+
+def _holm_table_at(where, frame, tmp_path, monkeypatch, ci=None):
+    """The Holm-tested table of ``frame`` (columns y, s, w and the subgroup g) where
+    ``where`` says: "memory", "memory beyond the recheck" (``RECHECK_MAX_ROWS`` 10: the
+    floors decide) or "csv" (out of core, in buckets of 40 rows; no ``ci``)."""
+    from fastbias.intervals import delong
+    from fastbias.streaming import evaluate_csv
+
+    kw = dict(label="y", scores="s", subgroups=["g"], sample_weight="w", significance="holm")
+    if where == "csv":
+        frame.to_csv(tmp_path / "d.csv", index=False)
+        return quietly(evaluate_csv, tmp_path / "d.csv", bucket_rows=40, **kw).for_model()
+    if where != "memory":
+        monkeypatch.setattr(delong, "RECHECK_MAX_ROWS", 10)
+    return quietly(fastbias.evaluate, frame, ci=ci, **kw).for_model()

@@ -85,6 +85,40 @@ def test_settings_and_notes_say_what_was_computed():
         assert "AUC vs overall AUC" not in shown
 
 
+def test_html_report_tables_the_threshold_metrics():
+    """The HTML showed threshold metrics only as figures (one threshold, and curves; nothing
+    without matplotlib): each model's gaps are now a table, as in the text report, and the
+    settings list the thresholds."""
+    import re
+
+    from fastbias.report import bias_report
+    df = small_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = bias_report(df, label="label", scores=MODELS, subgroups=["g1", "g2"],
+                             thresholds=[0.3, 0.5])
+    page = report.to_html()
+    at = report.result.thresholds
+    assert "<th>thresholds</th><td>0.3, 0.5 (rates&#x27; intervals: wilson" in page
+    for model in MODELS:
+        table = page.split(f'class="thresholds" data-model="{model}">')[1].split("</table>")[0]
+        rows = re.findall(r"<tr><td><bdi>([^<]*)</bdi></td><td class=num>([^<]*)</td>(.*?)</tr>",
+                          table)
+        assert len(rows) == len(at[at["model"] == model])
+        for name, threshold, cells in rows:
+            row = at[(at["model"] == model) & (at["subgroup"] == name)
+                     & (at["threshold"] == float(threshold))].iloc[0]
+            shown = re.findall(r"<td class=num>([^<]*)</td>", cells)
+            for text, gap in zip(shown, ["positive_rate_gap", "tpr_gap", "fpr_gap", "fnr_gap",
+                                         "precision_gap"]):
+                if np.isnan(row[gap]):
+                    assert text.startswith("n/a")
+                else:
+                    assert float(text.split(" ")[0]) == pytest.approx(row[gap], abs=5e-5)
+    assert 'id="thresholds"' not in bias_report(df, label="label", scores=MODELS,
+                                                subgroups=["g1"]).to_html()
+
+
 def small_frame(seed=0, n=400):
     """Heavy ties (scores on a 0.05 grid, on the histogram edges), NaN identities, one
     subgroup without positives and one without any rows."""

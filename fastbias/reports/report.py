@@ -189,6 +189,7 @@ def _aligned_table(columns: list, rows: list, width: int | None) -> str:
 #: the threshold metrics the plain-text table shows (subgroup minus background), short names
 _THRESHOLD_GAPS = {"positive_rate_gap": "pos_rate_gap", "tpr_gap": "tpr_gap",
                    "fpr_gap": "fpr_gap", "fnr_gap": "fnr_gap", "precision_gap": "prec_gap"}
+_THRESHOLD_NOTE = ("score >= threshold; gaps are the subgroup's rate minus its background's")
 
 
 def _column_groups(widths: list, width: int | None) -> list:
@@ -491,25 +492,54 @@ class BiasReport:
         """The plain-text table of a model's threshold metrics (``evaluate(...,
         thresholds=...)``): per subgroup (in ``order``) and threshold, the gaps between the
         subgroup's rates and its background's, with their intervals when computed."""
+        columns = ["subgroup", "threshold", *_THRESHOLD_GAPS.values()]
+        rows = [[terminal_text(name), threshold, *gaps]
+                for name, threshold, gaps in self._threshold_rows(model, order)]
+        return (f"threshold metrics ({_THRESHOLD_NOTE})\n" + _aligned_table(columns, rows, width))
+
+    def _threshold_rows(self, model, order: list) -> list:
+        """``(subgroup, threshold text, [gap texts])`` of a model's threshold metrics, per
+        subgroup (in ``order``) and threshold: each gap between the subgroup's rate and its
+        background's (4 decimals) with its interval when computed (3), or n/a. The text and
+        HTML tables both show these."""
         at = self.result.thresholds
         at = at[at["model"] == model]
-        # (the cells' sizes are the AUC table's, above; with weights the threshold table's
-        # cell columns hold weights, not rows)
-        columns = ["subgroup", "threshold", *_THRESHOLD_GAPS.values()]
+        # (the cells' sizes are the AUC table's; with weights the threshold table's cell
+        # columns hold weights, not rows)
         rows = []
         for name in order:
             for _, row in at[at["subgroup"] == name].sort_values("threshold").iterrows():
-                cells = [terminal_text(name), repr(float(row["threshold"]))]
+                gaps = []
                 for gap in _THRESHOLD_GAPS:
                     text = "n/a" if _is_nan(row[gap]) else number_text(row[gap], "{:+.4f}")
                     if f"{gap}_low" in row.index and not (
                             _is_nan(row[gap]) or _is_nan(row[f"{gap}_low"])):
                         text += (f" [{number_text(row[f'{gap}_low'], '{:+.3f}')}, "
                                  f"{number_text(row[f'{gap}_high'], '{:+.3f}')}]")
-                    cells.append(text)
-                rows.append(cells)
-        return ("threshold metrics (score >= threshold; gaps are the subgroup's rate minus its "
-                "background's)\n" + _aligned_table(columns, rows, width))
+                    gaps.append(text)
+                rows.append((name, repr(float(row["threshold"])), gaps))
+        return rows
+
+    def _html_thresholds(self) -> str:
+        """Each model's threshold metrics as a table (every subgroup, worst first), or ""
+        without ``thresholds=``: the figures show one threshold and curves, not the values."""
+        if self.result.thresholds is None:
+            return ""
+        out = [f'<h2 id="thresholds">Threshold metrics</h2><p class="note">'
+               f"{html.escape(_THRESHOLD_NOTE)}.</p>"]
+        head = ("<tr><th>subgroup</th><th>threshold</th>"
+                + "".join(f"<th>{html.escape(short)}</th>" for short in _THRESHOLD_GAPS.values())
+                + "</tr>")
+        for model in self.result.models:
+            rows = "".join(
+                f"<tr><td>{_html_name(name)}</td><td class=num>{html.escape(threshold)}</td>"
+                + "".join(f"<td class=num>{html.escape(gap)}</td>" for gap in gaps) + "</tr>"
+                for name, threshold, gaps in self._threshold_rows(
+                    model, self.worst_subgroups(model=model)))
+            out.append(f"<h3>{_html_name(model)}</h3><div class=\"scroll\"><table "
+                       f'class="thresholds" data-model="{html.escape(str(model))}"><thead>'
+                       f"{head}</thead><tbody>{rows}</tbody></table></div>")
+        return "".join(out)
 
     def threshold_frame(self) -> pd.DataFrame | None:
         """The tidy table of the threshold metrics (one row per model, threshold and
@@ -743,6 +773,7 @@ class BiasReport:
             "<h2>Metrics per subgroup</h2>",
             self._html_tables(),
             self._html_intersections(max_subgroups),
+            self._html_thresholds(),
             self._html_undefined(),
             self._html_glossary(),
         ]
@@ -803,6 +834,10 @@ class BiasReport:
                 interval += (f", {int(s['n_boot']):,} replicates, "
                              + ("no seed (not repeatable)" if seed is None else f"seed {seed}"))
             items.append(("intervals", interval))
+        if s.get("thresholds") is not None:
+            items.append(("thresholds", f"{', '.join(repr(float(t)) for t in s['thresholds'])} "
+                                        f"(rates' intervals: {s.get('threshold_interval')}; "
+                                        f"gaps' intervals: {s.get('gap_interval')})"))
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
                                           f"tests of every gap at level "

@@ -355,3 +355,67 @@ def test_a_weighted_auc_that_is_exactly_zero_is_not_negative():
     assert table.loc["g0", "bnsp_auc"] == 0.0
     assert table.loc["g0", "subgroup_auc"] == 0.5  # all subgroup rows tie at 0
     check_against_exact(table, y, s, groups, w)
+
+
+@pytest.mark.parametrize("entry", ["bias_metrics", "evaluate", "parquet"])
+def test_cell_weights_past_the_largest_double_are_inf_said_once(entry, tmp_path):
+    """Weights near 1e307: the metrics are exact (the sums are made on the weights divided by
+    a power of two), but the cells' total weights in the input's units are past 1.8e308.
+    Those columns are inf, the others exact, and one warning names the inf cells (before:
+    four numpy overflow RuntimeWarnings pointing inside fastbias, and nothing else)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    y = rng.random(n) < 0.5
+    s = rng.integers(0, 30, n) / 30
+    groups = {"big": rng.random(n) < 0.6, "small": rng.random(n) < 0.01}
+    w = rng.uniform(0.5, 1.5, n) * 1e307
+    exact_weight = {}
+    for name, member in groups.items():
+        for column, cell in {"subgroup_negative_weight": member & ~y,
+                             "subgroup_positive_weight": member & y,
+                             "background_negative_weight": ~member & ~y,
+                             "background_positive_weight": ~member & y}.items():
+            exact_weight[name, column] = math.fsum(w[cell] / 2.0 ** 64) * 2.0 ** 64
+    # (math.fsum of the scaled weights, scaled back: inf past the largest double)
+    assert any(np.isinf(v) for v in exact_weight.values())
+    assert any(np.isfinite(v) for v in exact_weight.values())
+    df = pd.DataFrame({"y": y, "s": s, "w": w, **groups})
+    kwargs = dict(label="y", scores="s", subgroups=list(groups), sample_weight="w")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if entry == "bias_metrics":
+            table = fastbias.bias_metrics(y, s, groups, sample_weight=w)
+        elif entry == "evaluate":
+            res = fastbias.evaluate(df, **kwargs)
+            table = res.for_model()
+            table.attrs["overall_auc"] = res.overall_auc["s"]
+        else:
+            pytest.importorskip("pyarrow")
+            from fastbias.streaming import evaluate_parquet
+
+            df.to_parquet(tmp_path / "w.parquet")
+            res = evaluate_parquet(tmp_path / "w.parquet", bucket_rows=100, **kwargs)
+            table = res.for_model()
+            table.attrs["overall_auc"] = res.overall_auc["s"]
+    assert not [c for c in caught if issubclass(c.category, RuntimeWarning)
+                and not issubclass(c.category, UndefinedMetricWarning)], \
+        [str(c.message) for c in caught]
+    said = [str(c.message) for c in caught if "past the largest float64" in str(c.message)]
+    assert len(said) == 1, [str(c.message) for c in caught]
+    inf_cells = [f"{name}: {column}" for (name, column), v in exact_weight.items()
+                 if np.isinf(v)]
+    assert f"{len(inf_cells)} cell weight(s)" in said[0]
+    for cell in inf_cells:
+        assert cell in said[0]
+    for (name, column), v in exact_weight.items():
+        got = table.loc[name, column]
+        if np.isinf(v):
+            assert got == np.inf, (name, column)
+        else:
+            assert abs(got - v) <= RELATIVE * v, (name, column, got, v)
+    for name, member in groups.items():
+        want = brute_force_metrics(y, s, member, w / 2.0 ** 64)
+        for metric in METRICS:
+            assert_exact(table.loc[name, metric], want[metric], f"{name} {metric}")
+    assert_exact(table.attrs["overall_auc"],
+                 pair_probability(s[y], s[~y], w[y] / 2.0 ** 64, w[~y] / 2.0 ** 64), "overall")

@@ -130,20 +130,29 @@ def table_from_counts(sc: SweepCounts, *, warn: bool = True, context: str = "") 
     if sc.weighted:  # in the input's units: the sweep divided the weights by weight_scale
         c = sc.counts
         bg_neg, bg_pos = sc.background_totals()
-        data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG] * sc.weight_scale
-        data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS] * sc.weight_scale
-        data["background_negative_weight"] = bg_neg * sc.weight_scale
-        data["background_positive_weight"] = bg_pos * sc.weight_scale
+        # (a total past the largest double is inf: said once, by warn_undefined)
+        with np.errstate(over="ignore"):
+            data["subgroup_negative_weight"] = c[:, K.CELL_SUBGROUP_NEG] * sc.weight_scale
+            data["subgroup_positive_weight"] = c[:, K.CELL_SUBGROUP_POS] * sc.weight_scale
+            data["background_negative_weight"] = bg_neg * sc.weight_scale
+            data["background_positive_weight"] = bg_pos * sc.weight_scale
     table = pd.DataFrame(data, index=pd.Index(sc.names, name="subgroup"))
     # (checked on the arrays first: reading the table's columns costs more than the rest)
-    if warn and any(np.isnan(np.asarray(data[m], dtype=np.float64)).any()
-                    for m in METRIC_COLUMNS if m in data):
+    if warn and (any(np.isnan(np.asarray(data[m], dtype=np.float64)).any()
+                     for m in METRIC_COLUMNS if m in data)
+                 or any(np.isinf(data[c]).any() for c in WEIGHT_COLUMNS if c in data)):
         warn_undefined(table, context)
     return table
 
 
+#: the cells' total weights of a weighted table, in the input's units
+WEIGHT_COLUMNS = ("subgroup_negative_weight", "subgroup_positive_weight",
+                  "background_negative_weight", "background_positive_weight")
+
+
 def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
-    """One UndefinedMetricWarning naming each NaN metric and the empty cell behind it."""
+    """One UndefinedMetricWarning naming each NaN metric and the empty cell behind it (and
+    one warning naming the cells whose weights add up past the largest double)."""
     problems = []
     for metric in METRIC_COLUMNS:
         if metric not in table:
@@ -157,6 +166,22 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
         warnings.warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
                       f"one-class cell), set to NaN: {listed(problems)}", UndefinedMetricWarning,
                       stacklevel=3)
+    _warn_weight_overflow(table, context)
+
+
+def _warn_weight_overflow(table: pd.DataFrame, context: str = "") -> None:
+    """One warning naming the cells whose total weight is past the largest double (shown as
+    inf in the ``*_weight`` columns; the metrics are exact: the sums were made on the
+    weights divided by a power of two)."""
+    over = [f"{name}: {column}" for column in WEIGHT_COLUMNS if column in table
+            for name in table.index[np.isinf(table[column].to_numpy(dtype=np.float64))]]
+    if over:
+        where = f" for {context}" if context else ""
+        warnings.warn(f"{len(over)} cell weight(s){where} add up past the largest float64 "
+                      f"(1.8e308) and are shown as inf: {listed(over)}. The metrics are exact "
+                      f"(their sums were made on the weights divided by a power of two); "
+                      f"divide the weights by a constant to see the cells' weights",
+                      UserWarning, stacklevel=4)
 
 
 

@@ -830,12 +830,12 @@ def _bytes_text(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-_NEEDS_MEMORY = (("ci", "--ci"), ("positive", "--positive"))
-
-
 def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> None:
-    """A CLIError when an option asked for needs the rows in memory."""
-    asked = [option for name, option in _NEEDS_MEMORY if getattr(args, name, None) is not None]
+    """A CLIError when an option asked for needs the rows in memory (streaming makes DeLong's
+    and Bernstein's intervals, not the bootstrap's)."""
+    asked = ["--ci bootstrap"] if args.ci == "bootstrap" else []
+    if args.positive is not None:
+        asked.append("--positive")
     if args.nan_policy != "raise":
         asked.append("--nan-policy omit")
     if asked:
@@ -940,7 +940,8 @@ def _run_streaming(args, progress, limit: int):
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
                                **checked_extras(args.significance, args.confidence,
-                                                args.thresholds, gap_interval=args.gap_interval))
+                                                args.thresholds, gap_interval=args.gap_interval,
+                                                ci=args.ci))
 
     def prepare(frame):  # a pass may read only some of the columns
         _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])

@@ -498,7 +498,8 @@ def evaluate(data, *, label: str, scores, subgroups=None,
              random_state: int = 0, intersections: int | None = None,
              min_subgroup_size: int = 1, significance: str | None = None,
              confidence: float = 0.95, thresholds=None, threshold_interval: str | None = "wilson",
-             gap_interval: str | None = None, sensitive_features=None):
+             gap_interval: str | None = None, sensitive_features=None,
+             ci: str | None = None):
     """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
@@ -568,6 +569,15 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         partition's count task also returns its placement sums, joined on the driver.
         As in :func:`fastbias.streaming.evaluate_parquet`, a test of a cell under 30 rows
         gets Hoeffding's bound on its permutation p-value (weighted: not tested).
+    ci : {None, "delong", "bernstein"}, default None
+        Intervals of every metric and of the overall AUC, as :func:`fastbias.evaluate`
+        gives them (``<metric>_low``/``_high``, DeLong's also ``_se``; docs/intervals.md,
+        "Out of core"): DeLong's from placement sums each partition's count task adds to its counts (the
+        same sums as ``significance=``; no more passes), Bernstein's (unweighted) from the
+        counts. A standard error that the sums cannot tell from their rounding (which in
+        memory the cells' own rows settle) is NaN, said in the one warning; under
+        ``missing_subgroup="exclude"`` the overall AUC's DeLong interval needs an identity
+        column with no missing value. The bootstrap needs the rows in memory.
     confidence : float, default 0.95
         The tests' level is ``1 - confidence``, and the intervals' confidence.
     thresholds, threshold_interval, gap_interval
@@ -609,7 +619,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     order, min_size = check_intersections(intersections, min_subgroup_size)
     tests = checked_extras(significance, confidence, thresholds, threshold_interval,
-                           gap_interval)
+                           gap_interval, ci)
     settings = dict(label=label, scores=scores, subgroups=subgroups,
                     label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                     missing_subgroup=missing_subgroup, sample_weight=sample_weight)

@@ -182,7 +182,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
                      confidence: float = 0.95, thresholds=None,
                      threshold_interval: str | None = "wilson",
                      gap_interval: str | None = None,
-                     sensitive_features=None) -> EvaluationResult:
+                     sensitive_features=None, ci: str | None = None) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
 
     Gives the numbers of :func:`fastbias.evaluate` on the same rows (equal
@@ -230,6 +230,15 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
         rows, drawn in memory (the draws need every row of its class), gets Hoeffding's
         bound on its permutation p-value when unweighted and is not tested (NaN, said in
         the one warning) when weighted (docs/significance.md, "Out of core").
+    ci : {None, "delong", "bernstein"}, default None
+        Intervals of every metric and of the overall AUC, as :func:`fastbias.evaluate`
+        gives them (``<metric>_low``/``_high``, DeLong's also ``_se``; docs/intervals.md,
+        "Out of core"): DeLong's from placement sums each bucket adds to its counts (the
+        same sums as ``significance=``; no more passes), Bernstein's (unweighted) from the
+        counts. A standard error that the sums cannot tell from their rounding (which in
+        memory the cells' own rows settle) is NaN, said in the one warning; under
+        ``missing_subgroup="exclude"`` the overall AUC's DeLong interval needs an identity
+        column with no missing value. The bootstrap needs the rows in memory.
     confidence : float, default 0.95
         The tests' level is ``1 - confidence``, and the intervals' confidence.
     thresholds, threshold_interval, gap_interval
@@ -263,7 +272,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    tests = _check_tests(significance, confidence, thresholds, threshold_interval, gap_interval)
+    tests = _check_tests(significance, confidence, thresholds, threshold_interval, gap_interval,
+                         ci)
     spec, parquet = open_parquet(source, label=label, scores=scores, subgroups=subgroups,
                                  label_threshold=label_threshold,
                                  subgroup_threshold=subgroup_threshold,
@@ -291,7 +301,7 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
                  confidence: float = 0.95, thresholds=None,
                  threshold_interval: str | None = "wilson",
                  gap_interval: str | None = None,
-                 sensitive_features=None) -> EvaluationResult:
+                 sensitive_features=None, ci: str | None = None) -> EvaluationResult:
     """Exact bias metrics of a CSV file larger than memory, with bounded memory.
 
     As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
@@ -316,7 +326,9 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
         The longest line (bytes, decompressed) read.
     batch_rows, bucket_rows, n_jobs, temp_dir, random_state, intersections, min_subgroup_size
         As in :func:`evaluate_parquet`.
-    significance, confidence, thresholds, threshold_interval, gap_interval, sensitive_features
+    significance, ci, confidence, thresholds, threshold_interval, gap_interval
+        As in :func:`evaluate_parquet`.
+    sensitive_features
         As in :func:`evaluate_parquet`.
 
     Returns
@@ -340,7 +352,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
     """
     _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir)
     order, min_size = check_intersections(intersections, min_subgroup_size)
-    tests = _check_tests(significance, confidence, thresholds, threshold_interval, gap_interval)
+    tests = _check_tests(significance, confidence, thresholds, threshold_interval, gap_interval,
+                         ci)
     source = open_text_source(path, fmt="csv", compression=compression, sep=sep,
                               line_limit=line_limit)
     spec = column_spec(source.names, label=label, scores=scores, subgroups=subgroups,
@@ -358,11 +371,11 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
 
 
 def _check_tests(significance, confidence, thresholds=None, threshold_interval="wilson",
-                 gap_interval=None) -> dict:
-    """``significance=``, ``confidence=`` and the threshold arguments checked, as the spec's
-    fields."""
+                 gap_interval=None, ci=None) -> dict:
+    """``significance=``, ``confidence=``, the threshold arguments and ``ci=`` checked, as
+    the spec's fields."""
     return checked_extras(significance, confidence, thresholds, threshold_interval,
-                          gap_interval)
+                          gap_interval, ci)
 
 
 def _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir) -> None:

@@ -345,16 +345,17 @@ def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monk
     df.to_csv(path, index=False)
     monkeypatch.setattr(cli, "_resident_memory", lambda: 0)
     monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    status = _report(path, tmp_path / "o.json", "--ci", "delong", "--significance", "holm",
+    status = _report(path, tmp_path / "o.json", "--ci", "bootstrap", "--significance", "holm",
                      "--max-memory", "1M")
     err = capsys.readouterr().err
     assert status == 1
     assert "that --max-memory (1.0 MiB) leaves for data" in err
-    assert "does not do --ci. Drop it" in err  # --significance streams
+    # (--significance and --ci delong stream)
+    assert "does not do --ci bootstrap. Drop it" in err
     assert not (tmp_path / "o.json").exists()
     # a limit the program itself fills: no "0 bytes" left for data, but what takes it
     monkeypatch.setattr(cli, "_resident_memory", lambda: 3 * 2 ** 20)
-    status = _report(path, tmp_path / "o.json", "--ci", "delong", "--max-memory", "2M")
+    status = _report(path, tmp_path / "o.json", "--ci", "bootstrap", "--max-memory", "2M")
     err = capsys.readouterr().err
     assert status == 1
     assert ("--max-memory (2.0 MiB) leaves nothing for data beside the program itself "
@@ -462,9 +463,10 @@ def test_a_text_file_far_over_the_budget_is_streamed_after_its_first_batch(tmp_p
     assert status == 0, err
     assert "streaming it" in err
     assert batches_read == [1]  # the in-memory attempt stopped after one batch
-    status = _report(path, tmp_path / "o2.json", "--max-memory", str(limit), "--ci", "delong")
+    status = _report(path, tmp_path / "o2.json", "--max-memory", str(limit), "--ci",
+                     "bootstrap")
     err = capsys.readouterr().err
-    assert status == 1 and "holds about 4" in err and "does not do --ci" in err
+    assert status == 1 and "holds about 4" in err and "does not do --ci bootstrap" in err
 
 
 @settings(max_examples=150, deadline=None)

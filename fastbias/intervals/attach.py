@@ -203,19 +203,10 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         check_interval_weights_of(sample_weight, "DeLong intervals", memberships.labels)
         se, overall_se = (delong_in_numpy(scores, memberships, sample_weight) if in_numpy
                           else standard_errors(sorted_scores, sample_weight))
-        z = _z_value(confidence)
-        for metric in METRIC_COLUMNS:
-            est = out[metric].to_numpy(dtype=np.float64)
-            low, high = _normal_interval(est, se[metric], z, METRIC_RANGE[metric])
-            new_columns.update({f"{metric}_low": low, f"{metric}_high": high,
-                                f"{metric}_se": se[metric]})
-        low, high = _normal_interval(overall_point, overall_se, z, (0.0, 1.0))
-        attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
-                     overall_auc_se=overall_se)
-        found = missing_se(out, se, "DeLong", (overall_point, overall_se, lambda: [
+        found = delong_columns(out, se, overall_point, overall_se, confidence, lambda: [
             float(np.sum(memberships.labels == label) if sample_weight is None
                   else np.sum(sample_weight[memberships.labels == label]))
-            for label in (0, 1)]))
+            for label in (0, 1)], new_columns, attrs)
     elif method == "bootstrap":
         reps = replicates(sorted_scores, sample_weight, n_boot=n_boot,
                           random_state=random_state, progress=progress, n_jobs=n_jobs,
@@ -243,31 +234,9 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         if sample_weight is not None:
             raise ValueError("the Bernstein interval needs unweighted rows (it counts independent "
                              "examples); use ci='delong' or 'bootstrap' with sample_weight")
-        n_neg_rows, n_pos_rows = memberships.class_rows
-        cell_rows = memberships.cell_rows
-        size = {("subgroup", 0): cell_rows[:, 0], ("subgroup", 1): cell_rows[:, 1],
-                ("background", 0): n_neg_rows - cell_rows[:, 0],
-                ("background", 1): n_pos_rows - cell_rows[:, 1]}
-        for metric in METRIC_COLUMNS:
-            x_cell, y_cell = METRIC_SAMPLES[metric]
-            est = out[metric].to_numpy(dtype=np.float64)
-            if metric in AEG_METRICS:
-                lo, hi = ustatistic_bernstein_interval(
-                    np.clip(0.5 - est, 0.0, 1.0), size[x_cell], size[y_cell],
-                    confidence=confidence, variance=bernstein_variance)
-                low, high = 0.5 - hi, 0.5 - lo
-            else:
-                low, high = ustatistic_bernstein_interval(
-                    np.clip(est, 0.0, 1.0), size[x_cell], size[y_cell], confidence=confidence,
-                    variance=bernstein_variance)
-            new_columns.update({f"{metric}_low": np.asarray(low, dtype=np.float64),
-                                f"{metric}_high": np.asarray(high, dtype=np.float64)})
-        low, high = ustatistic_bernstein_interval(min(max(overall_point, 0.0), 1.0)
-                                                  if np.isfinite(overall_point) else np.nan,
-                                                  n_pos_rows, n_neg_rows, confidence=confidence,
-                                                  variance=bernstein_variance)
-        attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
-                     bernstein_variance=bernstein_variance)
+        bernstein_columns(out, memberships.cell_rows, memberships.class_rows,
+                          memberships.class_rows, overall_point, confidence, bernstein_variance,
+                          new_columns, attrs)
     out = pd.concat([out, pd.DataFrame(new_columns, index=out.index)], axis=1)
     out.attrs = {**table.attrs, **attrs}
     if warn:
@@ -275,3 +244,57 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     else:
         out.attrs["undefined_intervals"] = found
     return out
+
+
+def delong_columns(table: pd.DataFrame, se, overall_point: float, overall_se: float,
+                   confidence: float, class_weights, columns: dict, attrs: dict) -> dict:
+    """DeLong's interval columns of each metric (``<metric>_low``/``_high``/``_se``, into
+    ``columns``) and the overall AUC's (into ``attrs``), from the standard errors; returns
+    what :func:`~.delong.missing_se` finds undefined (``class_weights()``: the classes'
+    weights, read only for an overall interval that is NaN)."""
+    z = _z_value(confidence)
+    for metric in METRIC_COLUMNS:
+        est = table[metric].to_numpy(dtype=np.float64)
+        low, high = _normal_interval(est, se[metric], z, METRIC_RANGE[metric])
+        columns.update({f"{metric}_low": low, f"{metric}_high": high,
+                        f"{metric}_se": se[metric]})
+    low, high = _normal_interval(overall_point, overall_se, z, (0.0, 1.0))
+    attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
+                 overall_auc_se=float(overall_se))
+    return missing_se(table, se, "DeLong", (overall_point, overall_se, class_weights))
+
+
+def bernstein_columns(table: pd.DataFrame, cell_rows, class_rows, overall_rows,
+                      overall_point: float, confidence: float, bernstein_variance: str,
+                      columns: dict, attrs: dict) -> None:
+    """The Bernstein interval columns of each metric (into ``columns``) and the overall AUC's
+    (into ``attrs``), from the rows of each subgroup's cells ((k, 2): negatives, positives),
+    of its universe's classes ((2,), or (k, 2): one universe each) and of the classes of the
+    rows the overall AUC is of (negatives, positives)."""
+    cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(-1, 2)
+    class_rows = np.asarray(class_rows, dtype=np.int64)
+    n_neg_rows, n_pos_rows = class_rows[..., 0], class_rows[..., 1]
+    size = {("subgroup", 0): cell_rows[:, 0], ("subgroup", 1): cell_rows[:, 1],
+            ("background", 0): n_neg_rows - cell_rows[:, 0],
+            ("background", 1): n_pos_rows - cell_rows[:, 1]}
+    for metric in METRIC_COLUMNS:
+        x_cell, y_cell = METRIC_SAMPLES[metric]
+        est = table[metric].to_numpy(dtype=np.float64)
+        if metric in AEG_METRICS:
+            lo, hi = ustatistic_bernstein_interval(
+                np.clip(0.5 - est, 0.0, 1.0), size[x_cell], size[y_cell],
+                confidence=confidence, variance=bernstein_variance)
+            low, high = 0.5 - hi, 0.5 - lo
+        else:
+            low, high = ustatistic_bernstein_interval(
+                np.clip(est, 0.0, 1.0), size[x_cell], size[y_cell], confidence=confidence,
+                variance=bernstein_variance)
+        columns.update({f"{metric}_low": np.asarray(low, dtype=np.float64),
+                        f"{metric}_high": np.asarray(high, dtype=np.float64)})
+    low, high = ustatistic_bernstein_interval(min(max(overall_point, 0.0), 1.0)
+                                              if np.isfinite(overall_point) else np.nan,
+                                              int(overall_rows[1]), int(overall_rows[0]),
+                                              confidence=confidence,
+                                              variance=bernstein_variance)
+    attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
+                 bernstein_variance=bernstein_variance)

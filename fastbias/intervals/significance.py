@@ -53,6 +53,7 @@ from . import _kernels as IK
 from .delong import (
     RECHECK_TOLERANCE,
     VARIANCE_TOLERANCE,
+    StandardErrors,
     _delong_variance,
     _exact_sums,
     _flat_universe,
@@ -200,7 +201,8 @@ DIFFERENCE_RESOLUTION = 2.0
 
 
 def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
-                               flat=(False, False, False, False), tolerance=None):
+                               flat=(False, False, False, False), tolerance=None,
+                               own: bool = False):
     """Standard errors of ``metric - overall AUC`` (AUC metrics) and of the AEGs.
 
     ``flat``: ``(every score equal, every positive above every negative, the positives'
@@ -223,6 +225,11 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     weight ``W`` and 0 elsewhere, ``V`` the row's placement divided by the
     other sample's weight: for one estimate that is DeLong's variance, for
     two on the same samples it is the paired test's.
+
+    ``own``: each metric's own standard error instead (an interval's, out of core:
+    :func:`standard_errors_of_sums`), and in place of ``overall_auc`` the standard error of
+    the AUC of each subgroup's universe; ``cancelled`` then marks the variances not known
+    within their sums' rounding.
     """
     totals = sums.class_totals
     w_neg, w_pos = totals[:, 0], totals[:, 1]
@@ -258,6 +265,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
 
     tolerance = VARIANCE_TOLERANCE if tolerance is None else tolerance
     ratios = None  # the classes' read ratios: only where the absolute bounds leave doubt
+    overall_var = [None]  # (the last variances' AUC of the universe: its own variance)
 
     def variances(bits, parts=None) -> tuple:
         # where the classes' prefix sums are not exact, what their reads may cost the cross
@@ -280,6 +288,9 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         floors = sum_floors(sums.delong, sums.weights[:, 0], sums.weights[:, 1], totals, bits,
                             n_terms, ratios)
         out, cancelled = {}, {}
+        overall_var[0] = var_o
+        if own:  # (the universe's AUC not known within rounding: look further, as for a metric)
+            cancelled["overall_auc"] = np.isnan(var_o) & (w_pos > 1) & (w_neg > 1)
         with np.errstate(invalid="ignore", divide="ignore"):
             for j, metric in enumerate(METRIC_COLUMNS):
                 x_cell, y_cell = METRIC_SAMPLES[metric]
@@ -293,7 +304,7 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
                     flat_parts=None if parts is None else parts[metric])
                 # (NaN with both samples of weight above 1: a part not known within rounding)
                 cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
-                if metric in AUC_METRICS:
+                if metric in AUC_METRICS and not own:
                     theta = table[metric].to_numpy(dtype=np.float64)
                     (cx, ox, floor_cx, floor_ox), (cy, oy, floor_cy, floor_oy) = cross[metric]
                     if reads is not None:
@@ -373,8 +384,49 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         if any(x.any() or y.any() for x, y in parts.values()):
             out, cancelled = variances(bits, parts)
     if any(mask.any() for mask in cancelled.values()) and _exact_of(sums) is not None:
-        _exact_tests(sums, out, cancelled)
+        _exact_tests(sums, out, cancelled, own)
+    if own:
+        cancelled.pop("overall_auc")
+        return out, _universe_standard_errors(sums, overall_var[0]), cancelled
     return out, overall_auc, cancelled
+
+
+def standard_errors_of_sums(table: pd.DataFrame, sums: PlacementSums) -> tuple:
+    """DeLong standard errors of the table's five metrics per subgroup, and of the AUC of each
+    subgroup's universe, from placement sums alone (out of core: the chunks' joined, where the
+    rows are not at hand): the variances, their floors and exact fallbacks of
+    :func:`difference_standard_errors` (``own=True``). A variance the sums cannot tell from
+    their rounding (a background too small to resolve, one whose weight vanished from its
+    class's, a part within rounding that the exact sums cannot settle) is NaN, marked in
+    ``unresolved``, where in memory the cells' own rows would settle it.
+
+    Returns ``(se, universe_se)``: a :class:`~.delong.StandardErrors` and a (k,) array.
+    """
+    se, universe_se, cancelled = difference_standard_errors(sums, table, own=True)
+    unresolved = _unresolved_tests(sums, cancelled)
+    absorbed = _absorbed_tests(table, sums)
+    for metric in METRIC_COLUMNS:
+        unresolved[metric] = unresolved[metric] | absorbed[metric]
+        se[metric] = np.where(unresolved[metric], np.nan, se[metric])
+    return StandardErrors(se, unresolved), universe_se
+
+
+def _universe_standard_errors(sums: PlacementSums, var_o) -> np.ndarray:
+    """Per subgroup, the standard error of the AUC of its universe, from ``var_o`` (its float
+    sums' variance: NaN where not known within their rounding) or, there, from the sums
+    made exact (out of core: the chunks' joined, where they could be made)."""
+    var_o = np.array(var_o, dtype=np.float64, copy=True)
+    totals = sums.class_totals
+    unknown = np.flatnonzero(np.isnan(var_o) & (totals[:, 0] > 1) & (totals[:, 1] > 1))
+    if unknown.size and _exact_of(sums) is not None:
+        exact = _exact_of(sums)
+        for i in unknown.tolist():
+            u, sq_pos, sq_neg = exact.overall(i)
+            found = exact_variance(u, sq_pos, sq_neg, totals[i, 1], totals[i, 0])
+            if found is not None:
+                var_o[i] = float(found)
+    return np.sqrt(np.maximum(var_o, 0.0), where=np.isfinite(var_o), out=np.full_like(var_o,
+                                                                                       np.nan))
 
 
 def _exact_of(sums: PlacementSums):
@@ -425,12 +477,13 @@ def _metric_cross_sums(c, u_overall) -> dict:
             "bnsp_auc": (c[2], c[1], c[3] - c[4], u_overall - c[5])}
 
 
-def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict) -> None:
+def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict, own: bool = False) -> None:
     """The standard errors :func:`difference_standard_errors` left ``cancelled`` (its float
     sums could not tell them from their rounding), from the walk's exact sums
     (``sums.exact``, :class:`~.exact_sums.ExactSums`): an AUC metric's difference from the
     AUC of all rows by :func:`~.exact_sums.exact_difference_variance`, an AEG's variance by
-    :func:`~.exact_sums.exact_variance`. In place."""
+    :func:`~.exact_sums.exact_variance` (with ``own``, every metric's own variance so). In
+    place."""
     exact, weight = _exact_of(sums), _cell_weights(sums)
     w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
     for j, metric in enumerate(METRIC_COLUMNS):
@@ -439,7 +492,7 @@ def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict) -> None:
             sums_i = exact.delong(i)
             own = (sums_i[SK.DELONG_U + j], sums_i[SK.DELONG_SQ_X + j],
                    sums_i[SK.DELONG_SQ_Y + j], weight[x_cell][i], weight[y_cell][i])
-            if metric in AUC_METRICS:
+            if metric in AUC_METRICS and not own:
                 u, sq_pos, sq_neg = exact.overall(i)
                 var = exact_difference_variance(
                     own, (u, sq_pos, sq_neg, w_pos[i], w_neg[i]),

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from ..intervals.attach import bernstein_columns, delong_columns
 from ..intervals.placement_sums import combine_placement_sums
-from ..intervals.significance import adjust_table, pvalues_from_sums
+from ..intervals.significance import (
+    adjust_table,
+    pvalues_from_sums,
+    standard_errors_of_sums,
+)
 from ..intervals.thresholds import attach_threshold_intervals
 from ..metrics.aggregates import final_metric
 from ..metrics.definitions import METRIC_COLUMNS
@@ -20,6 +26,7 @@ from ..metrics.thresholds import (
     threshold_table,
     warn_undefined_rates,
 )
+from ..validate.errors import warn_listed
 from ..validate.spec import ColumnSpec
 
 
@@ -166,10 +173,14 @@ def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) ->
     names = spec.row_names  # the subgroups, then the intersections chosen
     per_model = [table_from_chunks(chunks, names, spec.weighted, spec.weight_scale)
                  for chunks in chunks_per_model]
+    sums = [joined_sums(chunks) if spec.with_sums else None for chunks in chunks_per_model]
+    if spec.ci is not None:  # each model's intervals from its chunks' sums or counts
+        per_model = [(intervals_from_chunks(table, model_sums, chunks, spec, model, auc), auc)
+                     for model, (table, auc), model_sums, chunks in zip(
+                         spec.models, per_model, sums, chunks_per_model)]
     if spec.significance is not None:  # each model's p-values from its chunks' placement sums
-        per_model = [(significance_from_chunks(table, chunks, spec, model, auc), auc)
-                     for model, (table, auc), chunks in zip(spec.models, per_model,
-                                                            chunks_per_model)]
+        per_model = [(significance_from_chunks(table, model_sums, spec, model, auc), auc)
+                     for model, (table, auc), model_sums in zip(spec.models, per_model, sums)]
     at_thresholds = None
     if spec.thresholds is not None:  # each model's threshold counts: its chunks' add up
         tables = []
@@ -187,17 +198,60 @@ def result_from_chunks(spec: ColumnSpec, chunks_per_model: list, engine: str) ->
                              thresholds=at_thresholds)
 
 
-def significance_from_chunks(table: pd.DataFrame, chunks: list, spec: ColumnSpec,
-                             model: str, overall_auc: float | None = None) -> pd.DataFrame:
-    """One model's table with its adjusted p-values, from the placement sums its chunks
-    carry (joined in score order); ``overall_auc``: the model's exact AUC of all rows, what
-    its subgroups are compared with unless each has a universe of its own (``exclude``)."""
+def joined_sums(chunks: list):
+    """The placement sums one model's chunks carry, joined in score order."""
     parts = [c.placements for c in sorted((c for c in chunks if c is not None),
                                           key=lambda c: c.min_score)]
     if any(p is None for p in parts):
         raise RuntimeError("a chunk was counted without its placement sums (significance= "
-                           "must reach every chunk)")
-    sums = combine_placement_sums(parts)
+                           "and ci='delong' must reach every chunk)")
+    return combine_placement_sums(parts)
+
+
+def intervals_from_chunks(table: pd.DataFrame, sums, chunks: list, spec: ColumnSpec,
+                          model: str, overall_auc: float) -> pd.DataFrame:
+    """One model's table with the intervals of ``spec.ci`` from its chunks: DeLong's from the
+    joined placement sums (:func:`~fastbias.intervals.significance.standard_errors_of_sums`),
+    Bernstein's from the table's counts. The overall AUC's DeLong interval is of all the
+    rows: under ``missing_subgroup="exclude"`` it is made where a subgroup's universe holds
+    every row (an identity column with no missing value), and is NaN otherwise, said in the
+    one warning."""
+    chunks = [c for c in chunks if c is not None]
+    class_rows = np.sum([c.class_rows for c in chunks], axis=0, dtype=np.int64)
+    columns, attrs = {}, {"ci_method": spec.ci, "confidence": spec.confidence}
+    found = {}
+    if spec.ci == "delong":
+        se, universe_se = standard_errors_of_sums(table, sums)
+        # (a universe of every row: its classes' rows are all the classes' rows)
+        of_all = np.flatnonzero(np.all(sums.class_rows == class_rows, axis=1))
+        overall_se = float(universe_se[of_all[0]]) if of_all.size else float("nan")
+        found = delong_columns(table, se, overall_auc, overall_se, spec.confidence,
+                               lambda: [float(v) for v in sums.class_totals[of_all[0]]]
+                               if of_all.size else [2.0, 2.0], columns, attrs)
+        if not of_all.size and np.isfinite(overall_auc):
+            found = {head: [e for e in entries if e != "overall AUC"]
+                     for head, entries in found.items()}
+            found["DeLong interval not made out of core, set to NaN (no subgroup is compared "
+                  "with every row, as under missing_subgroup='exclude' each is compared with "
+                  "its annotated rows, and the chunks keep the placement sums of those "
+                  "only)"] = ["overall AUC"]
+    else:  # "bernstein"
+        cells = table[["subgroup_negatives", "subgroup_positives"]].to_numpy(dtype=np.int64)
+        universes = cells + table[["background_negatives", "background_positives"]].to_numpy(
+            dtype=np.int64)
+        bernstein_columns(table, cells, universes, class_rows, overall_auc, spec.confidence,
+                          "adaptive", columns, attrs)
+    out = pd.concat([table, pd.DataFrame(columns, index=table.index)], axis=1)
+    out.attrs = {**table.attrs, **attrs}
+    warn_listed(found, context=f"model {model!r}", stacklevel=4)
+    return out
+
+
+def significance_from_chunks(table: pd.DataFrame, sums, spec: ColumnSpec,
+                             model: str, overall_auc: float | None = None) -> pd.DataFrame:
+    """One model's table with its adjusted p-values, from the placement sums its chunks
+    carry (:func:`joined_sums`); ``overall_auc``: the model's exact AUC of all rows, what
+    its subgroups are compared with unless each has a universe of its own (``exclude``)."""
     universe = None if spec.exclude_missing else overall_auc
     return adjust_table(pvalues_from_sums(table, sums, universe_auc=universe),
                         method=spec.significance,
@@ -205,16 +259,21 @@ def significance_from_chunks(table: pd.DataFrame, chunks: list, spec: ColumnSpec
 
 
 def checked_extras(significance, confidence, thresholds, threshold_interval="wilson",
-                   gap_interval=None) -> dict:
-    """The out-of-core entry points' ``significance=``, ``confidence=`` and threshold
-    arguments, checked, as :class:`~fastbias.validate.spec.ColumnSpec` fields."""
+                   gap_interval=None, ci=None) -> dict:
+    """The out-of-core entry points' ``significance=``, ``confidence=``, threshold and
+    ``ci=`` arguments, checked, as :class:`~fastbias.validate.spec.ColumnSpec` fields."""
+    from ..intervals.attach import check_ci
     from ..intervals.significance import check_significance
     from ..intervals.thresholds import check_gap_interval, check_rate_interval
     from ..metrics.thresholds import check_thresholds
     from ..validate.settings import check_confidence
 
+    if check_ci(ci) == "bootstrap":
+        raise ValueError("ci='bootstrap' needs the rows in memory (each replicate reweighs "
+                         "every row): out of core, ci='delong' (from the same placement sums "
+                         "as the significance tests) or 'bernstein' (unweighted)")
     out = {"significance": check_significance(significance),
-           "confidence": check_confidence(confidence)}
+           "confidence": check_confidence(confidence), "ci": ci}
     if thresholds is not None:
         out.update(thresholds=tuple(check_thresholds(thresholds).tolist()),
                    threshold_interval=check_rate_interval(threshold_interval),

@@ -43,6 +43,9 @@ class ColumnSpec:
     #: ``significance=`` (None, "holm" or "bh") and the ``confidence`` that sets its level
     significance: str | None = None
     confidence: float = 0.95
+    #: ``ci=`` (None, "delong" or "bernstein": the intervals made from the chunks' sums and
+    #: counts; the bootstrap needs the rows)
+    ci: str | None = None
     #: ``sensitive_features=``: categorical columns; the values each holds (in order) and the
     #: combinations of one value of each kept (value indexes), both found on the whole data
     features: tuple = ()
@@ -54,8 +57,11 @@ class ColumnSpec:
     gap_interval: str | None = None
 
     def check_extras(self) -> ColumnSpec:
-        """The extras that cannot go with the columns: Bernstein gap intervals of weighted
-        rows (a ValueError before any row is read); returns ``self``."""
+        """The extras that cannot go with the columns: Bernstein intervals of weighted rows
+        (a ValueError before any row is read); returns ``self``."""
+        if self.ci == "bernstein" and self.weighted:
+            raise ValueError("the Bernstein interval needs unweighted rows (it counts "
+                             "independent examples); use ci='delong' with sample_weight")
         if self.thresholds is not None and self.gap_interval is not None and self.weighted:
             raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                              "examples); threshold_interval= gives the rates' intervals")
@@ -63,9 +69,15 @@ class ColumnSpec:
 
     def chunk_extras(self) -> dict:
         """What each chunk adds to its counts (``fastbias.intervals.chunked.counted_chunk``)."""
-        return {"weight_scale": self.weight_scale, "with_sums": self.significance is not None,
+        return {"weight_scale": self.weight_scale, "with_sums": self.with_sums,
                 "thresholds": None if self.thresholds is None
                 else np.asarray(self.thresholds, dtype=np.float64)}
+
+    @property
+    def with_sums(self) -> bool:
+        """Whether each chunk carries its placement sums (significance tests, DeLong
+        intervals)."""
+        return self.significance is not None or self.ci == "delong"
 
     @property
     def combination_names(self) -> list:
@@ -132,6 +144,8 @@ class ColumnSpec:
             return None
         if self.significance is not None:
             return "significance tests", INTERVAL_RESOLUTION_BITS
+        if self.ci == "delong":
+            return "DeLong intervals", INTERVAL_RESOLUTION_BITS
         if self.thresholds is not None:
             return "threshold metrics", THRESHOLD_RESOLUTION_BITS
         return None
@@ -151,22 +165,25 @@ class ColumnSpec:
             check_weight_resolution(*class_weights, name, *check)
         if np.isfinite(largest) and largest > 0:
             check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")
-            if self.significance is not None:
-                check_interval_weights(largest, name, " in the data", "significance tests")
+            if self.with_sums:
+                check_interval_weights(largest, name, " in the data",
+                                       "significance tests" if self.significance is not None
+                                       else "DeLong intervals")
             return replace(self, weight_scale=power_of_two_scale(np.array([largest])))
         return self
 
     def settings(self, engine: str) -> dict:
         out = {"label_threshold": self.label_threshold,
                "subgroup_threshold": self.subgroup_threshold,
-               "missing_subgroup": self.missing_subgroup, "ci": None,
+               "missing_subgroup": self.missing_subgroup, "ci": self.ci,
                "weighted": self.weighted, "nan_policy": "raise", "pos_label": None,
                "intersections": self.intersections,
                "min_subgroup_size": self.min_subgroup_size,
                "significance": self.significance, "engine": engine}
         if self.features:
             out["sensitive_features"] = list(self.features)
-        if self.significance is not None or self.thresholds is not None:
+        if (self.significance is not None or self.thresholds is not None
+                or self.ci is not None):
             out["confidence"] = self.confidence
         if self.thresholds is not None:
             out.update(thresholds=list(self.thresholds),

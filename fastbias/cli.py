@@ -56,6 +56,7 @@ from .validate.textfile import (
     TextSource,
     check_unique_names,
     iter_text_batches,
+    open_text_source,
     record_bytes,
     split_name,
     text_header,
@@ -314,7 +315,9 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
             rows += len(frame)
             progress.update(f"reading {name}: {rows / max(total, 1):4.0%} ({rows:,} rows)")
         return
-    source = TextSource(path, fmt, compression, sep, columns)
+    # (the header's names: a CSV record is checked against its number of fields)
+    source = (open_text_source(path, fmt=fmt, compression=compression, sep=sep)
+              if fmt == "csv" else TextSource(path, fmt, compression, sep, columns))
 
     def show(done, rows, projected):
         if projection is not None:
@@ -1010,7 +1013,9 @@ def cmd_report(args) -> int:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
-                       text_columns=args.sensitive_features or (),
+                       # (a text label's classes as written: "None" is one, not missing)
+                       text_columns=[*(args.sensitive_features or ()),
+                                     *([args.label] if args.positive is not None else [])],
                        flag_columns=_flag_columns(args),
                        prepare=lambda frame: _kept_batch(frame, args))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read

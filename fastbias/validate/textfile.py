@@ -47,13 +47,25 @@ class _LineGuard(io.RawIOBase):
     so a quoted field that runs over many short lines (an unclosed quote, or a bomb of
     them) is one long record, as the CSV parser reads it. ``lines`` counts the newlines,
     ``records`` the record ends.
+
+    ``fields`` (CSV, with ``sep`` a one-byte separator): how many fields the header has;
+    a record with more or fewer (separators outside quotes) is a :class:`DataFileError`
+    naming its line, where the parser, reading only some of the columns, would take its
+    first fields and drop the rest or read the missing ones as empty, silently. Blank
+    lines, which the parser skips, are let be. (A file whose lines end in a lone carriage
+    return is not checked: its records are not told apart here.)
     """
 
-    def __init__(self, stream, limit: int, name: str, quotes: bool = False):
+    def __init__(self, stream, limit: int, name: str, quotes: bool = False,
+                 sep: str | None = None, fields: int | None = None):
         self._stream = stream
         self._limit = int(limit)
         self._name = name
         self._quotes = quotes
+        self._fields = fields if quotes and sep is not None and len(sep.encode()) == 1 else None
+        self._sep = sep.encode()[0] if self._fields else None
+        self._seps = 0  # separators outside quotes in the current record so far
+        self._filled = False  # whether the current record so far holds more than blanks
         self._open = 0  # 1 inside a quoted field
         self.lines = 0  # newlines read so far
         self.records = 0  # record ends read so far
@@ -71,16 +83,73 @@ class _LineGuard(io.RawIOBase):
             return newlines, newlines
         quotes = np.flatnonzero(array == 34)
         if quotes.shape[0] == 0:
-            return newlines, newlines[:0] if self._open else newlines
-        inside = (np.searchsorted(quotes, newlines) + self._open) % 2 == 1
+            ends = newlines[:0] if self._open else newlines
+        else:
+            inside = (np.searchsorted(quotes, newlines) + self._open) % 2 == 1
+            ends = newlines[~inside]
+        if self._fields:
+            self._count_fields(array, quotes, ends, newlines)
         self._open = (self._open + quotes.shape[0]) % 2
-        return newlines, newlines[~inside]
+        return newlines, ends
+
+    def _count_fields(self, array, quotes, ends, newlines) -> None:
+        """Check the fields of the records that end in ``array`` (the current one carried
+        on), and carry the count of the one it ends within (see the class): a few passes
+        over the chunk's bytes and one sum per record (``reduceat``)."""
+        carriages = int(np.count_nonzero(array == 13))
+        if carriages and carriages - (array[-1] == 13) != int(
+                np.count_nonzero((array[:-1] == 13) & (array[1:] == 10))):
+            self._fields = None  # (lines ended by a lone carriage return: not checked)
+            return
+        separator = (array == self._sep).view(np.uint8)
+        if quotes.shape[0]:  # (outside quotes: an even number of quotes before, with _open)
+            parity = np.bitwise_xor.accumulate((array == 34).view(np.uint8))
+            separator &= parity ^ np.uint8(1 - self._open)
+        elif self._open:
+            separator = np.zeros_like(separator)
+        # the separators of each record ending here, and of the one left open after them
+        starts = np.concatenate(([0], ends + 1))
+        open_after = int(starts[-1]) < array.shape[0]
+        counts = (np.add.reduceat(separator, starts if open_after else starts[:-1],
+                                  dtype=np.int64)
+                  if array.shape[0] else np.zeros(1, dtype=np.int64))
+        per_record = counts[:ends.shape[0]].copy()
+        trailing = int(counts[-1]) if open_after else 0
+        if ends.shape[0]:
+            per_record[0] += self._seps
+        want = self._fields - 1
+        for j in np.flatnonzero(per_record != want).tolist():
+            start = int(ends[j - 1]) + 1 if j else 0
+            blank = not bytes(array[start:int(ends[j])]).strip() and (j or not self._filled)
+            if per_record[j] == 0 and blank:
+                continue  # a blank line (the parser skips it)
+            line = (self._record_line if j == 0 else
+                    self.lines + int(np.searchsorted(newlines, start)) + 1)
+            self._refuse_fields(line, int(per_record[j]) + 1)
+        start = int(ends[-1]) + 1 if ends.shape[0] else 0
+        rest = bool(bytes(array[start:]).strip())
+        self._filled = rest or (self._filled and not ends.shape[0])
+        self._seps = trailing + (0 if ends.shape[0] else self._seps)
+
+    def _refuse_fields(self, line: int, found: int) -> None:
+        raise DataFileError(
+            f"line {line:,} of data file {self._name!r} has {found} field(s) where its header "
+            f"has {self._fields} (a value holding the separator {chr(self._sep)!r} unquoted, "
+            f"such as a decimal comma, or a field left out?): the parser would read such a "
+            f"row's fields in the wrong columns; quote such values, or name the file's "
+            f"separator")
+
+    def _end_of_file(self) -> None:
+        """The last record, when the file does not end in a newline."""
+        if self._fields and self._filled and self._seps != self._fields - 1:
+            self._refuse_fields(self._record_line, self._seps + 1)
 
     def readinto(self, buffer) -> int:
         size = min(len(buffer), self._limit)  # a record inside one read is within the limit
         data = self._stream.read(size)
         n = len(data)
         if n == 0:
+            self._end_of_file()
             return 0
         buffer[:n] = data
         newlines, ends = self._ends(data)
@@ -161,13 +230,16 @@ def _decompressed(raw, compression, path: str):
 
 
 def open_text(path: str, compression: str | None = None, *, line_limit: int = LINE_LIMIT,
-              quotes: bool = False) -> io.BufferedReader:
+              quotes: bool = False, sep: str | None = None,
+              fields: int | None = None) -> io.BufferedReader:
     """``path`` decompressed, as a buffered binary stream whose records (lines; with
     ``quotes``, CSV records whose quoted fields may hold newlines) are checked against
-    ``line_limit`` bytes (see :class:`DataFileError`). Close it when done."""
+    ``line_limit`` bytes and (``sep``, ``fields``) the header's number of fields (see
+    :class:`_LineGuard`, :class:`DataFileError`). Close it when done."""
     raw = open(path, "rb")
     try:
-        guard = _LineGuard(_decompressed(raw, compression, path), line_limit, path, quotes)
+        guard = _LineGuard(_decompressed(raw, compression, path), line_limit, path, quotes,
+                           sep, fields)
     except BaseException:
         raw.close()
         raise
@@ -474,12 +546,18 @@ def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -
             f"exact{', or fill the missing values' if why.endswith('missing value') else ''}")
 
 
+#: the words pandas reads as a missing value in a CSV field (its default ``na_values``): kept
+#: for the numeric columns where the text columns' own are only the empty field
+MISSING_WORDS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                 "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
                       text_columns=(), flag_columns=(), check_rounded: bool = True):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
 
-    ``text_columns`` of a CSV file are read as the text in the file (empty fields missing),
-    not as whatever type each batch's values look like: a categorical column ("01234", or
+    ``text_columns`` of a CSV file are read as the text in the file (only empty fields
+    missing: "None" or "NA" is a value), not as whatever type each batch's values look like: a categorical column ("01234", or
     "1" and "10+") then reads alike in every batch. ``columns=None`` reads every column of a
     JSON-lines file: each batch has the keys its lines have. ``flag_columns`` of a JSON-lines file
     (labels, identities) are read as the values written, an object column: pandas would
@@ -497,13 +575,21 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
 
     size = os.path.getsize(source.path)
     with open_text(source.path, source.compression, line_limit=source.line_limit,
-                   quotes=source.fmt == "csv") as stream:
+                   quotes=source.fmt == "csv", sep=source.sep,
+                   fields=len(source.names) if source.fmt == "csv" else None) as stream:
         raw = stream._raw_file
         if source.fmt == "csv":
             wanted = list(dict.fromkeys(columns))
+            text = [c for c in text_columns if c in wanted]
+            # a text column's values are its text: "None", "NA" or "null" are categories (a
+            # religion, a country), only an empty field is missing; elsewhere pandas' words
+            # for a missing number
             reader = pd.read_csv(stream, usecols=wanted, sep=source.sep,
                                  chunksize=batch_rows, encoding="utf-8",
-                                 dtype={c: str for c in text_columns if c in wanted} or None)
+                                 dtype={c: str for c in text} or None,
+                                 keep_default_na=not text,
+                                 na_values={c: [""] if c in text else list(MISSING_WORDS)
+                                            for c in wanted} if text else None)
         else:
             # precise_float: pandas' default float parser is not correctly rounded (scores one
             # ulp apart would tie); convert_dates: columns named *_at, date, ... stay values

@@ -643,7 +643,7 @@ def _subgroups_from_file(path: str) -> list:
     """``--subgroups-file``: one column name per line, as written (surrounding whitespace
     and blank lines aside)."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # (a BOM, as Notepad writes)
             names = [line.strip() for line in handle]
     except OSError as exc:
         raise CLIError(f"--subgroups-file {path!r}: {exc.strerror or exc}") from None
@@ -1185,6 +1185,11 @@ _threshold = _argument(_float_of_text, "a number", lambda v: not math.isnan(v),
 _positive_int = _argument(lambda text: int(text.replace("_", "")), "an integer",
                           lambda v: v >= 1, "must be at least 1, got {value}")
 _seed = _argument(int, "an integer", lambda v: v >= 0, "must be 0 or more, got {value}")
+# (a tab typed as the two characters backslash, t, as Python writes it, is a tab)
+_separator = _argument(lambda text: "\t" if text == "\\t" else text, "a separator",
+                       lambda v: len(v) == 1 and v not in "\"\r\n",
+                       "must be one character (a tab: --sep '\\t'), other than a quote or a "
+                       "line break, got {text!r}")
 
 
 _SIZE_UNITS = {"": 1, "B": 1, "K": 2 ** 10, "KB": 10 ** 3, "KIB": 2 ** 10, "M": 2 ** 20,
@@ -1310,7 +1315,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "-, @ or a tab, gets a ' in front)"),
     report.add_argument("--input-format", choices=["csv", "parquet", "jsonl"], default=None,
                         help="format of DATA when its extension does not say")
-    report.add_argument("--sep", default=None, help="CSV field separator (default ',', TSV tab)")
+    report.add_argument("--sep", type=_separator, default=None,
+                        help="CSV field separator, one character (default ',', TSV tab; "
+                             "'\\t' is a tab)")
     report.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
                         help="memory the run may use, e.g. 8G or 500M (default: half of the "
                              "memory available at the start). Data that would need more is "

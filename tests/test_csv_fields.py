@@ -132,3 +132,11 @@ def test_ragged_records_are_refused_naming_the_line(text, line, found, tmp_path)
     with pytest.raises(DataFileError, match=f"line {line} of data file .* has {found} "
                                             f"field\\(s\\) where its header has 3"):
         read_all(path, 1 << 20, ["y", "s"])
+
+
+@pytest.mark.parametrize("sep", ["||", "", '"', "\n", 9])
+def test_a_separator_is_one_character(sep, tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"y,s\n0,0.1\n")
+    with pytest.raises(ValueError, match="sep must be one character"):
+        open_text_source(path, sep=sep)

@@ -20,6 +20,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -85,7 +86,8 @@ def write_atomically(path, text: str) -> None:
     The text goes to a temporary file in the same directory, is flushed to
     disk, and replaces ``path`` in one rename: an interrupted run leaves the
     previous file intact. A symbolic link at ``path`` is refused (it would
-    be followed to a file elsewhere).
+    be followed to a file elsewhere). A file replaced keeps its permissions (a
+    private report stays private); a new one gets the umask's.
     """
     path = os.fspath(path)
     if os.path.islink(path):
@@ -94,6 +96,10 @@ def write_atomically(path, text: str) -> None:
     if os.path.isdir(path):
         raise ValueError(f"output {path!r} is a directory; give a file name")
     directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
                                          dir=directory)
     try:
@@ -101,7 +107,7 @@ def write_atomically(path, text: str) -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         try:

@@ -346,12 +346,14 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"
                   "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _refuse_unreadable_number(source, start: int, batch_rows: int, columns) -> None:
-    """Name the number behind pandas' "Range error when decoding numeric as double": a
+def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> None:
+    """Name what pandas could not read in the JSON lines from row ``start`` on: a line that
+    is not an object (an array, a number, null: pandas says only "'int' object is not
+    iterable"), or the number behind its "Range error when decoding numeric as double", a
     number its exact float parser refuses, below the normal floats (a subnormal such as
-    1e-310, or 1e-400, which rounds to 0) or beyond the largest (1e400), in the JSON lines
-    from row ``start`` on. Raises a :class:`DataFileError` naming its column, row and text;
-    returns if none is found (the caller's message stands)."""
+    1e-310, or 1e-400, which rounds to 0) or beyond the largest (1e400). Raises a
+    :class:`DataFileError` naming the line, or the column, row and text; returns if none is
+    found (the caller's message stands)."""
     smallest = float(np.finfo(np.float64).tiny)
 
     class Unreadable(str):
@@ -367,7 +369,8 @@ def _refuse_unreadable_number(source, start: int, batch_rows: int, columns) -> N
 
     with open_text(source.path, source.compression, line_limit=source.line_limit) as stream:
         row = -1
-        for line in io.TextIOWrapper(stream, encoding="utf-8"):
+        for number_of_line, line in enumerate(io.TextIOWrapper(stream, encoding="utf-8-sig"),
+                                              start=1):
             if not line.strip():
                 continue
             row += 1
@@ -380,7 +383,12 @@ def _refuse_unreadable_number(source, start: int, batch_rows: int, columns) -> N
             except ValueError:
                 return
             if not isinstance(record, dict):
-                continue
+                kind = {list: "an array", str: "a string", bool: "a boolean",
+                        type(None): "null"}.get(type(record), "a number")
+                raise DataFileError(
+                    f"line {number_of_line:,} of data file {source.path!r} (row {row:,}) is "
+                    f"{kind}, not a JSON object: each line of a JSON-lines file holds one "
+                    f"object of the row's columns")
             bad = [(k, v) for k, v in record.items() if isinstance(v, Unreadable)]
             if bad:
                 name, text = next(((k, v) for k, v in bad if columns is None or k in columns),
@@ -484,6 +492,9 @@ def open_text_source(path, *, fmt: str | None = None, compression="infer", sep=N
         raise ValueError(f"fmt must be one of {TEXT_FORMATS}, got {fmt!r}")
     if sep is None:
         sep = "\t" if ext == ".tsv" else ","
+    if fmt == "csv" and (not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n'):
+        raise ValueError(f"sep must be one character other than a quote or a line break, "
+                         f"got {sep!r}")
     names = text_header(path, fmt, compression, sep, line_limit=line_limit, wanted=wanted)
     return TextSource(path, fmt, compression, sep, names, int(line_limit))
 
@@ -580,6 +591,11 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
         raw = stream._raw_file
         if source.fmt == "csv":
             wanted = list(dict.fromkeys(columns))
+            if "" in wanted:  # (pandas names such a column "Unnamed: <position>")
+                where = (f" (field {source.names.index('') + 1} of the header)"
+                         if "" in source.names else "")
+                raise DataFileError(f"a column of {source.path!r} that is asked for has no "
+                                    f"name in the header{where}: give it one to read it")
             text = [c for c in text_columns if c in wanted]
             # a text column's values are its text: "None", "NA" or "null" are categories (a
             # religion, a country), only an empty field is missing; elsewhere pandas' words
@@ -597,7 +613,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
             # leave numbers written as strings unparsed: same values on every pandas)
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*'convert_dates' keyword")
-                reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8"), lines=True,
+                reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8-sig"), lines=True,
                                       chunksize=batch_rows, precise_float=True,
                                       convert_dates=False,
                                       dtype={c: object for c in flag_columns
@@ -609,11 +625,12 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     frame = next(reader)
                 except StopIteration:
                     break
-                except (pd.errors.ParserError, ValueError, zipfile.BadZipFile) as error:
+                except (pd.errors.ParserError, ValueError, TypeError,
+                        zipfile.BadZipFile) as error:
                     if isinstance(error, DataFileError):
                         raise
-                    if source.fmt == "jsonl" and "Range error" in str(error):
-                        _refuse_unreadable_number(source, start, batch_rows, columns)
+                    if source.fmt == "jsonl":
+                        _refuse_unreadable_json(source, start, batch_rows, columns)
                     raise DataFileError(f"cannot read data file {source.path!r} after row "
                                         f"{start:,}: {' '.join(str(error).split())}") from None
                 stop = start + len(frame)

@@ -219,7 +219,7 @@ class _OverBudget(Exception):
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
               progress: Progress | None = None, wanted: dict | None = None,
               max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-              text_columns=(), flag_columns=()):
+              text_columns=(), flag_columns=(), literal_columns=()):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
@@ -229,14 +229,15 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     traceback. With ``max_bytes``, reading stops with :class:`_OverBudget` as soon as the
     rows (at ``row_bytes`` each) would need more than that. ``prepare(frame)``, when given,
     turns each batch into what is kept (e.g. compact memberships). ``text_columns`` of a
-    CSV file are read as text, ``flag_columns`` of a JSON-lines file as the values written
-    (see ``iter_text_batches``).
+    CSV file are read as text, ``literal_columns`` with only empty fields missing,
+    ``flag_columns`` of a JSON-lines file as the values written (see ``iter_text_batches``).
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
                                              progress=progress, wanted=wanted,
                                              max_bytes=max_bytes, row_bytes=row_bytes,
                                              text_columns=text_columns,
-                                             flag_columns=flag_columns, prepare=prepare))
+                                             flag_columns=flag_columns, prepare=prepare,
+                                             literal_columns=literal_columns))
 
 
 def read_header(path: str, *, input_format: str | None = None, sep=None, wanted=()) -> list:
@@ -299,7 +300,7 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
 
 def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
              progress: Progress, projection=None, text_columns=(), flag_columns=(),
-             check_rounded: bool = True):
+             check_rounded: bool = True, literal_columns=()):
     """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
     ``projection(rows)``, when given, learns the rows the file is projected to hold before
     each batch is yielded (text files; Parquet's footer says). ``text_columns``,
@@ -326,13 +327,14 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
 
     yield from iter_text_batches(source, columns, batch_rows, progress=show,
                                  text_columns=text_columns, flag_columns=flag_columns,
-                                 check_rounded=check_rounded)
+                                 check_rounded=check_rounded,
+                                 literal_columns=literal_columns)
 
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
                progress: Progress | None = None, wanted: dict | None = None,
                max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-               text_columns=(), flag_columns=()):
+               text_columns=(), flag_columns=(), literal_columns=()):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -353,7 +355,8 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
                                  projection=lambda n: projected.__setitem__(0, n),
-                                 text_columns=text_columns, flag_columns=flag_columns):
+                                 text_columns=text_columns, flag_columns=flag_columns,
+                                 literal_columns=literal_columns):
         kinds.check(frame, where)
         rows += len(frame)
         if max_bytes is not None:
@@ -1013,9 +1016,9 @@ def cmd_report(args) -> int:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
+                       text_columns=args.sensitive_features or (),
                        # (a text label's classes as written: "None" is one, not missing)
-                       text_columns=[*(args.sensitive_features or ()),
-                                     *([args.label] if args.positive is not None else [])],
+                       literal_columns=[args.label] if args.positive is not None else (),
                        flag_columns=_flag_columns(args),
                        prepare=lambda frame: _kept_batch(frame, args))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read

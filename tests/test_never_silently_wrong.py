@@ -1084,20 +1084,21 @@ def _exact_test_z(s, w, y, member, metric):
 
 @pytest.mark.parametrize("k", [0, 24, 36, 48])
 def test_delong_tests_of_a_subgroup_holding_almost_all_the_weight_are_exact(k):
-    """Weighted, with its subgroup of 2,500 rows weighted 2**k times its five background rows
-    of each class, each metric is tested by DeLong's normal test (a permutation test would
-    redraw more than 1,000 rows of the subgroup). The walk's sums cannot resolve the background's
+    """Weighted, with its subgroup of 2,500 rows weighted 2**k times its 30 background rows
+    of each class, each metric is tested by DeLong's normal test (a cell of 30 rows or more,
+    weighted; one under 30 beside more than 1,000 rows to redraw is not tested). The walk's
+    sums cannot resolve the background's
     variance beyond about 2**20 (the tests were not made: NaN); the tests of such a subgroup
     now come from its cells' own rows. Each z within 1e-9 of exact rational arithmetic, and
     every test made up to a background share of 2**-48 (the subgroup AUC's too: it differs
     from the AUC of all rows by the background's rows alone)."""
     rng = np.random.default_rng(31)
-    n = 2_510
+    n = 2_560
     y = np.arange(n) % 2 == 0
     s = rng.integers(0, 40, n) / 39
     member = np.ones(n, bool)
-    member[np.flatnonzero(y)[:5]] = False
-    member[np.flatnonzero(~y)[:5]] = False
+    member[np.flatnonzero(y)[:30]] = False
+    member[np.flatnonzero(~y)[:30]] = False
     w = rng.integers(1, 64, n) / 16.0 * np.where(member, 2.0 ** k, 1.0)
     table = quietly(fastbias.bias_metrics, y, s, {"g": member}, sample_weight=w,
                     significance="holm")

@@ -481,8 +481,9 @@ def test_weighted_tiny_cells_out_of_core_are_not_tested_and_said(tmp_path):
     df.loc[:14, "tiny"] = 1.0  # about 9 negatives and 6 positives
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
-    with pytest.warns(UndefinedMetricWarning, match="out of core, a weighted cell of fewer "
-                                                    "than 30 rows") as caught:
+    with pytest.warns(UndefinedMetricWarning, match="5 in a weighted cell of fewer than 30 "
+                                                    "rows, whose permutation test would draw "
+                                                    "rows of its whole class") as caught:
         result = evaluate_csv(path, label="y", scores="s", subgroups=["big", "tiny"],
                               sample_weight="w", significance="bh", bucket_rows=1000)
     table = result.for_model()
@@ -499,7 +500,7 @@ def test_weighted_tiny_cells_out_of_core_are_not_tested_and_said(tmp_path):
     assert tiny.endswith("(not tested: subgroup_auc,bpsn_auc,bnsp_auc,neg_aeg,pos_aeg)")
     big = next(line for line in text.splitlines() if line.startswith("big "))
     assert "not tested" not in big
-    said = "out of core 5 value(s) of weighted cells under 30 rows not tested"
+    said = "5 value(s) of weighted cells under 30 rows not tested (out of core"
     assert said in text and "a value not tested (no p-value) is never marked" in text
     page = report.to_html()
     assert page.count(said) == 2  # the settings and the note

@@ -477,13 +477,13 @@ def _metric_cross_sums(c, u_overall) -> dict:
             "bnsp_auc": (c[2], c[1], c[3] - c[4], u_overall - c[5])}
 
 
-def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict, own: bool = False) -> None:
+def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict, alone: bool = False) -> None:
     """The standard errors :func:`difference_standard_errors` left ``cancelled`` (its float
     sums could not tell them from their rounding), from the walk's exact sums
     (``sums.exact``, :class:`~.exact_sums.ExactSums`): an AUC metric's difference from the
     AUC of all rows by :func:`~.exact_sums.exact_difference_variance`, an AEG's variance by
-    :func:`~.exact_sums.exact_variance` (with ``own``, every metric's own variance so). In
-    place."""
+    :func:`~.exact_sums.exact_variance` (with ``alone``, every metric's own variance so).
+    In place."""
     exact, weight = _exact_of(sums), _cell_weights(sums)
     w_neg, w_pos = sums.class_totals[:, 0], sums.class_totals[:, 1]
     for j, metric in enumerate(METRIC_COLUMNS):
@@ -492,7 +492,7 @@ def _exact_tests(sums: PlacementSums, se: dict, cancelled: dict, own: bool = Fal
             sums_i = exact.delong(i)
             own = (sums_i[SK.DELONG_U + j], sums_i[SK.DELONG_SQ_X + j],
                    sums_i[SK.DELONG_SQ_Y + j], weight[x_cell][i], weight[y_cell][i])
-            if metric in AUC_METRICS and not own:
+            if metric in AUC_METRICS and not alone:
                 u, sq_pos, sq_neg = exact.overall(i)
                 var = exact_difference_variance(
                     own, (u, sq_pos, sq_neg, w_pos[i], w_neg[i]),
@@ -1044,7 +1044,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                 gaps[metric][at] = np.where(good, differences[metric][wanted[:, j]],
                                             gaps[metric][at])
     _, min_cells, drawable = _cells_drawn(sums.cell_rows, sums.class_rows)
-    columns, small, moments = {}, {}, {}
+    columns, small, moments, undrawn = {}, {}, {}, {}
     # (DeLong's variance needs each class to weigh more than 1, whatever its rounding)
     defined = np.all(sums.class_totals > 1, axis=1)
     for metric in METRIC_COLUMNS:
@@ -1063,6 +1063,11 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
         columns[metric] = _two_sided_p(gap, se[metric])
         small[metric] = need & drawable[metric]
         moments[metric] = need & ~small[metric] & (not sums.weighted)
+        # a weighted cell under PERMUTATION_DRAWS_BELOW rows beside a redrawn cell too large to
+        # draw (a tiny background beside a large subgroup): DeLong's normal p-value is poor on
+        # so few rows, and no exact moments are made of weighted rows: not tested
+        undrawn[metric] = (need & ~drawable[metric] & sums.weighted
+                           & (min_cells[metric] < PERMUTATION_DRAWS_BELOW))
         # (the very same estimate: p = 1; unless a background's weight vanished from its
         # class's; where DeLong's test is made, one from the cells' own rows decides)
         delong = rechecked[metric] & ~small[metric] & ~moments[metric]
@@ -1094,9 +1099,11 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
                          "permutation_bounds")
         else:  # DeLong's normal p-value is poor on so few rows, and no draw can be made here
             for metric in METRIC_COLUMNS:
-                counts["permutation_untested"] += int((small[metric]
-                                                       & np.isfinite(columns[metric])).sum())
-                columns[metric] = np.where(small[metric], np.nan, columns[metric])
+                undrawn[metric] = undrawn[metric] | small[metric]
+    for metric in METRIC_COLUMNS:
+        counts["permutation_untested"] += int((undrawn[metric]
+                                               & np.isfinite(columns[metric])).sum())
+        columns[metric] = np.where(undrawn[metric], np.nan, columns[metric])
     # whatever test answered, the sums of a background too small to resolve decide nothing
     counts["significance_unresolved"] = 0
     for metric in METRIC_COLUMNS:
@@ -1139,15 +1146,19 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
     if untested:
         shown = listed(untested)
         lead = f"{context}: " if context else ""
-        why = "DeLong's variance is undefined: a cell of total weight at most 1"
-        if table.attrs.get("significance_unresolved", 0):
-            why += (" or a background whose share of its class's weight is too small for "
-                    "DeLong's float64 sums to tell from rounding, or a variance or a "
-                    "difference from the AUC of all rows within that rounding")
+        causes = []
         if table.attrs.get("permutation_untested", 0):
-            why += (" or, out of core, a weighted cell of fewer than "
-                    f"{PERMUTATION_DRAWS_BELOW} rows, whose permutation test draws rows of its "
-                    "whole class")
+            causes.append(f"{table.attrs['permutation_untested']} in a weighted cell of fewer "
+                          f"than {PERMUTATION_DRAWS_BELOW} rows, whose permutation test would "
+                          f"draw rows of its whole class (out of core, where the rows are not "
+                          f"at hand, or beside more than 1,000 rows to redraw) and whose "
+                          f"normal approximation is poor")
+        causes.append("DeLong's variance is undefined: a cell of total weight at most 1")
+        if table.attrs.get("significance_unresolved", 0):
+            causes[-1] += (" or a background whose share of its class's weight is too small "
+                           "for DeLong's float64 sums to tell from rounding, or a variance or "
+                           "a difference from the AUC of all rows within that rounding")
+        why = "; or ".join(causes)
         warnings.warn(f"{lead}{len(untested)} metric(s) not tested for significance ({why}; "
                       f"p-value NaN, never significant): {shown}",
                       UndefinedMetricWarning, stacklevel=stacklevel)

@@ -302,8 +302,9 @@ def significance_tests(result) -> str:
                  f"{PERMUTATION_DRAWS_BELOW} rows are Hoeffding's bound on the permutation "
                  f"p-value (never below it)")
     if counts["permutation_untested"]:
-        text += (f"; out of core {counts['permutation_untested']} value(s) of weighted cells "
-                 f"under {PERMUTATION_DRAWS_BELOW} rows not tested")
+        text += (f"; {counts['permutation_untested']} value(s) of weighted cells under "
+                 f"{PERMUTATION_DRAWS_BELOW} rows not tested (out of core, or beside more "
+                 f"than 1,000 rows to redraw, no permutation is drawn)")
     return text
 
 

@@ -564,12 +564,15 @@ MISSING_WORDS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "
 
 
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
-                      text_columns=(), flag_columns=(), check_rounded: bool = True):
+                      text_columns=(), flag_columns=(), check_rounded: bool = True,
+                      literal_columns=()):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
 
     ``text_columns`` of a CSV file are read as the text in the file (only empty fields
-    missing: "None" or "NA" is a value), not as whatever type each batch's values look like: a categorical column ("01234", or
-    "1" and "10+") then reads alike in every batch. ``columns=None`` reads every column of a
+    missing: "None" or "NA" is a value), not as whatever type each batch's values look like:
+    a categorical column ("01234", or "1" and "10+") then reads alike in every batch.
+    ``literal_columns`` (a text label) have only their empty fields missing too, their type
+    as pandas reads it. ``columns=None`` reads every column of a
     JSON-lines file: each batch has the keys its lines have. ``flag_columns`` of a JSON-lines file
     (labels, identities) are read as the values written, an object column: pandas would
     read true/false as 1.0/0.0 in a batch where some line has null or leaves the key out,
@@ -597,15 +600,16 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 raise DataFileError(f"a column of {source.path!r} that is asked for has no "
                                     f"name in the header{where}: give it one to read it")
             text = [c for c in text_columns if c in wanted]
+            literal = text + [c for c in literal_columns if c in wanted and c not in text]
             # a text column's values are its text: "None", "NA" or "null" are categories (a
             # religion, a country), only an empty field is missing; elsewhere pandas' words
             # for a missing number
             reader = pd.read_csv(stream, usecols=wanted, sep=source.sep,
                                  chunksize=batch_rows, encoding="utf-8",
                                  dtype={c: str for c in text} or None,
-                                 keep_default_na=not text,
-                                 na_values={c: [""] if c in text else list(MISSING_WORDS)
-                                            for c in wanted} if text else None)
+                                 keep_default_na=not literal,
+                                 na_values={c: [""] if c in literal else list(MISSING_WORDS)
+                                            for c in wanted} if literal else None)
         else:
             # precise_float: pandas' default float parser is not correctly rounded (scores one
             # ulp apart would tie); convert_dates: columns named *_at, date, ... stay values

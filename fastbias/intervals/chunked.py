@@ -19,9 +19,15 @@ from ..metrics.thresholds import (
     threshold_counts,
     tied_threshold_counts,
 )
+from ..sort.order import sortable_key
 from ..sweep import _kernels as SK
 from ..sweep.chunks import ChunkCounts, chunk_counts
-from .placement_sums import gather_placement_sums, placement_sums, tied_placement_sums
+from .placement_sums import (
+    cell_spans,
+    gather_placement_sums,
+    placement_sums,
+    tied_placement_sums,
+)
 
 
 def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0,
@@ -35,7 +41,8 @@ def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0
 
     def extras(sorted_scores, w):
         w = None if w is None else w * weight_scale
-        return (placement_sums(sorted_scores, w, workers=1)[0] if with_sums else None,
+        return (_with_spans(*placement_sums(sorted_scores, w, workers=1)[:2]) if with_sums
+                else None,
                 threshold_counts(sorted_scores, w, thresholds) if thresholds is not None
                 else None)
 
@@ -50,6 +57,12 @@ def counted_chunk(scores, labels, codes, weights=None, weight_scale: float = 1.0
                     if with_sums else None),
         at_thresholds=(gather_threshold_counts([(t, m) for (_, t), m in parts], k, thresholds,
                                                weighted) if thresholds is not None else None))
+
+
+def _with_spans(sums, walk):
+    """A universe's sums with its cells' spans (:func:`~.placement_sums.cell_spans`): out of
+    core the rows are gone when the sums are joined."""
+    return replace(sums, spans=cell_spans(walk))
 
 
 def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: bool = False,
@@ -75,7 +88,8 @@ def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: b
         sums = tied_placement_sums(np.column_stack([cells, backgrounds]),
                                    chunk.cell_rows, chunk.universe_rows,
                                    np.full(cells.shape, np.nan) if weighted else None,
-                                   weight_bits, np.column_stack([cells_lo, backgrounds_lo]))
+                                   weight_bits, np.column_stack([cells_lo, backgrounds_lo]),
+                                   sortable_key(np.asarray(chunk.min_score, dtype=score_dtype)))
     if thresholds is not None:
         pairs = np.stack([cells, cells_lo], axis=-1)
         totals = dd_add(pairs, np.stack([backgrounds, backgrounds_lo], axis=-1))

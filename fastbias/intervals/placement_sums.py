@@ -32,10 +32,17 @@ from functools import cache
 
 import numpy as np
 
+from ..metrics.definitions import METRIC_COLUMNS
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.walk import member_walk
-from .delong import DELONG_MAX_RANGES, _placement_sums, flat_parts, weight_bits_of
+from .delong import (
+    DELONG_MAX_RANGES,
+    _background_span,
+    _placement_sums,
+    flat_parts,
+    weight_bits_of,
+)
 from .exact_sums import NO_LO, exact_walks_ready, finished_delong, lazy_exact_sums
 from .first_call import (
     class_sums_in_numpy,
@@ -104,6 +111,12 @@ class PlacementSums:
         chunks'): where a variance's floors need them (:func:`~.delong.sum_floors`); a
         function in memory (worked out on first use); None: not known (unweighted, whose
         sums are exact, or not made).
+    spans : ndarray (k, 4, 2) of uint64, or None
+        Out of core, the lowest and highest sortable key (``sort.order.sortable_key``) of
+        the rows of each cell Dg-, Dg+, B-, B+ (lowest above highest: no rows), the
+        chunks' joined by min and max: where they show a sample's placements all the same
+        (:func:`flat_parts_of_spans`), its part of a variance is exactly 0, as
+        ``flat_parts`` shows in memory (a constant or separating model). None in memory.
     """
 
     delong: np.ndarray
@@ -120,6 +133,7 @@ class PlacementSums:
     exact: object = None
     joinable: object = None
     read_ratios: object = None
+    spans: object = None
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -380,6 +394,75 @@ def _gathered(m, walk, delong, overall, classes, cross, sample_weight, exact=Non
     return sums, walk, classes
 
 
+#: a cell's span with no rows: the lowest key above the highest (min and max join it away)
+NO_SPAN = (np.iinfo(np.uint64).max, 0)
+
+
+def no_spans(k: int) -> np.ndarray:
+    spans = np.empty((k, 4, 2), dtype=np.uint64)
+    spans[..., 0], spans[..., 1] = NO_SPAN
+    return spans
+
+
+def cell_spans(walk) -> np.ndarray:
+    """:attr:`PlacementSums.spans` of one walk (a chunk's universe): each subgroup cell's
+    lowest and highest key from its memberships (in score order), each background's from
+    its class's keys less the subgroup's (:func:`~.delong._background_span`)."""
+    k = walk.cells.shape[0]
+    spans = no_spans(k)
+    if k == 0 or walk.codes.shape[0] == 0:
+        for c, keys in ((_BG_NEG, walk.neg), (_BG_POS, walk.pos)):
+            if keys.shape[0]:
+                spans[:, c] = keys[0], keys[-1]
+        return spans
+    codes = np.asarray(walk.codes, dtype=np.int64)
+    by_code = np.argsort(codes, kind="stable")  # (each code's keys stay in score order)
+    keys = np.asarray(walk.keys)[by_code]
+    bounds = np.searchsorted(codes[by_code], np.arange(2 * k + 1))
+    for g in range(k):
+        for label, class_keys in ((0, walk.neg), (1, walk.pos)):
+            own = keys[bounds[2 * g + label]:bounds[2 * g + label + 1]]
+            if own.shape[0]:
+                spans[g, label] = own[0], own[-1]
+            background = _background_span(class_keys, own)
+            if background is not None:
+                spans[g, 2 + label] = background
+    return spans
+
+
+def flat_parts_of_spans(spans: np.ndarray) -> dict:
+    """metric -> ``(flat_x, flat_y)`` (k,) bool from :attr:`PlacementSums.spans`: a sample's
+    placements are all the same where its rows are at one score, or the other sample's rows
+    all lie below or all above them (the cases of a constant or separating model; in memory
+    :func:`~.delong.flat_parts` also sees the other sample's rows missing from between)."""
+    lo, hi = spans[..., 0], spans[..., 1]
+
+    def flat(x, y):
+        rows = lo[:, x] <= hi[:, x]
+        return rows & ((lo[:, x] == hi[:, x]) | (hi[:, y] < lo[:, x]) | (lo[:, y] > hi[:, x]))
+
+    return {metric: (flat(x, y), flat(y, x))
+            for metric, (x, y) in zip(METRIC_COLUMNS, _METRIC_CELLS)}
+
+
+def class_flat_parts(spans: np.ndarray) -> tuple:
+    """``(the positives' placements all the same, the negatives')`` of each subgroup's
+    universe (its classes: its cells and its background's), from the spans, as
+    :func:`flat_parts_of_spans` judges them: the overall AUC's parts."""
+    neg = np.stack([np.minimum(spans[:, _SUB_NEG, 0], spans[:, _BG_NEG, 0]),
+                    np.maximum(spans[:, _SUB_NEG, 1], spans[:, _BG_NEG, 1])], axis=-1)
+    pos = np.stack([np.minimum(spans[:, _SUB_POS, 0], spans[:, _BG_POS, 0]),
+                    np.maximum(spans[:, _SUB_POS, 1], spans[:, _BG_POS, 1])], axis=-1)
+    both = np.stack([neg, pos], axis=1)  # (k, 2, 2): cell 0 the negatives, 1 the positives
+    lo, hi = both[..., 0], both[..., 1]
+
+    def flat(x, y):
+        rows = lo[:, x] <= hi[:, x]
+        return rows & ((lo[:, x] == hi[:, x]) | (hi[:, y] < lo[:, x]) | (lo[:, y] > hi[:, x]))
+
+    return flat(1, 0), flat(0, 1)
+
+
 def empty_placement_sums(k: int, weighted: bool) -> PlacementSums:
     """The sums of no rows (a chunk with no row a subgroup may be compared with)."""
     return PlacementSums(np.zeros((k, 15)), np.zeros((k, SK.N_OVERALL_CROSS_COLUMNS)),
@@ -404,7 +487,12 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
             out.read_ratios[members] = r
     else:
         out = replace(out, read_ratios=None)
-    return replace(out, joinable=_chunk_exact(parts, out.weights))
+    spans = None
+    if all(sums.spans is not None for sums, _ in parts):
+        spans = no_spans(k)
+        for sums, members in parts:
+            spans[members] = sums.spans
+    return replace(out, joinable=_chunk_exact(parts, out.weights), spans=spans)
 
 
 def _chunk_exact(parts: list, weights: np.ndarray) -> ChunkExact | None:
@@ -434,7 +522,8 @@ def _chunk_exact(parts: list, weights: np.ndarray) -> ChunkExact | None:
 
 
 def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
-                        weight_bits: int | None = None, weights_lo=None) -> PlacementSums:
+                        weight_bits: int | None = None, weights_lo=None,
+                        key: int | None = None) -> PlacementSums:
     """:class:`PlacementSums` of a chunk whose rows all have one score (every pair a tie),
     from its cell weights alone: ``weights`` (k, 4) of Dg-, Dg+, B-, B+, ``cell_rows`` and
     ``class_rows`` (k, 2). ``square_weights`` (k, 2): each class's sum of squared weights
@@ -442,7 +531,8 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
     :func:`~.delong.fraction_bits` of the chunk's weights (None: not known).
     ``weights_lo``: the low parts of the cells' weights (double-double sums: ``weights``
     their high parts; None: none), the sums' weights being ``weights + weights_lo`` and the
-    exact join's (:class:`ChunkExact`) the two exactly."""
+    exact join's (:class:`ChunkExact`) the two exactly. ``key``: the sortable key of the
+    chunk's score (every cell with rows spans it; None: no spans)."""
     high = np.asarray(weights, dtype=np.float64)
     lo = np.zeros_like(high) if weights_lo is None else np.asarray(weights_lo,
                                                                     dtype=np.float64)
@@ -463,12 +553,18 @@ def tied_placement_sums(weights, cell_rows, class_rows, square_weights=None,
             above[:, 2 * j + 1] = total * (0.5 * (total - 1.0)) ** 2
         else:  # the weighted square sum is not needed (the moments are unweighted): unknown
             above[:, 2 * j + 1] = np.nan
-    return PlacementSums(delong, cross, overall, above, w,
-                         np.asarray(cell_rows, dtype=np.int64).reshape(k, 2),
-                         np.asarray(class_rows, dtype=np.int64).reshape(k, 2),
+    cell_rows = np.asarray(cell_rows, dtype=np.int64).reshape(k, 2)
+    class_rows = np.asarray(class_rows, dtype=np.int64).reshape(k, 2)
+    spans = None
+    if key is not None:
+        spans = no_spans(k)
+        rows = np.column_stack([cell_rows, class_rows - cell_rows]) > 0
+        spans[rows] = key
+    return PlacementSums(delong, cross, overall, above, w, cell_rows, class_rows,
                          square_weights is not None,
                          weight_bits if square_weights is not None else 0, 1,
-                         joinable=ChunkExact(high, lo), read_ratios=np.ones((k, 2)))
+                         joinable=ChunkExact(high, lo), read_ratios=np.ones((k, 2)),
+                         spans=spans)
 
 
 def _half(values):
@@ -536,13 +632,17 @@ def combine_placement_sums(parts: list) -> PlacementSums:
         exact = _joined_exact([p.joinable for p in parts], 0 if bits is None else bits)
     # (each chunk reads its own prefix sums; the offsets are sums of chunks' weights)
     ratios = [ratios_of(p) for p in parts]
+    spans = None
+    if all(p.spans is not None for p in parts):  # (the lowest of the lows, highest of highs)
+        stacked = np.stack([p.spans for p in parts])
+        spans = np.stack([stacked[..., 0].min(axis=0), stacked[..., 1].max(axis=0)], axis=-1)
     return PlacementSums(delong, cross, overall, above_sums, totals,
                          np.sum([p.cell_rows for p in parts], axis=0, dtype=np.int64),
                          np.sum([p.class_rows for p in parts], axis=0, dtype=np.int64),
                          parts[0].weighted, bits,
                          sum(p.joins for p in parts) + len(parts), exact=exact,
                          read_ratios=None if any(r is None for r in ratios)
-                         else np.max(ratios, axis=0))
+                         else np.max(ratios, axis=0), spans=spans)
 
 
 def _joined_exact(chunks: list, bits: int):

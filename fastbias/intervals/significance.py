@@ -81,6 +81,8 @@ from .placement_sums import (
     OVERALL_U,
     PlacementSums,
     bits_of,
+    class_flat_parts,
+    flat_parts_of_spans,
     placement_sums,
     placement_sums_in_numpy,
     ratios_of,
@@ -239,6 +241,12 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
     # (the rows, and each subgroup's memberships: how many terms its sums added)
     n_terms = sums.class_rows.sum(axis=1) + sums.cell_rows.sum(axis=1)
     same_score, separated, *overall_parts = flat
+    flat_parts = sums.flat_parts
+    if flat_parts is None and sums.spans is not None:  # out of core: from the cells' spans
+        overall_parts = list(class_flat_parts(sums.spans))
+
+        def flat_parts(groups):
+            return flat_parts_of_spans(sums.spans)
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = _cell_weights(sums)
     c = sums.cross.T
@@ -378,9 +386,9 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
         ratios = ratios_of(sums)
         out, cancelled = variances(bits)
     unsure = np.flatnonzero(np.any(list(cancelled.values()), axis=0))
-    if sums.flat_parts is not None and unsure.size:
+    if flat_parts is not None and unsure.size:
         # (a sample whose placements are all the same: its parts exactly 0)
-        parts = sums.flat_parts(unsure)
+        parts = flat_parts(unsure)
         if any(x.any() or y.any() for x, y in parts.values()):
             out, cancelled = variances(bits, parts)
     if any(mask.any() for mask in cancelled.values()) and _exact_of(sums) is not None:

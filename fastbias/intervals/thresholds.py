@@ -106,7 +106,7 @@ def attach_threshold_intervals(table: pd.DataFrame, *, interval="wilson",
     """A threshold table (``fastbias.metrics.thresholds.threshold_table``) with
     ``<side>_<rate>_low``/``_high`` after each rate (``interval``: "wilson" or "exact") and
     ``<rate>_gap_low``/``_high`` after each gap (``gap_interval="bernstein"``, unweighted
-    rows: the bound counts examples). ``attrs`` record the methods and ``confidence``."""
+    rows: the bound counts examples; clipped to [-1, 1], a gap's range). ``attrs`` record the methods and ``confidence``."""
     if gap_interval is not None and table.attrs.get("weighted"):
         raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                          "examples); interval= gives the rates' intervals of weighted rows")
@@ -125,6 +125,9 @@ def attach_threshold_intervals(table: pd.DataFrame, *, interval="wilson",
                     "background_positives"]].to_numpy(dtype=np.float64).sum(axis=1))
         for rate in THRESHOLD_RATES:
             low, high = bernstein_gap(*sub[rate], *back[rate], n, confidence)
+            # (clipped to a gap's range: on a few rows the bound reaches past it, 3.05 for an
+            # FNR gap, and stretched the figures' axes; found by review)
+            low, high = np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)
             at = out.columns.get_loc(f"{rate}_gap") + 1
             out.insert(at, f"{rate}_gap_low", low)
             out.insert(at + 1, f"{rate}_gap_high", high)

@@ -312,6 +312,34 @@ def significance_tests(result) -> str:
 MODEL_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
+def series_colors(n: int) -> list:
+    """``n`` colors, one per model (or curve) drawn side by side, no two alike: the six of
+    :data:`MODEL_COLORS`, beyond them matplotlib's ``tab20``, beyond 20 evenly spaced hues
+    (found by review: a seventh model had the first one's color, in the figures and their
+    legends)."""
+    if n <= len(MODEL_COLORS):
+        return list(MODEL_COLORS[:n])
+    _, colors = _matplotlib()
+    from matplotlib import colormaps
+
+    if n <= 20:
+        return [colors.to_hex(c) for c in colormaps["tab20"].colors[:n]]
+    hues = colormaps["hsv"]
+    return [colors.to_hex(hues(i / n)) for i in range(n)]
+
+
+def _mark_undefined(ax, rows, color) -> None:
+    """An "n/a" at the left edge of each row (data coordinates ``rows``) whose value is
+    undefined, in the model's color: a row drawn empty would read as a value of 0 (found by
+    review)."""
+    from matplotlib.transforms import blended_transform_factory
+
+    where = blended_transform_factory(ax.transAxes, ax.transData)
+    for y in np.asarray(rows, dtype=np.float64).tolist():
+        ax.text(0.01, y, "n/a", transform=where, fontsize=6, color=color, ha="left",
+                va="center")
+
+
 def _rows_by_subgroup(Figure, subgroups, models, n_panels: int, panel_width: float):
     """A figure of ``n_panels`` side by side with one row per subgroup (room for the longest
     name): ``(fig, axes, row positions, each model's offset within a row)``."""
@@ -617,7 +645,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
                          f"ci='delong', 'bootstrap' or 'bernstein' first")
     subgroups, models = _select(result, subgroups, models, max_subgroups)
     fig, axes, y, offsets = _rows_by_subgroup(Figure, subgroups, models, len(metrics), 2.3)
-    palette = MODEL_COLORS
+    palette = series_colors(len(models))
     for ax, metric in zip(axes, metrics):
         for k, model in enumerate(models):
             part = result.table[result.table["model"] == model].set_index("subgroup")
@@ -628,8 +656,14 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
             ok = np.isfinite(mid) & np.isfinite(low) & np.isfinite(high)
             err = np.vstack([mid - low, high - mid])[:, ok]
             ax.errorbar(mid[ok], y[ok] + offsets[k], xerr=np.clip(err, 0, None), fmt="o",
-                        markersize=3, capsize=2, linewidth=1, color=palette[k % len(palette)],
+                        markersize=3, capsize=2, linewidth=1, color=palette[k],
                         label=str(model))
+            # a value without an interval: its point, hollow; an undefined value: "n/a"
+            bare = np.isfinite(mid) & ~ok
+            if bare.any():
+                ax.plot(mid[bare], y[bare] + offsets[k], "o", markersize=3,
+                        markerfacecolor="none", color=palette[k])
+            _mark_undefined(ax, y[~np.isfinite(mid)] + offsets[k], palette[k])
         if metric not in AUC_METRICS:  # AUC axes zoom on the data; AEGs show where 0 is
             ax.axvline(0.0, color="#999999", linewidth=0.8, linestyle=":")
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
@@ -718,22 +752,23 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
     subgroups = list(subgroups)
     table = result.thresholds[result.thresholds["threshold"] == threshold]
     fig, axes, y, offsets = _rows_by_subgroup(Figure, subgroups, models, 2, 2.5)
-    palette = MODEL_COLORS
+    palette = series_colors(len(models))
     height = 0.5 / max(1, len(models))
     for ax, gap, title in zip(axes, ("fpr_gap", "fnr_gap"), ("FPR gap", "FNR gap")):
         for k, model in enumerate(models):
             part = table[table["model"] == model].set_index("subgroup").reindex(subgroups)
             value = part[gap].to_numpy(dtype=np.float64)
             ok = np.isfinite(value)
-            error = None
-            if f"{gap}_low" in part:
+            ax.barh(y[ok] + offsets[k], value[ok], height=height, color=palette[k],
+                    label=str(model))
+            if f"{gap}_low" in part:  # (a gap whose interval is undefined keeps its bar)
                 low = part[f"{gap}_low"].to_numpy(dtype=np.float64)
                 high = part[f"{gap}_high"].to_numpy(dtype=np.float64)
-                ok &= np.isfinite(low) & np.isfinite(high)
-                error = np.clip(np.vstack([value - low, high - value])[:, ok], 0, None)
-            ax.barh(y[ok] + offsets[k], value[ok], height=height, xerr=error,
-                    color=palette[k % len(palette)], label=str(model),
-                    error_kw={"linewidth": 0.8, "capsize": 2})
+                both = ok & np.isfinite(low) & np.isfinite(high)
+                ax.errorbar(value[both], y[both] + offsets[k], fmt="none",
+                            xerr=np.clip(np.vstack([value - low, high - value])[:, both], 0,
+                                         None), ecolor="black", elinewidth=0.8, capsize=2)
+            _mark_undefined(ax, y[~ok] + offsets[k], palette[k])
         ax.axvline(0.0, color="#555555", linewidth=0.8)
         ax.set_title(f"{title} at {threshold:.12g}", fontsize=9)
         ax.tick_params(labelsize=7)
@@ -785,11 +820,11 @@ def plot_gap_curves(result, *, subgroups=None, model=None, n_subgroups: int = 4,
     table = result.thresholds[result.thresholds["model"] == model]
     fig = Figure(figsize=(8.0, 3.2), layout="constrained")
     axes = fig.subplots(1, 2, squeeze=False)[0]
-    palette = MODEL_COLORS
+    palette = series_colors(len(subgroups))
     for ax, gap, title in zip(axes, ("fpr_gap", "fnr_gap"), ("FPR gap", "FNR gap")):
         for k, name in enumerate(subgroups):
             part = table[table["subgroup"] == name].sort_values("threshold")
-            ax.plot(part["threshold"], part[gap], color=palette[k % len(palette)],
+            ax.plot(part["threshold"], part[gap], color=palette[k],
                     linewidth=1.2, label=str(name))
         ax.axhline(0.0, color="#555555", linewidth=0.8)
         ax.axvline(shown, color="#999999", linewidth=0.8, linestyle=":")

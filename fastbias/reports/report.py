@@ -842,8 +842,9 @@ class BiasReport:
             items.append(("intervals", interval))
         if s.get("thresholds") is not None:
             items.append(("thresholds", f"{', '.join(repr(float(t)) for t in s['thresholds'])} "
-                                        f"(rates' intervals: {s.get('threshold_interval')}; "
-                                        f"gaps' intervals: {s.get('gap_interval')})"))
+                                        f"(rates' intervals: "
+                                        f"{s.get('threshold_interval') or 'none'}; "
+                                        f"gaps' intervals: {s.get('gap_interval') or 'none'})"))
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
                                           f"tests of every gap at level "

@@ -288,3 +288,41 @@ def test_figures_give_each_model_its_own_colour():
     colours = [matplotlib.colors.to_hex(c.patches[0].get_facecolor())
                for c in fig.axes[0].containers if hasattr(c, "patches")]
     assert len(set(colours)) == 7, colours
+
+
+def test_titles_claim_an_order_only_where_the_figure_chose_it(report):
+    """Found by review: "(worst first)" over rows the caller gave in their own order, and no
+    word of a cut. The title says the order where the figure chose the rows, and "N of M"
+    where it showed fewer than all."""
+    result = report.result
+    total = len(result.subgroups)
+    chosen = P.plot_auc_heatmap(result)
+    assert chosen._suptitle.get_text() == "AUCs per subgroup (worst first)"
+    cut = P.plot_auc_heatmap(result, max_subgroups=3)
+    assert cut._suptitle.get_text() == f"AUCs per subgroup (worst first, 3 of {total})"
+    given = P.plot_auc_heatmap(result, subgroups=list(result.subgroups[:2]))
+    assert given._suptitle.get_text() == "AUCs per subgroup"
+    gaps = P.plot_threshold_gaps(result, subgroups=list(result.subgroups[:2]))
+    assert gaps._suptitle.get_text() == "Error-rate gaps, subgroup minus background"
+    assert P.plot_threshold_gaps(result)._suptitle.get_text().endswith("(largest first)")
+    shown = P.plot_intervals(result, max_subgroups=2)._suptitle.get_text()
+    assert shown.endswith(f"(worst first, 2 of {total})"), shown
+
+
+def test_html_says_where_intersections_are_ranked_with_the_identities():
+    """Found by review: the summary's lowest AUC and largest |AEG|, and the threshold-gap
+    figure, rank the intersections with the identities (the AUC figures leave them to their
+    own section, the final metric leaves them out), without a word."""
+    df = _data(n=2000, n_models=1, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = bias_report(df, label="y", scores="m0", subgroups=SUBGROUPS[:4], intersections=2,
+                          thresholds=[0.5])
+    page = rep.to_html()
+    head = page.split("<th>lowest AUC")[1].split("</th>")[0]
+    assert "intersections included" in head
+    n_intersections = len(rep.result.settings["intersection_members"])
+    assert f"({n_intersections} of the {len(rep.result.subgroups)} rows are intersections)" \
+        in page
+    plain = bias_report(df, label="y", scores="m0", subgroups=SUBGROUPS[:4], thresholds=[0.5])
+    assert "intersections included" not in plain.to_html()

@@ -197,10 +197,23 @@ def _select(result, subgroups, models, max_subgroups):
     return subgroups, models
 
 
+def _order_note(given, shown: list, result, order: str = "worst first") -> str:
+    """What a figure's title says of its rows: the order this module chose (not where the
+    caller gave the rows: found by review, "(worst first)" over rows in the caller's
+    order), and how many of the table's it shows where it cut them."""
+    if given is not None:
+        return ""
+    total = len(result.subgroups)
+    cut = f", {len(shown)} of {total}" if len(shown) < total else ""
+    return f" ({order}{cut})"
+
+
 def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups, models,
              max_subgroups, value_format):
     Figure, _ = _matplotlib()
+    given = subgroups
     subgroups, models = _select(result, subgroups, models, max_subgroups)
+    title += _order_note(given, subgroups, result)
     cmap, norm = _colormap(stops, cmap_name)
     n_rows, n_cols = len(subgroups), len(metrics)
     width_per_model = 0.72 * n_cols + 0.3
@@ -400,7 +413,7 @@ def plot_auc_heatmap(result, *, subgroups=None, models=None, max_subgroups=None)
     3
     """
     return _heatmap(result, AUC_METRICS, AUC_COLOR_STOPS, "fastbias_auc",
-                    "AUCs per subgroup (worst first)", "AUC (0.5 = chance)", subgroups, models,
+                    "AUCs per subgroup", "AUC (0.5 = chance)", subgroups, models,
                     max_subgroups, "{:.3f}")
 
 
@@ -643,6 +656,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     if missing or not metrics:
         raise ValueError(f"no interval columns for {missing or 'any metric'}; evaluate with "
                          f"ci='delong', 'bootstrap' or 'bernstein' first")
+    given = subgroups
     subgroups, models = _select(result, subgroups, models, max_subgroups)
     fig, axes, y, offsets = _rows_by_subgroup(Figure, subgroups, models, len(metrics), 2.3)
     palette = series_colors(len(models))
@@ -678,7 +692,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     label = f"{method} intervals" if method else "intervals"
     if confidence:
         label = f"{percent_text(confidence)} {label}"
-    fig.suptitle(f"Metrics with {label} (worst subgroups first)", fontsize=11)
+    fig.suptitle(f"Metrics with {label}{_order_note(given, subgroups, result)}", fontsize=11)
     return fig
 
 
@@ -745,6 +759,7 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
     Figure, _ = _matplotlib()
     threshold = threshold_shown(result, threshold)
     models = list(result.models if models is None else models)
+    given = subgroups
     if subgroups is None:
         subgroups = worst_gaps(result, threshold, models)
         if max_subgroups is not None:
@@ -778,7 +793,8 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
     if len(models) > 1:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                    ncols=min(len(models), 6), fontsize=8, frameon=False)
-    fig.suptitle("Error-rate gaps, subgroup minus background (largest first)", fontsize=11)
+    fig.suptitle("Error-rate gaps, subgroup minus background"
+                 + _order_note(given, subgroups, result, "largest first"), fontsize=11)
     return fig
 
 

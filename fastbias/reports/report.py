@@ -123,6 +123,10 @@ def _umask() -> int:
     return mask
 
 
+#: how many subgroups' gap curves the HTML report draws per model
+GAP_CURVES = 4
+
+
 def _is_nan(value) -> bool:
     try:
         return value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
@@ -708,20 +712,26 @@ class BiasReport:
             shown_at = threshold_shown(self.result, self.threshold)
             all_gaps = worst_gaps(self.result, shown_at)
             gap_rows = all_gaps[:max_subgroups]
+            # (these rank every row, the intersections too: say so where there are any)
+            among = f" ({len(members)} of the {len(all_gaps)} rows are intersections)" \
+                if members else ""
             out.append(("threshold-gaps",
                         f"FPR and FNR gap (subgroup minus background) at threshold "
                         f"{shown_at:g} (predicted positive: score >= threshold), largest first"
+                        f"{among}"
                         f"{'' if len(gap_rows) == len(all_gaps) else f', the {len(gap_rows)} largest of {len(all_gaps)}'}"
                         f"{'; bars: Bernstein intervals' if 'fpr_gap_low' in self.result.thresholds else ''}.",
                         plot_threshold_gaps(self.result, threshold=shown_at,
                                             subgroups=gap_rows)))
             if self.result.thresholds["threshold"].nunique() > 1:
                 for model in self.result.models:
+                    curves = min(GAP_CURVES, len(all_gaps))
                     out.append((f"gap-curves-{self.result.models.index(model)}",
-                                f"FPR and FNR gap across the thresholds for the subgroups with "
-                                f"the largest gaps at {shown_at:g} (dotted line), {model}.",
+                                f"FPR and FNR gap across the thresholds for the {curves} of "
+                                f"{len(all_gaps)} {'rows (intersections included)' if members else 'subgroups'} "
+                                f"with the largest gaps at {shown_at:g} (dotted line), {model}.",
                                 plot_gap_curves(self.result, model=model,
-                                                threshold=shown_at)))
+                                                threshold=shown_at, n_subgroups=GAP_CURVES)))
         worst = ranked[:n_distributions]
         out.append(("distributions",
                     f"Score distributions of "
@@ -876,9 +886,14 @@ class BiasReport:
         finals_omit = {}
         if has_final and summary["final_metric"].isna().any():
             finals_omit = self.final_metrics("omit").to_dict()
+        # (the extremes are of every row, the intersections too, where the final metric is of
+        # the identities alone: said where there are intersections; found by review)
+        among = ('<br><span class="muted">intersections included</span>'
+                 if self.result.settings.get("intersection_members") else "")
         head = ("<tr><th>model</th><th>overall AUC</th>"
                 + ("<th>final metric</th>" if has_final else "")
-                + "<th>lowest AUC</th><th>largest |AEG|</th><th>undefined</th></tr>")
+                + f"<th>lowest AUC{among}</th><th>largest |AEG|{among}</th>"
+                + "<th>undefined</th></tr>")
         rows = []
         for model, r in summary.iterrows():
             cells = [f"<td>{_html_name(model)}</td>",

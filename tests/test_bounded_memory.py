@@ -316,9 +316,8 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
                                           "--missing-subgroup", "exclude")
 
 
-def _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch, *extra):
-    """The CLI's JSON report of ``path`` in memory, then streamed within 4 MiB: the same,
-    but for the timings and settings; returns the streamed report."""
+def memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch, *extra) -> tuple:
+    """The CLI's JSON reports of ``path`` in memory, then streamed within 4 MiB."""
     assert _report(path, tmp_path / "memory.json", *extra) == 0
     capsys.readouterr()
     limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
@@ -329,6 +328,13 @@ def _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch, *
     memory = json.loads((tmp_path / "memory.json").read_text())
     streamed = json.loads((tmp_path / "streamed.json").read_text())
     assert streamed["settings"]["engine"] == "streaming"
+    return memory, streamed
+
+
+def _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch, *extra):
+    """The CLI's JSON report of ``path`` in memory, then streamed within 4 MiB: the same,
+    but for the timings and settings; returns the streamed report."""
+    memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch, *extra)
     for report in (memory, streamed):
         report.pop("timings_s")
         report.pop("settings")

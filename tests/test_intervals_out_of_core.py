@@ -6,7 +6,6 @@ matrix (the structural components, ``tests/test_intervals.py``'s reference, rows
 by their integer weights) and against the in-memory ``evaluate``; Bernstein's against the
 in-memory ones, which ``tests/test_intervals.py`` checks against their formula.
 """
-import json
 import warnings
 
 import numpy as np
@@ -180,23 +179,14 @@ def test_out_of_core_refuses_what_needs_the_rows(tmp_path):
 
 
 def test_cli_streams_delong_intervals(tmp_path, capsys, monkeypatch):
-    from tests.test_bounded_memory import _four_mib_for_data, _report, _tied_frame
+    from tests.test_bounded_memory import _tied_frame, memory_and_streamed_reports
 
     df = _tied_frame(30_000, seed=3)
     df["t"] = np.random.default_rng(9).random(len(df))
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
-    assert _report(path, tmp_path / "memory.json", "--ci", "delong") == 0
-    capsys.readouterr()
-    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
-    status = _report(path, tmp_path / "streamed.json", "--ci", "delong", "--max-memory",
-                     str(limit))
-    err = capsys.readouterr().err
-    assert status == 0, err
-    assert "streaming it" in err
-    memory = json.loads((tmp_path / "memory.json").read_text())
-    streamed = json.loads((tmp_path / "streamed.json").read_text())
-    assert streamed["settings"]["engine"] == "streaming"
+    memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch,
+                                                   "--ci", "delong")
     assert streamed["settings"]["ci"] == "delong"
     found = 0
     assert len(memory["models"]) == len(streamed["models"]) == 2

@@ -27,15 +27,6 @@ ARGS = ["--label", "y", "--scores", "s", "--subgroups", "g"]
 
 # ------------------------------------------------------------------ reference (brute force)
 
-def _auc(neg, pos):
-    num = den = 0.0
-    for a in neg:
-        for b in pos:
-            den += 1
-            num += 1.0 if b > a else 0.5 if b == a else 0.0
-    return num / den if den else math.nan
-
-
 def _greater(a_scores, b_scores):  # P(s(a) > s(b)), ties 1/2
     num = den = 0.0
     for a in a_scores:
@@ -43,6 +34,10 @@ def _greater(a_scores, b_scores):  # P(s(a) > s(b)), ties 1/2
             den += 1
             num += 1.0 if a > b else 0.5 if a == b else 0.0
     return num / den if den else math.nan
+
+
+def _auc(neg, pos):  # P(s(pos) > s(neg)), ties 1/2
+    return _greater(pos, neg)
 
 
 def reference(rows):

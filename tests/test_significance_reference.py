@@ -78,16 +78,20 @@ def mc_consistent(p_fb, p_exact, max_draws=10_000, hits=20, tail=1e-5):
 
 
 def tiny_data(seed, n_neg=11, n_pos=10, g_neg=4, g_pos=3, ties=True, shift=0.0):
+    s, y, g = _scored(seed, n_neg, n_pos, g_neg, g_pos, shift)
+    return (np.round(s * 2) / 2 if ties else s), y, g
+
+
+def _scored(seed, n_neg, n_pos, g_neg, g_pos, shift):
+    """Normal scores one higher for the positives, ``shift`` higher in the subgroup (its
+    ``g_neg`` negatives and ``g_pos`` positives drawn at random)."""
     rng = np.random.default_rng(seed)
     y = np.r_[np.zeros(n_neg, int), np.ones(n_pos, int)]
     s = rng.normal(size=len(y)) + y
     g = np.zeros(len(y), bool)
     g[rng.choice(n_neg, g_neg, replace=False)] = True
     g[n_neg + rng.choice(n_pos, g_pos, replace=False)] = True
-    s = s + shift * g
-    if ties:
-        s = np.round(s * 2) / 2
-    return s, y, g
+    return s + shift * g, y, g
 
 
 def pvalues(df):
@@ -162,14 +166,8 @@ def delong_pvalues(s, y, g, w=None):
 
 
 def mid_data(seed, n_neg, n_pos, g_neg, g_pos, shift=0.0, dec=1):
-    rng = np.random.default_rng(seed)
-    y = np.r_[np.zeros(n_neg, int), np.ones(n_pos, int)]
-    s = rng.normal(size=len(y)) + y
-    g = np.zeros(len(y), bool)
-    g[rng.choice(n_neg, g_neg, replace=False)] = True
-    g[n_neg + rng.choice(n_pos, g_pos, replace=False)] = True
-    s = np.round(s + shift * g, dec)
-    return s, y, g
+    s, y, g = _scored(seed, n_neg, n_pos, g_neg, g_pos, shift)
+    return np.round(s, dec), y, g
 
 
 def ref_holm(p):

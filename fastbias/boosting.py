@@ -15,7 +15,11 @@ evaluator with the same number of rows whose labels equal the set's labels.
 When several evaluators fit and they would give different numbers (two
 evaluation sets of the same size and labels but different subgroups), the
 choice cannot be made from the data and is an error; bind them explicitly by
-passing ``(eval_set, evaluator)`` pairs, as the error says. The training set
+passing ``(eval_set, evaluator)`` pairs, as the error says, with the ``Dataset`` or
+``DMatrix`` objects given to ``lightgbm.train`` / ``xgboost.train``. (The
+scikit-learn APIs, ``LGBMClassifier.fit`` and ``XGBClassifier.fit``, hand the
+metric copies of the labels, not the sets: there such sets cannot be told apart,
+and the error says so; use ``train`` for them.) The training set
 needs an evaluator too if it is among the evaluation sets. Row weights come
 from the evaluator: weights attached to the evaluation data are not used
 (bias metrics are usually reported unweighted even when training is weighted).
@@ -134,7 +138,10 @@ class _BoostingBiasMetric:
                 f"same labels) but would give different numbers, so which one serves it cannot "
                 f"be told from the data. Bind each evaluation set to its evaluator: pass "
                 f"(eval_set, evaluator) pairs, e.g. lightgbm_metric([(dvalid_a, ev_a), "
-                f"(dvalid_b, ev_b)]) with the Dataset/DMatrix objects given to train()")
+                f"(dvalid_b, ev_b)]) with the Dataset/DMatrix objects given to lightgbm.train "
+                f"or xgboost.train. The scikit-learn APIs (LGBMClassifier.fit, "
+                f"XGBClassifier.fit) pass the metric copies of the labels, not the sets, so "
+                f"there such sets cannot be bound: use train() for them")
         if data is not None:
             self._bind(data, matching[0])
         return matching[0]
@@ -209,7 +216,10 @@ def lightgbm_metric(evaluators, *, metrics=DEFAULT_METRICS) -> LightGBMBiasMetri
     metrics : sequence of str, default ("final", "min_bpsn_auc")
         Names from :data:`fastbias.evaluator.SCORE_NAMES`; all higher-is-better.
         Early stopping with ``lightgbm.early_stopping(..., first_metric_only=True)``
-        follows the first one.
+        follows the first metric LightGBM evaluates: set ``"metric": "None"`` in the
+        booster's parameters (``metric="None"`` for ``LGBMClassifier``), or LightGBM's own
+        metric for the objective (``binary_logloss``) comes first and early stopping
+        follows it (found by review).
 
     Returns
     -------

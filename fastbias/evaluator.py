@@ -401,14 +401,20 @@ class BiasEvaluator:
             ordered = SortedScores(self._scores(y_score, prep), prep.memberships,
                                    workers=resolve_workers(self.n_jobs))
             sc = count_sorted(ordered, prep.sample_weight)
-        table = table_from_counts(sc, warn=False)
+        table = self._table(sc)
         warn_undefined(table)
-        table.attrs["overall_auc"] = overall_auc_from_counts(sc)
-        if self._full.memberships.intersections:
-            table.attrs["intersections"] = list(self._full.memberships.intersections)
         if significance is not None:
             table = attach_significance(table, method=significance, sorted_scores=ordered,
                                         sample_weight=prep.sample_weight, confidence=confidence)
+        return table
+
+    def _table(self, sc: SweepCounts) -> pd.DataFrame:
+        """The per-subgroup table of one sweep, with the ``attrs`` the aggregates read: the
+        overall AUC, and which rows are intersections (left out of the final metric)."""
+        table = table_from_counts(sc, warn=False)
+        table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+        if self._full.memberships.intersections:
+            table.attrs["intersections"] = list(self._full.memberships.intersections)
         return table
 
     def _values(self, sc: SweepCounts, metrics, notes: list | None = None) -> dict:
@@ -615,17 +621,22 @@ class BiasEvaluator:
         [0.778, 1.0]
         """
         def task(sc):
-            table = table_from_counts(sc, warn=False)
+            table = self._table(sc)
             return table, overall_auc_from_counts(sc)
 
         names, results = self._many(score_matrix, index, model_names, n_jobs, task)
+        # (the result's final_metric() takes the evaluator's settings, as its final_metric does:
+        # found by review, it had taken the defaults, and the intersections' rows too)
         return evaluation_result(
             names, [table for table, _ in results], [auc for _, auc in results], label="y_true",
             subgroups=self.subgroup_names,
             settings={"label_threshold": self.label_threshold,
                       "subgroup_threshold": self.subgroup_threshold,
                       "weighted": self.sample_weight is not None,
-                      "rows": "all" if index is None else "index"})
+                      "rows": "all" if index is None else "index",
+                      "final_metric": {"power": self.power,
+                                       "overall_weight": self.overall_weight,
+                                       "undefined": self.undefined}})
 
     def scores_many(self, score_matrix, metrics=("final",), *, index=None, model_names=None,
                     n_jobs=None) -> pd.DataFrame:

@@ -266,6 +266,11 @@ class _FoldScorer:
 
     def __call__(self, estimator, X, y_true, sample_weight=None):
         subgroups = self._fold_subgroups(X)
+        # the fold's subgroups are in X's row order; scikit-learn pairs y with X by position,
+        # whatever y's own index (found by review: a y with a default index had every fold
+        # refused, NaN under error_score=nan)
+        if isinstance(y_true, pd.Series):
+            y_true = y_true.to_numpy()
         scores = positive_class_scores(estimator, X, self.response_method,
                                        self.settings.get("pos_label"))
         notes = []

@@ -113,9 +113,12 @@ class EvaluationResult:
         return wide.reindex(columns=pd.MultiIndex.from_product([metrics, self.models]))
 
     def final_metric(self, **kwargs) -> pd.Series:
-        """Jigsaw final metric per model (see :func:`fastbias.final_metric`)."""
+        """Jigsaw final metric per model (see :func:`fastbias.final_metric`); ``kwargs`` as
+        its, by default those the evaluation recorded (``settings["final_metric"]``: a
+        :class:`~fastbias.BiasEvaluator`'s ``power``, ``overall_weight`` and ``undefined``)."""
+        options = {**self.settings.get("final_metric", {}), **kwargs}
         return pd.Series({m: final_metric(self.for_model(m), float(self.overall_auc[m]),
-                                          context=f"model {m!r}", **kwargs)
+                                          context=f"model {m!r}", **options)
                           for m in self.models}, name="final_metric")
 
     def __repr__(self) -> str:

@@ -576,8 +576,8 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         same sums as ``significance=``; no more passes), Bernstein's (unweighted) from the
         counts. A standard error that the sums cannot tell from their rounding (which in
         memory the cells' own rows settle) is NaN, said in the one warning; under
-        ``missing_subgroup="exclude"`` the overall AUC's DeLong interval needs an identity
-        column with no missing value. The bootstrap needs the rows in memory.
+        ``missing_subgroup="exclude"`` the overall AUC's DeLong interval is of all the
+        rows, as in memory. The bootstrap needs the rows in memory.
     confidence : float, default 0.95
         The tests' level is ``1 - confidence``, and the intervals' confidence.
     thresholds, threshold_interval, gap_interval

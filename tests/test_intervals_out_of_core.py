@@ -117,8 +117,8 @@ def test_out_of_core_bernstein_intervals_equal_memory(engine, tmp_path):
 
 def test_out_of_core_delong_under_exclude(tmp_path):
     """Each subgroup's interval is of its annotated rows, as in memory; the overall AUC's is
-    of all the rows, made from a subgroup compared with every row, and NaN with the one
-    warning where none is."""
+    of all the rows: from a subgroup compared with every row, or where none is from the
+    chunks' sums of all their rows (it had been NaN there: found by review)."""
     df = frame(5, missing=True)
     kwargs = dict(label="y", scores="s", ci="delong", missing_subgroup="exclude")
     got = out_of_core(df, "csv", tmp_path, subgroups=["a", "c"], **kwargs)
@@ -133,13 +133,25 @@ def test_out_of_core_delong_under_exclude(tmp_path):
             reference_se(annotated, member, metric, False), rel=1e-9, abs=0)
     assert got.model_attrs["s"]["overall_auc_se"] == pytest.approx(
         memory.model_attrs["s"]["overall_auc_se"], rel=1e-12, abs=0)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        alone = out_of_core(df, "csv", tmp_path, subgroups=["c"], **kwargs)
-    assert np.isnan(alone.model_attrs["s"]["overall_auc_se"])
-    assert np.isnan(alone.model_attrs["s"]["overall_auc_low"])
-    said = [str(w.message) for w in caught if "overall AUC" in str(w.message)]
-    assert len(said) == 1 and "not made out of core" in said[0], said
+    y = df["y"].to_numpy(bool)
+    s = df["s"].to_numpy(float)
+    want = np.sqrt(delong_variance_reference(s[y], s[~y]))
+    for engine in ("csv", "parquet", "dask"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            alone = out_of_core(df, engine, tmp_path, subgroups=["c"], **kwargs)
+        assert not [w for w in caught if "overall AUC" in str(w.message)], engine
+        attrs = alone.model_attrs["s"]
+        assert attrs["overall_auc_se"] == pytest.approx(want, rel=1e-9, abs=0), engine
+        for key in ("overall_auc_low", "overall_auc_high", "overall_auc_se"):
+            assert attrs[key] == pytest.approx(memory.model_attrs["s"][key], rel=1e-12,
+                                               abs=0), (engine, key)
+    # buckets of 40 rows: a score held by more than 20 rows is a tied chunk, counted
+    # without its rows (its sums of all rows from the class totals)
+    path = tmp_path / "tied.csv"
+    df.to_csv(path, index=False)
+    tied = evaluate_csv(path, bucket_rows=40, subgroups=["c"], **kwargs)
+    assert tied.model_attrs["s"]["overall_auc_se"] == pytest.approx(want, rel=1e-9, abs=0)
     # the subgroup's own interval is still made
     assert alone.for_model().loc["c", "subgroup_auc_se"] == pytest.approx(
         got.for_model().loc["c", "subgroup_auc_se"], rel=1e-12, abs=0)

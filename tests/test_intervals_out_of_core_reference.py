@@ -199,12 +199,11 @@ def test_integer_heavy_row_1e9_se_not_nan(tmp_path):
         reference(df, "a", weight="w")["subgroup_auc"], rel=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="documented: overall interval only from a subgroup "
-                   "with no missing identity; needless NaN here")
 def test_exclude_overall_interval_when_missing_rows_weigh_nothing(tmp_path):
-    """Under exclude, a subgroup whose NaN-identity rows all weigh 0 is compared with every
-    row of weight: its universe's AUC variance is the overall one (in memory: made). Out of
-    core: NaN, 'no subgroup is compared with every row'."""
+    """Under exclude, with every subgroup's identity missing on some rows (here rows of
+    weight 0), the overall AUC's interval is of all the rows (in memory: made). Out of core
+    it had been NaN, 'no subgroup is compared with every row' (found by review); the chunks
+    now add the sums of all their rows."""
     rng = np.random.default_rng(1)
     n = 300
     df = pd.DataFrame({"y": rng.random(n) < 0.4, "s": np.round(rng.random(n), 1),

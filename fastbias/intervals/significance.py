@@ -419,6 +419,14 @@ def standard_errors_of_sums(table: pd.DataFrame, sums: PlacementSums) -> tuple:
     return StandardErrors(se, unresolved), universe_se
 
 
+def universe_standard_error(sums: PlacementSums) -> float:
+    """The standard error of the AUC of the rows of ``sums``'s first subgroup's universe,
+    from its sums alone (out of core: the chunks' sums of all their rows joined, one
+    subgroup holding every row), as :func:`standard_errors_of_sums` works it out."""
+    return float(difference_standard_errors(sums, pd.DataFrame(index=range(len(sums.weights))),
+                                            own=True)[1][0])
+
+
 def _universe_standard_errors(sums: PlacementSums, var_o) -> np.ndarray:
     """Per subgroup, the standard error of the AUC of its universe, from ``var_o`` (its float
     sums' variance: NaN where not known within their rounding) or, there, from the sums

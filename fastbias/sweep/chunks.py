@@ -44,9 +44,11 @@ class ChunkCounts:
         Weighted chunks: the low parts of the double-double ``counts``,
         ``backgrounds``, ``class_totals`` and ``twice_u`` (their weights are
         the input's divided by the caller's common ``weight_scale``).
-    placements, at_thresholds : object
+    placements, at_thresholds, all_rows : object
         What later stages add from the chunk's sorts (the significance tests' placement
-        sums, the threshold counts: :mod:`fastbias.intervals.chunked`); None when nothing is.
+        sums, the threshold counts, the placement sums of all its rows for the overall AUC's
+        interval where no subgroup is compared with every row:
+        :mod:`fastbias.intervals.chunked`); None when nothing is.
     """
 
     counts: np.ndarray
@@ -61,6 +63,7 @@ class ChunkCounts:
     low: WeightedLow | None = None
     placements: object = None
     at_thresholds: object = None
+    all_rows: object = None
 
 
 def _chunk_universes(codes: np.ndarray) -> list:

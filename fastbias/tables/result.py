@@ -16,6 +16,7 @@ from ..intervals.significance import (
     adjust_table,
     pvalues_from_sums,
     standard_errors_of_sums,
+    universe_standard_error,
 )
 from ..intervals.thresholds import attach_threshold_intervals
 from ..metrics.aggregates import final_metric
@@ -216,22 +217,32 @@ def intervals_from_chunks(table: pd.DataFrame, sums, chunks: list, spec: ColumnS
     """One model's table with the intervals of ``spec.ci`` from its chunks: DeLong's from the
     joined placement sums (:func:`~fastbias.intervals.significance.standard_errors_of_sums`),
     Bernstein's from the table's counts. The overall AUC's DeLong interval is of all the
-    rows: under ``missing_subgroup="exclude"`` it is made where a subgroup's universe holds
-    every row (an identity column with no missing value), and is NaN otherwise, said in the
-    one warning."""
+    rows: from a subgroup whose universe holds every row, else (under
+    ``missing_subgroup="exclude"``) from the chunks' sums of all their rows
+    (``ChunkCounts.all_rows``), and NaN, said in the one warning, where neither was made."""
     chunks = [c for c in chunks if c is not None]
     class_rows = np.sum([c.class_rows for c in chunks], axis=0, dtype=np.int64)
     columns, attrs = {}, {"ci_method": spec.ci, "confidence": spec.confidence}
     found = {}
     if spec.ci == "delong":
         se, universe_se = standard_errors_of_sums(table, sums)
-        # (a universe of every row: its classes' rows are all the classes' rows)
+        # (a universe of every row: its classes' rows are all the classes' rows; else the
+        # chunks' sums of all their rows, where made: under exclude)
         of_all = np.flatnonzero(np.all(sums.class_rows == class_rows, axis=1))
-        overall_se = float(universe_se[of_all[0]]) if of_all.size else float("nan")
+        every = [c.all_rows for c in sorted(chunks, key=lambda c: c.min_score)]
+        all_rows = (combine_placement_sums(every) if not of_all.size and every
+                    and all(e is not None for e in every) else None)
+        if of_all.size:
+            overall_se, class_weights = float(universe_se[of_all[0]]), sums.class_totals[of_all[0]]
+        elif all_rows is not None:
+            overall_se = universe_standard_error(all_rows)
+            class_weights = all_rows.class_totals[0]
+        else:
+            overall_se, class_weights = float("nan"), None
         found = delong_columns(table, se, overall_auc, overall_se, spec.confidence,
-                               lambda: [float(v) for v in sums.class_totals[of_all[0]]]
-                               if of_all.size else [2.0, 2.0], columns, attrs)
-        if not of_all.size and np.isfinite(overall_auc):
+                               lambda: [float(v) for v in class_weights]
+                               if class_weights is not None else [2.0, 2.0], columns, attrs)
+        if class_weights is None and np.isfinite(overall_auc):
             found = {head: [e for e in entries if e != "overall AUC"]
                      for head, entries in found.items()}
             found["DeLong interval not made out of core, set to NaN (no subgroup is compared "

@@ -70,6 +70,7 @@ class ColumnSpec:
     def chunk_extras(self) -> dict:
         """What each chunk adds to its counts (``fastbias.intervals.chunked.counted_chunk``)."""
         return {"weight_scale": self.weight_scale, "with_sums": self.with_sums,
+                "all_rows_sums": self.ci == "delong" and self.exclude_missing,
                 "thresholds": None if self.thresholds is None
                 else np.asarray(self.thresholds, dtype=np.float64)}
 

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..metrics.aggregates import final_metric_values
+from ..metrics.aggregates import final_metric_values, identity_mask
 from ..metrics.definitions import (
     AEG_METRICS,
     AUC_METRICS,
@@ -223,7 +223,8 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
                      overall_auc_se=float(se), n_boot=int(n_boot))
         if memberships.n_groups:
-            point = {m_: out[m_].to_numpy(dtype=np.float64) for m_ in AUC_METRICS}
+            keep = identity_mask(memberships.names, memberships.intersections)
+            point = {m_: out[m_].to_numpy(dtype=np.float64)[keep] for m_ in AUC_METRICS}
             final_point = float(final_metric_values(overall_point, point))
             low, high, se, count = _percentile_interval(reps.final_metric, confidence)
             attrs.update(final_metric=final_point, final_metric_low=float(low),

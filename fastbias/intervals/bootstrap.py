@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._numba_cache import read_only
-from ..metrics.aggregates import final_metric_values
+from ..metrics.aggregates import final_metric_values, identity_mask
 from ..metrics.definitions import METRIC_RANGE
 from ..metrics.table import metrics_from_counts
 from ..prepare.memberships import Memberships
@@ -332,8 +332,9 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     den = 2.0 * class_totals[:, 0] * class_totals[:, 1]
     overall = np.full(n_boot, np.nan)
     np.divide(twice_overall_u, den, out=overall, where=den > 0)
-    if m.n_groups:
-        final = final_metric_values(overall, values)
+    if m.n_groups:  # (over the identities: the intersections are left out, found by review)
+        keep = identity_mask(m.names, m.intersections)
+        final = final_metric_values(overall, {metric: v[:, keep] for metric, v in values.items()})
     else:
         final = np.full(n_boot, np.nan)
     return BootstrapReplicates(values, overall, final, seeds)

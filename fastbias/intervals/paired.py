@@ -57,8 +57,10 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         (a - b), ``se_a``, ``se_b``, ``correlation``, ``difference_se``,
         ``difference_low``, ``difference_high``, ``z``, ``p_value``. A value of an
         empty or one-class cell is NaN (its z and p-value too), and a test of a cell of
-        total weight at most 1 (no standard error) has NaN z and p-value; one
-        :class:`~fastbias.UndefinedMetricWarning` each names them.
+        total weight at most 1 (no standard error), or of a difference whose standard error
+        is 0 (every placement alike), has NaN z and p-value; one
+        :class:`~fastbias.UndefinedMetricWarning` each names them. Two equal estimates
+        with a standard error of 0 have z = 0 and p = 1.
 
     Examples
     --------
@@ -160,10 +162,12 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         if np.isfinite(se_diff) and se_diff > 0:
             z = diff / se_diff
             p_value = math.erfc(abs(z) / math.sqrt(2.0))
-        elif np.isfinite(se_diff) and np.isfinite(diff):
-            z = 0.0 if diff == 0 else math.copysign(math.inf, diff)
-            p_value = 1.0 if diff == 0 else 0.0
-        else:
+        elif np.isfinite(se_diff) and diff == 0:  # the same estimate: no difference, p = 1
+            z, p_value = 0.0, 1.0
+        else:  # (a difference with a standard error of 0, every placement of each sample
+            # alike: DeLong's variance tells nothing, not certainty; found by review, z = inf
+            # and p = 0 for two models on four rows)
+            z = p_value = np.nan
             z = p_value = np.nan
         index.append((key, metric))
         records.append({
@@ -203,9 +207,13 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     named = [f"{key}: {metric}" for key, metric in out.index]
     no_value = out["value_a"].isna().to_numpy()
     no_test = ~no_value & out["p_value"].isna().to_numpy()
+    flat = no_test & (out["difference_se"].to_numpy() == 0)
     warn_listed({"value(s) undefined (an empty or one-class cell; value, z and p-value NaN)":
                  [n for n, x in zip(named, no_value) if x],
                  "test(s) not made (a cell of total weight at most 1: no standard error; "
-                 "z and p-value NaN)": [n for n, x in zip(named, no_test) if x]},
+                 "z and p-value NaN)": [n for n, x in zip(named, no_test & ~flat) if x],
+                 "test(s) not made (a difference whose DeLong standard error is 0: every "
+                 "placement of each sample alike, as where both models separate the classes; "
+                 "z and p-value NaN)": [n for n, x in zip(named, flat) if x]},
                 context="delong_paired_test")
     return out

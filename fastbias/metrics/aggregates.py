@@ -304,6 +304,12 @@ def _combined(overall_auc, power_means_of_aucs, overall_weight: float):
 
 
 
+def identity_mask(names, intersections) -> np.ndarray:
+    """Which of the rows ``names`` are identities, not ``intersections``: the rows the final
+    metric is over (see :func:`identity_subgroup_rows`, which reads a table's ``attrs``)."""
+    return ~pd.Index(list(names)).isin(list(intersections or ()))
+
+
 def final_metric_values(overall, metrics: dict, power: float = -5.0,
                          overall_weight: float = 0.25):
     """Jigsaw final metric, vectorised over leading axes (NaN propagates).

@@ -349,7 +349,8 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
             raise _OverBudget(rows, row_bytes, exact=True)
     batch_rows = CSV_CHUNK_ROWS
     if max_bytes is not None:  # the parser holds whole records, the columns dropped included
-        line_bytes = 0 if fmt == "parquet" else record_bytes(path, compression, fmt == "csv")
+        line_bytes = 0 if fmt == "parquet" else record_bytes(path, compression, fmt == "csv",
+                                                             sep=sep)
         batch_rows = max(1_000, _rows_per_batch(max_bytes, row_bytes, line_bytes))
     parts, rows, projected = [], 0, [0.0]
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
@@ -679,7 +680,7 @@ def _boolean_columns(args, progress) -> list:
                        "scores and weight")
     still, seen = list(candidates), set()
     line_bytes = 0 if fmt == "parquet" else _reading(
-        args.data, lambda: record_bytes(args.data, compression, fmt == "csv"))
+        args.data, lambda: record_bytes(args.data, compression, fmt == "csv", sep=sep))
     batch_rows = max(1_000, _rows_per_batch(_data_budget(_memory_limit(args)),
                                             16 * len(candidates), line_bytes))
 
@@ -902,7 +903,8 @@ def _run_streaming(args, progress, limit: int):
                    sensitive_features=args.sensitive_features)
     n_columns = len({args.label, *args.scores, *args.subgroups,
                      *([args.weight] if args.weight else []), *(args.sensitive_features or [])})
-    line_bytes = 0 if fmt == "parquet" else record_bytes(args.data, compression, fmt == "csv")
+    line_bytes = 0 if fmt == "parquet" else record_bytes(args.data, compression, fmt == "csv",
+                                                         sep=sep)
     batch_rows, bucket_rows = _streaming_settings(args, _data_budget(limit), n_columns,
                                                   line_bytes)
     name = os.path.basename(args.data)

@@ -36,6 +36,9 @@ def random_csv(rng, n_rows, n_cols, newline):
             elif rng.random() < 0.3:
                 text = "".join(rng.choice(list('ab,"\n '), size=int(rng.integers(0, 6))))
                 fields.append('"' + text.replace('"', '""') + '"')
+            elif rng.random() < 0.2:  # a quote inside an unquoted field is text (5" or a "b")
+                fields.append("".join(rng.choice(list('ab" '), size=int(rng.integers(1, 5))))
+                              .lstrip('"') or "a")
             else:
                 fields.append(str(int(rng.integers(0, 2))))
         record = ",".join(fields)

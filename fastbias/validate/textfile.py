@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _kernels as K
 from .columns import PieceWhere
 
 #: the longest line read (bytes, after decompression)
@@ -33,6 +34,9 @@ LINE_LIMIT = 16 * 2 ** 20
 #: file name extension -> compression
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
 TEXT_FORMATS = ("csv", "jsonl")
+
+
+_IN_QUOTES = (K.QUOTED, K.QUOTE_IN_QUOTED)
 
 
 class DataFileError(ValueError):
@@ -43,17 +47,19 @@ class _LineGuard(io.RawIOBase):
     """A readable binary stream over ``stream`` that counts lines and records and raises
     :class:`DataFileError` as soon as a record grows past ``limit`` bytes.
 
-    A record ends at a newline; with ``quotes`` (CSV), only at one outside double quotes,
-    so a quoted field that runs over many short lines (an unclosed quote, or a bomb of
-    them) is one long record, as the CSV parser reads it. ``lines`` counts the newlines,
-    ``records`` the record ends.
+    A record ends at a newline; with ``quotes`` (CSV), only at one outside a quoted field,
+    split as the CSV parser splits it (:func:`~fastbias.validate._kernels.csv_records`: a
+    double quote opens a quoted field only as a field's first byte), so a quoted field that
+    runs over many short lines (an unclosed quote, or a bomb of them) is one long record.
+    ``lines`` counts the newlines, ``records`` the record ends.
 
-    ``fields`` (CSV, with ``sep`` a one-byte separator): how many fields the header has;
-    a record with more or fewer (separators outside quotes) is a :class:`DataFileError`
-    naming its line, where the parser, reading only some of the columns, would take its
-    first fields and drop the rest or read the missing ones as empty, silently. Blank
-    lines, which the parser skips, are let be. (A file whose lines end in a lone carriage
-    return is not checked: its records are not told apart here.)
+    ``sep``: a CSV's separator (default a comma). ``fields`` (CSV, with ``sep`` a one-byte
+    separator): how many fields the header has;
+    a record with more or fewer is a :class:`DataFileError` naming its line, where the
+    parser, reading only some of the columns, would take its first fields and drop the rest
+    or read the missing ones as empty, silently. Records of blanks alone, which the parser
+    skips, are let be. A block of bytes without a quote or a carriage return (nor a quoted
+    field carried into it) is split at its newlines by numpy; others by the compiled walk.
     """
 
     def __init__(self, stream, limit: int, name: str, quotes: bool = False,
@@ -62,11 +68,13 @@ class _LineGuard(io.RawIOBase):
         self._limit = int(limit)
         self._name = name
         self._quotes = quotes
-        self._fields = fields if quotes and sep is not None and len(sep.encode()) == 1 else None
-        self._sep = sep.encode()[0] if self._fields else None
-        self._seps = 0  # separators outside quotes in the current record so far
-        self._filled = False  # whether the current record so far holds more than blanks
-        self._open = 0  # 1 inside a quoted field
+        # (a CSV's separator byte tells where a field, and so a quoted one, starts; -1: not
+        # one byte, no field start told)
+        encoded = ("," if sep is None else sep).encode()
+        self._sep = encoded[0] if quotes and len(encoded) == 1 else -1
+        self._fields = fields if quotes and self._sep >= 0 else None
+        # the record open at the end of the bytes read (validate._kernels' state)
+        self._state = np.zeros(K.N_STATE, dtype=np.int64)
         self.lines = 0  # newlines read so far
         self.records = 0  # record ends read so far
         self._record_line = 1  # the line the current record starts on
@@ -81,33 +89,33 @@ class _LineGuard(io.RawIOBase):
         newlines = np.flatnonzero(array == 10)
         if not self._quotes:
             return newlines, newlines
-        quotes = np.flatnonzero(array == 34)
-        if quotes.shape[0] == 0:
-            ends = newlines[:0] if self._open else newlines
-        else:
-            inside = (np.searchsorted(quotes, newlines) + self._open) % 2 == 1
-            ends = newlines[~inside]
-        if self._fields:
-            self._count_fields(array, quotes, ends, newlines)
-        self._open = (self._open + quotes.shape[0]) % 2
-        return newlines, ends
+        if self._state[K.STATE] not in _IN_QUOTES and not (array == 34).any() \
+                and not (array == 13).any():
+            # (no quote, no carriage return: records end at each newline)
+            if self._fields:
+                self._fields_by_sums(array, newlines)
+            elif array.shape[0]:  # (where the next block's first field starts)
+                self._state[K.STATE] = K.START if array[-1] in (self._sep, 10) else K.UNQUOTED
+            return newlines, newlines
+        ends = np.empty(newlines.shape[0], dtype=np.int64)
+        n_ends, start, found = K.csv_records(array, self._sep, self._fields or 0, self._state,
+                                           ends)
+        if start != -2:
+            self._refuse_fields(self._line_of(start, newlines), int(found))
+        return newlines, ends[:n_ends]
 
-    def _count_fields(self, array, quotes, ends, newlines) -> None:
-        """Check the fields of the records that end in ``array`` (the current one carried
-        on), and carry the count of the one it ends within (see the class): a few passes
-        over the chunk's bytes and one sum per record (``reduceat``)."""
-        carriages = int(np.count_nonzero(array == 13))
-        if carriages and carriages - (array[-1] == 13) != int(
-                np.count_nonzero((array[:-1] == 13) & (array[1:] == 10))):
-            self._fields = None  # (lines ended by a lone carriage return: not checked)
-            return
+    def _line_of(self, start: int, newlines) -> int:
+        """The line of a record starting at byte ``start`` of the block (-1: in an earlier
+        one)."""
+        if start < 0:
+            return self._record_line
+        return self.lines + int(np.searchsorted(newlines, start)) + 1
+
+    def _fields_by_sums(self, array, ends) -> None:
+        """:meth:`_ends`'s check of a block of records without quotes or carriage returns:
+        each record's separators by one sum (``reduceat``), the open one carried on."""
+        state = self._state
         separator = (array == self._sep).view(np.uint8)
-        if quotes.shape[0]:  # (outside quotes: an even number of quotes before, with _open)
-            parity = np.bitwise_xor.accumulate((array == 34).view(np.uint8))
-            separator &= parity ^ np.uint8(1 - self._open)
-        elif self._open:
-            separator = np.zeros_like(separator)
-        # the separators of each record ending here, and of the one left open after them
         starts = np.concatenate(([0], ends + 1))
         open_after = int(starts[-1]) < array.shape[0]
         counts = (np.add.reduceat(separator, starts if open_after else starts[:-1],
@@ -116,20 +124,21 @@ class _LineGuard(io.RawIOBase):
         per_record = counts[:ends.shape[0]].copy()
         trailing = int(counts[-1]) if open_after else 0
         if ends.shape[0]:
-            per_record[0] += self._seps
-        want = self._fields - 1
-        for j in np.flatnonzero(per_record != want).tolist():
+            per_record[0] += state[K.SEPARATORS]
+        for j in np.flatnonzero(per_record != self._fields - 1).tolist():
             start = int(ends[j - 1]) + 1 if j else 0
-            blank = not bytes(array[start:int(ends[j])]).strip() and (j or not self._filled)
+            blank = not bytes(array[start:int(ends[j])]).strip() and (j or not state[K.FILLED])
             if per_record[j] == 0 and blank:
-                continue  # a blank line (the parser skips it)
-            line = (self._record_line if j == 0 else
-                    self.lines + int(np.searchsorted(newlines, start)) + 1)
-            self._refuse_fields(line, int(per_record[j]) + 1)
+                continue  # a record of blanks (the parser skips it)
+            self._refuse_fields(self._line_of(start if j else -1, ends), int(per_record[j]) + 1)
         start = int(ends[-1]) + 1 if ends.shape[0] else 0
-        rest = bool(bytes(array[start:]).strip())
-        self._filled = rest or (self._filled and not ends.shape[0])
-        self._seps = trailing + (0 if ends.shape[0] else self._seps)
+        rest = bool(bytes(array[start:]).strip()) or (trailing > 0)
+        state[K.FILLED] = rest or (bool(state[K.FILLED]) and not ends.shape[0])
+        state[K.SEPARATORS] = trailing + (0 if ends.shape[0] else int(state[K.SEPARATORS]))
+        if array.shape[0]:
+            last = array[-1]
+            state[K.STATE] = K.START if last == self._sep or last == 10 else K.UNQUOTED
+            state[K.CARRIED] = int(open_after or (not ends.shape[0] and bool(state[K.CARRIED])))
 
     def _refuse_fields(self, line: int, found: int) -> None:
         raise DataFileError(
@@ -140,9 +149,13 @@ class _LineGuard(io.RawIOBase):
             f"separator")
 
     def _end_of_file(self) -> None:
-        """The last record, when the file does not end in a newline."""
-        if self._fields and self._filled and self._seps != self._fields - 1:
-            self._refuse_fields(self._record_line, self._seps + 1)
+        """The last record, when the file does not end in a newline (one ending inside a
+        quoted field is the parser's to name)."""
+        state = self._state
+        if not self._fields or state[K.STATE] in _IN_QUOTES:
+            return
+        if (state[K.SEPARATORS] > 0 or state[K.FILLED]) and state[K.SEPARATORS] != self._fields - 1:
+            self._refuse_fields(self._record_line, int(state[K.SEPARATORS]) + 1)
 
     def readinto(self, buffer) -> int:
         size = min(len(buffer), self._limit)  # a record inside one read is within the limit
@@ -269,10 +282,13 @@ class _Closing(io.BufferedReader):
 
 
 def record_bytes(path: str, compression: str | None = None, quotes: bool = False, *,
-                 sample: int = 4 * 2 ** 20, line_limit: int = LINE_LIMIT) -> int:
+                 sample: int = 4 * 2 ** 20, line_limit: int = LINE_LIMIT,
+                 sep: str | None = None) -> int:
     """Decompressed bytes a record takes, from the first ``sample`` bytes of the file (the
-    text a parser holds per row, the columns it does not keep included)."""
-    with open_text(path, compression, line_limit=line_limit, quotes=quotes) as stream:
+    text a parser holds per row, the columns it does not keep included; ``quotes``: a CSV,
+    its separator ``sep``, a comma by default)."""
+    with open_text(path, compression, line_limit=line_limit, quotes=quotes,
+                   sep=sep) as stream:
         read = len(stream.read(sample))
         return max(1, -(-read // max(1, stream.records)))
 

@@ -544,3 +544,42 @@ def test_bernstein_gap_intervals_stay_within_a_gaps_range():
     assert row["fnr_gap_low"] == max(ref.low, -1.0)
     assert row["fnr_gap_high"] == min(ref.high, 1.0)
     assert -1.0 <= row["fnr_gap_low"] <= row["fnr_gap"] <= row["fnr_gap_high"] <= 1.0
+
+
+@pytest.mark.parametrize("n", [1e12, 1e13, 1e15, 1e16, 1e30, 1e150, 1e300])
+@pytest.mark.parametrize("share", [0.37, 0.5, 0.999])
+def test_exact_interval_of_huge_weight_totals(n, share):
+    """Weights count as rows: beyond about 1e13 trials scipy's betaincinv lost its digits
+    (92% of the half-width off at 1e15, an interval not holding its estimate at 1e30, NaN at
+    1e300; found by review). There Clopper-Pearson and Wilson agree to about 6.6/sqrt(n) of
+    the half-width (Wilson's formula, written out here), so the exact interval must lie
+    within 1e-4 of the half-width of Wilson's, and hold its estimate."""
+    from statistics import NormalDist
+
+    from fastbias.intervals.thresholds import exact_interval
+
+    k = share * n
+    low, high = (float(v) for v in exact_interval(k, n, 0.95))
+    z = NormalDist().inv_cdf(0.975)
+    p = k / n
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z * np.sqrt(p * (n - k) + z * z / 4) / (n + z * z)
+    assert low <= p <= high
+    assert abs(low - (centre - half)) <= 1e-4 * half
+    assert abs(high - (centre + half)) <= 1e-4 * half
+
+
+def test_exact_interval_keeps_scipys_quantiles_below_the_expansion():
+    """Below BETA_EXPANSION_FROM the quantiles are betaincinv's own; from it, the expansion
+    agrees with betaincinv where that is still accurate (to 1e-8 of a standard deviation)."""
+    from scipy.special import betaincinv
+
+    from fastbias.intervals.thresholds import BETA_EXPANSION_FROM, _beta_quantile
+
+    for a, b in ((3.0, 10.0), (1e5, 1e16), (1e9, 2e9)):
+        assert _beta_quantile(betaincinv, a, b, 0.025) == betaincinv(a, b, 0.025)
+    for a, b in ((2.0 ** 31, 3.0 ** 20), (3e10, 7e10), (5e11, 5e11)):
+        assert min(a, b) > BETA_EXPANSION_FROM
+        sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+        for q in (0.025, 0.975, 0.005):
+            assert abs(_beta_quantile(betaincinv, a, b, q) - betaincinv(a, b, q)) <= 1e-8 * sd

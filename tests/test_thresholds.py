@@ -569,17 +569,29 @@ def test_exact_interval_of_huge_weight_totals(n, share):
     assert abs(high - (centre + half)) <= 1e-4 * half
 
 
-def test_exact_interval_keeps_scipys_quantiles_below_the_expansion():
-    """Below BETA_EXPANSION_FROM the quantiles are betaincinv's own; from it, the expansion
-    agrees with betaincinv where that is still accurate (to 1e-8 of a standard deviation)."""
-    from scipy.special import betaincinv
+def test_beta_quantiles_at_every_size_of_the_parameters():
+    """The beta quantiles behind the exact interval: where scipy's betainc is defined, each is
+    its root (to betainc's own accuracy) (betaincinv alone had returned 1.9e-6 for Beta(1000, 1e9)'s 2.5% quantile of
+    9.4e-7, found by review); past 1e200, where betainc is not defined, the gamma limit is
+    checked against gammainc; from BETA_EXPANSION_FROM, the expansion agrees with
+    betaincinv where that is still accurate (to 1e-8 of a standard deviation)."""
+    from scipy import special
 
     from fastbias.intervals.thresholds import BETA_EXPANSION_FROM, _beta_quantile
 
-    for a, b in ((3.0, 10.0), (1e5, 1e16), (1e9, 2e9)):
-        assert _beta_quantile(betaincinv, a, b, 0.025) == betaincinv(a, b, 0.025)
+    for a, b in ((3.0, 10.0), (1000.0, 1e9), (1000.0, 1e12), (30.0, 1e9), (1e9 - 999, 1000.0),
+                 (1e6, 1e9), (1e5, 1e16), (1e3, 1e20), (1.0, 5.0), (0.5, 0.5)):
+        for q in (0.025, 0.975, 0.005, 0.5):
+            x = float(_beta_quantile(special, a, b, q))
+            # (betainc itself is good to a few 1e-9 at Beta(30, 1e9): it steps from
+            # 0.9749999988 to 0.9750000016 across 2e-20 of x)
+            assert abs(special.betainc(a, b, x) - q) <= 1e-8, (a, b, q, x)
+    for a, b in ((5.0, 1e200), (1e9, 1e300)):
+        x = float(_beta_quantile(special, a, b, 0.025))
+        assert abs(special.gammainc(a, x * (b + (a - 1.0) / 2.0)) - 0.025) <= 1e-12
     for a, b in ((2.0 ** 31, 3.0 ** 20), (3e10, 7e10), (5e11, 5e11)):
         assert min(a, b) > BETA_EXPANSION_FROM
         sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
         for q in (0.025, 0.975, 0.005):
-            assert abs(_beta_quantile(betaincinv, a, b, q) - betaincinv(a, b, q)) <= 1e-8 * sd
+            assert abs(_beta_quantile(special, a, b, q) - special.betaincinv(a, b, q)) \
+                <= 1e-8 * sd

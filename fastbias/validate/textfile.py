@@ -37,6 +37,7 @@ TEXT_FORMATS = ("csv", "jsonl")
 
 
 _IN_QUOTES = (K.QUOTED, K.QUOTE_IN_QUOTED)
+_BLANKS = b" \t"  # (what pandas' parser takes as blank; a form feed is text)
 
 
 class DataFileError(ValueError):
@@ -75,6 +76,7 @@ class _LineGuard(io.RawIOBase):
         self._fields = fields if quotes and self._sep >= 0 else None
         # the record open at the end of the bytes read (validate._kernels' state)
         self._state = np.zeros(K.N_STATE, dtype=np.int64)
+        self._offset = 0  # bytes read so far
         self.lines = 0  # newlines read so far
         self.records = 0  # record ends read so far
         self._record_line = 1  # the line the current record starts on
@@ -89,8 +91,12 @@ class _LineGuard(io.RawIOBase):
         newlines = np.flatnonzero(array == 10)
         if not self._quotes:
             return newlines, newlines
-        if self._state[K.STATE] not in _IN_QUOTES and not (array == 34).any() \
-                and not (array == 13).any():
+        skip = 0
+        if self._offset == 0 and data[:3] == b"\xef\xbb\xbf":  # (a BOM is not the header's)
+            skip = 3
+        self._offset += len(data)
+        if self._state[K.STATE] not in _IN_QUOTES and not self._state[K.AFTER_BLANK_CR] \
+                and not (array == 34).any() and not (array == 13).any():
             # (no quote, no carriage return: records end at each newline)
             if self._fields:
                 self._fields_by_sums(array, newlines)
@@ -98,11 +104,19 @@ class _LineGuard(io.RawIOBase):
                 self._state[K.STATE] = K.START if array[-1] in (self._sep, 10) else K.UNQUOTED
             return newlines, newlines
         ends = np.empty(newlines.shape[0], dtype=np.int64)
-        n_ends, start, found = K.csv_records(array, self._sep, self._fields or 0, self._state,
-                                           ends)
+        n_ends, start, found = K.csv_records(array[skip:], self._sep, self._fields or 0,
+                                           self._state, ends)
         if start != -2:
-            self._refuse_fields(self._line_of(start, newlines), int(found))
-        return newlines, ends[:n_ends]
+            line = self._line_of(start + skip if start >= 0 else -1, newlines)
+            if found == K.MISREAD:
+                raise DataFileError(
+                    f"line {line:,} of data file {self._name!r} starts with the separator "
+                    f"{chr(self._sep)!r} right after a blank line ended by a lone carriage "
+                    f"return, which the CSV parser misreads (it drops that separator and "
+                    f"reads the row's fields one column to the left): remove the blank line, "
+                    f"or end the lines with newlines")
+            self._refuse_fields(line, int(found))
+        return newlines, ends[:n_ends] + skip
 
     def _line_of(self, start: int, newlines) -> int:
         """The line of a record starting at byte ``start`` of the block (-1: in an earlier
@@ -127,12 +141,13 @@ class _LineGuard(io.RawIOBase):
             per_record[0] += state[K.SEPARATORS]
         for j in np.flatnonzero(per_record != self._fields - 1).tolist():
             start = int(ends[j - 1]) + 1 if j else 0
-            blank = not bytes(array[start:int(ends[j])]).strip() and (j or not state[K.FILLED])
+            blank = not bytes(array[start:int(ends[j])]).strip(_BLANKS) \
+                and (j or not state[K.FILLED])
             if per_record[j] == 0 and blank:
                 continue  # a record of blanks (the parser skips it)
             self._refuse_fields(self._line_of(start if j else -1, ends), int(per_record[j]) + 1)
         start = int(ends[-1]) + 1 if ends.shape[0] else 0
-        rest = bool(bytes(array[start:]).strip()) or (trailing > 0)
+        rest = bool(bytes(array[start:]).strip(_BLANKS)) or (trailing > 0)
         state[K.FILLED] = rest or (bool(state[K.FILLED]) and not ends.shape[0])
         state[K.SEPARATORS] = trailing + (0 if ends.shape[0] else int(state[K.SEPARATORS]))
         if array.shape[0]:

@@ -267,6 +267,7 @@ def test_out_of_core_hoeffding_bound_is_valid_and_as_documented(seed, shift, tmp
         assert p == pytest.approx(ref, rel=1e-9, abs=1e-15), m
 
 
+@pytest.mark.jit_heavy
 def test_small_fixed_cell_with_large_redrawn_cell_is_not_drawn():
     """Doc: 'Smaller cell under 30 rows: the p-value is drawn'. A BPSN whose background
     positives are 10 rows but whose subgroup negatives are 1,100 is not drawn (redrawn cell
@@ -380,6 +381,7 @@ def test_bootstrap_replicates_match_own_metrics_on_same_counts(weighted, g_neg):
                                                             abs=1e-12), m
 
 
+@pytest.mark.jit_heavy
 def test_bootstrap_interval_agrees_with_independent_poisson_bootstrap():
     """numpy's own Poisson(1) draws, 3000 replicates each side: quantiles agree within MC error."""
     s, y, g = mid_data(12, 150, 150, 40, 45, 0.0)
@@ -447,6 +449,7 @@ def test_drawn_pvalues_edge_cells(g_neg, g_pos, shift, weighted, monkeypatch):
         assert abs(hits - D * exact[m]) < 5 * sd, (m, p, exact[m])
 
 
+@pytest.mark.jit_heavy
 def test_bootstrap_coverage_plausible():
     """Percentile Poisson bootstrap, 200 simulated data sets (cells ~60 x 140): coverage of the
     known true metric within [0.88, 0.99] (nominal 0.95)."""

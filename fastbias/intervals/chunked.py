@@ -100,12 +100,12 @@ def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: b
         backgrounds = backgrounds * weight_scale
         backgrounds_lo = chunk.low.background * weight_scale
     sums = at = None
+    key = sortable_key(np.asarray(chunk.min_score, dtype=score_dtype))  # (the cells' spans)
     if with_sums:  # own-class square sums of weighted rows are not kept (unweighted moments)
         sums = tied_placement_sums(np.column_stack([cells, backgrounds]),
                                    chunk.cell_rows, chunk.universe_rows,
                                    np.full(cells.shape, np.nan) if weighted else None,
-                                   weight_bits, np.column_stack([cells_lo, backgrounds_lo]),
-                                   sortable_key(np.asarray(chunk.min_score, dtype=score_dtype)))
+                                   weight_bits, np.column_stack([cells_lo, backgrounds_lo]), key)
     if thresholds is not None:
         pairs = np.stack([cells, cells_lo], axis=-1)
         totals = dd_add(pairs, np.stack([backgrounds, backgrounds_lo], axis=-1))
@@ -120,6 +120,5 @@ def with_tied_extras(chunk: ChunkCounts, weight_scale: float = 1.0, with_sums: b
         every = tied_placement_sums(
             np.concatenate([totals, [0.0, 0.0]])[None, :], chunk.class_rows[None, :],
             chunk.class_rows[None, :], np.full((1, 2), np.nan) if weighted else None,
-            weight_bits, np.concatenate([totals_lo, [0.0, 0.0]])[None, :],
-            sortable_key(np.asarray(chunk.min_score, dtype=score_dtype)))
+            weight_bits, np.concatenate([totals_lo, [0.0, 0.0]])[None, :], key)
     return replace(chunk, placements=sums, at_thresholds=at, all_rows=every)

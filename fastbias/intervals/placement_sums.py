@@ -399,6 +399,7 @@ NO_SPAN = (np.iinfo(np.uint64).max, 0)
 
 
 def no_spans(k: int) -> np.ndarray:
+    """:attr:`PlacementSums.spans` of ``k`` subgroups whose cells hold no rows."""
     spans = np.empty((k, 4, 2), dtype=np.uint64)
     spans[..., 0], spans[..., 1] = NO_SPAN
     return spans
@@ -435,14 +436,17 @@ def flat_parts_of_spans(spans: np.ndarray) -> dict:
     placements are all the same where its rows are at one score, or the other sample's rows
     all lie below or all above them (the cases of a constant or separating model; in memory
     :func:`~.delong.flat_parts` also sees the other sample's rows missing from between)."""
-    lo, hi = spans[..., 0], spans[..., 1]
-
-    def flat(x, y):
-        rows = lo[:, x] <= hi[:, x]
-        return rows & ((lo[:, x] == hi[:, x]) | (hi[:, y] < lo[:, x]) | (lo[:, y] > hi[:, x]))
-
-    return {metric: (flat(x, y), flat(y, x))
+    return {metric: (_flat(spans, x, y), _flat(spans, y, x))
             for metric, (x, y) in zip(METRIC_COLUMNS, _METRIC_CELLS)}
+
+
+def _flat(spans, x: int, y: int) -> np.ndarray:
+    """Per subgroup, whether the rows of cell ``x`` (of ``spans``' second axis) have all the
+    same placement against cell ``y``'s: they hold rows, at one score, or ``y``'s lie all
+    below or all above them."""
+    lo, hi = spans[..., 0], spans[..., 1]
+    rows = lo[:, x] <= hi[:, x]
+    return rows & ((lo[:, x] == hi[:, x]) | (hi[:, y] < lo[:, x]) | (lo[:, y] > hi[:, x]))
 
 
 def class_flat_parts(spans: np.ndarray) -> tuple:
@@ -454,13 +458,7 @@ def class_flat_parts(spans: np.ndarray) -> tuple:
     pos = np.stack([np.minimum(spans[:, _SUB_POS, 0], spans[:, _BG_POS, 0]),
                     np.maximum(spans[:, _SUB_POS, 1], spans[:, _BG_POS, 1])], axis=-1)
     both = np.stack([neg, pos], axis=1)  # (k, 2, 2): cell 0 the negatives, 1 the positives
-    lo, hi = both[..., 0], both[..., 1]
-
-    def flat(x, y):
-        rows = lo[:, x] <= hi[:, x]
-        return rows & ((lo[:, x] == hi[:, x]) | (hi[:, y] < lo[:, x]) | (lo[:, y] > hi[:, x]))
-
-    return flat(1, 0), flat(0, 1)
+    return _flat(both, 1, 0), _flat(both, 0, 1)
 
 
 def empty_placement_sums(k: int, weighted: bool) -> PlacementSums:

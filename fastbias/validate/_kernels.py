@@ -3,13 +3,13 @@
 pandas, reading only some columns of a CSV file (``usecols``), takes a longer record's first
 fields and reads a shorter one's missing fields as empty, silently. The reader's guard
 (``textfile._LineGuard``) checks every record's number of fields against the header's, as
-the parser splits them: :func:`csv_fields` walks the bytes with the parser's states.
+the parser splits them: :func:`csv_records` walks the bytes with the parser's states.
 """
 from __future__ import annotations
 
 from numba import njit
 
-#: the states :func:`csv_fields` carries from one block of bytes to the next (``state[0]``)
+#: the states :func:`csv_records` carries from one block of bytes to the next (``state[0]``)
 START, UNQUOTED, QUOTED, QUOTE_IN_QUOTED = 0, 1, 2, 3
 #: ``state``'s slots: the field's state, separators so far in the record, whether the record
 #: holds more than blanks so far, whether it began in an earlier block, whether the last
@@ -28,8 +28,8 @@ def csv_records(data, separator, fields, state, ends):
     quoted field only as the field's first byte (elsewhere it is text), a doubled one inside
     is one quote, and a record ends at a newline or carriage return outside quotes; a record
     of blanks (spaces, tabs) alone is skipped. Writes the positions of the newlines that end
-    records into
-    ``ends`` and returns ``(n_ends, start, found)``: with ``fields`` > 0, ``start`` and
+    records into ``ends`` and returns ``(n_ends, start, found)``: with ``fields`` > 0,
+    ``start`` and
     ``found`` are the first byte (-1: in an earlier block) and the fields of the first record
     with other than ``fields`` fields (the walk stops there), ``start`` -2 where every record
     ending here has them, ``found`` :data:`MISREAD` for a record pandas misreads whatever

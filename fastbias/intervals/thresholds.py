@@ -187,7 +187,8 @@ def attach_threshold_intervals(table: pd.DataFrame, *, interval="wilson",
     """A threshold table (``fastbias.metrics.thresholds.threshold_table``) with
     ``<side>_<rate>_low``/``_high`` after each rate (``interval``: "wilson" or "exact") and
     ``<rate>_gap_low``/``_high`` after each gap (``gap_interval="bernstein"``, unweighted
-    rows: the bound counts examples; clipped to [-1, 1], a gap's range). ``attrs`` record the methods and ``confidence``."""
+    rows: the bound counts examples; clipped to [-1, 1], a gap's range). ``attrs`` record
+    the methods and ``confidence``."""
     if gap_interval is not None and table.attrs.get("weighted"):
         raise ValueError("gap_interval='bernstein' needs unweighted rows (its bound counts "
                          "examples); interval= gives the rates' intervals of weighted rows")

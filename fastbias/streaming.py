@@ -45,7 +45,6 @@ from .prepare.memberships import (
 from .reports.histograms import HistogramCounter, histogram_edges
 from .sort import _kernels as SK
 from .sort.buckets import (
-    ScoreSummary,
     bucket_edges,
     byte_rows,
     merge_summaries,
@@ -599,10 +598,10 @@ def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, ra
         summary = part if summary is None else merge_summaries([summary, part])
         while models and summary.samples[0].shape[0] > 2 * target(rows):
             keep = rng.random(summary.samples[0].shape[0]) < 0.5
-            summary = ScoreSummary(summary.lowest, summary.highest,
-                                   [x[keep] for x in summary.samples],
-                                   [2.0 * w[keep] for w in summary.sample_weights],
-                                   summary.smallest_weight, summary.largest_weight)
+            # (thinned: every other field, e.g. the class weights that check the weights'
+            # resolution, stays as it is)
+            summary = replace(summary, samples=[x[keep] for x in summary.samples],
+                              sample_weights=[2.0 * w[keep] for w in summary.sample_weights])
             rate /= 2
     if summary is None:
         raise ValueError("source has no rows")

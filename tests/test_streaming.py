@@ -387,3 +387,24 @@ def test_20m_rows_with_peak_memory_under_2gb(tmp_path):
     np.testing.assert_array_equal(table[METRICS].to_numpy(float),
                                   reference.table[METRICS].to_numpy(float))
     assert out["auc"] == reference.overall_auc["score"]
+
+
+def test_thinned_sample_keeps_the_weights_resolution_check(tmp_path, monkeypatch):
+    """The first pass thins its score sample as the rows grow (past 400,000 rows at the
+    default sizes): the thinned summary had lost the class weights, so a row too light for
+    the significance tests' running sums passed unchecked in a large file and was refused
+    in a small one. Small sample sizes make a 3,000-row file thin it several times."""
+    from fastbias import streaming
+
+    monkeypatch.setattr(streaming, "SAMPLE_LEAST", 100)
+    monkeypatch.setattr(streaming, "SAMPLE_MOST", 100)
+    rng = np.random.default_rng(3)
+    n = 3_000
+    df = pd.DataFrame({"y": rng.random(n) < 0.3, "s": rng.random(n), "g": rng.random(n) < 0.2,
+                       "w": rng.uniform(0.5, 2.0, n)})
+    df.loc[100, "w"] = 1e-40  # below 2**-90 of its class's weight, in the first batch
+    path = tmp_path / "light.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"weight 1e-40 at row 100 .*below 2\*\*-90"):
+        streaming.evaluate_csv(path, label="y", scores="s", subgroups=["g"], sample_weight="w",
+                               significance="holm", batch_rows=500)

@@ -841,8 +841,6 @@ def _check_streamable(args, over: "_OverBudget", limit: int, budget: int) -> Non
     """A CLIError when an option asked for needs the rows in memory (streaming makes DeLong's
     and Bernstein's intervals, not the bootstrap's)."""
     asked = ["--ci bootstrap"] if args.ci == "bootstrap" else []
-    if args.positive is not None:
-        asked.append("--positive")
     if args.nan_policy != "raise":
         asked.append("--nan-policy omit")
     if asked:
@@ -867,21 +865,38 @@ def _passes_text(args) -> str:
     return {2: "two", 3: "three", 4: "four"}[n]
 
 
-def _check_streamed_label(args, first_frame) -> None:
-    """A text label under streaming: say so before a pass over the file (--positive, which
-    maps text labels, needs the rows in memory)."""
+def _streamed_pos_label(args, first_frame):
+    """The label value ``--positive`` names under streaming (None without it), in the type of
+    the label column's first rows (``first_frame``); a text label without ``--positive`` is
+    refused before a pass over the file. The library then checks every batch's values: at
+    most two, the positive one among them (``LabelClasses``)."""
     import pandas as pd
 
     _coerce_object_flags(first_frame, [args.label])
     column = first_frame[args.label]
     _refuse_mixed_label(column, args.label)
-    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
-        return
-    values = sorted(map(str, pd.unique(column.dropna())))[:6]
-    raise CLIError(f"label column {args.label!r} holds text (values like "
-                   f"{', '.join(repr(v) for v in values)}); streamed data needs a numeric or "
-                   f"boolean label, as --positive needs the rows in memory: map the labels to "
-                   f"0/1 first, or raise --max-memory")
+    positive = args.positive
+    if pd.api.types.is_bool_dtype(column.dtype):
+        if positive is None:
+            return None
+        if positive.lower() not in ("true", "false"):
+            raise CLIError(f"--positive {positive!r}: label column {args.label!r} holds "
+                           f"booleans (true/false)")
+        return positive.lower() == "true"
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        if positive is None:
+            return None
+        try:
+            return float(positive)
+        except ValueError:
+            raise CLIError(f"--positive {positive!r} is not a number, and label column "
+                           f"{args.label!r} holds numbers") from None
+    if positive is None:
+        values = sorted(map(str, pd.unique(column.dropna())))[:6]
+        raise CLIError(f"label column {args.label!r} is not numeric (values like "
+                       f"{', '.join(repr(v) for v in values)}); say which value is the "
+                       f"positive class with --positive VALUE")
+    return positive
 
 
 def _run_streaming(args, progress, limit: int):
@@ -915,9 +930,11 @@ def _run_streaming(args, progress, limit: int):
                         f"{done:4.0%} ({rows:,} rows)")
 
     if fmt == "parquet":
-        spec, parquet = open_parquet(args.data, **options)
+        # (any pos_label skips the footers' check of labels in [0, 1]; the value is set next)
+        spec, parquet = open_parquet(args.data, **options, pos_label=args.positive)
         n_rows, dtypes = parquet.n_rows, parquet.score_dtypes
-        _check_streamed_label(args, parquet.empty_frame())
+        spec = dataclasses.replace(
+            spec, pos_label=_streamed_pos_label(args, parquet.empty_frame()))
 
         def read(columns):
             passes["n"] += 1
@@ -932,10 +949,14 @@ def _run_streaming(args, progress, limit: int):
                                   wanted=[args.label, *args.scores, *args.subgroups,
                                           *([args.weight] if args.weight else []),
                                           *(args.sensitive_features or [])])
-        spec = column_spec(source.names, **options, source=f"the data file {args.data}")
-        for frame, _ in iter_text_batches(source, [args.label], 1_000):
-            _check_streamed_label(args, frame)
+        literal = [args.label] if args.positive is not None else []
+        pos_label = args.positive  # (a file without rows: refused as such later)
+        for frame, _ in iter_text_batches(source, [args.label], 1_000, literal_columns=literal,
+                                          flag_columns=_flag_columns(args)):
+            pos_label = _streamed_pos_label(args, frame)
             break
+        spec = column_spec(source.names, **options, source=f"the data file {args.data}",
+                           pos_label=pos_label)
         n_rows, dtypes = None, [np.dtype(np.float64)] * len(spec.models)
 
         def read(columns):
@@ -943,7 +964,8 @@ def _run_streaming(args, progress, limit: int):
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show,
                                          text_columns=args.sensitive_features or (),
-                                         flag_columns=_flag_columns(args))
+                                         flag_columns=_flag_columns(args),
+                                         literal_columns=literal)
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,

@@ -499,7 +499,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
              min_subgroup_size: int = 1, significance: str | None = None,
              confidence: float = 0.95, thresholds=None, threshold_interval: str | None = "wilson",
              gap_interval: str | None = None, sensitive_features=None,
-             ci: str | None = None):
+             ci: str | None = None, pos_label=None):
     """Bias metrics of a Dask DataFrame or of Parquet files, exact and tie-aware, on the cluster.
 
     Uses the active scheduler: a ``dask.distributed.Client`` if one is
@@ -540,8 +540,8 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         False returns a ``dask.delayed.Delayed`` whose value is the result,
         for ``dask.compute``, ``client.compute`` with ``distributed.progress``,
         or the dashboard. The first pass (score boundaries, weight range)
-        still runs now unless ``divisions`` are given and there are no weights,
-        and so does the pass that chooses ``intersections``.
+        still runs now unless ``divisions`` are given and there are neither weights
+        nor ``pos_label``, and so does the pass that chooses ``intersections``.
     progress : bool, optional
         Dask's progress bar on stdout while the cluster works (default: when
         stdout is a terminal).
@@ -586,6 +586,12 @@ def evaluate(data, *, label: str, scores, subgroups=None,
     sensitive_features : list of str, optional
         Categorical columns, as in :func:`fastbias.evaluate`; one more pass over the label
         and these columns finds their values (sorted) and combinations.
+    pos_label : scalar, optional
+        The label value of the positive class, for two-valued labels of any type, as in
+        :func:`fastbias.evaluate` (``label_threshold`` is then not used). Each partition
+        is checked where it is read, and the values of all of them together after the
+        first pass (which then always runs): a third value is a ValueError naming it and
+        the partition where it first occurs, and so is a ``pos_label`` that no row holds.
 
     Returns
     -------
@@ -622,7 +628,8 @@ def evaluate(data, *, label: str, scores, subgroups=None,
                            gap_interval, ci)
     settings = dict(label=label, scores=scores, subgroups=subgroups,
                     label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
-                    missing_subgroup=missing_subgroup, sample_weight=sample_weight)
+                    missing_subgroup=missing_subgroup, sample_weight=sample_weight,
+                    pos_label=pos_label)
     parquet = pieces = None
     if isinstance(data, dd.DataFrame):
         spec = column_spec(data.columns, **settings, source="the Dask DataFrame",
@@ -743,7 +750,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
 
     # 1. first pass: validate scores, weights and labels; sample the scores
     need_sample = any(d is None for d in given)
-    if need_sample or spec.weighted:
+    if need_sample or spec.weighted or spec.pos_label is not None:
         sample_rows = math.ceil(max(_SAMPLE_ROWS, 2_000 * n_out) / max(n_input, 1))
         if parquet is None:
             columns = list(dict.fromkeys([spec.label, *spec.models,
@@ -757,6 +764,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
                      for i, piece in enumerate(pieces)]
         summary = merge_summaries(_compute(client, tasks, show, worker_timeout,
                                            stall_timeout))
+        spec.check_label_classes(summary.label_classes)
         spec = spec.with_weight_range(*summary.weight_range, summary.class_weights)
         given = [d if d is not None else
                  _divisions(summary.lowest[k], summary.highest[k], summary.samples[k],

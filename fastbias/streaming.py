@@ -181,7 +181,8 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
                      confidence: float = 0.95, thresholds=None,
                      threshold_interval: str | None = "wilson",
                      gap_interval: str | None = None,
-                     sensitive_features=None, ci: str | None = None) -> EvaluationResult:
+                     sensitive_features=None, ci: str | None = None,
+                     pos_label=None) -> EvaluationResult:
     """Exact bias metrics of Parquet data larger than memory, with bounded memory.
 
     Gives the numbers of :func:`fastbias.evaluate` on the same rows (equal
@@ -249,6 +250,13 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
         label and these columns finds their values and combinations (values sorted; a
         pandas Categorical's own order is not used out of core); each spilled row carries
         one more byte per value and combination kept.
+    pos_label : scalar, optional
+        The label value of the positive class, for two-valued labels of any type (text
+        such as ``"toxic"``/``"ok"``, numbers, booleans), as in :func:`fastbias.evaluate`;
+        ``label_threshold`` is then not used. Each batch is checked as it is read, and the
+        values of all the rows together in the first pass, before any is counted: a third
+        value is a ValueError naming it and its first row, and so is a ``pos_label`` that
+        no row holds.
 
     Returns
     -------
@@ -277,7 +285,7 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
                                  label_threshold=label_threshold,
                                  subgroup_threshold=subgroup_threshold,
                                  missing_subgroup=missing_subgroup, sample_weight=sample_weight,
-                                 sensitive_features=sensitive_features)
+                                 sensitive_features=sensitive_features, pos_label=pos_label)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     if parquet.n_rows == 0:
         raise ValueError("source has no rows")
@@ -300,7 +308,8 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
                  confidence: float = 0.95, thresholds=None,
                  threshold_interval: str | None = "wilson",
                  gap_interval: str | None = None,
-                 sensitive_features=None, ci: str | None = None) -> EvaluationResult:
+                 sensitive_features=None, ci: str | None = None,
+                 pos_label=None) -> EvaluationResult:
     """Exact bias metrics of a CSV file larger than memory, with bounded memory.
 
     As :func:`evaluate_parquet`, for a CSV (or TSV) file, plain or compressed (gzip,
@@ -329,6 +338,10 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
         As in :func:`evaluate_parquet`.
     sensitive_features
         As in :func:`evaluate_parquet`.
+    pos_label : scalar, optional
+        As in :func:`evaluate_parquet`. The label column is then read as its text: only an
+        empty field is a missing label ("None" or "NA" is a class); numbers are still read
+        as numbers (``pos_label=1`` for labels written 0/1).
 
     Returns
     -------
@@ -359,11 +372,13 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
                        label_threshold=label_threshold, subgroup_threshold=subgroup_threshold,
                        missing_subgroup=missing_subgroup, sample_weight=sample_weight,
                        source=f"the CSV file {source.path}",
-                       sensitive_features=sensitive_features)
+                       sensitive_features=sensitive_features, pos_label=pos_label)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
+    literal = [spec.label] if pos_label is not None else []
     result, _ = stream_evaluate(
         spec, lambda columns: iter_text_batches(source, columns, batch_rows,
-                                                text_columns=spec.features),
+                                                text_columns=spec.features,
+                                                literal_columns=literal),
         [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
         temp_dir=temp_dir, random_state=random_state)
     return result
@@ -425,9 +440,11 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     n_buckets = 1 if counted else max(1, math.ceil(n_rows / bucket_rows))
     edges = [np.zeros(0)] * len(spec.models)
     summary = None
-    if n_buckets > 1 or spec.weighted or counted or histogram_bins is not None:
+    if (n_buckets > 1 or spec.weighted or counted or histogram_bins is not None
+            or spec.pos_label is not None):
         summary, n_rows = _first_pass(read, spec, n_rows, bucket_rows, random_state,
                                       all_models=counted or histogram_bins is not None)
+        spec.check_label_classes(summary.label_classes)
         if counted:
             check_spill_space(spill_dir, n_rows, [r.itemsize for r in records])
         n_buckets = max(1, math.ceil(n_rows / bucket_rows))
@@ -565,7 +582,8 @@ def sample_memory(n_models: int) -> int:
 
 def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, random_state,
                 all_models: bool) -> tuple:
-    """Validate the scores and weights, count the rows, and keep a uniform sample of each
+    """Validate the scores and weights (with ``pos_label``, the labels too, and find their
+    values: ``ScoreSummary.label_classes``), count the rows, and keep a uniform sample of each
     model's scores for the bucket edges; ``(ScoreSummary, rows)``.
 
     The sample is Bernoulli at a rate that halves (thinning what was kept) whenever it
@@ -588,6 +606,8 @@ def _first_pass(read, spec: ColumnSpec, n_rows: int | None, bucket_rows: int, ra
         columns.append(spec.sample_weight)
         if spec.resolution_check() is not None:  # (each class's weights)
             columns.append(spec.label)
+    if spec.pos_label is not None:  # (the label values of all the rows, checked together)
+        columns.append(spec.label)
     if not columns:
         columns = [spec.label]
     columns = list(dict.fromkeys(columns))

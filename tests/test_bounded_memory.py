@@ -884,7 +884,8 @@ def test_a_json_column_of_booleans_and_numbers_is_refused_naming_both(tmp_path, 
            "position 5)" in err
 
 
-def test_a_text_label_is_refused_before_streaming(tmp_path, capsys, monkeypatch):
+def test_a_text_label_without_positive_is_refused_before_streaming(tmp_path, capsys,
+                                                                    monkeypatch):
 
     df = _tied_frame(60_000, seed=2)
     df["t"] = df["s"]
@@ -895,8 +896,67 @@ def test_a_text_label_is_refused_before_streaming(tmp_path, capsys, monkeypatch)
     status = _report(path, tmp_path / "o.json", "--max-memory", str(limit))
     err = capsys.readouterr().err
     assert status == 1
-    assert "label column 'y' holds text (values like 'fine', 'toxic')" in err
+    assert "label column 'y' is not numeric (values like 'fine', 'toxic'); say which value " \
+           "is the positive class with --positive VALUE" in err
     assert "pass 1" not in err  # refused before any pass over the file
+
+
+@pytest.mark.jit_heavy
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_cli_streams_a_text_label_with_positive_to_the_in_memory_report(
+        tmp_path, capsys, monkeypatch, suffix):
+    """--positive on streamed data (it needed the rows in memory): a text label whose other
+    class is "None" (a class, not a missing value) gives the in-memory report."""
+    df = _tied_frame(40_000, seed=2)
+    df["t"] = np.random.default_rng(8).random(len(df))
+    df["y"] = np.where(df["y"] == 1, "toxic", "None")
+    path = tmp_path / f"d{suffix}"
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+        df.to_parquet(path, row_group_size=7_000)
+    elif suffix == ".jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_csv(path, index=False)
+    memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch,
+                                                   "--positive", "toxic")
+    assert streamed["settings"]["pos_label"] == memory["settings"]["pos_label"] == "toxic"
+    for report in (memory, streamed):
+        report.pop("timings_s")
+        report.pop("settings")
+    assert streamed == memory
+
+
+@pytest.mark.parametrize("positive, labels, expected", [
+    ("2", [0, 2], None),                        # numbers: --positive read as one
+    ("TRUE", [False, True], None),              # booleans, any case
+    ("yes", [0, 1], "--positive 'yes' is not a number, and label column 'y' holds numbers"),
+    ("1", [False, True], "--positive '1': label column 'y' holds booleans (true/false)"),
+])
+def test_streamed_positive_is_read_in_the_label_columns_type(tmp_path, capsys, monkeypatch,
+                                                            positive, labels, expected):
+    pytest.importorskip("pyarrow")
+    df = _tied_frame(60_000, seed=4)
+    df["t"] = df["s"]
+    df["y"] = np.where(df["y"] == 1, labels[1], labels[0])
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, row_group_size=7_000)
+    limit = _four_mib_for_data(monkeypatch)
+    status = _report(path, tmp_path / "o.json", "--max-memory", str(limit),
+                     "--positive", positive)
+    err = capsys.readouterr().err
+    if expected is not None:
+        assert status == 1 and expected in err, err
+        assert "pass 1" not in err
+        return
+    assert status == 0, err
+    report = json.loads((tmp_path / "o.json").read_text())
+    assert report["settings"]["engine"] == "streaming"
+    ref = fastbias.evaluate(df.assign(y=df["y"] == labels[1]), label="y", scores=["s", "t"],
+                            subgroups=SUBGROUPS)
+    assert report["n_positives"] == int((df["y"] == labels[1]).sum())
+    assert [row["bpsn_auc"] for row in report["models"][0]["subgroups"]] == pytest.approx(
+        list(ref.for_model("s")["bpsn_auc"]), rel=1e-15, abs=0)
 
 
 def test_batches_are_sized_by_the_text_a_record_takes(tmp_path):

@@ -16,12 +16,7 @@ import pandas as pd
 from ..validate.columns import _at, from_foreign, in_piece, rows_from
 from ..validate.spec import ColumnSpec, score_dtype
 from ..validate.subgroups import identity_column
-from ..validate.values import (
-    STREAMED_POS_LABEL_HINT,
-    as_labels,
-    as_sample_weight,
-    as_scores,
-)
+from ..validate.values import as_sample_weight, as_scores
 from . import _kernels as K
 
 _NOTHING_MISSING = np.zeros(0, dtype=np.bool_)
@@ -78,8 +73,7 @@ def encode_frame(frame, spec: ColumnSpec, where: str = "") -> EncodedRows:
 def piece_labels(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:
     """The labels of one piece of the rows, validated (see :func:`in_piece`)."""
     with in_piece(where):
-        return as_labels(frame[spec.label], f"label column {spec.label!r}",
-                         threshold=spec.label_threshold, pos_label_hint=STREAMED_POS_LABEL_HINT)
+        return spec.piece_labels(frame)
 
 
 def feature_codes(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:

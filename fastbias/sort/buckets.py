@@ -16,8 +16,7 @@ import numpy as np
 from ..validate.columns import in_piece
 from ..validate.spec import ColumnSpec
 from ..validate.values import (
-    STREAMED_POS_LABEL_HINT,
-    as_labels,
+    LabelClasses,
     as_sample_weight,
     as_scores,
     class_weight_extremes,
@@ -39,6 +38,8 @@ class ScoreSummary:
     #: is (for messages), where the weights' resolution is checked (see
     #: ``ColumnSpec.resolution_check``); None otherwise
     class_weights: tuple | None = None
+    #: with ``pos_label``: the label values found (``LabelClasses``), else None
+    label_classes: LabelClasses | None = None
 
     @property
     def weight_range(self) -> tuple:
@@ -68,11 +69,10 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
     smallest, largest = np.inf, 0.0
     with in_piece(where):  # (a piece of a file: messages name its rows, and where it lies)
         resolution = spec.weighted and spec.resolution_check() is not None
-        labels = None
-        if (check_labels and n) or resolution:  # (read once for both)
-            labels = as_labels(frame[spec.label], f"label column {spec.label!r}",
-                               threshold=spec.label_threshold,
-                               pos_label_hint=STREAMED_POS_LABEL_HINT)
+        labels = classes = None
+        if (check_labels and n) or resolution or spec.pos_label is not None:  # (read once)
+            labels = spec.piece_labels(frame)
+            classes = spec.label_classes(frame, where)
         class_weights = None
         if spec.weighted:
             weights = as_sample_weight(frame[spec.sample_weight], n,
@@ -91,7 +91,8 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
             values = values if keep is None else values[keep]
             samples[k] = values.astype(np.float64) + 0.0  # -0.0 -> 0.0
             stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
-    return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest, class_weights)
+    return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest, class_weights,
+                        classes)
 
 
 def _merged_class_weights(summaries: list):
@@ -117,7 +118,9 @@ def merge_summaries(summaries: list) -> ScoreSummary:
         [np.concatenate([s.sample_weights[k] for s in summaries])
          for k in range(len(summaries[0].samples))],
         min(s.smallest_weight for s in summaries), max(s.largest_weight for s in summaries),
-        _merged_class_weights(summaries))
+        _merged_class_weights(summaries),
+        LabelClasses.join(s.label_classes for s in summaries)
+        if any(s.label_classes is not None for s in summaries) else None)
 
 
 def bucket_edges(sample: np.ndarray, n_buckets: int, weights=None) -> np.ndarray:

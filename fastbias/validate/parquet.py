@@ -225,7 +225,8 @@ def _check_label_statistics(parquet, path: str, label: str) -> None:
 
 
 def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_threshold,
-                 missing_subgroup, sample_weight, sensitive_features=None) -> tuple:
+                 missing_subgroup, sample_weight, sensitive_features=None,
+                 pos_label=None) -> tuple:
     """Resolve and check Parquet files against each other; ``(ColumnSpec, ParquetSource)``.
 
     Reads only the footers. Every problem found names the file (and for a
@@ -244,7 +245,7 @@ def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_
                                subgroup_threshold=subgroup_threshold,
                                missing_subgroup=missing_subgroup, sample_weight=sample_weight,
                                source=f"the Parquet file {path}",
-                               sensitive_features=sensitive_features)
+                               sensitive_features=sensitive_features, pos_label=pos_label)
             checked = [("label", spec.label)] + [("score", m) for m in spec.models]
             if spec.weighted:
                 checked.append(("sample_weight", spec.sample_weight))
@@ -259,7 +260,8 @@ def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_
                         f"scores tie differently; labels must be read one way); rewrite one of "
                         f"them with the other's type")
                 first_kinds.setdefault(name, (kinds[name], path))
-            _check_label_statistics(parquet, path, spec.label)
+            if pos_label is None:  # (with it, any two values are classes)
+                _check_label_statistics(parquet, path, spec.label)
             rows_per_group.append([parquet.metadata.row_group(g).num_rows
                                    for g in range(parquet.metadata.num_row_groups)])
             score_kinds.append([kinds[m] for m in spec.models])

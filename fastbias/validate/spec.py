@@ -7,11 +7,13 @@ import numpy as np
 import pandas as pd
 
 from .categories import value_text
-from .columns import name_list
+from .columns import column_values, name_list
 from .settings import MISSING_POLICIES, check_threshold
 from .values import (
     INTERVAL_RESOLUTION_BITS,
     THRESHOLD_RESOLUTION_BITS,
+    LabelClasses,
+    as_labels,
     as_scores,
     check_interval_weights,
     check_weight_resolution,
@@ -55,6 +57,30 @@ class ColumnSpec:
     thresholds: tuple | None = None
     threshold_interval: str | None = "wilson"
     gap_interval: str | None = None
+    #: ``pos_label=``: the label value of the positive class (the other value is the
+    #: negative one; ``label_threshold`` is then None), or None
+    pos_label: object = None
+
+    def piece_labels(self, frame) -> np.ndarray:
+        """The validated labels (True = positive) of one piece of the rows; with
+        ``pos_label``, the piece may lack it (:meth:`label_classes` and
+        :class:`~fastbias.validate.values.LabelClasses` check all the pieces together)."""
+        return as_labels(frame[self.label], f"label column {self.label!r}",
+                         threshold=self.label_threshold, pos_label=self.pos_label, piece=True)
+
+    def label_classes(self, frame, where: str = "") -> LabelClasses | None:
+        """What :class:`~fastbias.validate.values.LabelClasses` needs of one piece's labels
+        (already validated by :meth:`piece_labels`), or None without ``pos_label``."""
+        if self.pos_label is None:
+            return None
+        return LabelClasses.of_piece(column_values(frame[self.label], "label")[0],
+                                     self.pos_label, where)
+
+    def check_label_classes(self, classes: LabelClasses | None) -> None:
+        """With ``pos_label``: a ValueError unless the label values of all the pieces
+        (``classes``, joined) are at most two, ``pos_label`` one of them."""
+        if self.pos_label is not None:
+            (classes or LabelClasses()).check(self.pos_label, f"label column {self.label!r}")
 
     def check_extras(self) -> ColumnSpec:
         """The extras that cannot go with the columns: Bernstein intervals of weighted rows
@@ -177,7 +203,7 @@ class ColumnSpec:
         out = {"label_threshold": self.label_threshold,
                "subgroup_threshold": self.subgroup_threshold,
                "missing_subgroup": self.missing_subgroup, "ci": self.ci,
-               "weighted": self.weighted, "nan_policy": "raise", "pos_label": None,
+               "weighted": self.weighted, "nan_policy": "raise", "pos_label": self.pos_label,
                "intersections": self.intersections,
                "min_subgroup_size": self.min_subgroup_size,
                "significance": self.significance, "engine": engine}
@@ -212,9 +238,10 @@ def check_unique_names(names: list) -> None:
 
 def column_spec(available, *, label, scores, subgroups, label_threshold, subgroup_threshold,
                 missing_subgroup, sample_weight, source: str = "the data",
-                sensitive_features=None) -> ColumnSpec:
+                sensitive_features=None, pos_label=None) -> ColumnSpec:
     """Validate the column arguments against the ``available`` column names (``subgroups``
-    may be None or empty where ``sensitive_features`` are given)."""
+    may be None or empty where ``sensitive_features`` are given). With ``pos_label`` the
+    ``label_threshold`` is not used (as in :func:`fastbias.evaluate`)."""
     if missing_subgroup not in MISSING_POLICIES:
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, "
                          f"got {missing_subgroup!r}")
@@ -243,10 +270,10 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
             raise KeyError(f"{argument}: column(s) {missing} not in {source} (columns are "
                            f"{shown}{' ...' if len(available) > 20 else ''})")
     return ColumnSpec(label, models, names, sample_weight,
-                      None if label_threshold is None
+                      None if label_threshold is None or pos_label is not None
                       else check_threshold(label_threshold, "label_threshold"),
                       check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup,
-                      features=tuple(features))
+                      features=tuple(features), pos_label=pos_label)
 
 
 def score_dtype(dtype) -> np.dtype:

@@ -170,19 +170,17 @@ def as_scores(y_score, name: str = "y_score", n: int | None = None, *,
 POS_LABEL_HINT = "pass pos_label to say which value is the positive class"
 #: ... where it is not (the caller's own argument list has no pos_label)
 NO_POS_LABEL_HINT = "map them to booleans first (y_true == the positive value)"
-#: ... where the rows are read in pieces (a file, Dask partitions): no pos_label there
-STREAMED_POS_LABEL_HINT = ("map them to 0/1 or booleans in the data first (evaluate_csv, "
-                           "evaluate_parquet and fastbias.dask take no pos_label; "
-                           "fastbias.evaluate does, on rows in memory)")
 
 
 def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                   threshold_name: str = "label_threshold", *,
-                  pos_label_hint: str = POS_LABEL_HINT) -> np.ndarray:
+                  pos_label_hint: str = POS_LABEL_HINT, piece: bool = False) -> np.ndarray:
     """Labels without missing values -> bool array (True = positive).
 
     ``pos_label_hint``: what a message of labels that need a positive class
-    advises (the caller's way of giving one, or of mapping the labels)."""
+    advises (the caller's way of giving one, or of mapping the labels). ``piece``: the
+    labels are one piece of the rows (a batch of a file, a Dask partition), which may lack
+    ``pos_label``; :class:`LabelClasses` checks the classes of all the pieces."""
     takes_pos_label = pos_label_hint == POS_LABEL_HINT
     if pos_label is not None:
         if threshold is not None:
@@ -196,7 +194,7 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
         if positive.shape != arr.shape:  # numpy gave a scalar: incomparable types
             positive = np.zeros(arr.shape[0], dtype=bool)
         positive = np.ascontiguousarray(positive, dtype=np.bool_)
-        if not positive.any():
+        if not piece and not positive.any():
             raise ValueError(f"pos_label {pos_label!r} does not occur in {name} "
                              f"(its values are {_shown_values(distinct)})")
         return positive
@@ -242,7 +240,8 @@ def _missing_message(missing: np.ndarray, name: str, what: str = "missing",
 
 def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
               pos_label=None, threshold_name: str = "label_threshold", *,
-              omit: bool = False, pos_label_hint: str = POS_LABEL_HINT) -> np.ndarray:
+              omit: bool = False, pos_label_hint: str = POS_LABEL_HINT,
+              piece: bool = False) -> np.ndarray:
     """Validate labels and return a boolean array (True = positive).
 
     Booleans and 0/1 numbers as they are; fractions with ``threshold``
@@ -255,7 +254,83 @@ def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
     if missing is not None:
         raise ValueError(_missing_message(missing, name, "missing label", omit))
     return binary_labels(arr, name, threshold, pos_label, threshold_name,
-                         pos_label_hint=pos_label_hint)
+                         pos_label_hint=pos_label_hint, piece=piece)
+
+
+class LabelClasses:
+    """The label values of rows read in pieces (a file's batches, Dask partitions), where
+    ``pos_label`` names the positive class: each piece is checked alone (at most two
+    values), and these check them all together, as one column in memory would be.
+
+    Found on each piece (:meth:`of_piece`, where the piece is read, e.g. on a Dask worker)
+    and joined (:meth:`join`, on the driver, in the pieces' order); :meth:`check` then
+    refuses a third value, naming it and the row where it first occurs, and a
+    ``pos_label`` that no row holds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastbias.validate.values import LabelClasses
+    >>> a = LabelClasses.of_piece(np.array(["no", "yes"], dtype=object), "yes", "in part 0")
+    >>> b = LabelClasses.of_piece(np.array(["no", "maybe"], dtype=object), "yes", "in part 1")
+    >>> LabelClasses.join([a, b]).check("yes", "label column 'y'")
+    Traceback (most recent call last):
+    ...
+    ValueError: label column 'y' has more than two distinct values (['no', 'yes', 'maybe']; 'maybe' first at position 1, in part 1); pos_label needs two-class labels: map the other values in the data first (a value read as a number in one batch and as text in another counts twice)
+    """
+
+    #: at most this many values are kept (one past two: enough to refuse)
+    KEPT = 3
+
+    def __init__(self, values: tuple = (), positive: bool = False):
+        #: ``(value, where it first occurs)`` of each distinct value, in order of appearance
+        self.values = tuple(values)
+        #: whether any row is of the positive class
+        self.positive = bool(positive)
+
+    @classmethod
+    def of_piece(cls, arr: np.ndarray, pos_label, where: str = "") -> "LabelClasses":
+        """The values of one piece's labels (``arr``, no missing values) and where each
+        first occurs (the piece's row, see :func:`~fastbias.validate.columns.rows_from`)."""
+        from .columns import rows_from
+
+        codes, uniques = pd.factorize(arr)
+        _, first = np.unique(codes, return_index=True)
+        with rows_from(where):
+            found = tuple((_plain(uniques[c]), f"{_at(p)}{', ' + where if where else ''}")
+                          for c, p in sorted(zip(range(len(uniques)), first),
+                                             key=lambda cp: cp[1]))
+        positive = np.asarray(arr == pos_label)
+        return cls(found[:cls.KEPT], positive.shape == arr.shape and bool(positive.any()))
+
+    @classmethod
+    def join(cls, parts) -> "LabelClasses":
+        """The classes of several pieces' rows, taken in order (None for an empty piece)."""
+        seen: dict = {}
+        positive = False
+        for part in parts:
+            if part is None:
+                continue
+            positive |= part.positive
+            for value, where in part.values:
+                if len(seen) < cls.KEPT and value not in seen:
+                    seen[value] = where
+        return cls(tuple(seen.items()), positive)
+
+    def check(self, pos_label, name: str) -> None:
+        """A ValueError unless the pieces hold at most two values, one of them ``pos_label``
+        (``name``: the label column, for messages)."""
+        values = [value for value, _ in self.values]
+        if len(values) > 2:
+            third, where = self.values[2]
+            raise ValueError(f"{name} has more than two distinct values "
+                             f"({_shown_values(values)}; {third!r} first at {where}); "
+                             f"pos_label needs two-class labels: map the other values in the "
+                             f"data first (a value read as a number in one batch and as text "
+                             f"in another counts twice)")
+        if not self.positive:
+            raise ValueError(f"pos_label {pos_label!r} does not occur in {name} "
+                             f"(its values are {_shown_values(values)})")
 
 
 def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,

@@ -62,7 +62,9 @@ from .validate.categories import (
 )
 from .validate.columns import PieceWhere
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
+from .validate.settings import check_sample_seed
 from .validate.spec import ColumnSpec, column_spec, score_dtype
+from .validate.subgroups import column_kinds
 
 __all__ = ["evaluate"]
 
@@ -117,12 +119,35 @@ def _check_score_dtypes(frame, spec: ColumnSpec, score_dtypes: list, where: str)
                             f"ddf[{model!r}].astype('float64')")
 
 
+def _meta_kinds(spec: ColumnSpec, dtypes) -> tuple:
+    """What the Dask DataFrame's meta (``dtypes``) says of the label and identity columns
+    (``ColumnSpec.batch_kinds``): ``(name -> "boolean" or "numeric" of each column typed so,
+    the columns whose values say it: object and categorical)``."""
+    typed, by_values = {}, []
+    for name in spec.batch_kinds().names:
+        dtype = dtypes[name]
+        if pd.api.types.is_bool_dtype(dtype):
+            typed[name] = "boolean"
+        elif pd.api.types.is_numeric_dtype(dtype):
+            typed[name] = "numeric"
+        elif dtype == object or isinstance(dtype, pd.CategoricalDtype):
+            by_values.append(name)
+    return typed, by_values
+
+
+#: where a partition's kinds are compared to, in messages
+_META = "in the Dask DataFrame's meta (do its partitions or files store different types?)"
+
+
 def _encode_partition(frame: pd.DataFrame, spec: ColumnSpec, score_dtypes: list,
-                      partition_info=None) -> pd.DataFrame:
+                      meta_kinds: dict, partition_info=None) -> pd.DataFrame:
     where = ""
     if partition_info is not None and partition_info.get("number") is not None:
         where = f"in Dask partition {partition_info['number']}"
     _check_score_dtypes(frame, spec, score_dtypes, where)
+    # a partition read with another type than the meta's (a file that differs: booleans in
+    # one, numbers in another) would mean two things: refused, as in memory
+    spec.batch_kinds().seeded(meta_kinds, _META).check(frame, where or "in a Dask partition")
     return _encoded(frame, spec, where, frame.index)
 
 
@@ -555,9 +580,9 @@ def evaluate(data, *, label: str, scores, subgroups=None,
     stall_timeout : float, default 120
         Seconds every worker may stay paused for memory before a RuntimeError
         (instead of waiting forever).
-    random_state : int, default 0
+    random_state : int or None, default 0
         Seed of the score sample that sets the partition boundaries (the
-        result does not depend on it, only the partitions' sizes do).
+        result does not depend on it, only the partitions' sizes do); None draws one.
     intersections : {None, 2, 3}, default None
         Also every pair (and triple) of the subgroups with at least
         ``min_subgroup_size`` rows of each class, named ``"a & b"``, as in
@@ -624,6 +649,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     order, min_size = check_intersections(intersections, min_subgroup_size)
+    random_state = check_sample_seed(random_state)
     tests = checked_extras(significance, confidence, thresholds, threshold_interval,
                            gap_interval, ci)
     settings = dict(label=label, scores=scores, subgroups=subgroups,
@@ -640,6 +666,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
             if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
                 raise TypeError(f"score column {model!r} must be numeric scores, got dtype {dtype}")
         score_dtypes = [score_dtype(dtypes[m]) for m in spec.models]
+        meta_kinds = _meta_kinds(spec, dtypes)
         n_input = data.npartitions
     elif isinstance(data, pd.DataFrame):
         raise TypeError("data must be a dask.dataframe.DataFrame or Parquet paths, got a pandas "
@@ -656,6 +683,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
             raise ValueError("data has no rows")
         pieces = parquet.pieces(int(piece_rows))
         score_dtypes = parquet.score_dtypes
+        meta_kinds = None  # (open_parquet checked the files' types against each other)
         n_input = len(pieces)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests).check_extras()
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
@@ -667,9 +695,9 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         if client is not None:
             _check_workers(client, float(worker_timeout))
         with _quiet_local_workers(client):
-            return _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persist,
-                        compute, show, client, float(worker_timeout), float(stall_timeout),
-                        random_state)
+            return _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input,
+                        n_out, persist, compute, show, client, float(worker_timeout),
+                        float(stall_timeout), random_state)
 
 
 def _checked_divisions(divisions, models: list) -> list:
@@ -714,9 +742,10 @@ def _checked_boundaries(values, name: str) -> list | None:
     return out
 
 
-def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persist, compute, show,
-         client, worker_timeout, stall_timeout, random_state):
-    """The passes of :func:`evaluate` on checked arguments."""
+def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, n_out, persist,
+         compute, show, client, worker_timeout, stall_timeout, random_state):
+    """The passes of :func:`evaluate` on checked arguments (``meta_kinds``: see
+    :func:`_meta_kinds`, for a Dask DataFrame)."""
     import dask
     import dask.dataframe as dd
 
@@ -771,11 +800,22 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, n_input, n_out, persi
                             summary.sample_weights[k], n_out)
                  for k, d in enumerate(given)]
 
+    # 1b. object and categorical label or identity columns: each partition's values say
+    # whether they are booleans or numbers, and all must agree (typed ones are compared with
+    # the meta as each partition is encoded)
+    if parquet is None and meta_kinds[1]:
+        checker = spec.batch_kinds()
+        parts = data[meta_kinds[1]].to_delayed()
+        for i, kinds in enumerate(_compute(client, [dask.delayed(column_kinds)(part, meta_kinds[1])
+                                                    for part in parts],
+                                           show, worker_timeout, stall_timeout)):
+            checker.check_kinds(kinds, f"in Dask partition {i}")
+
     # 2. the compact encoded frame
     meta = _encoded_meta(spec, score_dtypes)
     if parquet is None:
         encoded = data[spec.columns].map_partitions(_encode_partition, spec, score_dtypes,
-                                                   meta=meta)
+                                                   meta_kinds[0], meta=meta)
     else:
         encoded = dd.from_map(_read_and_encode, pieces, parquet=parquet, spec=spec,
                               meta=meta, label="fastbias-read", enforce_metadata=False)

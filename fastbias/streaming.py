@@ -62,9 +62,8 @@ from .validate.categories import (
 )
 from .validate.columns import PieceWhere
 from .validate.parquet import iter_batches, open_parquet
-from .validate.settings import resolve_n_jobs
+from .validate.settings import check_sample_seed, resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
-from .validate.subgroups import BatchKinds
 from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
 
 __all__ = ["evaluate_csv", "evaluate_parquet"]
@@ -212,9 +211,9 @@ def evaluate_parquet(source, *, label: str, scores, subgroups=None,
         Threads that sweep buckets (default: the CPU count).
     temp_dir : str or path, optional
         Where the spill files go (default: the system's temporary directory).
-    random_state : int, default 0
+    random_state : int or None, default 0
         Seed of the score sample that sets the bucket edges (the result does
-        not depend on it, only the bucket sizes do).
+        not depend on it, only the bucket sizes do); None draws one.
     intersections : {None, 2, 3}, default None
         Also evaluate every pair (and triple) of the subgroups with at least
         ``min_subgroup_size`` rows of each class, named ``"a & b"``, as
@@ -393,6 +392,7 @@ def _check_tests(significance, confidence, thresholds=None, threshold_interval="
 
 
 def _check_sizes(batch_rows, bucket_rows, n_jobs, temp_dir) -> None:
+    """A ValueError naming a size, a thread count or a temporary directory out of place."""
     for name, value in (("batch_rows", batch_rows), ("bucket_rows", bucket_rows)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -417,6 +417,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     histograms of :func:`fastbias.report.score_histograms` are counted on the way.
     """
     spec.check_extras()
+    random_state = check_sample_seed(random_state)
     if prepare is not None:
         read = _prepared(read, prepare)
     sub_batch = None
@@ -466,7 +467,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
         spills = [_ModelSpill(k, spec.models[k], edges[k], records[k], n_groups, spec.weighted,
                               directory, spec.chunk_extras())
                   for k in range(len(spec.models))]
-        kinds = BatchKinds(spec.subgroups)
+        kinds = spec.batch_kinds()
         for frame, where in read(spec.columns):
             kinds.check(frame, where)
             for part, at in _pieces(frame, where, sub_batch):
@@ -518,7 +519,7 @@ def chosen_combinations(read, spec: ColumnSpec) -> list:
     subgroups, never a rows x combinations matrix), as the in-memory path chooses them."""
     counting = replace(spec, models=[], sample_weight=None, features=())
     total = None
-    kinds = BatchKinds(spec.subgroups)
+    kinds = spec.batch_kinds()
     for frame, where in read(counting.columns):
         kinds.check(frame, where)
         rows = encode_frame(frame, counting, where)

@@ -408,3 +408,29 @@ def test_thinned_sample_keeps_the_weights_resolution_check(tmp_path, monkeypatch
     with pytest.raises(ValueError, match=r"weight 1e-40 at row 100 .*below 2\*\*-90"):
         streaming.evaluate_csv(path, label="y", scores="s", subgroups=["g"], sample_weight="w",
                                significance="holm", batch_rows=500)
+
+
+def test_a_label_read_as_booleans_in_one_batch_and_numbers_in_another_is_refused(tmp_path):
+    """pandas reads each batch of a CSV file on its own: "True"/"False" labels in the first
+    batches, fractions in the later ones. Read at once the column is refused; batch by
+    batch the booleans were taken as classes and the fractions thresholded, silently."""
+    rng = np.random.default_rng(0)
+    n = 400
+    y = np.where(rng.random(n) < 0.4, "True", "False").astype(object)
+    y[200:] = np.round(rng.random(200), 1).astype(str)
+    pd.DataFrame({"y": y, "s": rng.random(n), "g": rng.random(n) < 0.3}).to_csv(
+        tmp_path / "d.csv", index=False)
+    with pytest.raises(TypeError, match=r"label column 'y' holds numeric values in rows "
+                                        r"200\.\.399 of .* but boolean values in rows 0\.\.199"):
+        fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s", subgroups=["g"],
+                              batch_rows=200)
+
+
+@pytest.mark.parametrize("random_state, error", [(-1, ValueError), (1.5, TypeError),
+                                                 ("seed", TypeError), (False, TypeError)])
+def test_random_state_is_checked_by_name(tmp_path, random_state, error):
+    pd.DataFrame({"y": [0, 1, 0, 1], "s": [0.1, 0.4, 0.35, 0.8], "g": [1, 0, 1, 0]}).to_csv(
+        tmp_path / "d.csv", index=False)
+    with pytest.raises(error, match=r"random_state must be None or a non-negative int"):
+        fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s", subgroups=["g"],
+                              random_state=random_state)

@@ -224,6 +224,14 @@ def _check_label_statistics(parquet, path: str, label: str) -> None:
         first_row += group.num_rows
 
 
+#: why a column must have one type in every file, by its role
+_WHY_ONE_TYPE = {"score": "float32 and float64 scores tie differently",
+                 "label": "labels must be read one way",
+                 "sample_weight": "weights must be read one way",
+                 "subgroup": "a boolean true is a member whatever the threshold, a number only "
+                             "at or above it"}
+
+
 def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_threshold,
                  missing_subgroup, sample_weight, sensitive_features=None,
                  pos_label=None) -> tuple:
@@ -249,16 +257,19 @@ def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_
             checked = [("label", spec.label)] + [("score", m) for m in spec.models]
             if spec.weighted:
                 checked.append(("sample_weight", spec.sample_weight))
+            checked += [("subgroup", name) for name in spec.subgroups
+                        if name not in {c for _, c in checked}]
             kinds = {}
             for role, name in checked:
                 kinds[name] = _type_kind(arrow.field(name).type)
+                if role == "subgroup" and kinds[name] == "float32":
+                    kinds[name] = "number"  # (compared with the threshold either way)
                 if name in first_kinds and first_kinds[name][0] != kinds[name]:
                     before, where = first_kinds[name]
                     raise TypeError(
                         f"{role} column {name!r} is {before} in {where} but {kinds[name]} in "
-                        f"{path}: it must have one type in every file (float32 and float64 "
-                        f"scores tie differently; labels must be read one way); rewrite one of "
-                        f"them with the other's type")
+                        f"{path}: it must have one type in every file ({_WHY_ONE_TYPE[role]}); "
+                        f"rewrite one of them with the other's type")
                 first_kinds.setdefault(name, (kinds[name], path))
             if pos_label is None:  # (with it, any two values are classes)
                 _check_label_statistics(parquet, path, spec.label)

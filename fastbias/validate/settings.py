@@ -120,6 +120,31 @@ def check_undefined(undefined, nan_policy=None, *, where: str, stacklevel: int =
     return undefined
 
 
+def check_sample_seed(random_state) -> int:
+    """The seed of an out-of-core path's score sample (which sets only the sizes of its
+    buckets or partitions, never the result): a non-negative int as it is, None a fresh
+    one; anything else a TypeError or ValueError naming ``random_state``.
+
+    Examples
+    --------
+    >>> check_sample_seed(7)
+    7
+    >>> check_sample_seed(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: random_state must be None or a non-negative int, got -1
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(f"random_state must be None or a non-negative int, got "
+                        f"{random_state!r}")
+    if random_state < 0:
+        raise ValueError(f"random_state must be None or a non-negative int, got "
+                         f"{random_state!r}")
+    return int(random_state)
+
+
 def check_missing_policy(missing_subgroup) -> str:
     if missing_subgroup not in MISSING_POLICIES:
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, "

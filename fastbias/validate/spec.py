@@ -9,6 +9,7 @@ import pandas as pd
 from .categories import value_text
 from .columns import column_values, name_list
 from .settings import MISSING_POLICIES, check_threshold
+from .subgroups import BatchKinds
 from .values import (
     INTERVAL_RESOLUTION_BITS,
     THRESHOLD_RESOLUTION_BITS,
@@ -75,6 +76,13 @@ class ColumnSpec:
             return None
         return LabelClasses.of_piece(column_values(frame[self.label], "label")[0],
                                      self.pos_label, where)
+
+    def batch_kinds(self) -> BatchKinds:
+        """The check that the label (unless ``pos_label`` names its classes) and the identity
+        columns read as one kind in every batch or partition."""
+        roles = {} if self.pos_label is not None else {self.label: "label"}
+        roles.update((name, "subgroup") for name in self.subgroups if name not in roles)
+        return BatchKinds(roles)
 
     def check_label_classes(self, classes: LabelClasses | None) -> None:
         """With ``pos_label``: a ValueError unless the label values of all the pieces

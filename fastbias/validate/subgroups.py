@@ -160,27 +160,44 @@ def identity_kind(column) -> str | None:
     return "other"
 
 
+def column_kinds(frame, names) -> dict:
+    """:func:`identity_kind` of each of the ``names`` that ``frame`` holds."""
+    return {name: identity_kind(frame[name]) for name in names if name in frame}
+
+
 class BatchKinds:
-    """The kind of each identity column, checked batch after batch: a column whose batches
-    differ (numbers in some, booleans in others: read at once it would be refused, read in
-    batches it would mean two things) is a TypeError naming the column and both places."""
+    """The kind of each identity column (or label), checked batch after batch: a column whose
+    batches differ (numbers in some, booleans in others: read at once it would be refused,
+    read in batches it would mean two things) is a TypeError naming the column and both
+    places. ``names``: the columns, all of ``role``, or a dict of column -> role."""
 
     def __init__(self, names, role: str = "subgroup"):
-        self.names = list(names)
-        self.role = role
+        self.roles = (dict(names) if isinstance(names, dict)
+                      else {name: role for name in names})
+        self.names = list(self.roles)
         self.first = {}
 
+    def seeded(self, kinds: dict, where: str) -> "BatchKinds":
+        """This check, as though a batch ``where`` had had these ``kinds`` (None: unknown),
+        e.g. a Dask DataFrame's meta, which every partition must then agree with."""
+        for name, kind in kinds.items():
+            if name in self.roles and kind is not None:
+                self.first.setdefault(name, (kind, where))
+        return self
+
     def check(self, frame, where: str) -> None:
-        for name in self.names:
-            if name not in frame:
-                continue
-            kind = identity_kind(frame[name])
+        """Check the columns of one batch (``frame``), ``where`` it is."""
+        self.check_kinds(column_kinds(frame, self.names), where)
+
+    def check_kinds(self, kinds: dict, where: str) -> None:
+        """Check one batch's kinds (:func:`column_kinds`, found where the batch was read)."""
+        for name, kind in kinds.items():
             if kind is None or kind == "other":
                 continue  # nothing to compare, or the reader's own error follows
             seen = self.first.setdefault(name, (kind, where))
             if seen[0] != kind:
-                raise TypeError(f"{self.role} column {name!r} holds {kind} values {where} but "
-                                f"{seen[0]} values {seen[1]}: {ONE_KIND}")
+                raise TypeError(f"{self.roles[name]} column {name!r} holds {kind} values "
+                                f"{where} but {seen[0]} values {seen[1]}: {ONE_KIND}")
 
 
 def _looks_like_names(subgroups) -> bool:

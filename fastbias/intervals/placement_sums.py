@@ -117,6 +117,10 @@ class PlacementSums:
         chunks' joined by min and max: where they show a sample's placements all the same
         (:func:`flat_parts_of_spans`), its part of a variance is exactly 0, as
         ``flat_parts`` shows in memory (a constant or separating model). None in memory.
+    exact_pending : bool
+        Out of core, whether a chunk kept no exact sums only because the exact walks were
+        still compiling (a first call, :func:`_chunk_exact`): the tests in doubt, which
+        they would settle, are then not made (a later call makes them).
     """
 
     delong: np.ndarray
@@ -134,6 +138,7 @@ class PlacementSums:
     joinable: object = None
     read_ratios: object = None
     spans: object = None
+    exact_pending: bool = False
 
     @property
     def class_totals(self) -> np.ndarray:
@@ -490,18 +495,18 @@ def gather_placement_sums(parts: list, k: int, weighted: bool) -> PlacementSums:
         spans = no_spans(k)
         for sums, members in parts:
             spans[members] = sums.spans
-    return replace(out, joinable=_chunk_exact(parts, out.weights), spans=spans)
+    ready = exact_walks_ready()  # (once: the background compilation may end meanwhile)
+    return replace(out, joinable=_chunk_exact(parts, out.weights) if ready else None,
+                   spans=spans, exact_pending=not ready)
 
 
 def _chunk_exact(parts: list, weights: np.ndarray) -> ChunkExact | None:
     """A chunk's :class:`ChunkExact` from its universes' walks (``[(sums, members)]``, as
     :func:`gather_placement_sums`), or None where one's sums cannot be exact. Made now,
-    while the chunk's rows are at hand: every walk's exact sums, for every subgroup. Also
-    None while the exact walks are not compiled yet (they compile in the background, for
+    while the chunk's rows are at hand: every walk's exact sums, for every subgroup. Not
+    made while the exact walks are not compiled yet (they compile in the background, for
     later calls: :func:`~.exact_sums.exact_walks_ready`), so that a first call out of core
-    does not wait about 8 s for walks that few tests need."""
-    if not exact_walks_ready():
-        return None
+    does not wait about 8 s for walks that few tests need (``PlacementSums.exact_pending``)."""
     k = weights.shape[0]
     arrays = {name: np.zeros((k, columns)) for name, columns in (
         ("delong_hi", SK.N_DELONG_COLUMNS), ("delong_lo", SK.N_DELONG_COLUMNS),
@@ -640,7 +645,8 @@ def combine_placement_sums(parts: list) -> PlacementSums:
                          parts[0].weighted, bits,
                          sum(p.joins for p in parts) + len(parts), exact=exact,
                          read_ratios=None if any(r is None for r in ratios)
-                         else np.max(ratios, axis=0), spans=spans)
+                         else np.max(ratios, axis=0), spans=spans,
+                         exact_pending=any(p.exact_pending for p in parts))
 
 
 def _joined_exact(chunks: list, bits: int):

@@ -249,6 +249,11 @@ def intervals_from_chunks(table: pd.DataFrame, sums, chunks: list, spec: ColumnS
                   "with every row, as under missing_subgroup='exclude' each is compared with "
                   "its annotated rows, and the chunks keep the placement sums of those "
                   "only)"] = ["overall AUC"]
+        if sums.exact_pending:  # (a first call: the exact walks were still compiling)
+            found = {(f"{head}; on this first call the chunks' exact sums, which may "
+                      f"settle some of them, were still compiling: the next call makes them"
+                      if "from rounding" in head else head): entries
+                     for head, entries in found.items()}
     else:  # "bernstein"
         cells = table[["subgroup_negatives", "subgroup_positives"]].to_numpy(dtype=np.int64)
         universes = cells + table[["background_negatives", "background_positives"]].to_numpy(

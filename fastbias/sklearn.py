@@ -229,7 +229,12 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
 
 
 class _FoldScorer:
-    """Scorer reading a fold's subgroups from X (columns or index labels); no routing needed."""
+    """Scorer reading a fold's subgroups from X (columns or index labels); no routing needed.
+
+    With metadata routing on, it takes part in it as scikit-learn's own scorers do: a
+    ``sample_weight`` routed to it is an error (scikit-learn's) until
+    :meth:`set_score_request` says whether to take it (found by review: it was ignored
+    without a word, so a weighted search was scored unweighted)."""
 
     def __init__(self, metric, subgroups, subgroup_columns, response_method, settings):
         self.metric = metric
@@ -238,6 +243,23 @@ class _FoldScorer:
         self.response_method = response_method
         self.settings = settings
         self.first_undefined = _FirstUndefinedFold(metric)
+        self.sample_weight_request = None  # (not set: a routed weight is refused)
+
+    def set_score_request(self, *, sample_weight=None) -> "_FoldScorer":
+        """Whether a ``sample_weight`` routed to the scorer (metadata routing on) is taken:
+        True (or an alias: the name it is routed under), False (not taken), None (not set:
+        scikit-learn refuses a routed one). Returns the scorer."""
+        self.sample_weight_request = sample_weight
+        return self
+
+    def get_metadata_routing(self):
+        """The scorer's metadata request (``score``: ``sample_weight`` as set by
+        :meth:`set_score_request`), for scikit-learn's metadata routing."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        request.score.add_request(param="sample_weight", alias=self.sample_weight_request)
+        return request
 
     def _fold_subgroups(self, X):
         if self.subgroup_columns is not None:
@@ -322,7 +344,10 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
         this is a scikit-learn scorer that requests the ``subgroups`` metadata
         (metadata routing must be enabled). To route ``sample_weight`` too, call
         ``.set_score_request(subgroups=True, sample_weight=True)`` on it
-        (scikit-learn replaces the whole request on each call).
+        (scikit-learn replaces the whole request on each call). With
+        ``subgroups``/``subgroup_columns`` and routing on, a ``sample_weight``
+        routed to it is refused (by scikit-learn, as for its own scorers) until
+        ``.set_score_request(sample_weight=True)`` (or False) says whether to take it.
 
     Examples
     --------

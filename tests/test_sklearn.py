@@ -309,3 +309,42 @@ def test_a_search_says_once_why_folds_are_nan_and_nothing_under_omit(data, how, 
     direct = BiasEvaluator(y, rare, undefined="omit").score(
         model.decision_function(Xr.iloc[test]), "final", index=test)
     assert omitted.cv_results_["split0_test_score"][0] == pytest.approx(direct, abs=1e-12)
+
+
+@pytest.mark.parametrize("multimetric", [False, True])
+def test_routing_free_scorer_takes_part_in_metadata_routing(multimetric):
+    """With routing on, a sample_weight routed to the routing-free scorer was ignored without a
+    word (found by review): a weighted search scored unweighted. Now, as scikit-learn's own
+    scorers: refused until set_score_request says; True gives each fold's weighted score
+    (checked against bias_score on the same folds), False the unweighted one."""
+    from sklearn.exceptions import UnsetMetadataPassedError
+
+    rng = np.random.default_rng(0)
+    n = 600
+    X = pd.DataFrame({"a": rng.normal(size=n), "g": (rng.random(n) < 0.3).astype(float)})
+    y = (X["a"] + rng.normal(size=n) > 0).astype(int)
+    w = rng.uniform(0.1, 5.0, n)
+
+    def scores(scorer):
+        scoring = {"bias": scorer} if multimetric else scorer
+        result = cross_validate(LogisticRegression().set_fit_request(sample_weight=True), X, y,
+                                scoring=scoring, params={"sample_weight": w}, cv=3)
+        return result["test_bias" if multimetric else "test_score"]
+
+    expected = {}
+    for weighted in (True, False):
+        expected[weighted] = []
+        for train, test in StratifiedKFold(3).split(X, y):
+            model = LogisticRegression().fit(X.iloc[train], y.iloc[train], sample_weight=w[train])
+            expected[weighted].append(bias_score(
+                y.iloc[test].to_numpy(), model.decision_function(X.iloc[test]),
+                subgroups=X.iloc[test][["g"]], sample_weight=w[test] if weighted else None))
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = make_bias_scorer("final", subgroup_columns=["g"])
+        with pytest.raises(UnsetMetadataPassedError, match="_FoldScorer.set_score_request"):
+            scores(scorer)
+        assert scorer.set_score_request(sample_weight=True) is scorer
+        np.testing.assert_allclose(scores(scorer), expected[True], rtol=1e-12)
+        np.testing.assert_allclose(scores(scorer.set_score_request(sample_weight=False)),
+                                   expected[False], rtol=1e-12)
+    assert expected[True] != pytest.approx(expected[False], rel=1e-3)  # the weights matter

@@ -645,6 +645,11 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         if value is not None and (isinstance(value, bool) or
                                   not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    for name, value, none in (("persist", persist, True), ("compute", compute, False),
+                              ("progress", progress, True)):
+        if not (isinstance(value, (bool, np.bool_)) or (none and value is None)):
+            raise TypeError(f"{name} must be True or False{' (or None)' if none else ''}, "
+                            f"got {value!r}")
     for name, value in (("worker_timeout", worker_timeout), ("stall_timeout", stall_timeout)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")

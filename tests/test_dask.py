@@ -177,6 +177,16 @@ def test_bad_divisions_are_named(divisions, error, match):
         fdask.evaluate(ddf, label="toxicity", scores="model_fair", subgroups=["male"],
                        divisions=divisions)
 
+@pytest.mark.parametrize("name, value", [("compute", "no"), ("persist", "yes"),
+                                         ("progress", 1), ("compute", None)])
+def test_flags_must_be_booleans(name, value):
+    """compute="no" was taken as true (a string is truthy) and computed; found by review."""
+    ddf = dd.from_pandas(small_frame(2_000), npartitions=2)
+    with pytest.raises(TypeError, match=rf"{name} must be True or False.*got {value!r}"):
+        fdask.evaluate(ddf, label="toxicity", scores="model_fair", subgroups=["male"],
+                       **{name: value})
+
+
 def test_bad_input_is_named(client):
     df = pd.DataFrame({"y": [0, 1, 0, 1], "s": [0.1, np.nan, 0.3, 0.2], "g": [1, 0, 1, 0],
                        "text": ["a", "b", "c", "d"]})
@@ -362,3 +372,17 @@ def test_the_localcluster_example_of_the_docs_runs_as_written(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "bpsn_auc" in done.stdout and "other_gender" in done.stdout
     assert "Traceback" not in done.stderr and "distributed.shuffle" not in done.stderr
+
+
+@pytest.mark.parametrize("subgroups", [None, []])
+def test_no_identity_columns_names_both_ways(tmp_path, subgroups):
+    """Out of core, no subgroups said "subgroups is required" (or "... is empty"), not that
+    sensitive_features would do, as fastbias.evaluate says (found by review)."""
+    df = small_frame(2_000)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    for call in (lambda: fdask.evaluate(dd.from_pandas(df, npartitions=2), label="toxicity",
+                                        scores="model_fair", subgroups=subgroups),
+                 lambda: fastbias.evaluate_csv(tmp_path / "d.csv", label="toxicity",
+                                               scores="model_fair", subgroups=subgroups)):
+        with pytest.raises(ValueError, match=r"give subgroups or sensitive_features \(or both\)"):
+            call()

@@ -548,6 +548,17 @@ def name_list(value, argument: str, columns=None) -> list:
     return out
 
 
+def subgroup_names(subgroups, features: list, columns=None) -> list:
+    """The identity column names of ``subgroups`` (``columns``: those present, as
+    :func:`name_list` takes them); None or empty where sensitive ``features`` are given, else a
+    ValueError that says both ways."""
+    empty = subgroups is None or (isinstance(subgroups, (list, tuple)) and not subgroups)
+    if empty and not features:
+        raise ValueError("give subgroups or sensitive_features (or both): identity columns "
+                         "of booleans or fractions, or categorical columns such as 'race'")
+    return [] if empty else name_list(subgroups, "subgroups", columns)
+
+
 def frame_columns(df: pd.DataFrame, label, scores, subgroups, sensitive_features=None) -> tuple:
     """``(label, model names, subgroup names, sensitive feature names)`` of a DataFrame
     call, each found in ``df`` (which must have rows). Subgroups may be None or empty where
@@ -556,15 +567,11 @@ def frame_columns(df: pd.DataFrame, label, scores, subgroups, sensitive_features
     models = name_list(scores, "scores", df.columns)
     features = ([] if sensitive_features is None else
                 name_list(sensitive_features, "sensitive_features", df.columns))
-    empty = subgroups is None or (isinstance(subgroups, (list, tuple)) and not subgroups)
-    if empty and not features:
-        raise ValueError("give subgroups or sensitive_features (or both): identity columns "
-                         "of booleans or fractions, or categorical columns such as 'race'")
-    subgroup_names = [] if empty else name_list(subgroups, "subgroups", df.columns)
+    names = subgroup_names(subgroups, features, df.columns)
     require_columns(df, [label], "label")
     require_columns(df, models, "scores")
-    require_columns(df, subgroup_names, "subgroups")
+    require_columns(df, names, "subgroups")
     require_columns(df, features, "sensitive_features")
     if df.shape[0] == 0:
         raise ValueError("df is empty (0 rows)")
-    return label, models, subgroup_names, features
+    return label, models, names, features

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .categories import value_text
-from .columns import column_values, name_list
+from .columns import column_values, name_list, subgroup_names
 from .settings import MISSING_POLICIES, check_threshold
 from .subgroups import BatchKinds
 from .values import (
@@ -262,11 +262,7 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
     models = name_list(scores, "scores")
     features = ([] if sensitive_features is None else
                 name_list(sensitive_features, "sensitive_features"))
-    if (subgroups is None or (isinstance(subgroups, (list, tuple)) and not subgroups)) \
-            and features:
-        names = []
-    else:
-        names = name_list(subgroups, "subgroups")
+    names = subgroup_names(subgroups, features)
     available = list(available)
     present = set(available)
     for argument, wanted in (("label", [label]), ("scores", models), ("subgroups", names),

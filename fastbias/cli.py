@@ -887,10 +887,13 @@ def _streamed_pos_label(args, first_frame):
         if positive is None:
             return None
         try:
-            return float(positive)
+            number = float(positive)
         except ValueError:
             raise CLIError(f"--positive {positive!r} is not a number, and label column "
                            f"{args.label!r} holds numbers") from None
+        # (in the column's type, as the report made in memory states it: 1, not 1.0)
+        integral = pd.api.types.is_integer_dtype(column.dtype) and number.is_integer()
+        return int(number) if integral else number
     if positive is None:
         values = sorted(map(str, pd.unique(column.dropna())))[:6]
         raise CLIError(f"label column {args.label!r} is not numeric (values like "

@@ -251,7 +251,9 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     # reads the identity columns (the membership sort and the walk then use the model's threads)
     ahead = (len(models) == 1 and weights is None and n >= CONCURRENT_SWEEP_MIN_ROWS
              and ci != "bootstrap")  # the bootstrap wants its sorts with the rows
-    settings = {"label_threshold": label_threshold, "subgroup_threshold": subgroup_threshold,
+    # (with pos_label no threshold was applied: the settings say none, as out of core)
+    settings = {"label_threshold": None if pos_label is not None else label_threshold,
+                "subgroup_threshold": subgroup_threshold,
                 "missing_subgroup": missing_subgroup, "ci": ci, "confidence": confidence,
                 "weighted": weights is not None, "nan_policy": nan_policy,
                 "pos_label": pos_label, "intersections": intersections,

@@ -184,3 +184,20 @@ def test_label_classes_join_in_order_and_keep_the_first_place():
         joined.check(1, "label column 'y'")
     with pytest.raises(ValueError, match=r"pos_label 1 does not occur .* \[0, 3\]"):
         LabelClasses.join([c]).check(1, "label column 'y'")
+
+
+def test_in_memory_pos_label_refuses_booleans_beside_numbers_and_names_a_third_value():
+    """True == 1 in Python: an object label column of both read as one class pair (pandas'
+    unique takes them for one value); refused, as the pieces out of core refuse it. A third
+    value is named with its position."""
+    df = _frame(20, seed=1)
+    df["y"] = pd.Series([True, False] * 5 + [1, 0] * 5, dtype=object)
+    with pytest.raises(TypeError, match=r"label column 'y' holds both booleans and numbers "
+                                        r"\(True at position 0 and 1 at position 10\)"):
+        fastbias.evaluate(df, label="y", scores="s", subgroups=SUBGROUPS, pos_label=True)
+    df["y"] = ["toxic", "None"] * 6 + ["x"] + ["toxic"] * 7
+    with pytest.raises(ValueError, match=r"3 distinct values \['toxic', 'None', 'x'\] \(the "
+                                         r"third, 'x', first at position 12\)"):
+        fastbias.evaluate(df, label="y", scores="s", subgroups=SUBGROUPS, pos_label="toxic")
+    assert _quiet(fastbias.evaluate, df.iloc[:12], label="y", scores="s", subgroups=SUBGROUPS,
+                  pos_label="toxic").settings["label_threshold"] is None

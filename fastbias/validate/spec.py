@@ -78,9 +78,10 @@ class ColumnSpec:
                                      self.pos_label, where)
 
     def batch_kinds(self) -> BatchKinds:
-        """The check that the label (unless ``pos_label`` names its classes) and the identity
-        columns read as one kind in every batch or partition."""
-        roles = {} if self.pos_label is not None else {self.label: "label"}
+        """The check that the label and the identity columns read as one kind in every batch
+        or partition (with ``pos_label`` too: a batch of booleans beside one of numbers is
+        refused, as True == 1 would make them one class)."""
+        roles = {self.label: "label"}
         roles.update((name, "subgroup") for name in self.subgroups if name not in roles)
         return BatchKinds(roles)
 

@@ -13,6 +13,7 @@ from .columns import (
     _ints_to_float,
     _plain,
     _shown_values,
+    booleans_and_numbers,
     check_length,
     column_values,
     first_non_numeric,
@@ -185,11 +186,18 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
     if pos_label is not None:
         if threshold is not None:
             raise ValueError(f"pass either pos_label or {threshold_name}, not both")
-        distinct = pd.unique(arr)
+        mixed = booleans_and_numbers(arr) if arr.dtype == object else None
+        if mixed is not None:  # (True == 1 in Python: the two would read as one class)
+            raise TypeError(f"{name} holds both booleans and numbers ({mixed}); write it "
+                            f"one way")
+        codes, distinct = pd.factorize(arr)
         if len(distinct) > 2:
+            third = int(np.flatnonzero(codes == 2)[0])
             raise ValueError(f"{name} has {len(distinct)} distinct values "
-                             f"{_shown_values(distinct)}; pos_label needs two-class labels "
-                             f"(for one class against the rest pass y_true == value)")
+                             f"{_shown_values(distinct)} (the third, "
+                             f"{_plain(distinct[2])!r}, first at {_at(third)}); pos_label "
+                             f"needs two-class labels (for one class against the rest pass "
+                             f"y_true == value)")
         positive = np.asarray(arr == pos_label)
         if positive.shape != arr.shape:  # numpy gave a scalar: incomparable types
             positive = np.zeros(arr.shape[0], dtype=bool)
@@ -257,6 +265,19 @@ def as_labels(y_true, name: str = "y_true", threshold: float | None = None,
                          pos_label_hint=pos_label_hint, piece=piece)
 
 
+def _class_key(value) -> tuple:
+    """What tells two label values apart across pieces: their kind and value, so that True
+    and 1 (equal in Python) are two classes, as they are in one column in memory; 1 and 1.0
+    one (a column of both reads as numbers)."""
+    if isinstance(value, (bool, np.bool_)):
+        return ("boolean", bool(value))
+    if isinstance(value, (int, float, np.number)):
+        return ("number", value)
+    if isinstance(value, (str, bytes)):
+        return ("text", value)
+    return (type(value).__name__, value)
+
+
 class LabelClasses:
     """The label values of rows read in pieces (a file's batches, Dask partitions), where
     ``pos_label`` names the positive class: each piece is checked alone (at most two
@@ -298,8 +319,7 @@ class LabelClasses:
         _, first = np.unique(codes, return_index=True)
         with rows_from(where):
             found = tuple((_plain(uniques[c]), f"{_at(p)}{', ' + where if where else ''}")
-                          for c, p in sorted(zip(range(len(uniques)), first),
-                                             key=lambda cp: cp[1]))
+                          for c, p in zip(range(len(uniques)), first))
         positive = np.asarray(arr == pos_label)
         return cls(found[:cls.KEPT], positive.shape == arr.shape and bool(positive.any()))
 
@@ -313,9 +333,10 @@ class LabelClasses:
                 continue
             positive |= part.positive
             for value, where in part.values:
-                if len(seen) < cls.KEPT and value not in seen:
-                    seen[value] = where
-        return cls(tuple(seen.items()), positive)
+                key = _class_key(value)
+                if len(seen) < cls.KEPT and key not in seen:
+                    seen[key] = (value, where)
+        return cls(tuple(seen.values()), positive)
 
     def check(self, pos_label, name: str) -> None:
         """A ValueError unless the pieces hold at most two values, one of them ``pos_label``

@@ -338,9 +338,11 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
     sensitive_features
         As in :func:`evaluate_parquet`.
     pos_label : scalar, optional
-        As in :func:`evaluate_parquet`. The label column is then read as its text: only an
-        empty field is a missing label ("None" or "NA" is a class); numbers are still read
-        as numbers (``pos_label=1`` for labels written 0/1).
+        As in :func:`evaluate_parquet`. Only an empty field is then a missing label ("None"
+        or "NA" is a class). A text ``pos_label`` reads the label column as the text in the
+        file, in every batch alike (``"toxic"`` beside ``"0"``: a batch of only ``"0"``
+        would otherwise read as numbers); a number reads it as numbers (``pos_label=1``
+        for labels written 0/1).
 
     Returns
     -------
@@ -374,10 +376,10 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
                        sensitive_features=sensitive_features, pos_label=pos_label)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     literal = [spec.label] if pos_label is not None else []
+    text = [*spec.features, *([spec.label] if isinstance(pos_label, str) else [])]
     result, _ = stream_evaluate(
         spec, lambda columns: iter_text_batches(source, columns, batch_rows,
-                                                text_columns=spec.features,
-                                                literal_columns=literal),
+                                                text_columns=text, literal_columns=literal),
         [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
         temp_dir=temp_dir, random_state=random_state)
     return result

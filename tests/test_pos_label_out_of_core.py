@@ -201,3 +201,18 @@ def test_in_memory_pos_label_refuses_booleans_beside_numbers_and_names_a_third_v
         fastbias.evaluate(df, label="y", scores="s", subgroups=SUBGROUPS, pos_label="toxic")
     assert _quiet(fastbias.evaluate, df.iloc[:12], label="y", scores="s", subgroups=SUBGROUPS,
                   pos_label="toxic").settings["label_threshold"] is None
+
+
+def test_csv_text_pos_label_reads_every_batch_as_text(tmp_path):
+    """Classes "toxic" and "0": a batch holding only "0" read as the number 0 beside the
+    text "0" of the others (three values, refused); a text pos_label reads the label as
+    the file's text in every batch."""
+    df = _frame(1_000, seed=12)
+    df["y"] = np.where(df["y"] == "toxic", "toxic", "0")
+    df.loc[:199, "y"] = "0"
+    df.to_csv(tmp_path / "d.csv", index=False)
+    result = _quiet(evaluate_csv, tmp_path / "d.csv", label="y", scores="s",
+                    subgroups=SUBGROUPS, pos_label="toxic", batch_rows=100)
+    expected = _quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=SUBGROUPS,
+                      pos_label="toxic")
+    pd.testing.assert_frame_equal(result.table, expected.table, check_exact=True)

@@ -953,9 +953,15 @@ def _run_streaming(args, progress, limit: int):
                                           *([args.weight] if args.weight else []),
                                           *(args.sensitive_features or [])])
         literal = [args.label] if args.positive is not None else []
+        # a --positive that is not a number names a text class: a CSV label is then read as
+        # its text in every batch (a batch of only "0" beside "toxic" would read as numbers)
+        text = list(args.sensitive_features or ())
+        if (fmt == "csv" and args.positive is not None
+                and not _same_number(args.positive, args.positive)):
+            text.append(args.label)
         pos_label = args.positive  # (a file without rows: refused as such later)
         for frame, _ in iter_text_batches(source, [args.label], 1_000, literal_columns=literal,
-                                          flag_columns=_flag_columns(args)):
+                                          text_columns=text, flag_columns=_flag_columns(args)):
             pos_label = _streamed_pos_label(args, frame)
             break
         spec = column_spec(source.names, **options, source=f"the data file {args.data}",
@@ -966,8 +972,7 @@ def _run_streaming(args, progress, limit: int):
             passes["n"] += 1
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show,
-                                         text_columns=args.sensitive_features or (),
-                                         flag_columns=_flag_columns(args),
+                                         text_columns=text, flag_columns=_flag_columns(args),
                                          literal_columns=literal)
 
     spec = dataclasses.replace(spec, intersections=args.intersections,

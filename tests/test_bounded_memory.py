@@ -1118,3 +1118,22 @@ def test_cli_streams_thresholds_to_the_in_memory_report(tmp_path, capsys, monkey
         "--missing-subgroup", "exclude")
     rows = streamed["models"][0]["thresholds"]
     assert len(rows) == 2 * len(SUBGROUPS) and "fpr_gap" in rows[0]
+
+
+def test_cli_streams_text_classes_whose_first_rows_look_numeric(tmp_path, capsys, monkeypatch):
+    """Classes "toxic" and "0" with only "0" in the first 5,000 rows: the first batches read
+    as numbers, and streaming refused --positive toxic as "not a number"; a --positive that
+    is not a number reads the label as text in every batch, as the report in memory does."""
+    df = _tied_frame(40_000, seed=2)
+    df["t"] = np.random.default_rng(8).random(len(df))
+    df["y"] = np.where(df["y"] == 1, "toxic", "0")
+    df.loc[:4_999, "y"] = "0"
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch,
+                                                   "--positive", "toxic")
+    assert streamed["settings"]["pos_label"] == memory["settings"]["pos_label"] == "toxic"
+    for report in (memory, streamed):
+        report.pop("timings_s")
+        report.pop("settings")
+    assert streamed == memory

@@ -449,3 +449,26 @@ def test_the_evaluator_keeps_min_subgroup_size_and_refuses_intersections_of_cate
         axis=None)
     with pytest.raises(ValueError, match="intersections= combines boolean subgroups"):
         fastbias.BiasEvaluator(df["y"], df[["race"]], intersections=2)
+
+
+def test_out_of_core_settings_say_what_each_row_is_as_in_memory(tmp_path):
+    """settings["sensitive_members"] (what a report made from the rows reads each value's and
+    combination's members by) was missing out of core (found by review): a report of the
+    streamed result with its DataFrame then looked for a column named "race=a"."""
+    from fastbias.report import BiasReport
+
+    rng = np.random.default_rng(0)
+    n = 3_000
+    df = pd.DataFrame({"y": rng.random(n) < 0.3, "s": rng.random(n),
+                       "race": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["f", "m"], n),
+                       "g": rng.random(n) < 0.2})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    kw = dict(label="y", scores="s", subgroups=["g"], sensitive_features=["race", "sex"],
+              min_subgroup_size=5)
+    expected = fastbias.evaluate(df, **kw)
+    streamed = fastbias.evaluate_csv(tmp_path / "d.csv", **kw)
+    assert streamed.settings["sensitive_members"] == expected.settings["sensitive_members"]
+    assert streamed.settings["sensitive_members"]["race=b & sex=m"] == [
+        ["race", "race=b"], ["sex", "sex=m"]]
+    report = BiasReport.from_result(df, streamed)
+    assert report.histograms.subgroups == BiasReport.from_result(df, expected).histograms.subgroups

@@ -218,6 +218,15 @@ class ColumnSpec:
                "significance": self.significance, "engine": engine}
         if self.features:
             out["sensitive_features"] = list(self.features)
+            # what each row of a feature's value or combination is, as in memory (a report
+            # made from the rows reads them so)
+            labels = self.feature_labels
+            members = {name: [[feature, name]] for feature, names in zip(self.features, labels)
+                       for name in names}
+            for combo in self.feature_combos:
+                parts = [[self.features[f], labels[f][v]] for f, v in enumerate(combo)]
+                members[" & ".join(label for _, label in parts)] = parts
+            out["sensitive_members"] = members
         if (self.significance is not None or self.thresholds is not None
                 or self.ci is not None):
             out["confidence"] = self.confidence

@@ -404,9 +404,19 @@ def _kept_batch(frame, args):
     """A batch of rows as the in-memory report keeps it: JSON true/false/null columns as
     nullable booleans or numbers, then the identity columns compacted."""
     _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
+    # (a column that is a sensitive feature too keeps its values: they name its groups)
     return _compact_memberships(frame, [c for c in args.subgroups
-                                        if c not in (args.label, *args.scores, args.weight)],
+                                        if c not in (args.label, *args.scores, args.weight,
+                                                     *(args.sensitive_features or ()))],
                                 args.subgroup_threshold)
+
+
+def _text_features(args) -> list:
+    """The sensitive features a CSV file is read as text for (their values the file's text,
+    alike in every batch), but those that are identity columns too: read so, a subgroup of
+    0/1 text would be refused (found by review); their typed values name the same groups
+    (a whole float shows as its integer)."""
+    return [c for c in args.sensitive_features or () if c not in args.subgroups]
 
 
 def _compact_memberships(frame, names, threshold: float):
@@ -955,7 +965,7 @@ def _run_streaming(args, progress, limit: int):
         literal = [args.label] if args.positive is not None else []
         # a --positive that is not a number names a text class: a CSV label is then read as
         # its text in every batch (a batch of only "0" beside "toxic" would read as numbers)
-        text = list(args.sensitive_features or ())
+        text = _text_features(args)
         if (fmt == "csv" and args.positive is not None
                 and not _same_number(args.positive, args.positive)):
             text.append(args.label)
@@ -1048,7 +1058,7 @@ def cmd_report(args) -> int:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
-                       text_columns=args.sensitive_features or (),
+                       text_columns=_text_features(args),
                        # (a text label's classes as written: "None" is one, not missing)
                        literal_columns=[args.label] if args.positive is not None else (),
                        flag_columns=_flag_columns(args),

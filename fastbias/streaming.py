@@ -376,7 +376,10 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
                        sensitive_features=sensitive_features, pos_label=pos_label)
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests)
     literal = [spec.label] if pos_label is not None else []
-    text = [*spec.features, *([spec.label] if isinstance(pos_label, str) else [])]
+    # (a feature that is an identity column too is read as numbers or booleans, as its
+    # subgroup must be; its values name the same groups)
+    text = [*(f for f in spec.features if f not in spec.subgroups),
+            *([spec.label] if isinstance(pos_label, str) else [])]
     result, _ = stream_evaluate(
         spec, lambda columns: iter_text_batches(source, columns, batch_rows,
                                                 text_columns=text, literal_columns=literal),

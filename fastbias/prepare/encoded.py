@@ -90,7 +90,8 @@ def feature_codes(frame, spec: ColumnSpec, where: str = "") -> np.ndarray:
             column = from_foreign(column)
         column = pd.Series(np.asarray(column, dtype=object) if not isinstance(column, pd.Series)
                            else column.astype(object))
-        found = pd.Index(list(values), dtype=object).get_indexer(column)
+        # (tupleize_cols=False: values that are tuples stay values, not a MultiIndex)
+        found = pd.Index(list(values), dtype=object, tupleize_cols=False).get_indexer(column)
         unknown = (found < 0) & ~column.isna().to_numpy()
         if unknown.any():
             row = int(np.flatnonzero(unknown)[0])

@@ -116,6 +116,8 @@ def category_codes(column, name: str, label: str | None = None) -> CategoryCodes
             first = next((v for v in series if not pd.api.types.is_hashable(v)), None)
             raise TypeError(f"{label} holds values that cannot be groups, e.g. {first!r} "
                             f"({type(first).__name__}): give one value per row") from error
+        if series.dtype == object:
+            _refuse_booleans_beside_numbers(series, raw, uniques, label)
         # numpy scalars of the column's own type (an Index would box float32 as float64)
         floats = getattr(getattr(uniques, "dtype", None), "kind", "") == "f"
         uniques = list(np.asarray(uniques) if floats else uniques)
@@ -126,6 +128,28 @@ def category_codes(column, name: str, label: str | None = None) -> CategoryCodes
         values = [uniques[j] for j in order]
     check_values(values, label)
     return CategoryCodes(str(name), np.ascontiguousarray(codes, dtype=np.int32), list(values))
+
+
+def _refuse_booleans_beside_numbers(series: pd.Series, raw: np.ndarray, uniques,
+                                    label: str) -> None:
+    """A TypeError where an object column holds True (False) beside 1 (0): Python takes them
+    for one value, so they would make one group, named after whichever comes first (found by
+    review). Only the groups of such a value are looked at, each by pandas' type inference."""
+    if pd.api.types.infer_dtype(series, skipna=True) not in ("mixed", "mixed-integer"):
+        return  # (all booleans, all numbers or all text: nothing to tell apart)
+    values = series.to_numpy()
+    for c, value in enumerate(uniques):
+        if isinstance(value, (bool, np.bool_, numbers.Number)) and value in (0, 1):
+            rows = values[raw == c]
+            if pd.api.types.infer_dtype(rows, skipna=True) != "boolean" and any(
+                    isinstance(v, (bool, np.bool_)) for v in rows):
+                at = [int(np.flatnonzero(raw == c)[j]) for j in (
+                    next(i for i, v in enumerate(rows) if isinstance(v, (bool, np.bool_))),
+                    next(i for i, v in enumerate(rows) if not isinstance(v, (bool, np.bool_))))]
+                raise TypeError(f"{label} holds both booleans and numbers "
+                                f"({values[at[0]]!r} at position {at[0]} and "
+                                f"{values[at[1]]!r} at position {at[1]}), which Python takes "
+                                f"for one value: write it one way")
 
 
 def check_values(values, label: str) -> None:

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -92,6 +93,9 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="keep a big.csv already in --dir (written with the same --rows "
                              "and --seed)")
+    parser.add_argument("--extra", default="",
+                        help="more arguments for the report command, one string split "
+                             "as a shell would, e.g. \"--ci delong --significance holm\"")
     args = parser.parse_args()
     directory = args.dir or tempfile.mkdtemp(prefix="fastbias-bench-")
     path = os.path.join(directory, "big.csv")
@@ -107,6 +111,8 @@ def main():
             "--subgroups", *members, "--out", out, "--force", "--progress", "never"]
     if args.max_memory:
         argv += ["--max-memory", args.max_memory]
+    extra = shlex.split(args.extra)
+    argv += extra
     # the child reports its own high-water mark (VmHWM: reset by exec, unlike ru_maxrss,
     # which would count the pages it shared with this process, arrays included, after fork)
     command = [sys.executable, "-c", WRAPPER, json.dumps(argv)]
@@ -119,7 +125,8 @@ def main():
     lines = done.stderr.splitlines()
     peak = int(next(line for line in lines if line.startswith("VmHWM:")).split()[1]) * 1024
     notes = [line for line in lines if line.strip() and not line.startswith("VmHWM:")]
-    print(f"fastbias report (--max-memory {args.max_memory or 'default'}): peak RSS "
+    print(f"fastbias report (--max-memory {args.max_memory or 'default'}"
+          f"{' ' + shlex.join(extra) if extra else ''}): peak RSS "
           f"{peak / 2**30:.2f} GiB, {wall:.0f} s")
     for line in notes:
         print("  stderr:", line)
@@ -142,6 +149,17 @@ def main():
           f"{overall!r} vs {reference.attrs['overall_auc']!r}")
     for item in differ[:10]:
         print("  differs:", item)
+    # with --ci / --significance the rows carry more columns (intervals, p-values): not
+    # compared above (no in-memory reference computed here), only counted where missing
+    extras = [k for row in got.values() for k in row
+              if k.endswith(("_low", "_high", "_se", "_pvalue", "_pvalue_adjusted"))]
+    if extras:
+        missing = [(g, k) for g, row in got.items() for k in row
+                   if k.endswith(("_low", "_high", "_se", "_pvalue", "_pvalue_adjusted"))
+                   and (row[k] is None or (isinstance(row[k], float) and np.isnan(row[k])))]
+        print(f"interval/test columns: {len(extras)} values, {len(missing)} missing/NaN")
+        for item in missing[:10]:
+            print("  missing:", item)
     if not args.dir:
         os.remove(path)
         os.remove(out)

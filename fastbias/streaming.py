@@ -33,8 +33,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from ._numba_cache import announce_compiling
 from .intervals.chunked import counted_chunk, with_tied_extras
 from .intervals.delong import fraction_bits
+from .prepare import _kernels as PK
 from .prepare.encoded import EncodedRows, encode_frame, piece_labels
 from .prepare.memberships import (
     add_combination_cells,
@@ -53,7 +55,7 @@ from .sort.buckets import (
 )
 from .sweep import _kernels as K
 from .sweep.chunks import ChunkCounts, tied_chunk
-from .sweep.parallel import map_in_threads
+from .sweep.parallel import counting_kernels, map_in_threads
 from .tables.result import EvaluationResult, checked_extras, result_from_chunks
 from .validate.categories import (
     chosen_features,
@@ -423,6 +425,7 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
     """
     spec.check_extras()
     random_state = check_sample_seed(random_state)
+    announce_streamed_kernels(spec)
     if prepare is not None:
         read = _prepared(read, prepare)
     sub_batch = None
@@ -489,6 +492,31 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
                  for k in range(len(spec.models))]
     result = result_from_chunks(spec, per_model, "streaming")
     return result, None if counter is None else counter.histograms()
+
+
+#: about how long the out-of-core kernels take to compile in a fresh environment (a 2-core VM,
+#: 2M x 24 streamed by the CLI: 8 s, 15 s with ci="delong"; benchmarks/RESULTS.md)
+STREAMED_COMPILE_SECONDS = (8.0, 15.0)
+
+
+def announce_streamed_kernels(spec: ColumnSpec) -> int:
+    """Log one line (logger ``"fastbias"``, which the CLI shows) as this call starts compiling
+    the kernels that out-of-core data needs, in a fresh environment: which, about how long,
+    and that they are cached afterwards (they compiled for 8-15 s without a word; see
+    :func:`fastbias._numba_cache.announce_compiling`). Returns how many must compile."""
+    kernels = [PK.membership_codes, SK.assign_buckets, SK.stored_rows_by_bucket,
+               SK.gather_records, K.accumulate_tied_rows, K.missing_bits,
+               *((K.tied_chunk_counts_dd, K.combine_chunk_counts_dd) if spec.weighted
+                 else (K.tied_chunk_counts, K.combine_chunk_counts)),
+               *counting_kernels(spec.weighted)]
+    if spec.with_sums:  # (each chunk's placement sums)
+        kernels += [K.member_delong_sums_in_range, K.finish_delong_sums, K.class_sums,
+                    K.class_placement_sums, K.member_overall_cross_sums]
+    seconds = STREAMED_COMPILE_SECONDS[spec.with_sums]
+    return announce_compiling("out-of-core " + ("weighted counting" if spec.weighted
+                                               else "counting")
+                              + (" with placement sums" if spec.with_sums else ""),
+                              kernels, seconds_each=seconds / len(kernels))
 
 
 def _pieces(frame, where: str, rows: int | None):

@@ -37,17 +37,21 @@ def announce_first_use(weighted: bool = False, note: str = "") -> int:
     """Log one line (logger ``"fastbias"``) when this call must compile its kernels first
     (a fresh environment: about 0.5 s per kernel, cached afterwards); see
     :func:`fastbias._numba_cache.announce_compiling`. Returns how many must compile."""
-    # the kernels every such call needs (which membership readers compile depends on the
-    # kind of input: a set that is never compiled would make every call look cold)
+    return announce_compiling("weighted counting" if weighted else "counting",
+                              counting_kernels(weighted), note)
+
+
+def counting_kernels(weighted: bool) -> list:
+    """The kernels every count needs after the memberships, unweighted or weighted (which
+    membership readers compile depends on the kind of input: a set that is never compiled
+    would make every call look cold)."""
     if weighted:
-        return announce_compiling("weighted counting", [
-            SK.radix_sort_class, SK.radix_sort_gathered, SK.class_top_digit_counts, SK.scatter_class_keys, SK.sort_buckets, SK.bucket_slots,
-            SK.bucket_runs,
-            K.block_cuts, K.class_walk_cuts, K.class_weight_below_range, K.dd_prefix,
-            K.add_twice_offset, K.member_weights_in_range, K.weighted_u_in_range,
-            K.join_member_weights, K.finish_member_weights],
-            note)
-    return announce_compiling("counting", COUNTING_KERNELS, note)
+        return [SK.radix_sort_class, SK.radix_sort_gathered, SK.class_top_digit_counts,
+                SK.scatter_class_keys, SK.sort_buckets, SK.bucket_slots, SK.bucket_runs,
+                K.block_cuts, K.class_walk_cuts, K.class_weight_below_range, K.dd_prefix,
+                K.add_twice_offset, K.member_weights_in_range, K.weighted_u_in_range,
+                K.join_member_weights, K.finish_member_weights]
+    return list(COUNTING_KERNELS)
 
 
 #: the kernels of an unweighted count after the memberships (``fastbias._warm_up``)

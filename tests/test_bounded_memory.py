@@ -303,6 +303,15 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
 
     df = _tied_frame(40_000, seed=2)
     df["t"] = np.random.default_rng(8).random(len(df))
+    path = _written(df, tmp_path, suffix)
+    # a limit that leaves 4 MiB for the data, where in memory the rows would need ~8 MB:
+    # batches of about 3,000 rows, buckets of about 12,000 (four of them), a thinned sample
+    _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch,
+                                          "--missing-subgroup", "exclude")
+
+
+def _written(df, tmp_path, suffix: str):
+    """``df`` written as ``d<suffix>`` (Parquet in row groups of 7,000 rows); its path."""
     path = tmp_path / f"d{suffix}"
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
@@ -311,10 +320,7 @@ def test_cli_streams_data_over_the_budget_to_the_same_report(tmp_path, capsys, s
         df.to_json(path, orient="records", lines=True)
     else:
         df.to_csv(path, index=False)
-    # a limit that leaves 4 MiB for the data, where in memory the rows would need ~8 MB:
-    # batches of about 3,000 rows, buckets of about 12,000 (four of them), a thinned sample
-    _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch,
-                                          "--missing-subgroup", "exclude")
+    return path
 
 
 def memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch, *extra) -> tuple:
@@ -336,11 +342,16 @@ def _assert_streamed_report_equals_memory(path, tmp_path, capsys, monkeypatch, *
     """The CLI's JSON report of ``path`` in memory, then streamed within 4 MiB: the same,
     but for the timings and settings; returns the streamed report."""
     memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch, *extra)
+    _assert_same_reports(memory, streamed)
+    return streamed
+
+
+def _assert_same_reports(memory: dict, streamed: dict) -> None:
+    """Two JSON reports the same, but for their timings and settings."""
     for report in (memory, streamed):
         report.pop("timings_s")
         report.pop("settings")
     assert streamed == memory
-    return streamed
 
 
 def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monkeypatch):
@@ -910,21 +921,11 @@ def test_cli_streams_a_text_label_with_positive_to_the_in_memory_report(
     df = _tied_frame(40_000, seed=2)
     df["t"] = np.random.default_rng(8).random(len(df))
     df["y"] = np.where(df["y"] == 1, "toxic", "None")
-    path = tmp_path / f"d{suffix}"
-    if suffix == ".parquet":
-        pytest.importorskip("pyarrow")
-        df.to_parquet(path, row_group_size=7_000)
-    elif suffix == ".jsonl":
-        df.to_json(path, orient="records", lines=True)
-    else:
-        df.to_csv(path, index=False)
+    path = _written(df, tmp_path, suffix)
     memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch,
                                                    "--positive", "toxic")
     assert streamed["settings"]["pos_label"] == memory["settings"]["pos_label"] == "toxic"
-    for report in (memory, streamed):
-        report.pop("timings_s")
-        report.pop("settings")
-    assert streamed == memory
+    _assert_same_reports(memory, streamed)
 
 
 @pytest.mark.parametrize("positive, labels, expected", [
@@ -1133,7 +1134,4 @@ def test_cli_streams_text_classes_whose_first_rows_look_numeric(tmp_path, capsys
     memory, streamed = memory_and_streamed_reports(path, tmp_path, capsys, monkeypatch,
                                                    "--positive", "toxic")
     assert streamed["settings"]["pos_label"] == memory["settings"]["pos_label"] == "toxic"
-    for report in (memory, streamed):
-        report.pop("timings_s")
-        report.pop("settings")
-    assert streamed == memory
+    _assert_same_reports(memory, streamed)

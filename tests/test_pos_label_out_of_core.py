@@ -85,17 +85,23 @@ def test_out_of_core_pos_label_equals_evaluate(tmp_path, source, weighted):
     assert result.settings["pos_label"] == "toxic"
 
 
-def test_pos_label_only_in_the_last_batch(tmp_path):
-    """A batch without the positive class is no error: the classes are of all the rows."""
-    df = _frame(1_000, seed=5)
-    df["y"] = "None"
-    df.loc[990:, "y"] = "toxic"
+def _assert_csv_batches_equal_evaluate(df, tmp_path):
+    """``evaluate_csv`` of ``df`` in batches of 100 rows, pos_label="toxic": the table of
+    ``evaluate``, exactly."""
     df.to_csv(tmp_path / "d.csv", index=False)
     result = _quiet(evaluate_csv, tmp_path / "d.csv", label="y", scores="s",
                     subgroups=SUBGROUPS, pos_label="toxic", batch_rows=100)
     expected = _quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=SUBGROUPS,
                       pos_label="toxic")
     pd.testing.assert_frame_equal(result.table, expected.table, check_exact=True)
+
+
+def test_pos_label_only_in_the_last_batch(tmp_path):
+    """A batch without the positive class is no error: the classes are of all the rows."""
+    df = _frame(1_000, seed=5)
+    df["y"] = "None"
+    df.loc[990:, "y"] = "toxic"
+    _assert_csv_batches_equal_evaluate(df, tmp_path)
 
 
 def test_a_third_value_in_a_later_batch_is_named_with_its_row(tmp_path):
@@ -210,9 +216,4 @@ def test_csv_text_pos_label_reads_every_batch_as_text(tmp_path):
     df = _frame(1_000, seed=12)
     df["y"] = np.where(df["y"] == "toxic", "toxic", "0")
     df.loc[:199, "y"] = "0"
-    df.to_csv(tmp_path / "d.csv", index=False)
-    result = _quiet(evaluate_csv, tmp_path / "d.csv", label="y", scores="s",
-                    subgroups=SUBGROUPS, pos_label="toxic", batch_rows=100)
-    expected = _quiet(fastbias.evaluate, df, label="y", scores="s", subgroups=SUBGROUPS,
-                      pos_label="toxic")
-    pd.testing.assert_frame_equal(result.table, expected.table, check_exact=True)
+    _assert_csv_batches_equal_evaluate(df, tmp_path)

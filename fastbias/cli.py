@@ -967,7 +967,8 @@ def _run_streaming(args, progress, limit: int):
         # its text in every batch (a batch of only "0" beside "toxic" would read as numbers)
         text = _text_features(args)
         if (fmt == "csv" and args.positive is not None
-                and not _same_number(args.positive, args.positive)):
+                and not _same_number(args.positive, args.positive)
+                and args.positive.lower() not in ("true", "false")):  # (booleans: read so)
             text.append(args.label)
         pos_label = args.positive  # (a file without rows: refused as such later)
         for frame, _ in iter_text_batches(source, [args.label], 1_000, literal_columns=literal,

@@ -64,7 +64,7 @@ from .validate.columns import PieceWhere
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.settings import check_sample_seed
 from .validate.spec import ColumnSpec, column_spec, score_dtype
-from .validate.subgroups import column_kinds
+from .validate.subgroups import column_kinds, dtype_kind
 
 __all__ = ["evaluate"]
 
@@ -126,10 +126,8 @@ def _meta_kinds(spec: ColumnSpec, dtypes) -> tuple:
     typed, by_values = {}, []
     for name in spec.batch_kinds().names:
         dtype = dtypes[name]
-        if pd.api.types.is_bool_dtype(dtype):
-            typed[name] = "boolean"
-        elif pd.api.types.is_numeric_dtype(dtype):
-            typed[name] = "numeric"
+        if dtype_kind(dtype) is not None:
+            typed[name] = dtype_kind(dtype)
         elif dtype == object or isinstance(dtype, pd.CategoricalDtype):
             by_values.append(name)
     return typed, by_values
@@ -173,13 +171,16 @@ def _encoded_meta(spec: ColumnSpec, score_dtypes: list) -> pd.DataFrame:
 
 
 def _frame_summary(frame, spec: ColumnSpec, sample_rows: int, seed: int, where: str,
-                   score_dtypes: list | None = None):
+                   score_dtypes: list | None = None, kind_columns=()):
+    """``(ScoreSummary or None for no rows, column_kinds of kind_columns)`` of one piece."""
     if score_dtypes is not None:
         _check_score_dtypes(frame, spec, score_dtypes, where)
+    kinds = column_kinds(frame, kind_columns)
     if len(frame) == 0:
-        return None
+        return None, kinds
     return summarize_scores(frame, spec, list(range(len(spec.models))), None,
-                            np.random.default_rng(seed), where, sample_rows, check_labels=True)
+                            np.random.default_rng(seed), where, sample_rows,
+                            check_labels=True), kinds
 
 
 def _piece_summary(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec,
@@ -566,7 +567,8 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         for ``dask.compute``, ``client.compute`` with ``distributed.progress``,
         or the dashboard. The first pass (score boundaries, weight range)
         still runs now unless ``divisions`` are given and there are neither weights
-        nor ``pos_label``, and so does the pass that chooses ``intersections``.
+        nor ``pos_label`` nor object or categorical label or identity columns (whose
+        partitions' kinds it compares), and so does the pass that chooses ``intersections``.
     progress : bool, optional
         Dask's progress bar on stdout while the cluster works (default: when
         stdout is a terminal).
@@ -782,39 +784,36 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
         spec = spec.with_features(*chosen_features(summary, list(spec.features),
                                                    spec.min_subgroup_size))
 
-    # 1. first pass: validate scores, weights and labels; sample the scores
+    # 1. first pass: validate scores, weights and labels; sample the scores. Object and
+    # categorical label or identity columns (no kind in the meta: typed ones are compared
+    # with it as each partition is encoded) are read too: each partition's values say
+    # whether they are booleans or numbers, and all must agree
     need_sample = any(d is None for d in given)
-    if need_sample or spec.weighted or spec.pos_label is not None:
+    by_values = meta_kinds[1] if parquet is None else []
+    if need_sample or spec.weighted or spec.pos_label is not None or by_values:
         sample_rows = math.ceil(max(_SAMPLE_ROWS, 2_000 * n_out) / max(n_input, 1))
         if parquet is None:
-            columns = list(dict.fromkeys([spec.label, *spec.models,
+            columns = list(dict.fromkeys([spec.label, *spec.models, *by_values,
                                           *([spec.sample_weight] if spec.weighted else [])]))
             tasks = [dask.delayed(_frame_summary)(part, spec, sample_rows, random_state + i,
-                                                  f"in Dask partition {i}", score_dtypes)
+                                                  f"in Dask partition {i}", score_dtypes,
+                                                  by_values)
                      for i, part in enumerate(data[columns].to_delayed())]
         else:
             tasks = [dask.delayed(_piece_summary)(piece, parquet, spec, sample_rows,
                                                   random_state + i)
                      for i, piece in enumerate(pieces)]
-        summary = merge_summaries(_compute(client, tasks, show, worker_timeout,
-                                           stall_timeout))
+        found = _compute(client, tasks, show, worker_timeout, stall_timeout)
+        checker = spec.batch_kinds()
+        for i, (_, kinds) in enumerate(found):
+            checker.check_kinds(kinds, f"in Dask partition {i}")
+        summary = merge_summaries([part for part, _ in found])
         spec.check_label_classes(summary.label_classes)
         spec = spec.with_weight_range(*summary.weight_range, summary.class_weights)
         given = [d if d is not None else
                  _divisions(summary.lowest[k], summary.highest[k], summary.samples[k],
                             summary.sample_weights[k], n_out)
                  for k, d in enumerate(given)]
-
-    # 1b. object and categorical label or identity columns: each partition's values say
-    # whether they are booleans or numbers, and all must agree (typed ones are compared with
-    # the meta as each partition is encoded)
-    if parquet is None and meta_kinds[1]:
-        checker = spec.batch_kinds()
-        parts = data[meta_kinds[1]].to_delayed()
-        for i, kinds in enumerate(_compute(client, [dask.delayed(column_kinds)(part, meta_kinds[1])
-                                                    for part in parts],
-                                           show, worker_timeout, stall_timeout)):
-            checker.check_kinds(kinds, f"in Dask partition {i}")
 
     # 2. the compact encoded frame
     meta = _encoded_meta(spec, score_dtypes)

@@ -228,6 +228,10 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
     return out
 
 
+#: scikit-learn's word for "leave this request as it is" (``metadata_routing.UNCHANGED``)
+_UNCHANGED = "$UNCHANGED$"
+
+
 class _FoldScorer:
     """Scorer reading a fold's subgroups from X (columns or index labels); no routing needed.
 
@@ -245,11 +249,13 @@ class _FoldScorer:
         self.first_undefined = _FirstUndefinedFold(metric)
         self.sample_weight_request = None  # (not set: a routed weight is refused)
 
-    def set_score_request(self, *, sample_weight=None) -> "_FoldScorer":
+    def set_score_request(self, *, sample_weight=_UNCHANGED) -> "_FoldScorer":
         """Whether a ``sample_weight`` routed to the scorer (metadata routing on) is taken:
         True (or an alias: the name it is routed under), False (not taken), None (not set:
-        scikit-learn refuses a routed one). Returns the scorer."""
-        self.sample_weight_request = sample_weight
+        scikit-learn refuses a routed one); left out, the request stays as it is, as
+        scikit-learn's own ``set_score_request``. Returns the scorer."""
+        if sample_weight != _UNCHANGED:
+            self.sample_weight_request = sample_weight
         return self
 
     def get_metadata_routing(self):

@@ -344,6 +344,8 @@ def test_routing_free_scorer_takes_part_in_metadata_routing(multimetric):
         with pytest.raises(UnsetMetadataPassedError, match="_FoldScorer.set_score_request"):
             scores(scorer)
         assert scorer.set_score_request(sample_weight=True) is scorer
+        scorer.set_score_request()  # (left out: unchanged, as scikit-learn's own)
+        assert scorer.get_metadata_routing().score.requests == {"sample_weight": True}
         np.testing.assert_allclose(scores(scorer), expected[True], rtol=1e-12)
         np.testing.assert_allclose(scores(scorer.set_score_request(sample_weight=False)),
                                    expected[False], rtol=1e-12)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import from_foreign, in_piece
+from .columns import booleans_and_numbers, from_foreign, in_piece
 
 #: a sensitive feature with more distinct values than this is refused (a score or an id
 #: column passed by mistake would otherwise become as many subgroups as rows)
@@ -137,19 +137,14 @@ def _refuse_booleans_beside_numbers(series: pd.Series, raw: np.ndarray, uniques,
     review). Only the groups of such a value are looked at, each by pandas' type inference."""
     if pd.api.types.infer_dtype(series, skipna=True) not in ("mixed", "mixed-integer"):
         return  # (all booleans, all numbers or all text: nothing to tell apart)
-    values = series.to_numpy()
-    for c, value in enumerate(uniques):
-        if isinstance(value, (bool, np.bool_, numbers.Number)) and value in (0, 1):
-            rows = values[raw == c]
-            if pd.api.types.infer_dtype(rows, skipna=True) != "boolean" and any(
-                    isinstance(v, (bool, np.bool_)) for v in rows):
-                at = [int(np.flatnonzero(raw == c)[j]) for j in (
-                    next(i for i, v in enumerate(rows) if isinstance(v, (bool, np.bool_))),
-                    next(i for i, v in enumerate(rows) if not isinstance(v, (bool, np.bool_))))]
-                raise TypeError(f"{label} holds both booleans and numbers "
-                                f"({values[at[0]]!r} at position {at[0]} and "
-                                f"{values[at[1]]!r} at position {at[1]}), which Python takes "
-                                f"for one value: write it one way")
+    alike = [c for c, value in enumerate(uniques)
+             if isinstance(value, (bool, np.bool_, numbers.Number)) and value in (0, 1)]
+    if alike:  # (the rows of such values only, where they are: the others read as None)
+        values = series.to_numpy()
+        mixed = booleans_and_numbers(np.where(np.isin(raw, alike), values, None))
+        if mixed is not None:
+            raise TypeError(f"{label} holds both booleans and numbers ({mixed}), which Python "
+                            f"takes for one value: write it one way")
 
 
 def check_values(values, label: str) -> None:

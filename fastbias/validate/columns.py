@@ -381,6 +381,8 @@ def booleans_and_numbers(values) -> str | None:
     booleans and numbers: the first of each, ``'1 at position i and True at position j'``;
     None where it does not. Such a column means two things (a flag, and a number compared
     with a threshold)."""
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("mixed", "mixed-integer"):
+        return None  # (in C: all booleans, all numbers, all text...: nothing to look for)
     first_bool = first_number = None
     for i, value in enumerate(values):
         if isinstance(value, (bool, np.bool_)):

@@ -264,6 +264,8 @@ def open_parquet(source, *, label, scores, subgroups, label_threshold, subgroup_
                 kinds[name] = _type_kind(arrow.field(name).type)
                 if role == "subgroup" and kinds[name] == "float32":
                     kinds[name] = "number"  # (compared with the threshold either way)
+                if kinds[name] == "null":
+                    continue  # (every value missing, whatever the type: found by review)
                 if name in first_kinds and first_kinds[name][0] != kinds[name]:
                     before, where = first_kinds[name]
                     raise TypeError(

@@ -136,15 +136,24 @@ def identity_column(df, name: str, threshold: float, want_missing: bool = True
                            want_missing=want_missing)
 
 
+def dtype_kind(dtype) -> str | None:
+    """``"boolean"`` or ``"numeric"``: what a column of ``dtype`` holds, whatever its values;
+    None where its values say (object, categorical, text)."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "numeric"
+    return None
+
+
 def identity_kind(column) -> str | None:
     """``"boolean"`` or ``"numeric"``: how :func:`identity_values` reads a column of one
     batch (None when every value is missing, so the batch says nothing; ``"other"`` for what
     it refuses). Batches of one column must agree (:class:`BatchKinds`)."""
     dtype = getattr(column, "dtype", None)
-    if pd.api.types.is_bool_dtype(dtype):
-        return "boolean"
-    if pd.api.types.is_numeric_dtype(dtype):
-        return "numeric" if not pd.isna(column).all() else None
+    kind = dtype_kind(dtype)
+    if kind is not None:
+        return kind if kind == "boolean" or not pd.isna(column).all() else None
     values = pd.Series(column).dropna()
     if len(values) == 0:
         return None

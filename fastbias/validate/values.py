@@ -316,12 +316,13 @@ class LabelClasses:
         from .columns import rows_from
 
         codes, uniques = pd.factorize(arr)
-        _, first = np.unique(codes, return_index=True)
+        kept = range(min(len(uniques), cls.KEPT))  # (first seen first: no sort needed)
         with rows_from(where):
-            found = tuple((_plain(uniques[c]), f"{_at(p)}{', ' + where if where else ''}")
-                          for c, p in zip(range(len(uniques)), first))
+            found = tuple((_plain(uniques[c]),
+                           f"{_at(int(np.argmax(codes == c)))}{', ' + where if where else ''}")
+                          for c in kept)
         positive = np.asarray(arr == pos_label)
-        return cls(found[:cls.KEPT], positive.shape == arr.shape and bool(positive.any()))
+        return cls(found, positive.shape == arr.shape and bool(positive.any()))
 
     @classmethod
     def join(cls, parts) -> "LabelClasses":

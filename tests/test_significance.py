@@ -491,7 +491,7 @@ def test_text_and_html_reports_mark_exactly_the_significant_cells():
     n_flags = int(table.filter(like="_significant").to_numpy().sum())
     assert page.count('class="num metric significant"') == n_flags
     assert page.count('<span class="sig"') == n_flags
-    assert 'id="significance-note"' in page and "Holm-adjusted tests of every gap" in page
+    assert 'id="significance-note"' in page and "Holm-adjusted tests at level" in page
     assert '<h2 id="intersections">' in page and "a &amp; b" in page
 
 

@@ -612,10 +612,14 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
 
 
 def interval_metrics(table) -> list:
-    """Metrics of ``table`` that carry ``<metric>_low``/``<metric>_high`` interval columns."""
+    """Metrics of ``table`` that carry ``<metric>_low``/``<metric>_high`` interval columns with
+    at least one interval in them (a figure of intervals that are all undefined would claim
+    what the numbers do not: found by review)."""
     from ..metrics.definitions import METRIC_COLUMNS
 
-    return [m for m in METRIC_COLUMNS if f"{m}_low" in table.columns and f"{m}_high" in table.columns]
+    return [m for m in METRIC_COLUMNS if f"{m}_low" in table.columns
+            and f"{m}_high" in table.columns
+            and (table[f"{m}_low"].notna() & table[f"{m}_high"].notna()).any()]
 
 
 @_plain_text
@@ -654,8 +658,9 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     metrics = available if metrics is None else list(metrics)
     missing = [m for m in metrics if m not in available]
     if missing or not metrics:
-        raise ValueError(f"no interval columns for {missing or 'any metric'}; evaluate with "
-                         f"ci='delong', 'bootstrap' or 'bernstein' first")
+        raise ValueError(f"no intervals for {missing or 'any metric'} (no interval columns, "
+                         f"or every interval undefined); evaluate with ci='delong', "
+                         f"'bootstrap' or 'bernstein' first")
     given = subgroups
     subgroups, models = _select(result, subgroups, models, max_subgroups)
     fig, axes, y, offsets = _rows_by_subgroup(Figure, subgroups, models, len(metrics), 2.3)

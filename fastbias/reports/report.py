@@ -487,9 +487,13 @@ class BiasReport:
                      f"shown for each model, ranked by that model's own lowest AUC)")
         n_undefined = int(self.summary()["undefined_values"].sum())
         if n_undefined:
-            text += (f"\n\nn/a: {n_undefined} undefined value(s): the metric compares two cells "
-                     f"and one of them is empty or, weighted, of zero total weight (see the "
-                     f"report for each reason)")
+            # (with --top, of every row: some may be in rows not shown; found by review)
+            where = (" in all the rows, those not shown included"
+                     if max_subgroups is not None and max_subgroups < len(self.result.subgroups)
+                     else "")
+            text += (f"\n\nn/a: {n_undefined} undefined value(s){where}: the metric compares "
+                     f"two cells and one of them is empty or, weighted, of zero total weight "
+                     f"(see the report for each reason)")
         text += ("\n\nsub-/sub+: the subgroup's negatives/positives; bg-/bg+: the "
                  "background's (rows not in the subgroup)")
         if zero_width:
@@ -717,7 +721,7 @@ class BiasReport:
                 if members else ""
             out.append(("threshold-gaps",
                         f"FPR and FNR gap (subgroup minus background) at threshold "
-                        f"{shown_at:g} (predicted positive: score >= threshold), largest first"
+                        f"{shown_at!r} (predicted positive: score >= threshold), largest first"
                         f"{among}"
                         f"{'' if len(gap_rows) == len(all_gaps) else f', the {len(gap_rows)} largest of {len(all_gaps)}'}"
                         f"{'; bars: Bernstein intervals' if 'fpr_gap_low' in self.result.thresholds else ''}.",
@@ -729,7 +733,8 @@ class BiasReport:
                     out.append((f"gap-curves-{self.result.models.index(model)}",
                                 f"FPR and FNR gap across the thresholds for the {curves} of "
                                 f"{len(all_gaps)} {'rows (intersections included)' if members else 'subgroups'} "
-                                f"with the largest gaps at {shown_at:g} (dotted line), {model}.",
+                                f"with the largest gaps at {shown_at!r} (dotted line), "
+                                f"{terminal_text(str(model))}.",
                                 plot_gap_curves(self.result, model=model,
                                                 threshold=shown_at, n_subgroups=GAP_CURVES)))
         worst = ranked[:n_distributions]
@@ -845,6 +850,8 @@ class BiasReport:
                 for m, k in omitted.items())))
         if s.get("ci"):
             interval = f"{s.get('ci')}, {percent_text(s.get('confidence', 0.95))}"
+            if not interval_metrics(self.result.table):  # (every one NaN: found by review)
+                interval += ", none could be computed (see the warnings)"
             if s.get("n_boot"):
                 seed = s.get("random_state")
                 interval += (f", {int(s['n_boot']):,} replicates, "
@@ -857,8 +864,9 @@ class BiasReport:
                                         f"gaps' intervals: {s.get('gap_interval') or 'none'})"))
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
-                                          f"tests of every gap at level "
-                                          f"{1 - float(s.get('confidence', 0.95)):g} "
+                                          f"tests at level "
+                                          f"{1 - float(s.get('confidence', 0.95)):g}: "
+                                          f"{self._tests_made()} "
                                           f"({significance_tests(self.result)})"))
         if s.get("weighted"):
             items.append(("weights", "sample weights used for the metrics; histograms count "
@@ -866,6 +874,18 @@ class BiasReport:
         rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('label', 'subgroups', 'models', 'rows left out') else html.escape(str(v))}</td></tr>"
                        for k, v in items)
         return f'<table class="settings"><tbody>{rows}</tbody></table>'
+
+    def _tests_made(self) -> str:
+        """How many of the defined values were tested, and how many not (found by review:
+        the report said "tests of every gap" where none had a p-value)."""
+        table = self.result.table
+        defined = int(table[METRIC_COLUMNS].notna().to_numpy().sum())
+        tested = int(table[[f"{m}_pvalue" for m in METRIC_COLUMNS]].notna().to_numpy().sum())
+        text = f"{tested:,} of the {defined:,} defined values tested"
+        if tested < defined:
+            text += (f"; {defined - tested:,} not tested (no p-value, never marked "
+                     f"significant; the terminal table names them)")
+        return text
 
     def _subgroup_count(self) -> str:
         """``"24"``, or ``"24 and 276 intersections (pairs, at least N rows of each class;

@@ -150,6 +150,28 @@ def test_top_note_counts_the_undefined_values_it_shows():
         legend.group(0)
 
 
+def test_settings_rows_add_up_and_state_only_rules_that_apply():
+    """The review's minor notes: under nan_policy="omit" the rows read "1,000 (457 negative,
+    533 positive)", which add up to 990 (the 10 without a label left unsaid); with only
+    sensitive features the subgroups row stated "member if >= 0.5", a rule none followed."""
+    df = frame(1000)
+    df["y"] = df["y"].astype(float)
+    df.loc[:9, "y"] = np.nan
+    df["race"] = np.where(df["a"] == 1, "x", "z")
+    page = html_text(quiet_report(df, scores=["s"], subgroups=["a"], nan_policy="omit").to_html())
+    rows = re.search(r"rows\s*([\d,]+) \(([\d,]+) negative, ([\d,]+) positive, ([\d,]+) without "
+                     r"a label\)", page)
+    assert rows is not None, page[:2000]
+    total, neg, pos, rest = (int(x.replace(",", "")) for x in rows.groups())
+    assert (total, rest) == (1000, 10) and neg + pos + rest == total
+    page = html_text(quiet_report(df.dropna(), scores=["s"], subgroups=None,
+                                  sensitive_features=["race"]).to_html())
+    assert "member if" not in page and "one subgroup per value" in page
+    page = html_text(quiet_report(df.dropna(), scores=["s"], subgroups=["a"],
+                                  sensitive_features=["race"]).to_html())
+    assert "member if ≥ 0.5" in page or "member if &ge; 0.5" in page
+
+
 # ------------------------------------------------------------------ passing edge checks
 
 

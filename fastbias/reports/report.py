@@ -832,16 +832,22 @@ class BiasReport:
         items = []
         if self.source:
             items.append(("data", self.source))
+        # (rows without a label, left out under nan_policy="omit", are in neither class:
+        # said, so that the three numbers add up; found by review)
+        unlabelled = h.n_rows - h.n_negatives - h.n_positives
+        # (identity columns' membership rule only where there are identity columns)
+        named = set(s.get("sensitive_members") or {}) | set(s.get("intersection_members") or {})
+        rules = ([f"member if &ge; {s.get('subgroup_threshold')}"]
+                 if any(g not in named for g in self.result.subgroups) else [])
+        if s.get("sensitive_features"):
+            rules.append("a sensitive feature's: one subgroup per value")
+        rules.append(f"unannotated rows: {html.escape(str(s.get('missing_subgroup')))}")
         items += [
-            ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive)"),
+            ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive"
+                     + (f", {unlabelled:,} without a label" if unlabelled else "") + ")"),
             ("label", f"{_html_name(self.result.label)} ({self._label_rule()})"),
             ("models", ", ".join(_html_name(m) for m in self.result.models)),
-            ("subgroups", f"{self._subgroup_count()} (member if &ge; "
-                          f"{s.get('subgroup_threshold')}"
-                          + ("; a sensitive feature's: one subgroup per value"
-                             if s.get("sensitive_features") else "")
-                          + f"; unannotated rows: "
-                          f"{html.escape(str(s.get('missing_subgroup')))})"),
+            ("subgroups", f"{self._subgroup_count()} ({'; '.join(rules)})"),
         ]
         omitted = {m: int(k) for m, k in (s.get("omitted_rows") or {}).items() if k}
         if omitted:  # nan_policy="omit": the models were evaluated on fewer rows

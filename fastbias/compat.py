@@ -20,7 +20,13 @@ Differences from the copied code, all on inputs it could not handle: the
 label and subgroup columns may be boolean or 0/1 numbers (anything else is a
 clear error, not a silent wrong answer from ``~`` on numbers); undefined
 metrics are NaN, as there, but also raise a
-:class:`~fastbias.UndefinedMetricWarning`.
+:class:`~fastbias.UndefinedMetricWarning`; ``power_mean`` with ``p = 0`` is the
+geometric mean (the kernel divided by zero); a model or subgroup listed twice
+among several models is an error (the reference's merges mangle them). Two
+subgroups of exactly equal AUC keep their given order, where sklearn's rounding
+may order them either way. A nullable boolean identity column's ``<NA>`` rows
+are left out of that subgroup and its background, as the copied code's masks
+leave them.
 """
 from __future__ import annotations
 
@@ -92,10 +98,24 @@ def _boolean_labels(column: pd.Series, label_col) -> np.ndarray:
 
 
 def _subgroup_rows(dataset: pd.DataFrame, subgroups: list):
+    for name in subgroups:  # (the copied code has no threshold: say what it needs)
+        missing = pd.isna(dataset[name]).to_numpy()
+        if missing.any():
+            raise ValueError(f"subgroup {name!r} has {int(missing.sum())} missing value(s) "
+                             f"(first at position {int(np.flatnonzero(missing)[0])}); "
+                             f"{_CONVERT_HINT} (a missing value is then not a member)")
     try:
         return subgroup_rows(dataset[subgroups], len(dataset))
     except (TypeError, ValueError) as err:
         raise type(err)(f"{err}; {_CONVERT_HINT}") from err
+
+
+def _scores(column: pd.Series, model) -> np.ndarray:
+    """A model's column as the copied code's ``roc_auc_score`` reads it: booleans (hard
+    decisions) as 0/1, else numeric scores."""
+    if pd.api.types.is_bool_dtype(column.dtype) and not column.isna().any():
+        column = column.astype(np.float64)
+    return as_scores(column, f"model column {model!r}")
 
 
 def _model_tables(dataset, subgroups, models, label_col) -> list:
@@ -107,15 +127,44 @@ def _model_tables(dataset, subgroups, models, label_col) -> list:
     labels = _boolean_labels(dataset[label_col], label_col)
     announce_first_use()
     unique = list(dict.fromkeys(subgroups))
+    position = [unique.index(s) for s in subgroups]
+    if any(isinstance(dataset[s].dtype, pd.BooleanDtype) and dataset[s].isna().any()
+           for s in unique):
+        return _tables_without_na_rows(dataset, labels, unique, position, models)
     names, rows = _subgroup_rows(dataset, unique)
     memberships = prepare_memberships(labels, rows, names)
-    position = [unique.index(s) for s in subgroups]
     tables = []
     for model in models:
-        scores = as_scores(dataset[model], f"model column {model!r}", len(labels))
+        scores = _scores(dataset[model], model)
         sc = sweep_counts(scores, memberships, workers=resolve_workers(None))  # every usable CPU
         table = table_from_counts(sc, context=f"model {model!r}").iloc[position]
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
+        tables.append(table)
+    return tables
+
+
+def _tables_without_na_rows(dataset, labels, unique, position, models) -> list:
+    """Where a nullable boolean identity column holds <NA>: the copied code's
+    ``df[df[g]]`` and ``df[~df[g]]`` both leave such rows out (pandas takes <NA> in a mask
+    as False), so each subgroup is compared with its annotated rows alone, which is
+    :func:`fastbias.evaluate`'s ``missing_subgroup="exclude"`` (found by review: refused,
+    with advice that did not work on such a column)."""
+    from .frame import evaluate
+
+    frame = pd.DataFrame({"y": labels, **{f"m{k}": _scores(dataset[m], m)
+                                          for k, m in enumerate(models)},
+                          **{f"g{j}": dataset[s].to_numpy() for j, s in enumerate(unique)}})
+    names = [f"g{j}" for j in range(len(unique))]
+    try:
+        result = evaluate(frame, label="y", scores=[f"m{k}" for k in range(len(models))],
+                          subgroups=names, missing_subgroup="exclude")
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{err}; {_CONVERT_HINT}") from err
+    tables = []
+    for k in range(len(models)):
+        table = result.for_model(f"m{k}").iloc[position]
+        table.index = [unique[int(g[1:])] for g in table.index]
+        table.attrs["overall_auc"] = result.overall_auc[f"m{k}"]
         tables.append(table)
     return tables
 
@@ -144,8 +193,11 @@ def compute_bias_metrics_for_model(dataset, subgroups, model, label_col, include
     pandas.DataFrame
         Columns ``subgroup``, ``subgroup_size``, ``subgroup_auc``, ``bpsn_auc``,
         ``bnsp_auc`` (then the AEGs), one row per subgroup, sorted by
-        ``subgroup_auc`` ascending exactly as the kernel sorts (NaN last, the
-        original row number kept as the index).
+        ``subgroup_auc`` ascending as the kernel sorts (NaN last, the original
+        row number kept as the index). The AUCs here are exact where sklearn's
+        carry its rounding: two subgroups of the same AUC keep their given order
+        here, and may come in either order in the kernel (0.6 beside
+        0.6000000000000001).
 
     Examples
     --------
@@ -211,7 +263,7 @@ def calculate_overall_auc(df, model_name, label_col=TOXICITY_COLUMN):
     require_columns(df, [label_col], "label_col")
     require_columns(df, [model_name], "model_name")
     labels = _boolean_labels(df[label_col], label_col)
-    scores = as_scores(df[model_name], f"model column {model_name!r}", labels.shape[0])
+    scores = _scores(df[model_name], model_name)
     n_pos = int(np.count_nonzero(labels))
     if n_pos == 0 or n_pos == labels.shape[0]:
         raise ValueError(f"label column {label_col!r} has only one class ({n_pos} positive of "
@@ -310,6 +362,17 @@ def compute_bias_metrics_for_models(dataset, subgroups, models, label_col, inclu
             "Equality Gaps (negative_aeg, positive_aeg) are always included")
     subgroups = _as_name_list(subgroups, "subgroups")
     models = _as_name_list(models, "models")
+    # (names listed twice: the reference code's merges give _x/_y columns, or multiply rows;
+    # here one model's columns overwrote the other's, silently: found by review)
+    twice = [m for m in dict.fromkeys(models) if models.count(m) > 1]
+    if twice:
+        raise ValueError(f"models lists {twice[0]!r} twice: list each model once (the reference "
+                         f"code's merge would name its columns with _x and _y)")
+    twice = [s for s in dict.fromkeys(subgroups) if subgroups.count(s) > 1]
+    if twice and len(models) > 1:
+        raise ValueError(f"subgroups lists {twice[0]!r} twice: with several models list each "
+                         f"subgroup once (the reference code's merge on subgroup and size "
+                         f"would multiply its rows)")
     tables = _model_tables(dataset, subgroups, models, label_col)
     out = {SUBGROUP: subgroups,
            SUBSET_SIZE: tables[0]["subgroup_size"].to_numpy(dtype=np.int64)}

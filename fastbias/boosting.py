@@ -58,7 +58,8 @@ class _BoostingBiasMetric:
     """Shared part: pick the evaluator of an evaluation set and compute the scores."""
 
     def __init__(self, evaluators, metrics, name_index=0):
-        self._bound = {}  # id(evaluation set) -> (weak reference to it, its evaluator)
+        # id(evaluation set) -> (weak reference to it, its evaluator, whether given as a pair)
+        self._bound = {}
         pairs = []
         if isinstance(evaluators, BiasEvaluator):
             evaluators = [evaluators]
@@ -85,36 +86,55 @@ class _BoostingBiasMetric:
         self.metrics = metrics
         self._pairs = pairs
         for data, evaluator in pairs:
-            self._bind(data, evaluator)
+            self._bind(data, evaluator, explicit=True)
         # the metric a one-number API reports; XGBoost's scikit-learn wrapper uses the name
         self.__name__ = metrics[name_index]
 
-    def _bind(self, data, evaluator) -> None:
+    def _bind(self, data, evaluator, explicit: bool = False) -> None:
         try:
-            self._bound[id(data)] = (weakref.ref(data), evaluator)
+            self._bound[id(data)] = (weakref.ref(data), evaluator, explicit)
         except TypeError:  # not weakly referenceable: no binding, matched by labels each call
             pass
 
     def _bound_to(self, data):
-        """The evaluator bound to this very object (identity, while it lives), or None."""
+        """``(evaluator, given as a pair)`` bound to this very object (identity, while it
+        lives), or None."""
         entry = self._bound.get(id(data))
         if entry is None:
             return None
         if entry[0]() is not data:  # another object now has that id: the old one is gone
             del self._bound[id(data)]
             return None
-        return entry[1]
+        return entry[1], entry[2]
 
     def _evaluator_for(self, labels, data=None) -> BiasEvaluator:
         """The evaluator of the evaluation set ``data`` (bound on first use) with ``labels``."""
         labels = np.asarray(labels)
         n = labels.shape[0]
-        bound = self._bound_to(data) if data is not None else None
-        if bound is not None:
-            if bound.n_rows != n:
-                raise ValueError(f"the evaluation set bound to a BiasEvaluator of "
-                                 f"{bound.n_rows} rows now has {n}")
-            return bound
+        entry = self._bound_to(data) if data is not None else None
+        if entry is not None:
+            # its size and labels checked every call (found by review: a pair given with
+            # another set's evaluator, or a set relabelled since, had the bound evaluator's
+            # numbers): a set bound by its labels is matched again, a pair is refused
+            bound, explicit = entry
+            binary = None
+            if bound.n_rows == n:
+                try:
+                    binary = as_labels(labels, "labels", threshold=bound.label_threshold)
+                except (TypeError, ValueError):
+                    pass
+                if binary is not None and np.array_equal(binary, bound.labels):
+                    return bound
+            if explicit:
+                what = (f"now has {n} rows" if bound.n_rows != n else
+                        "has labels that are not its own" if binary is None else
+                        f"differs from its labels in "
+                        f"{int(np.count_nonzero(binary != bound.labels))} of {n} rows")
+                raise ValueError(f"the evaluation set paired with a BiasEvaluator of "
+                                 f"{bound.n_rows} rows {what} (paired with another set's "
+                                 f"evaluator, or changed since?); build the evaluator from the "
+                                 f"same rows, in the same order")
+            del self._bound[id(data)]  # (bound by its labels, now other: matched again)
         same_size = [e for e in self.evaluators if e.n_rows == n]
         if not same_size:
             raise ValueError(f"no BiasEvaluator for an evaluation set of {n} rows (the "

@@ -195,8 +195,14 @@ class BiasEvaluator:
         # pandas inputs must agree on their rows; later scores are checked against these labels
         self._row_index = check_aligned([("y_true", y_true), ("subgroups", subgroups),
                                          ("sample_weight", sample_weight)])
-        labels = as_labels(y_true, "y_true", threshold=label_threshold, pos_label=pos_label)
+        # (copies: the evaluator outlives the call, and the readers may return the caller's
+        # own array, which the caller may then change in place: found by review, a bool y
+        # flipped after construction changed later scores, and a weight array so changed
+        # disagreed with the folds already cached)
+        labels = np.array(as_labels(y_true, "y_true", threshold=label_threshold,
+                                    pos_label=pos_label), copy=True)
         weights = as_sample_weight(sample_weight, labels.shape[0])
+        weights = None if weights is None else np.array(weights, copy=True)
         announce_first_use(weights is not None)
         order, min_size = check_intersections(intersections, min_subgroup_size)
         check_categories_alone(subgroups, order, subgroup_threshold)
@@ -248,7 +254,13 @@ class BiasEvaluator:
 
     @property
     def sample_weight(self):
-        return self._full.sample_weight
+        """The row weights (a read-only view; None unweighted)."""
+        weights = self._full.sample_weight
+        if weights is None:
+            return None
+        view = weights.view()
+        view.flags.writeable = False
+        return view
 
     @property
     def nan_policy(self) -> str:
@@ -427,6 +439,13 @@ class BiasEvaluator:
         for metric in metrics:
             if metric == "overall_auc":
                 out[metric] = overall_auc_from_counts(sc)
+                if np.isnan(out[metric]):  # (a fold of one class; found by review: silent)
+                    n_neg, n_pos = sc.class_rows
+                    text = (f"overall AUC is NaN: undefined (negatives={n_neg}, "
+                            f"positives={n_pos})")
+                    if self.undefined == "raise":
+                        raise ValueError(text)
+                    said.append(text)
                 continue
             if per_group is None:
                 per_group = metrics_from_counts(sc)

@@ -248,12 +248,6 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     lead = f"{context}: " if context else ""
     if note:
         warnings.warn(lead + note, UndefinedMetricWarning, stacklevel=2)
-    elif np.isnan(value):  # (not the subgroups' AUCs under "propagate")
-        why = ("the overall AUC is NaN (undefined: one class only)" if np.isnan(overall_auc)
-               else "a per-subgroup AUC is undefined in every subgroup, so undefined='omit' "
-                    "leaves no value to average")
-        warnings.warn(f"{lead}final metric is NaN: {why}", UndefinedMetricWarning,
-                      stacklevel=2)
     return value
 
 
@@ -293,7 +287,15 @@ def final_metric_noted(table: pd.DataFrame, overall_auc: float, power: float,
         if undefined_policy == "propagate":
             note = (f"final metric is NaN: {len(undefined)} per-subgroup AUC(s) undefined: "
                     f"{shown}; pass undefined='omit' to leave them out")
-    return float(_combined(overall_auc, np.array(means), overall_weight)), note
+    value = float(_combined(overall_auc, np.array(means), overall_weight))
+    if note is None and np.isnan(value):  # (whatever the policy: a NaN is always said)
+        why = ("the overall AUC is NaN (undefined: one class only)" if np.isnan(overall_auc)
+               else "a per-subgroup AUC is undefined in every subgroup, so undefined='omit' "
+                    "leaves no value to average")
+        note = f"final metric is NaN: {why}"
+        if undefined_policy == "raise":
+            raise ValueError(note)
+    return value, note
 
 
 def _combined(overall_auc, power_means_of_aucs, overall_weight: float):
@@ -340,7 +342,10 @@ def worst_auc(values: np.ndarray, names: list, metric: str, undefined_policy: st
     if undefined_policy == "raise":
         raise ValueError(f"min {metric}: undefined for {len(undefined)} subgroup(s): {shown}")
     if undefined_policy == "omit":
-        return (float(values[~nan].min()) if (~nan).any() else float("nan")), None
+        if (~nan).any():
+            return float(values[~nan].min()), None
+        return float("nan"), (f"min {metric} is NaN: undefined in every subgroup, so "
+                              f"undefined='omit' leaves no value")
     return float("nan"), (f"min {metric} is NaN: undefined for {len(undefined)} subgroup(s): "
                           f"{shown}; use undefined='omit' to leave them out")
 

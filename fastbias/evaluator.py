@@ -54,7 +54,13 @@ from .sort.order import SortedScores, sorted_scores
 from .sweep.counts import SweepCounts, count_sorted, sweep_counts
 from .sweep.parallel import announce_first_use, map_in_threads
 from .tables.result import evaluation_result
-from .validate.columns import _to_numpy, check_aligned, column_values, refuse_sparse
+from .validate.columns import (
+    _to_numpy,
+    booleans_and_numbers,
+    check_aligned,
+    column_values,
+    refuse_sparse,
+)
 from .validate.errors import UndefinedMetricWarning
 from .validate.settings import (
     check_confidence,
@@ -276,6 +282,11 @@ class BiasEvaluator:
     # ------------------------------------------------------------------ folds
 
     def _index_array(self, index) -> np.ndarray:
+        if isinstance(index, (list, tuple)) or getattr(index, "dtype", None) == object:
+            mixed = booleans_and_numbers(np.asarray(index, dtype=object))
+            if mixed is not None:  # ([True, 3] read as positions 1 and 3: found by review)
+                raise TypeError(f"index holds both booleans and numbers ({mixed}): a boolean "
+                                f"mask, or integer row positions")
         arr, missing = column_values(index, "index")
         if missing is not None:
             first = int(np.flatnonzero(missing)[0])
@@ -288,12 +299,20 @@ class BiasEvaluator:
                 raise ValueError(f"index is a boolean mask of {arr.shape[0]} rows but the "
                                  f"evaluator has {self.n_rows}")
             return np.flatnonzero(arr)
-        if not np.issubdtype(arr.dtype, np.integer):
+        # (timedelta64 is an integer type to numpy: not row positions; found by review)
+        if arr.dtype.kind not in "iu":
             raise TypeError(f"index must hold integer row positions or be a boolean mask, "
                             f"got dtype {arr.dtype}")
-        arr = np.ascontiguousarray(arr, dtype=np.int64)
         if arr.shape[0] == 0:
             raise ValueError("index is empty: a fold needs at least one row")
+        # (compared in their own type: 2**64 - 1 as int64 would read as -1)
+        bad = (arr < 0) | (arr >= self.n_rows) if arr.dtype.kind == "i" else arr >= self.n_rows
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"index has {int(bad.sum())} value(s) outside [0, {self.n_rows}) "
+                             f"(e.g. {arr[first].item()} at position {first}); it takes row "
+                             f"positions of the evaluator's rows")
+        arr = np.ascontiguousarray(arr, dtype=np.int64)
         bad = (arr < 0) | (arr >= self.n_rows)
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
@@ -578,6 +597,9 @@ class BiasEvaluator:
         if not columns:
             raise ValueError("score_matrix has no models")
         if model_names is not None:
+            if isinstance(model_names, (str, bytes)):  # ("ab" was the names "a" and "b")
+                raise TypeError(f"model_names must be a list of names, got the string "
+                                f"{model_names!r}")
             model_names = [str(x) for x in model_names]
             if len(model_names) != len(columns):
                 raise ValueError(f"model_names has {len(model_names)} names for "
@@ -689,6 +711,9 @@ class BiasEvaluator:
             raise ValueError("metrics is empty: name at least one of " + str(SCORE_NAMES))
         for metric in metrics:
             _check_score_name(metric)
+        if len(set(metrics)) < len(metrics):  # (two columns of one name: found by review)
+            raise ValueError(f"metrics names {next(m for m in metrics if metrics.count(m) > 1)!r} "
+                             f"twice")
         names, results = self._many(score_matrix, index, model_names, n_jobs,
                                     lambda sc: self._values(sc, metrics))
         return pd.DataFrame(results, index=pd.Index(names, name="model"), columns=metrics)

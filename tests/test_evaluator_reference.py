@@ -378,3 +378,25 @@ def test_omit_with_every_subgroup_undefined_warns_like_final_metric():
     ev = BiasEvaluator(y, groups, undefined="omit")
     with pytest.warns(UndefinedMetricWarning):
         assert np.isnan(ev.final_metric(s))
+
+
+@pytest.mark.parametrize("index, error, match", [
+    (np.array([2**64 - 1], dtype=np.uint64), ValueError, r"e\.g\. 18446744073709551615 at "),
+    (np.array([1, 2], dtype="timedelta64[ns]"), TypeError, r"got dtype timedelta64"),
+    ([True, 3], TypeError, r"index holds both booleans and numbers"),
+])
+def test_odd_indexes_are_refused_by_what_they_are(index, error, match):
+    """The review's smaller notes: a uint64 position past int64 was named as -1, timedelta64
+    was taken as positions, [True, 3] as positions 1 and 3."""
+    ev = BiasEvaluator([0, 1, 0, 1, 1, 0], {"g": [1, 1, 0, 0, 1, 0]})
+    with pytest.raises(error, match=match):
+        ev.score([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "overall_auc", index=index)
+
+
+def test_model_names_string_and_repeated_metrics_are_refused():
+    ev = BiasEvaluator([0, 1, 0, 1, 1, 0], {"g": [1, 1, 0, 0, 1, 0]})
+    s = np.array([[0.1, 0.2], [0.2, 0.1], [0.3, 0.5], [0.4, 0.4], [0.5, 0.9], [0.6, 0.3]])
+    with pytest.raises(TypeError, match=r"model_names must be a list of names, got the string"):
+        ev.scores_many(s, model_names="ab")
+    with pytest.raises(ValueError, match=r"metrics names 'final' twice"):
+        ev.scores_many(s, ["final", "final"])

@@ -45,6 +45,8 @@ def is_private_directory(path, uid=None) -> bool:
         return True
     if info.st_uid not in (uid, 0) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return False
+    if not _links_trusted(path, uid):
+        return False
     parent = os.path.dirname(real)
     while True:
         try:
@@ -58,6 +60,42 @@ def is_private_directory(path, uid=None) -> bool:
         if os.path.dirname(parent) == parent:
             return True
         parent = os.path.dirname(parent)
+
+
+def _links_trusted(path, uid) -> bool:
+    """Whether every symbolic link on the way to ``path`` as given (numba reads the cache
+    through it, not through its resolved form) is owned by ``uid`` or root, in a directory
+    owned by them that no other user can write into: another user could otherwise point a
+    link elsewhere after the check (found by review: a private directory reached through a
+    link in a world-writable folder was trusted)."""
+    current = os.path.abspath(path)
+    parts = []
+    while True:
+        head, tail = os.path.split(current)
+        if not tail:
+            break
+        parts.append(tail)
+        current = head
+    for part in reversed(parts):
+        current = os.path.join(current, part)
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return False
+        if not stat.S_ISLNK(info.st_mode):
+            continue
+        try:
+            folder = os.stat(os.path.dirname(current))
+        except OSError:
+            return False
+        # (its folder's owner can replace it, and so can everyone where others may write
+        # into the folder, unless it is sticky: there only the link's owner and root can)
+        if info.st_uid not in (uid, 0) or folder.st_uid not in (uid, 0) \
+                or (folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+                    and not folder.st_mode & stat.S_ISVTX):
+            return False
+        current = os.path.realpath(current)  # (the rest of the way from where it points)
+    return True
 
 
 def _private_directory(path) -> str | None:

@@ -30,6 +30,7 @@ import lzma
 import math
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -507,14 +508,21 @@ def _say(args, text: str) -> None:
 
 
 def _is_fastbias_report(path: str) -> bool:
-    """Whether ``path`` is a regular file that an earlier fastbias wrote as its HTML report."""
+    """Whether ``path`` is a regular file that an earlier fastbias wrote as its HTML report
+    (opened without waiting and looked at only if regular: opening a FIFO would wait for a
+    writer forever, found by review; a link is not followed)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 16)
-            handle.seek(max(0, os.path.getsize(path) - 4096))
-            tail = handle.read()
+        handle = os.fdopen(os.open(path, flags), "rb")
     except OSError:
         return False
+    with handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        head = handle.read(1 << 16)
+        handle.seek(max(0, info.st_size - 4096))
+        tail = handle.read()
     return head.startswith(b"<!DOCTYPE html>") and b"<footer>fastbias " in tail
 
 
@@ -1297,10 +1305,19 @@ def _add_common(parser) -> None:
                         help="no progress, notes or warnings on stderr")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors shown as the terminal should show them: an
+    argument echoed there ("unrecognized arguments: ...") may be a name from the data, with
+    escape sequences in it (found by review). Subcommands' parsers are of this class too."""
+
+    def error(self, message):
+        super().error(terminal_text(message, keep_newlines=True))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fastbias",
         description="Exact unintended-bias metrics (Subgroup/BPSN/BNSP AUC, AEGs) of "
                     "classifiers, with reports.")

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import stat
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -90,24 +89,29 @@ def write_atomically(path, text: str) -> None:
     private report stays private); a new one gets the umask's.
     """
     path = os.fspath(path)
-    if os.path.islink(path):
+    # one look at what is there (a link checked and then read again could be another by then:
+    # found by review, a link planted between the two made the report 0777)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
         raise ValueError(f"output {path!r} is a symbolic link; fastbias does not write through "
                          f"links: give the path of a regular file")
-    if os.path.isdir(path):
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise ValueError(f"output {path!r} is a directory; give a file name")
     directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = stat.S_IMODE(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                         dir=directory)
+    handle, temporary = _temporary_file(directory)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            if info is not None:  # (by the descriptor: a name could be a link by now)
+                if hasattr(os, "fchmod"):
+                    os.fchmod(out.fileno(), stat.S_IMODE(info.st_mode))
+                else:  # (Windows: no links to fear there, and no POSIX modes)
+                    os.chmod(temporary, stat.S_IMODE(info.st_mode))
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         try:
@@ -117,10 +121,21 @@ def write_atomically(path, text: str) -> None:
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def _temporary_file(directory: str) -> tuple:
+    """``(descriptor, path)`` of a new file in ``directory``, made there by this call (never
+    an existing one, never through a link), with the umask's mode as the system gives a new
+    file (no umask read and put back: found by review, two writes in threads so made a report
+    world-readable and left the umask changed). A short name: a long output name of its own
+    would leave none to spare."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        temporary = os.path.join(directory, f".fastbias-{os.urandom(8).hex()}.tmp")
+        try:
+            return os.open(temporary, flags, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no temporary file could be made in {directory!r}")
 
 
 #: how many subgroups' gap curves the HTML report draws per model

@@ -1426,6 +1426,8 @@ _PYTHON_TO_CLI = [("pass nan_policy='omit'", "pass --nan-policy omit"),
 
 def _in_cli_terms(message: str) -> str:
     """Library error messages name Python arguments; say the command-line option instead."""
+    message = re.sub(r"pass it as sensitive_features=\[(['\"])(.*?)\1\]",
+                     lambda m: f"pass it as --sensitive-features {m.group(2)}", message)
     for python_words, cli_words in _PYTHON_TO_CLI:
         message = re.sub(rf"(?<![\w-]){re.escape(python_words)}(?!\w)", cli_words, message)
     return " ".join(message.split())

@@ -423,3 +423,14 @@ def test_jsonl_subnormal_number_is_named(tmp_path, capsys):
         path.write_text('{"y":0,"s":0.3,"g":1}\n{"y":1,"s":0.5,"g":0,"w":%s}\n' % text)
         assert main(args) == 1
         assert f"holds {text} at row 1" in capsys.readouterr().err
+
+
+def test_a_text_identity_column_points_to_the_cli_option(tmp_path, capsys):
+    """The library's advice "pass it as sensitive_features=['race']" said in the CLI's terms
+    (found by review)."""
+    path = tmp_path / "d.csv"
+    path.write_text("y,s,race\n0,0.1,a\n1,0.9,b\n0,0.4,a\n1,0.2,b\n")
+    assert main(["report", str(path), "--label", "y", "--scores", "s", "--subgroups", "race",
+                 "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "pass it as --sensitive-features race" in err and "sensitive_features=" not in err

@@ -302,16 +302,20 @@ def test_sample_weight_is_fixed_at_construction():
     assert ev.sample_weight is not w
 
 
+def _boosting_set():
+    """80 rows: features, 0/1 labels, one subgroup, predictions."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(80, 3))
+    y = (rng.random(80) < 0.5).astype(int)
+    return X, y, {"a": rng.random(80) < 0.5}, rng.random(80)
+
+
 def test_lightgbm_explicit_pair_with_other_labels_is_refused():
     """Found by review: a (Dataset, evaluator) pair is never checked against the Dataset's labels
     (docs: 'matched by row count and labels, which are compared on every call'). Pairing a
     set with an evaluator of the inverted labels reports that evaluator's numbers silently."""
     lgb = pytest.importorskip("lightgbm")
-    rng = np.random.default_rng(8)
-    X = rng.normal(size=(80, 3))
-    y = (rng.random(80) < 0.5).astype(int)
-    groups = {"a": rng.random(80) < 0.5}
-    p = rng.random(80)
+    X, y, groups, p = _boosting_set()
     wrong = BiasEvaluator(1 - y, groups)
     d = lgb.Dataset(X, y, free_raw_data=False).construct()
     metric = lightgbm_metric([(d, wrong)])
@@ -324,11 +328,7 @@ def test_xgboost_bound_set_relabelled_is_rechecked():
     metric keeps reporting the old labels' numbers (it should pick the matching evaluator or
     refuse)."""
     xgb = pytest.importorskip("xgboost")
-    rng = np.random.default_rng(8)
-    X = rng.normal(size=(80, 3))
-    y1 = (rng.random(80) < 0.5).astype(int)
-    groups = {"a": rng.random(80) < 0.5}
-    p = rng.random(80)
+    X, y1, groups, p = _boosting_set()
     ev1, ev2 = BiasEvaluator(y1, groups), BiasEvaluator(1 - y1, groups)
     d = xgb.DMatrix(X, label=y1)
     metric = xgboost_metric([ev1, ev2])

@@ -68,7 +68,16 @@ def _python_values(array):
             for v in np.asarray(array).tolist()]
 
 
+def _csv(path, name, labels, scores, values):
+    """A CSV of columns label, score and ``name`` (the values as written), at ``path``."""
+    with open(path, "w") as f:
+        f.write(f"label,score,{name}\n")
+        f.writelines(f"{int(a)},{float(b)!r},{c}\n" for a, b, c in zip(labels, scores, values))
+    return path
+
+
 # ------------------------------------------------------------- every byte value, both kinds
+
 
 @pytest.fixture(scope="module")
 def bytes_data():
@@ -242,10 +251,7 @@ def test_evaluate_csv_with_an_empty_first_batch_of_a_boolean_column(tmp_path,
     flag = np.where(rng.random(n) < 0.4, "True", "False").astype(object)
     flag[:40] = ""  # the first batch (batch_rows=40): all missing
     flag[rng.random(n) < 0.1] = ""
-    path = tmp_path / "d.csv"
-    with open(path, "w") as f:
-        f.write("label,score,g\n")
-        f.writelines(f"{int(a)},{float(b)!r},{c}\n" for a, b, c in zip(y, s, flag))
+    path = _csv(tmp_path / "d.csv", "g", y, s, flag)
     annotated = flag != ""
     member = flag == "True"
     rows = annotated if missing_subgroup == "exclude" else np.ones(n, dtype=bool)
@@ -442,10 +448,7 @@ def test_sensitive_features_with_missing_values_out_of_core(tmp_path, missing_su
     s = rng.integers(0, 7, n) / 6.0
     race = rng.choice(np.array(["a", "b", "c"], dtype=object), n)
     race[rng.random(n) < 0.15] = ""
-    path = tmp_path / "f.csv"
-    with open(path, "w") as f:
-        f.write("label,score,race\n")
-        f.writelines(f"{int(a)},{float(b)!r},{c}\n" for a, b, c in zip(y, s, race))
+    path = _csv(tmp_path / "f.csv", "race", y, s, race)
     annotated = race != ""
     rows = annotated if missing_subgroup == "exclude" else np.ones(n, dtype=bool)
     res = _quietly(fastbias.evaluate_csv, path, label="label", scores="score",

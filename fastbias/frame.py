@@ -230,7 +230,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     check_significance(significance)
     confidence = check_confidence(confidence)
     cuts = None if thresholds is None else check_thresholds(thresholds)
-    check_rate_interval(threshold_interval)
+    check_rate_interval(threshold_interval, "threshold_interval")
     check_gap_interval(gap_interval)
     resolve_n_jobs(n_jobs, 1)
     label, models, subgroup_names, features = frame_columns(df, label, scores, subgroups,

@@ -19,10 +19,11 @@ RATE_INTERVALS = ("wilson", "exact")
 GAP_INTERVALS = ("bernstein",)
 
 
-def check_rate_interval(interval):
-    """``interval=`` of the threshold metrics: None, "wilson" or "exact"."""
+def check_rate_interval(interval, name: str = "interval"):
+    """``interval=`` of the threshold metrics (``name``: the argument as the caller named it,
+    ``threshold_interval`` for ``evaluate``): None, "wilson" or "exact"."""
     if interval is not None and interval not in RATE_INTERVALS:
-        raise ValueError(f"interval must be None, 'wilson' or 'exact', got {interval!r}")
+        raise ValueError(f"{name} must be None, 'wilson' or 'exact', got {interval!r}")
     return interval
 
 
@@ -53,8 +54,10 @@ def wilson_interval(successes, trials, confidence: float):
         denominator = n + z * z
         centre = (k + 0.5 * z * z) / denominator
         half = z * np.sqrt(np.maximum(p * (n - k), 0.0) + 0.25 * z * z) / denominator
-        low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-        high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+        # (the interval holds its estimate: at k = n, centre + half rounded to 1 - 2**-53
+        # for some n, below the rate of 1; found by review)
+        low = np.where(n > 0, np.clip(np.minimum(centre - half, p), 0.0, 1.0), np.nan)
+        high = np.where(n > 0, np.clip(np.maximum(centre + half, p), 0.0, 1.0), np.nan)
     return low, high
 
 

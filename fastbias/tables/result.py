@@ -295,6 +295,7 @@ def checked_extras(significance, confidence, thresholds, threshold_interval="wil
            "confidence": check_confidence(confidence), "ci": ci}
     if thresholds is not None:
         out.update(thresholds=tuple(check_thresholds(thresholds).tolist()),
-                   threshold_interval=check_rate_interval(threshold_interval),
+                   threshold_interval=check_rate_interval(threshold_interval,
+                                                          "threshold_interval"),
                    gap_interval=check_gap_interval(gap_interval))
     return out

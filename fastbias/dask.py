@@ -126,8 +126,9 @@ def _meta_kinds(spec: ColumnSpec, dtypes) -> tuple:
     typed, by_values = {}, []
     for name in spec.batch_kinds().names:
         dtype = dtypes[name]
-        if dtype_kind(dtype) is not None:
-            typed[name] = dtype_kind(dtype)
+        kind = dtype_kind(dtype)
+        if kind is not None:
+            typed[name] = kind
         elif dtype == object or isinstance(dtype, pd.CategoricalDtype):
             by_values.append(name)
     return typed, by_values

@@ -1386,7 +1386,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "memory available at the start). Data that would need more is "
                              "evaluated by streaming: exact, two passes over the file (three "
                              "with --intersections, one more with --sensitive-features), spill files "
-                             "on disk, no --ci/--positive/--nan-policy omit")
+                             "on disk; DeLong's and Bernstein's intervals and --positive as in "
+                             "memory, no --ci bootstrap or --nan-policy omit")
     report.add_argument("--temp-dir", default=None, metavar="DIR",
                         help="where streaming writes its spill files (default: the system's "
                              "temporary directory)")

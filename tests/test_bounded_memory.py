@@ -354,6 +354,32 @@ def _assert_same_reports(memory: dict, streamed: dict) -> None:
     assert streamed == memory
 
 
+def test_max_memory_help_names_what_streaming_refuses():
+    """The help of --max-memory lists as refused exactly what ``_check_streamable`` refuses
+    (it had listed --ci and --positive after both came out of core)."""
+    import re
+    import types
+
+    import fastbias.cli as cli
+
+    report = next(a for a in cli.build_parser()._actions
+                  if a.dest == "command").choices["report"]
+    text = " ".join(next(a for a in report._actions if a.dest == "max_memory").help.split())
+    refused_in_help = re.search(r"no (.*)$", text).group(1)
+    for option, value in (("--ci", "bootstrap"), ("--nan-policy", "omit")):
+        assert f"{option} {value}" in refused_in_help
+    assert "--positive" not in refused_in_help and "delong" not in refused_in_help.lower()
+    over = types.SimpleNamespace(rows_text=lambda: "10", rows=10, row_bytes=8)
+    for ci, nan_policy, refused in (("bootstrap", "raise", True), ("delong", "raise", False),
+                                    ("bernstein", "raise", False), (None, "omit", True)):
+        args = types.SimpleNamespace(ci=ci, nan_policy=nan_policy, data="d.csv", positive="a")
+        if refused:
+            with pytest.raises(cli.CLIError, match="does not do"):
+                cli._check_streamable(args, over, 2 ** 20, 0)
+        else:
+            cli._check_streamable(args, over, 2 ** 20, 0)
+
+
 def test_cli_refuses_options_that_need_the_rows_in_memory(tmp_path, capsys, monkeypatch):
     import fastbias.cli as cli
 

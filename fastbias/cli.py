@@ -1042,6 +1042,8 @@ def cmd_report(args) -> int:
             raise CLIError("give the identity columns: --subgroups, --subgroups-file, "
                            "--subgroups-all-boolean or --sensitive-features")
         args.subgroups = []
+    if args.gap_interval is not None and not args.thresholds:
+        raise CLIError("--gap-interval needs --thresholds (the thresholds whose gaps it bounds)")
     if args.report_threshold is not None:
         if not args.thresholds:
             raise CLIError("--report-threshold needs --thresholds (the thresholds to evaluate)")

@@ -26,7 +26,7 @@ from .intervals.significance import (
     check_significance,
     joined_universes,
 )
-from .intervals.thresholds import check_gap_interval, check_rate_interval
+from .intervals.thresholds import check_threshold_options
 from .metrics.definitions import METRIC_COLUMNS
 from .metrics.table import overall_auc_from_counts, table_from_counts
 from .metrics.thresholds import (
@@ -182,9 +182,10 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         gaps) at each threshold, from the same sorts: ``result.thresholds``, one row
         per model, threshold and subgroup (see ``docs/thresholds.md``).
     threshold_interval : {"wilson", "exact", None}, default "wilson"
-        The rates' intervals (at ``confidence``).
+        The rates' intervals (at ``confidence``); "exact" without ``thresholds`` is a
+        ValueError.
     gap_interval : {None, "bernstein"}, optional
-        The gaps' Bernstein intervals (unweighted rows).
+        The gaps' Bernstein intervals (unweighted rows); needs ``thresholds``.
 
     Returns
     -------
@@ -230,8 +231,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     check_significance(significance)
     confidence = check_confidence(confidence)
     cuts = None if thresholds is None else check_thresholds(thresholds)
-    check_rate_interval(threshold_interval, "threshold_interval")
-    check_gap_interval(gap_interval)
+    check_threshold_options(thresholds, threshold_interval, gap_interval)
     resolve_n_jobs(n_jobs, 1)
     label, models, subgroup_names, features = frame_columns(df, label, scores, subgroups,
                                                             sensitive_features)

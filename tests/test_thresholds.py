@@ -524,6 +524,42 @@ def test_cli_report_threshold_alone_is_named_before_the_outputs(tmp_path, capsys
     assert (tmp_path / "r.thresholds.csv").read_text() == "kept\n"
 
 
+@pytest.mark.parametrize("options", [{"gap_interval": "bernstein"},
+                                     {"threshold_interval": "exact"},
+                                     {"gap_interval": "bernstein", "threshold_interval": None}])
+def test_interval_options_without_thresholds_are_refused_on_every_path(tmp_path, options):
+    """gap_interval= and threshold_interval="exact" bound the threshold metrics; without
+    thresholds= every entry point had dropped them without a word."""
+    df = pd.DataFrame({"y": [0, 1] * 50, "s": np.linspace(0, 1, 100),
+                       "g": [True, True, False, False] * 25})
+    kw = dict(label="y", scores="s", subgroups=["g"], **options)
+    with pytest.raises(ValueError, match="need thresholds="):
+        fastbias.evaluate(df, **kw)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match="need thresholds="):
+        fastbias.evaluate_csv(tmp_path / "d.csv", **kw)
+    on_dask = pytest.importorskip("fastbias.dask")
+    dd = pytest.importorskip("dask.dataframe")
+    with pytest.raises(ValueError, match="need thresholds="):
+        on_dask.evaluate(dd.from_pandas(df, npartitions=2), **kw)
+    # the default ("wilson") and None ask for nothing without thresholds: answered as before
+    for interval in ("wilson", None):
+        res = fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
+                                threshold_interval=interval)
+        assert res.thresholds is None
+
+
+def test_cli_gap_interval_alone_is_named(tmp_path, capsys):
+    from fastbias.cli import main
+    df = pd.DataFrame({"y": [0, 1] * 50, "s": np.linspace(0, 1, 100), "g": [True, False] * 50})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    assert main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                 "--subgroups", "g", "--gap-interval", "bernstein", "--progress", "never",
+                 "--out", str(tmp_path / "r.json")]) == 1
+    assert "--gap-interval needs --thresholds" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_bernstein_gap_intervals_stay_within_a_gaps_range():
     """On a few rows the paper's bound reaches past [-1, 1] (an FNR gap's high at 3.05, found
     by review, stretching the figures): the table's interval is clipped to the gap's range,

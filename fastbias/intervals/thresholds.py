@@ -34,6 +34,25 @@ def check_gap_interval(gap_interval):
     return gap_interval
 
 
+def check_threshold_options(thresholds, threshold_interval, gap_interval) -> None:
+    """``evaluate``'s interval options of the threshold metrics, checked, and refused without
+    ``thresholds=`` where they ask for something (``gap_interval="bernstein"``,
+    ``threshold_interval="exact"``): without thresholds there are no rates to bound, and the
+    call would drop what was asked without a word. (``"wilson"`` is the default and None asks
+    for nothing: both pass.)"""
+    check_rate_interval(threshold_interval, "threshold_interval")
+    check_gap_interval(gap_interval)
+    if thresholds is not None:
+        return
+    asked = [f"{name}={value!r}" for name, value, default in (
+        ("gap_interval", gap_interval, None), ("threshold_interval", threshold_interval, "wilson"))
+        if value is not None and value != default]
+    if asked:
+        raise ValueError(f"{' and '.join(asked)} bound{'s' if len(asked) == 1 else ''} the "
+                         f"threshold metrics' rates and gaps, which need thresholds= (e.g. "
+                         f"thresholds=[0.5]); without thresholds none are computed")
+
+
 def wilson_interval(successes, trials, confidence: float):
     """Wilson's score interval of a proportion, elementwise; NaN where there are no trials.
 

@@ -283,7 +283,11 @@ def checked_extras(significance, confidence, thresholds, threshold_interval="wil
     ``ci=`` arguments, checked, as :class:`~fastbias.validate.spec.ColumnSpec` fields."""
     from ..intervals.attach import check_ci
     from ..intervals.significance import check_significance
-    from ..intervals.thresholds import check_gap_interval, check_rate_interval
+    from ..intervals.thresholds import (
+        check_gap_interval,
+        check_rate_interval,
+        check_threshold_options,
+    )
     from ..metrics.thresholds import check_thresholds
     from ..validate.settings import check_confidence
 
@@ -291,6 +295,7 @@ def checked_extras(significance, confidence, thresholds, threshold_interval="wil
         raise ValueError("ci='bootstrap' needs the rows in memory (each replicate reweighs "
                          "every row): out of core, ci='delong' (from the same placement sums "
                          "as the significance tests) or 'bernstein' (unweighted)")
+    check_threshold_options(thresholds, threshold_interval, gap_interval)
     out = {"significance": check_significance(significance),
            "confidence": check_confidence(confidence), "ci": ci}
     if thresholds is not None:

@@ -60,7 +60,7 @@ from .sweep.parallel import (
     map_in_threads,
 )
 from .tables.result import EvaluationResult, evaluation_result, threshold_result
-from .validate.categories import category_codes
+from .validate.categories import category_codes, warn_features_without_values
 from .validate.columns import (
     check_aligned,
     check_length,
@@ -240,6 +240,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     labels = as_labels(df[label], f"label column {label!r}", pos_label=pos_label,
                        threshold=label_threshold if pos_label is None else None, omit=True)
     feature_codes = [category_codes(df[name], name) for name in features]
+    warn_features_without_values(features, [codes.values for codes in feature_codes])
     if isinstance(sample_weight, str):
         require_columns(df, [sample_weight], "sample_weight")
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",

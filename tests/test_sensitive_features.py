@@ -472,3 +472,30 @@ def test_out_of_core_settings_say_what_each_row_is_as_in_memory(tmp_path):
         ["race", "race=b"], ["sex", "sex=m"]]
     report = BiasReport.from_result(df, streamed)
     assert report.histograms.subgroups == BiasReport.from_result(df, expected).histograms.subgroups
+
+
+def test_a_feature_missing_on_every_row_is_warned_on_every_path(tmp_path):
+    """A sensitive feature with no value on any row makes no subgroup: every entry point
+    says so once, naming it (it had vanished from the table without a word)."""
+    rng = np.random.default_rng(5)
+    n = 400
+    df = pd.DataFrame({"y": rng.integers(0, 2, n), "s": rng.random(n),
+                       "race": pd.Series([None] * n, dtype=object),
+                       "sex": rng.choice(["f", "m"], n)})
+    with pytest.warns(UserWarning, match="sensitive feature 'race' has no value on any row") as seen:
+        ref, got = evaluate_on_every_path(tmp_path, df, bucket_rows=64, npartitions=2,
+                                          label="y", scores="s",
+                                          sensitive_features=["race", "sex"])
+    said = [w for w in seen if "no value on any row" in str(w.message)]
+    assert len(said) == 1 + len(got)  # one warning per call
+    assert "nor any combination" in str(said[0].message)
+    assert list(ref.table["subgroup"]) == ["sex=f", "sex=m"]
+    for res in got:
+        assert list(res.table["subgroup"]) == ["sex=f", "sex=m"]
+    # a feature with one value somewhere is not warned about
+    df.loc[7, "race"] = "a"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["race", "sex"])
+    assert "race=a" in list(res.table["subgroup"])

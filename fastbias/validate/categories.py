@@ -8,6 +8,7 @@ them (``fastbias.prepare.memberships.category_memberships``).
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,6 +196,21 @@ def _plain_value(value):
     return value
 
 
+def warn_features_without_values(features: list, values: list, stacklevel: int = 3) -> None:
+    """One warning naming the sensitive features (``features``) whose ``values`` (per
+    feature, those found on the rows) are none: a column missing on every row makes no
+    subgroup, and a caller who asked for it should hear so, not find it absent."""
+    empty = [name for name, found in zip(features, values) if len(found) == 0]
+    if not empty:
+        return
+    which = (f"sensitive feature {empty[0]!r} has" if len(empty) == 1 else
+             f"sensitive features {empty!r} have")
+    also = " (nor any combination of the features)" if len(features) > 1 else ""
+    warnings.warn(f"{which} no value on any row (every value missing): no subgroup from "
+                  f"{'it' if len(empty) == 1 else 'them'}{also}", UserWarning,
+                  stacklevel=stacklevel)
+
+
 def feature_summary(frame, features: list, labels: np.ndarray, where: str = "") -> dict:
     """What one piece of the rows (a batch, a partition) holds of the sensitive features:
     ``{"values": [set of values per feature], "cells": {(value, ...): [negatives,
@@ -238,6 +254,7 @@ def chosen_features(summary: dict, features: list, min_subgroup_size: int) -> tu
     pieces' categories are not one order), and the combinations with at least
     ``min_subgroup_size`` rows of each class, as value indexes in the order of the values.
     Too many values, or two that read alike, are refused as :func:`category_codes` does."""
+    warn_features_without_values(features, summary["values"], stacklevel=4)
     values = []
     for name, found in zip(features, summary["values"]):
         found = list(found)

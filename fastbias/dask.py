@@ -703,9 +703,39 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         if client is not None:
             _check_workers(client, float(worker_timeout))
         with _quiet_local_workers(client):
-            return _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input,
-                        n_out, persist, compute, show, client, float(worker_timeout),
-                        float(stall_timeout), random_state)
+            try:
+                return _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds,
+                            n_input, n_out, persist, compute, show, client,
+                            float(worker_timeout), float(stall_timeout), random_state)
+            except KeyError as error:
+                lacking = None if parquet is not None else _lacking_column(data, spec.columns)
+                if lacking is None:
+                    raise
+                raise lacking from error
+
+
+def _lacking_column(data, columns: list) -> ValueError | None:
+    """The error for a column the Dask DataFrame's meta lists but a partition lacks (a
+    ``dd.from_delayed(..., verify_meta=False)`` or ``from_map`` of frames that differ),
+    whose own error is Dask's bare KeyError; None where every partition holds ``columns``.
+    Only on that error path: it reads the partitions again to name the first that lacks
+    one."""
+    import dask
+
+    def lacks(frame):
+        return [name for name in columns if name not in frame.columns]
+
+    try:
+        found = dask.compute(*[dask.delayed(lacks)(part) for part in data.to_delayed()])
+    except Exception:  # noqa: BLE001 (the partitions cannot be read again: Dask's error)
+        return None
+    for number, names in enumerate(found):
+        if names:
+            return ValueError(f"column {names[0]!r} is missing from Dask partition {number}, "
+                              f"although the Dask DataFrame's meta lists it: every partition "
+                              f"must hold the meta's columns (dd.from_delayed(..., "
+                              f"verify_meta=False) and from_map do not check them)")
+    return None
 
 
 def _checked_divisions(divisions, models: list) -> list:

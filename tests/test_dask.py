@@ -386,3 +386,18 @@ def test_no_identity_columns_names_both_ways(tmp_path, subgroups):
                                                scores="model_fair", subgroups=subgroups)):
         with pytest.raises(ValueError, match=r"give subgroups or sensitive_features \(or both\)"):
             call()
+
+
+@pytest.mark.parametrize("missing", ["g", "s", "y"])
+def test_a_partition_lacking_a_column_is_named_with_its_position(missing):
+    """Partitions of ``dd.from_delayed(..., verify_meta=False)`` may lack a column the meta
+    lists: Dask's own error was a bare KeyError; now a ValueError names the column and the
+    first partition that lacks it."""
+    a = pd.DataFrame({"y": [0, 1] * 20, "s": np.linspace(0, 1, 40),
+                      "g": [True, False, False, True] * 10})
+    parts = [dask.delayed(lambda x: x)(frame) for frame in (a, a, a.drop(columns=[missing]))]
+    ddf = dd.from_delayed(parts, meta=a.iloc[:0], verify_meta=False)
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match=rf"column '{missing}' is missing from Dask "
+                                             rf"partition 2, although"):
+            fdask.evaluate(ddf, label="y", scores="s", subgroups=["g"])

@@ -16,7 +16,20 @@ from ..validate.errors import warn_listed
 from ..validate.settings import check_confidence
 from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_sample_weight, as_scores
 from . import _kernels as IK
-from .delong import _z_value
+from .delong import VARIANCE_TOLERANCE, _z_value, rounding_share, weight_bits_of
+
+#: a variance not computed (a cell of total weight at most 1): (variance, bound, covariance)
+_UNKNOWN = (np.nan, 0.0, np.nan)
+
+
+def _standard_error(var: float, bound: float, *_) -> float:
+    """The standard error of a variance and its rounding bound (as a standard error): NaN
+    where the bound exceeds VARIANCE_TOLERANCE / 2 of it (about 1%; the sums cannot tell
+    it), 0 only where the variance is 0 with no rounding to hide another."""
+    se = math.sqrt(var) if var >= 0 else np.nan  # (NaN >= 0 is False)
+    if se > 0 and bound <= 0.5 * VARIANCE_TOLERANCE * se:
+        return se
+    return 0.0 if se == 0 and bound == 0 else np.nan
 
 
 def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_weight=None,
@@ -57,10 +70,11 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         (a - b), ``se_a``, ``se_b``, ``correlation``, ``difference_se``,
         ``difference_low``, ``difference_high``, ``z``, ``p_value``. A value of an
         empty or one-class cell is NaN (its z and p-value too), and a test of a cell of
-        total weight at most 1 (no standard error), or of a difference whose standard error
-        is 0 (every placement alike), has NaN z and p-value; one
+        total weight at most 1 (no standard error), of a difference whose standard error
+        is 0 (every placement alike), or of one the float sums cannot tell within 1% (its
+        ``difference_se`` NaN too), has NaN z, p-value and interval; one
         :class:`~fastbias.UndefinedMetricWarning` each names them. Two equal estimates
-        with a standard error of 0 have z = 0 and p = 1.
+        with a standard error of 0 have z = 0, p = 1 and the interval [0, 0].
 
     Examples
     --------
@@ -89,6 +103,7 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     else:
         names, rows = subgroup_rows(subgroups, n, threshold=subgroup_threshold)
     z_crit = _z_value(confidence)
+    weight_bits = weight_bits_of(weights)
     memberships = prepare_memberships(labels, rows, names)
     orders = [order_scores(s, memberships) for s in (sa, sb)]
 
@@ -135,48 +150,66 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
                                 s.weights[0], s.no_skip, s.place[0], s.place[1], s.perm_ab,
                                 c_is_x)
         if not (w_x > 0 and w_y > 0):
-            return np.nan, np.nan, np.nan, np.nan, np.nan
-        ta = mom[0, 0] / (w_x * w_y)
-        tb = mom[0, 1] / (w_x * w_y)
+            return (np.nan,) * 2 + (_UNKNOWN,) * 3
+        ta = mom[0, 1] / (w_x * w_y)
+        tb = mom[0, 2] / (w_x * w_y)
         if not (w_x > 1 and w_y > 1):
-            return ta, tb, np.nan, np.nan, np.nan
+            return (ta, tb) + (_UNKNOWN,) * 3
+        # var = S10 / W_X + S01 / W_Y from the centred sums of each sample's placements
+        # (X rows' placements are Y weights, Y rows' X weights)
+        scale = (1.0 / (w_y * w_y * (w_x - 1.0) * w_x), 1.0 / (w_x * w_x * (w_y - 1.0) * w_y))
+        other = (w_y, w_x)
+        share = float(rounding_share(c.scores[0].shape[0] + s.scores[0].shape[0]))
+        exact = weight_bits is not None and max(w_x, w_y) < 2.0 ** (52 - weight_bits)
 
-        def cov(col, tp, tq):
-            s10 = (mom[0, col] / (w_y * w_y) - w_x * tp * tq) / (w_x - 1.0)
-            s01 = (mom[1, col] / (w_x * w_x) - w_y * tp * tq) / (w_y - 1.0)
-            return s10 / w_x + s01 / w_y
+        def variance(col, least, reads):
+            """(variance, its rounding bound as a standard error) from the centred sums in
+            column ``col`` and the least and largest term in ``least``, ``least + 1``: each
+            placement is off by at most ``share`` of its sample's weight (none where every
+            sum is exact; twice for a difference, ``reads`` = 2), the mean by ``share`` of
+            the largest term; a sample whose terms are all one exact value adds exactly 0."""
+            var = bound = 0.0
+            for side in (0, 1):
+                lo, hi = mom[side, least], mom[side, least + 1]
+                if exact and lo == hi:
+                    continue  # every term the same exact value: exactly 0
+                var += mom[side, col] * scale[side]
+                off = (0.0 if exact else reads * share * other[side]) + share * max(-lo, hi)
+                bound += scale[side] * mom[side, 0] * off * off
+            return var, math.sqrt(bound) + share * math.sqrt(var)
 
-        return (ta, tb, max(cov(2, ta, ta), 0.0), max(cov(3, tb, tb), 0.0), cov(4, ta, tb))
+        var_a, var_b, var_d = variance(4, 8, 1), variance(5, 10, 1), variance(7, 12, 2)
+        cov_ab = sum(mom[side, 6] * scale[side] for side in (0, 1))
+        return ta, tb, var_a, var_b, var_d + (cov_ab,)  # (variance, bound[, covariance])
 
-    records, index = [], []
+    records, index, unresolved = [], [], set()
 
     def add(key, metric, result):
-        ta, tb, var_a, var_b, cov_ab = result
+        ta, tb, known_a, known_b, known_d = result
         if metric in AEG_METRICS:
             ta, tb = 0.5 - ta, 0.5 - tb
         diff = ta - tb
-        var_diff = max(var_a + var_b - 2.0 * cov_ab, 0.0) if np.isfinite(var_a) else np.nan
-        se_diff = math.sqrt(var_diff) if np.isfinite(var_diff) else np.nan
-        corr = (cov_ab / math.sqrt(var_a * var_b)
-                if np.isfinite(var_a) and var_a > 0 and var_b > 0 else np.nan)
-        if np.isfinite(se_diff) and se_diff > 0:
+        se_a, se_b, se_diff = (_standard_error(*known) for known in (known_a, known_b, known_d))
+        corr = (known_d[2] / math.sqrt(known_a[0] * known_b[0])
+                if se_a > 0 and se_b > 0 else np.nan)  # (NaN > 0 is False)
+        low = high = z = p_value = np.nan
+        if np.isnan(se_diff) and known_d[0] >= 0:
+            unresolved.add((key, metric))
+        if se_diff > 0:
             z = diff / se_diff
             p_value = math.erfc(abs(z) / math.sqrt(2.0))
-        elif np.isfinite(se_diff) and diff == 0:  # the same estimate: no difference, p = 1
-            z, p_value = 0.0, 1.0
-        else:  # (a difference with a standard error of 0, every placement of each sample
-            # alike: DeLong's variance tells nothing, not certainty; found by review, z = inf
-            # and p = 0 for two models on four rows)
-            z = p_value = np.nan
-            z = p_value = np.nan
+            low, high = diff - z_crit * se_diff, diff + z_crit * se_diff
+        elif se_diff == 0 and diff == 0:  # every row's placements alike in both models: p = 1
+            z, p_value, low, high = 0.0, 1.0, diff, diff
+        # else a difference with a standard error of 0 (every placement of each sample
+        # alike: DeLong's variance tells nothing, not certainty; found by review, z = inf
+        # and p = 0 for two models on four rows) or one the sums cannot tell from 0 (a
+        # review: z = -4.5e7 where the exact standard error is 0): no test, no interval
         index.append((key, metric))
         records.append({
-            "value_a": ta, "value_b": tb, "difference": diff,
-            "se_a": math.sqrt(var_a) if np.isfinite(var_a) else np.nan,
-            "se_b": math.sqrt(var_b) if np.isfinite(var_b) else np.nan,
+            "value_a": ta, "value_b": tb, "difference": diff, "se_a": se_a, "se_b": se_b,
             "correlation": corr, "difference_se": se_diff,
-            "difference_low": diff - z_crit * se_diff, "difference_high": diff + z_crit * se_diff,
-            "z": z, "p_value": p_value,
+            "difference_low": low, "difference_high": high, "z": z, "p_value": p_value,
         })
 
     add("overall", "overall_auc", compare(classes[1], classes[0], True))
@@ -208,12 +241,18 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     no_value = out["value_a"].isna().to_numpy()
     no_test = ~no_value & out["p_value"].isna().to_numpy()
     flat = no_test & (out["difference_se"].to_numpy() == 0)
+    unknown = no_test & np.array([i in unresolved for i in out.index], dtype=bool)
     warn_listed({"value(s) undefined (an empty or one-class cell; value, z and p-value NaN)":
                  [n for n, x in zip(named, no_value) if x],
                  "test(s) not made (a cell of total weight at most 1: no standard error; "
-                 "z and p-value NaN)": [n for n, x in zip(named, no_test & ~flat) if x],
+                 "z and p-value NaN)": [n for n, x in zip(named, no_test & ~flat & ~unknown)
+                                        if x],
                  "test(s) not made (a difference whose DeLong standard error is 0: every "
                  "placement of each sample alike, as where both models separate the classes; "
-                 "z and p-value NaN)": [n for n, x in zip(named, flat) if x]},
+                 "z, p-value and interval NaN)": [n for n, x in zip(named, flat) if x],
+                 "test(s) not made (a standard error of the difference too small for the "
+                 "float sums of the placements to tell, within 1%, from 0: the models' "
+                 "placements differ alike on every row; its standard error, z, p-value and "
+                 "interval NaN)": [n for n, x in zip(named, unknown) if x]},
                 context="delong_paired_test")
     return out

@@ -661,17 +661,33 @@ def _write_outputs(report, outputs, args) -> None:
                    f"{time.perf_counter() - start:.1f} s){note}")
 
 
-def _subgroups_from_file(path: str) -> list:
-    """``--subgroups-file``: one column name per line, as written (surrounding whitespace
-    and blank lines aside)."""
+def _subgroups_from_file(path: str, args=None) -> list:
+    """``--subgroups-file``: one column name per line, blank lines skipped. A name with
+    surrounding whitespace is the column of that name as written where the data (``args``)
+    has one, else the name stripped; both in the data is an error (a review found 'g2 '
+    read as the column 'g2', silently)."""
     try:
-        with open(path, encoding="utf-8-sig") as handle:  # (a BOM, as Notepad writes)
-            names = [line.strip() for line in handle]
+        with open(path, encoding="utf-8-sig", newline="") as handle:  # (a BOM, as Notepad)
+            lines = re.split(r"\r\n|\r|\n", handle.read())  # (Python's universal newlines)
     except OSError as exc:
         raise CLIError(f"--subgroups-file {path!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CLIError(f"--subgroups-file {path!r} is not UTF-8 text") from None
-    names = [name for name in names if name]
+    lines = [line for line in lines if line.strip()]
+    padded = [line for line in lines if line != line.strip()]
+    header = set()
+    if padded and args is not None:
+        header = set(read_header(args.data, input_format=args.input_format, sep=args.sep,
+                                 wanted=[*padded, *(line.strip() for line in padded)]))
+    names = []
+    for line in lines:
+        name = line.strip()
+        if line != name and line in header:
+            if name in header:
+                raise CLIError(f"--subgroups-file {path!r} names {line!r}, and the data has "
+                               f"both a column {line!r} and a column {name!r}: rename one")
+            name = line
+        names.append(name)
     if not names:
         raise CLIError(f"--subgroups-file {path!r} names no column (one name per line)")
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -1034,7 +1050,7 @@ def cmd_report(args) -> int:
         raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")
     progress = _progress(args)
     if args.subgroups_file is not None:
-        args.subgroups = _subgroups_from_file(args.subgroups_file)
+        args.subgroups = _subgroups_from_file(args.subgroups_file, args)
     elif args.subgroups_all_boolean:
         args.subgroups = _boolean_columns(args, progress)
     elif args.subgroups is None:
@@ -1049,7 +1065,9 @@ def cmd_report(args) -> int:
             raise CLIError("--report-threshold needs --thresholds (the thresholds to evaluate)")
         if args.report_threshold not in args.thresholds:
             args.thresholds = [*args.thresholds, args.report_threshold]
-    wanted = {"--label": [args.label], "--scores": args.scores, "--subgroups": args.subgroups}
+    wanted = {"--label": [args.label], "--scores": args.scores,
+              "--subgroups-file" if args.subgroups_file is not None else "--subgroups":
+                  args.subgroups}
     if args.sensitive_features:
         wanted["--sensitive-features"] = args.sensitive_features
     if args.weight:
@@ -1238,6 +1256,9 @@ def _float_of_text(text: str) -> float:
 
 _threshold = _argument(_float_of_text, "a number", lambda v: not math.isnan(v),
                        "must not be NaN")
+# (a label or identity threshold makes the classes and members: finite, as in the library)
+_finite_threshold = _argument(_float_of_text, "a number", math.isfinite,
+                              "must be finite, got {text}")
 _positive_int = _argument(lambda text: int(text.replace("_", "")), "an integer",
                           lambda v: v >= 1, "must be at least 1, got {value}")
 _seed = _argument(int, "an integer", lambda v: v >= 0, "must be 0 or more, got {value}")
@@ -1265,9 +1286,9 @@ _memory_size = _argument(_parse_size, "a size such as 8G, 500M or 2.5GiB",
 
 
 def _add_common(parser) -> None:
-    parser.add_argument("--label-threshold", type=_threshold, default=0.5, metavar="T",
+    parser.add_argument("--label-threshold", type=_finite_threshold, default=0.5, metavar="T",
                         help="label >= T is positive (default 0.5)")
-    parser.add_argument("--subgroup-threshold", type=_threshold, default=0.5, metavar="T",
+    parser.add_argument("--subgroup-threshold", type=_finite_threshold, default=0.5, metavar="T",
                         help="identity value >= T means member (default 0.5)")
     parser.add_argument("--missing-subgroup", choices=["background", "exclude"],
                         default="background",

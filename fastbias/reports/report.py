@@ -251,12 +251,18 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe
 
 
 def _json_value(value):
+    """A value as strict JSON holds it: NaN (undefined) null, an infinity (a threshold of
+    inf, which evaluate takes) the string "Infinity" or "-Infinity", lists element-wise."""
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating, float)):
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
         return None if math.isnan(value) else float(value)
     if isinstance(value, np.bool_):
         return bool(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
     return value
 
 

@@ -227,9 +227,7 @@ class ColumnSpec:
                 parts = [[self.features[f], labels[f][v]] for f, v in enumerate(combo)]
                 members[" & ".join(label for _, label in parts)] = parts
             out["sensitive_members"] = members
-        if (self.significance is not None or self.thresholds is not None
-                or self.ci is not None):
-            out["confidence"] = self.confidence
+        out["confidence"] = self.confidence  # (always, as in memory: a review found it absent)
         if self.thresholds is not None:
             out.update(thresholds=list(self.thresholds),
                        threshold_interval=self.threshold_interval, gap_interval=self.gap_interval)

@@ -88,6 +88,8 @@ def integer_cut(threshold: float) -> int | None:
     >>> integer_cut(2.0 ** 53 + 4) == 2 ** 53 + 4
     True
     """
+    if not math.isfinite(threshold):  # (every integer compares right with an infinity)
+        return None
     cut = math.ceil(threshold)
     return None if float(cut - 1) < threshold else cut
 

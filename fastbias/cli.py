@@ -702,7 +702,10 @@ def _boolean_columns(args, progress) -> list:
     batches, so memory stays bounded however long it is."""
     import pandas as pd
 
-    taken = {args.label, *args.scores, *([args.weight] if args.weight else [])}
+    # (a sensitive feature is already one subgroup per value: not an identity column too,
+    # which would count its tests twice)
+    taken = {args.label, *args.scores, *([args.weight] if args.weight else []),
+             *(args.sensitive_features or ())}
     candidates = [c for c in read_header(args.data, input_format=args.input_format, sep=args.sep)
                   if c not in taken]
     fmt, compression, sep = _file_format(args.data, args.input_format, args.sep)
@@ -1368,7 +1371,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "'african american' work; blank lines are skipped)")
     which.add_argument("--subgroups-all-boolean", action="store_true",
                        help="every column holding only booleans or 0/1 (missing values aside), "
-                            "except the label, scores and weight")
+                            "except the label, scores, weight and --sensitive-features")
     report.add_argument("--thresholds", nargs="+", type=_threshold, metavar="T", default=None,
                         help="also the positive rate, TPR, FPR, FNR and precision of every "
                              "subgroup and its background at these thresholds (score >= T), "

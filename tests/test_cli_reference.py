@@ -285,6 +285,15 @@ def test_subgroups_all_boolean_picks_the_flag_columns(tmp_path, capsys):
     report = json.loads((tmp_path / "r.json").read_text())
     assert [r["subgroup"] for r in report["models"][0]["subgroups"]] == \
         ["g1", "g2", "b", "tf", "na01"]
+    # a 0/1 column given as a sensitive feature is one subgroup per value, not also an
+    # identity column (which counted its tests twice)
+    status, _, err = _cli(capsys, path, "--label", "y", "--scores", "s", "--weight", "w",
+                          "--subgroups-all-boolean", "--sensitive-features", "b",
+                          "--out", tmp_path / "r.json", "-q")
+    assert status == 0, err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [r["subgroup"] for r in report["models"][0]["subgroups"]] == \
+        ["g1", "g2", "tf", "na01", "b=False", "b=True"]
 
 
 @pytest.mark.parametrize("kind", ["csv", "semicolon", "tsv.gz", "jsonl", "parquet"])

@@ -338,7 +338,7 @@ def test_evaluate_bernstein_gap_interval_matches_reference():
 
 
 def test_paired_zero_variance_difference_with_fractional_weights_is_not_a_test():
-    """Weights of 0.1 (not exact in binary): the placements' sums round, so a difference
+    """Weights of 1.1 (not exact in binary): the placements' sums round, so a difference
     whose exact standard error is 0 computes to a tiny one; it is NaN and named, never a
     test of z ~ 1e7 (the rounding bound of the centred sums of the differences)."""
     for pairs in range(3, 12):
@@ -347,12 +347,13 @@ def test_paired_zero_variance_difference_with_fractional_weights_is_not_a_test()
         sb = sa.copy()
         sb[0::2] += 1.5
         with pytest.warns(fastbias.UndefinedMetricWarning, match="test.s. not made") as seen:
-            row = fastbias.delong_paired_test(y, sa, sb, sample_weight=np.full(2 * pairs, 0.1)
+            row = fastbias.delong_paired_test(y, sa, sb, sample_weight=np.full(2 * pairs, 1.1)
                                               ).loc[("overall", "overall_auc")]
         assert np.isnan(row.p_value) and np.isnan(row.z), (pairs, row.difference_se, row.z)
         assert np.isnan(row.difference_low) and np.isnan(row.difference_high)
         assert not row.difference_se > 0, row.difference_se
-        assert any("overall: overall_auc" in str(w.message) for w in seen)
+        assert any("overall: overall_auc" in str(w.message) and "weight at most 1" not in
+                   str(w.message) for w in seen)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -381,3 +382,97 @@ def test_paired_matches_exact_fractions_with_fractional_weights(seed):
             assert row.z == pytest.approx(z, rel=1e-9, abs=0), key
             compared += 1
     assert compared >= 4
+
+
+def test_paired_identical_orders_with_fractional_weights_test_no_difference():
+    """Two models that order the rows alike (identical, or a monotone transform) have the
+    same placements, so a difference of exactly 0 with a standard error of exactly 0, whatever
+    the weights' rounding: z = 0, p = 1 and the interval [0, 0], as without weights."""
+    rng = np.random.default_rng(11)
+    n = 300
+    y = rng.random(n) < 0.4
+    a = y + rng.normal(0, 1, n)
+    w = rng.uniform(0.1, 3, n)
+    g = {"g": rng.random(n) < 0.3}
+    for b in (a.copy(), np.exp(a)):
+        out = _paired(y, a, b, g, sample_weight=w)
+        assert (out["difference"] == 0).all()
+        assert (out["z"] == 0).all() and (out["p_value"] == 1).all()
+        assert (out["difference_low"] == 0).all() and (out["difference_high"] == 0).all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paired_standard_errors_with_weights_far_apart_are_exact_or_nan(seed):
+    """Weights spread over 1e+-15 (the float sums of the placements round far above some
+    rows' weights): every standard error, z and p-value is within 1% of exact arithmetic's,
+    or NaN (the rounding bound cannot vouch for it), never another number."""
+    rng = np.random.default_rng(200 + seed)
+    checked = 0
+    for trial in range(8):
+        n = 24
+        y = (rng.random(n) < 0.5).astype(int)
+        sa = rng.integers(0, 8, n) / 8
+        sb = sa.copy()
+        swap = rng.choice(n, 4, replace=False)
+        sb[swap] = sb[swap[::-1]]  # a few rows move: a difference of few placements
+        w = np.exp(rng.normal(0, 15, n))
+        if trial % 2:
+            w[rng.choice(n, 3, replace=False)] = rng.uniform(0.5, 2, 3)
+        groups = {"g": rng.random(n) < 0.5}
+        out = _paired(y, sa, sb, groups, sample_weight=w)
+        ref = paired_reference(y.tolist(), sa.tolist(), sb.tolist(),
+                               {k: v.tolist() for k, v in groups.items()}, w.tolist())
+        for key, r in ref.items():
+            if r is None or r["var_diff"] is None:
+                continue
+            row = out.loc[key]
+            exact = {"se_a": math.sqrt(r["var_a"]), "se_b": math.sqrt(r["var_b"]),
+                     "difference_se": math.sqrt(r["var_diff"])}
+            for col, want in exact.items():
+                got = row[col]
+                if np.isnan(got):
+                    continue
+                checked += 1
+                assert got == pytest.approx(want, rel=0.011, abs=0), (trial, key, col)
+            se, z, p = z_p(r["difference"], r["var_diff"])
+            if not np.isnan(row.z) and z is not None:  # (the difference within 1% of se)
+                assert abs(row.z - z) <= 0.011 * abs(z) + 0.0101, (trial, key, row.z, z)
+            elif z is None and r["difference"] != 0:
+                assert np.isnan(row.z), (trial, key)
+    assert checked > 100
+
+
+def test_paired_placements_alike_only_in_rounding_have_no_standard_error_of_0():
+    """A negative weighing 1e-20 of the others lies between two positives: their placements
+    differ by it in exact arithmetic, not in the float sums. The standard errors computed 0
+    are no 0 of exact arithmetic's (which is about 1e-21 here): NaN, or that value within 1%."""
+    y = np.array([0, 1, 0, 1, 0, 1])
+    sa = np.arange(6.0)
+    sb = np.array([0.0, 1.0, 2.0, 3.0, 5.0, 4.0])  # the last two rows swapped
+    w = np.array([1.0, 1.0, 1e-20, 1.0, 1.0, 1.0])
+    out = _paired(y, sa, sb, sample_weight=w)
+    ref = paired_reference(y.tolist(), sa.tolist(), sb.tolist(), {}, w.tolist())
+    r, row = ref[("overall", "overall_auc")], out.loc[("overall", "overall_auc")]
+    assert r["var_a"] > 0
+    for col, var in (("se_a", r["var_a"]), ("se_b", r["var_b"])):
+        assert np.isnan(row[col]) or row[col] == pytest.approx(math.sqrt(var), rel=0.01, abs=0)
+
+
+def test_paired_constant_model_has_no_correlation_and_one_warning_per_cell():
+    """A model of constant scores has placements all alike (its standard error exactly 0):
+    the correlation is NaN, not a division by 0; and a test not made is named once, in the
+    warning that says why."""
+    rng = np.random.default_rng(3)
+    y = np.array([0, 1] * 20)
+    a = y + rng.normal(0, 1, 40)
+    out = _paired(y, a, np.full(40, 0.5))
+    row = out.loc[("overall", "overall_auc")]
+    assert row.se_b == 0 and row.se_a > 0 and np.isnan(row.correlation)
+    assert row.p_value == pytest.approx(
+        math.erfc(abs(row.difference / row.difference_se) / math.sqrt(2)), rel=1e-12)
+    y = np.array([0, 0, 1, 1, 0, 1, 0, 1])
+    with pytest.warns(fastbias.UndefinedMetricWarning) as seen:
+        fastbias.delong_paired_test(y, np.where(y, 1.0, 0.0), np.where(y, 0.0, 1.0))
+    said = [str(w.message) for w in seen if "overall: overall_auc" in str(w.message)]
+    assert len(said) == 1 and "standard error is 0" in said[0]
+    assert said[0].count("overall: overall_auc") == 1

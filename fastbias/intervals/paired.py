@@ -18,8 +18,9 @@ from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_sample_weight, as
 from . import _kernels as IK
 from .delong import VARIANCE_TOLERANCE, _z_value, rounding_share, weight_bits_of
 
-#: a variance not computed (a cell of total weight at most 1): (variance, bound, covariance)
-_UNKNOWN = (np.nan, 0.0, np.nan)
+#: a variance not computed (a cell of total weight at most 1): (variance, bound, covariance,
+#: the difference's bound)
+_UNKNOWN = (np.nan, 0.0, np.nan, np.nan)
 
 
 def _standard_error(var: float, bound: float, *_) -> float:
@@ -106,6 +107,18 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     weight_bits = weight_bits_of(weights)
     memberships = prepare_memberships(labels, rows, names)
     orders = [order_scores(s, memberships) for s in (sa, sb)]
+    known_order = []
+
+    def same_order() -> bool:
+        """Whether the two models order the rows alike (ties too): then each row's
+        placements are the same sums, added in the same order, under both, and the
+        difference is exactly 0 whatever the weights' rounding (found once, on demand)."""
+        if not known_order:
+            by_a = np.argsort(sa, kind="stable")
+            a_steps, b_steps = np.diff(sa[by_a]), np.diff(sb[by_a])
+            known_order.append(bool(np.all(b_steps >= 0)
+                                    and np.array_equal(a_steps == 0, b_steps == 0)))
+        return known_order[0]
 
     class _Sample:
         """One sample for both models, each array in that model's score order: scores,
@@ -179,8 +192,19 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
             return var, math.sqrt(bound) + share * math.sqrt(var)
 
         var_a, var_b, var_d = variance(4, 8, 1), variance(5, 10, 1), variance(7, 12, 2)
+        no_difference = all(mom[side, 12] == 0 == mom[side, 13] for side in (0, 1))
+        if var_d[1] > 0 and no_difference and same_order():
+            var_d = (0.0, 0.0)  # the same order of the rows: every placement the same sum
         cov_ab = sum(mom[side, 6] * scale[side] for side in (0, 1))
-        return ta, tb, var_a, var_b, var_d + (cov_ab,)  # (variance, bound[, covariance])
+        # the estimates' rounding (each from the X rows' placements): the difference ta - tb
+        # is known within this, which a test needs far below its standard error
+        off = 0.0 if exact else share * w_y
+        diff_bound = ((2.0 * off + share * (mom[0, 9] + mom[0, 11])) / w_y
+                      + 2.0 ** -52 * (abs(ta) + abs(tb) + 1.0))
+        if var_d == (0.0, 0.0) and no_difference:
+            diff_bound = 0.0  # (every row's placements exactly alike: the same sums)
+        # (variance, bound[, covariance, the difference's bound])
+        return ta, tb, var_a, var_b, var_d + (cov_ab, diff_bound)
 
     records, index, unresolved = [], [], set()
 
@@ -193,13 +217,15 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         corr = (known_d[2] / math.sqrt(known_a[0] * known_b[0])
                 if se_a > 0 and se_b > 0 else np.nan)  # (NaN > 0 is False)
         low = high = z = p_value = np.nan
-        if np.isnan(se_diff) and known_d[0] >= 0:
+        # a test needs the standard error and the difference known within 1% of the former
+        known = se_diff >= 0 and known_d[3] <= 0.5 * VARIANCE_TOLERANCE * se_diff
+        if not known and known_d[0] >= 0 and se_diff != 0:  # (0: said as such)
             unresolved.add((key, metric))
-        if se_diff > 0:
+        if known and se_diff > 0:
             z = diff / se_diff
             p_value = math.erfc(abs(z) / math.sqrt(2.0))
             low, high = diff - z_crit * se_diff, diff + z_crit * se_diff
-        elif se_diff == 0 and diff == 0:  # every row's placements alike in both models: p = 1
+        elif known and diff == 0:  # every row's placements exactly alike in both models
             z, p_value, low, high = 0.0, 1.0, diff, diff
         # else a difference with a standard error of 0 (every placement of each sample
         # alike: DeLong's variance tells nothing, not certainty; found by review, z = inf
@@ -250,9 +276,9 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
                  "test(s) not made (a difference whose DeLong standard error is 0: every "
                  "placement of each sample alike, as where both models separate the classes; "
                  "z, p-value and interval NaN)": [n for n, x in zip(named, flat) if x],
-                 "test(s) not made (a standard error of the difference too small for the "
-                 "float sums of the placements to tell, within 1%, from 0: the models' "
-                 "placements differ alike on every row; its standard error, z, p-value and "
-                 "interval NaN)": [n for n, x in zip(named, unknown) if x]},
+                 "test(s) not made (a standard error of the difference, or the difference "
+                 "against it, too small for the float sums of the placements to tell within "
+                 "1%, as where the models' placements differ alike on every row or weights "
+                 "lie far apart; its standard error, z, p-value and interval NaN)": [n for n, x in zip(named, unknown) if x]},
                 context="delong_paired_test")
     return out

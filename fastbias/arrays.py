@@ -85,8 +85,9 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         Coverage of the intervals.
     n_boot : int, default 1000
         Replicates for ``ci="bootstrap"``.
-    random_state : int or numpy Generator, optional
-        Seed for ``ci="bootstrap"``.
+    random_state : int, numpy Generator or SeedSequence, optional
+        Seed for ``ci="bootstrap"`` (a Generator drawn from once, a SeedSequence read, not
+        spawned from: the same one gives the same intervals again).
     nan_policy : {"raise", "omit"}, default "raise"
         What a missing value (NaN, None, pd.NA) in ``y_true``, ``y_score``
         or ``sample_weight``, or an infinite score, does: raise a

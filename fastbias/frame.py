@@ -16,10 +16,11 @@ from ._threads import lend_helper
 from .intervals.attach import (
     FINAL_INTERVAL_ATTRS,
     OVERALL_INTERVAL_ATTRS,
+    WHOLE_TABLE_HEAD,
     attach_intervals,
     check_ci,
 )
-from .intervals.bootstrap import check_n_boot
+from .intervals.bootstrap import bootstrap_seed, check_n_boot
 from .intervals.significance import (
     add_pvalues,
     adjust_table,
@@ -139,8 +140,10 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     confidence : float, default 0.95
     n_boot : int, default 1000
         Bootstrap replicates (``ci="bootstrap"``).
-    random_state : int or numpy Generator, optional
-        Seed for the bootstrap.
+    random_state : int, numpy Generator or SeedSequence, optional
+        Seed for the bootstrap, resolved once for the call (a Generator drawn from once,
+        a SeedSequence read, not spawned from): every model, and every set of rows of
+        ``missing_subgroup="exclude"``, is resampled with the same counts.
     nan_policy : {"raise", "omit"}, default "raise"
         "omit" drops rows with a missing label or weight (for every model)
         and, per model, rows whose score is NaN, missing or infinite, with
@@ -271,6 +274,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         n_boot = check_n_boot(n_boot)
         settings.update(n_boot=n_boot, random_state=random_state if isinstance(
             random_state, (int, np.integer)) or random_state is None else type(random_state).__name__)
+        # once for the call: every model and universe resampled with the same counts
+        random_state = bootstrap_seed(random_state)
     # a fresh environment: the same exact counts in numpy while the kernels compile
     in_numpy = count_in_numpy_now(weights is not None, n <= FIRST_CALL_MAX_ROWS,
                                   thresholds=cuts is not None)
@@ -377,7 +382,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                                          sorted_scores=sorted_scores if compiled else None,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
                                          random_state=random_state, progress=bar, warn=False)
-                undefined.append(table.attrs.pop("undefined_intervals"))
+                found = table.attrs.pop("undefined_intervals")
+                if len(universes) > 1 or kept is not None:  # (see below)
+                    found[WHOLE_TABLE_HEAD] = _overall_only(found, kept)
+                undefined.append(found)
             if settings["significance"] is not None:
                 table = add_pvalues(table, sorted_scores=sorted_scores if compiled else None,
                                     sample_weight=w, confidence=confidence,
@@ -408,7 +416,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             whole = next((t for (kept, _), t in zip(universes, tables) if kept is None), None)
             if whole is None:
                 whole = _all_rows_interval(values)
-                undefined.append(whole.attrs.pop("undefined_intervals"))
+                found = whole.attrs.pop("undefined_intervals")
+                found[WHOLE_TABLE_HEAD] = _overall_only(found, None)
+                undefined.append(found)
             if ci == "bootstrap":
                 undefined.append({"interval(s) not made (missing_subgroup='exclude' resamples "
                                   "each set of rows annotated for the subgroups on its own, so "
@@ -422,6 +432,13 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         # warnings of a model do)
         warn_listed(gathered(undefined), context=f"model {model!r}", stacklevel=1)
         return joined.reindex(subgroup_names), overall, by_threshold
+
+    def _overall_only(found: dict, kept) -> list:
+        """Of the replicates a universe's overall AUC and final metric left out, what the
+        table keeps: with missing_subgroup="exclude" only the overall AUC's interval of
+        all the rows (``kept`` None), and no final metric's (none is made)."""
+        return [entry for entry in found.get(WHOLE_TABLE_HEAD, ())
+                if kept is None and entry.startswith("overall AUC")]
 
     def _all_rows_interval(values) -> pd.DataFrame:
         """The overall AUC's interval of all the rows (an empty table whose attrs hold it),

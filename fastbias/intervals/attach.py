@@ -94,7 +94,8 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
         ``<metric>_se``. ``attrs`` gains ``ci_method``, ``confidence``,
         ``overall_auc_low``, ``overall_auc_high`` (and ``overall_auc_se``);
         the bootstrap adds ``final_metric``, ``final_metric_low``,
-        ``final_metric_high``, ``final_metric_se`` and ``n_boot``.
+        ``final_metric_high``, ``final_metric_se``, ``final_metric_replicates`` (those
+        where it was defined, which its interval uses) and ``n_boot``.
 
     Examples
     --------
@@ -163,7 +164,11 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
 #: the ``attrs`` of the overall AUC's interval, and of the final metric's (the bootstrap's)
 OVERALL_INTERVAL_ATTRS = ("overall_auc_low", "overall_auc_high", "overall_auc_se")
 FINAL_INTERVAL_ATTRS = ("final_metric", "final_metric_low", "final_metric_high",
-                        "final_metric_se")
+                        "final_metric_se", "final_metric_replicates")
+#: the warning's head of the overall AUC's and the final metric's bootstrap replicates left
+#: out where undefined (``attrs["final_metric_replicates"]`` counts those kept)
+WHOLE_TABLE_HEAD = ("interval(s) were undefined in some bootstrap replicates (the interval "
+                    "uses the others; count in parentheses)")
 
 
 def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedScores | None,
@@ -219,18 +224,25 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
             defined = np.isfinite(out[metric].to_numpy(dtype=np.float64))
             undefined += [f"{name}: {metric} ({n_boot - int(c)})"
                           for name, c, d in zip(out.index, count, defined) if d and c < n_boot]
-        low, high, se, _ = _percentile_interval(reps.overall_auc, confidence)
+        low, high, se, count = _percentile_interval(reps.overall_auc, confidence)
         attrs.update(overall_auc_low=float(low), overall_auc_high=float(high),
                      overall_auc_se=float(se), n_boot=int(n_boot))
+        whole = []  # (the table's own intervals: see WHOLE_TABLE_HEAD)
+        if np.isfinite(overall_point) and int(count) < n_boot:
+            whole.append(f"overall AUC ({n_boot - int(count)})")
         if memberships.n_groups:
             keep = identity_mask(memberships.names, memberships.intersections)
             point = {m_: out[m_].to_numpy(dtype=np.float64)[keep] for m_ in AUC_METRICS}
             final_point = float(final_metric_values(overall_point, point))
             low, high, se, count = _percentile_interval(reps.final_metric, confidence)
             attrs.update(final_metric=final_point, final_metric_low=float(low),
-                         final_metric_high=float(high), final_metric_se=float(se))
+                         final_metric_high=float(high), final_metric_se=float(se),
+                         final_metric_replicates=int(count))
+            if np.isfinite(final_point) and int(count) < n_boot:  # (found by review: unsaid)
+                whole.append(f"final metric ({n_boot - int(count)})")
         found = {"metric(s) were undefined in some bootstrap replicates (an emptied cell; the "
-                 "interval uses the others; count in parentheses)": undefined}
+                 "interval uses the others; count in parentheses)": undefined,
+                 WHOLE_TABLE_HEAD: whole}
     else:
         if sample_weight is not None:
             raise ValueError("the Bernstein interval needs unweighted rows (it counts independent "

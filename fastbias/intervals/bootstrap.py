@@ -34,14 +34,23 @@ def check_n_boot(n_boot) -> int:
     return int(n_boot)
 
 
-def _seed_sequence(random_state) -> np.random.SeedSequence:
+def bootstrap_seed(random_state) -> np.random.SeedSequence:
+    """``random_state=`` of the bootstrap as the SeedSequence its replicates are children
+    of, resolved once per call: an int (or None: fresh entropy) seeds one; a numpy Generator
+    is drawn from once; a SeedSequence is copied, never spawned from (the caller's object
+    is left as it was, so that the same one gives the same intervals again). An entry point
+    that resamples several models or universes resolves it once and hands on the result,
+    so that all of them are resampled with the same counts (a Generator drawn from per
+    model had given identical models different intervals, which ones depending on the
+    threads; found by review)."""
     if isinstance(random_state, np.random.SeedSequence):
-        return random_state
+        return np.random.SeedSequence(random_state.entropy, spawn_key=random_state.spawn_key,
+                                      pool_size=random_state.pool_size)
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(int(random_state.integers(0, 2 ** 63)))
     if random_state is None or (isinstance(random_state, numbers.Integral)
                                 and not isinstance(random_state, bool) and random_state >= 0):
-        return np.random.SeedSequence(random_state)
+        return np.random.SeedSequence(None if random_state is None else int(random_state))
     raise TypeError(f"random_state must be None, a non-negative int, a numpy Generator or a "
                     f"SeedSequence, got {random_state!r}")
 
@@ -268,7 +277,7 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     n_boot = check_n_boot(n_boot)
     m = sorted_scores.memberships if sorted_scores is not None else first_call[1]
     n = m.n_rows
-    seeds = _seed_sequence(random_state).spawn(n_boot)
+    seeds = bootstrap_seed(random_state).spawn(n_boot)  # (a copy's children: see there)
     counts = np.empty((n_boot, m.n_groups, K.N_COUNT_COLUMNS))
     class_totals = np.empty((n_boot, 2))
     twice_overall_u = np.empty(n_boot)

@@ -510,8 +510,11 @@ def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
 def column_name(value, argument: str):
     """One column name (a string, or another label that a DataFrame column can carry)."""
     if isinstance(value, (list, tuple, set, dict, np.ndarray, pd.Index)):
+        hint = (" (columns named by tuples, a MultiIndex, are not read: flatten them first, "
+                "e.g. df.columns = ['_'.join(map(str, c)) for c in df.columns])"
+                if isinstance(value, tuple) else "")
         raise TypeError(f"{argument} must be one column name, got a {type(value).__name__} "
-                        f"{list(value)[:5]!r}")
+                        f"{list(value)[:5]!r}{hint}")
     if value is None:
         raise ValueError(f"{argument} is required")
     try:
@@ -531,6 +534,7 @@ def name_list(value, argument: str, columns=None) -> list:
         return [value]
     if value is None:
         raise ValueError(f"{argument} is required")
+    _refuse_data_for_names(value, argument, columns)
     if columns is not None and not isinstance(value, (list, tuple, pd.Index, np.ndarray)):
         try:
             if value in columns:
@@ -547,7 +551,37 @@ def name_list(value, argument: str, columns=None) -> list:
         column_name(name, f"each of {argument}")
     if len(set(out)) != len(out):
         raise ValueError(f"{argument} has duplicate names: {sorted({x for x in out if out.count(x) > 1})}")
+    shown = [str(x) for x in out]
+    if len(set(shown)) != len(shown):  # (1 and "1": two rows both shown as 1)
+        alike = [x for x in out if shown.count(str(x)) > 1]
+        raise ValueError(f"{argument} has names that read alike once written: {alike!r}; "
+                         f"the tables and reports could not tell them apart: rename one")
     return out
+
+
+def _refuse_data_for_names(value, argument: str, columns) -> None:
+    """A TypeError for data where column names are asked for (a dict of masks, a DataFrame,
+    a Series, a boolean or float array): a dict's keys or a DataFrame's columns would be
+    read as names and the frame's own columns of those names evaluated instead, silently
+    (found by review)."""
+    if isinstance(value, tuple) and columns is not None:
+        try:
+            is_column = value in columns
+        except TypeError:
+            is_column = False
+        if is_column:
+            raise TypeError(f"{argument} {value!r} is a column named by a tuple (a MultiIndex "
+                            f"of columns), which fastbias does not read: flatten the columns "
+                            f"first, e.g. df.columns = ['_'.join(map(str, c)) for c in "
+                            f"df.columns]")
+    data = isinstance(value, (dict, pd.DataFrame, pd.Series)) or (
+        hasattr(value, "to_pandas") and not isinstance(value, pd.Index)) or (
+        isinstance(value, np.ndarray) and (value.ndim != 1 or value.dtype.kind in "bfc"))
+    if data:
+        raise TypeError(f"{argument} names columns of the data (a column name or a list of "
+                        f"names), got a {type(value).__name__}: to evaluate values that are not "
+                        f"its columns, add them first (df.assign(...)), or use "
+                        f"fastbias.bias_metrics, which takes the arrays themselves")
 
 
 def subgroup_names(subgroups, features: list, columns=None) -> list:

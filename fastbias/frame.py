@@ -249,7 +249,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",
                                    omit=True)
     else:
-        weights = as_sample_weight(sample_weight, n, omit=True)
+        weights = as_sample_weight(sample_weight, n, omit=True, reference="df")
 
     # one unweighted model on many rows: its class sort runs on a helper thread while this one
     # reads the identity columns (the membership sort and the walk then use the model's threads)

@@ -465,7 +465,7 @@ def test_evaluate_errors_name_the_column(frame):
     with pytest.raises(ValueError, match=r"sample_weight column 'w' has 10 negative"):
         fastbias.evaluate(bad, label="label", scores="a", subgroups=["g"], pos_label="toxic",
                           sample_weight="w")
-    with pytest.raises(ValueError, match=r"sample_weight has 3 rows but y_true has 10"):
+    with pytest.raises(ValueError, match=r"sample_weight has 3 rows but df has 10"):
         fastbias.evaluate(frame, label="label", scores="a", subgroups=["g"], pos_label="toxic",
                           sample_weight=[1.0, 2.0, 3.0])
 

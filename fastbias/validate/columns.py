@@ -168,14 +168,15 @@ def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.n
     would be rounded."""
     out = np.empty(present.shape[0], dtype=np.float64)
     for j, value in enumerate(present):
-        if isinstance(value, (float, np.floating)):
+        if isinstance(value, (float, np.floating)) and not isinstance(value, np.longdouble):
             out[j] = value
             continue
         try:
             converted = float(value)
             exact = (converted != converted or math.isinf(converted)
-                     or Fraction(converted) == Fraction(value))
-        except (OverflowError, ValueError, TypeError):
+                     or (np.longdouble(converted) == value if isinstance(value, np.longdouble)
+                         else Fraction(converted) == Fraction(value)))
+        except (OverflowError, ValueError, TypeError, ArithmeticError):
             converted, exact = "out of range", False
         if not exact:
             raise ValueError(f"{name} has a value that float64 cannot hold exactly: "
@@ -187,8 +188,14 @@ def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.n
 
 
 def _all_real_numbers(values: np.ndarray) -> bool:
-    return all(isinstance(v, (numbers.Real, Decimal)) and not isinstance(v, (bool, np.bool_))
-               for v in values)
+    """Every value a real number (numpy's timedelta64 counts as an integer to ``numbers``:
+    not here, nor booleans)."""
+    return all(isinstance(v, (numbers.Real, Decimal))
+               and not isinstance(v, (bool, np.bool_, np.timedelta64)) for v in values)
+
+
+#: whether numpy's long double holds more than float64 (not on every platform)
+LONG_DOUBLE_WIDER = np.finfo(np.longdouble).nmant > np.finfo(np.float64).nmant
 
 
 def _from_objects(arr: np.ndarray, name: str):
@@ -199,10 +206,17 @@ def _from_objects(arr: np.ndarray, name: str):
     integers and Decimals: float64, each converted exactly or refused; anything
     else (strings, mixed types) stays an object array.
     """
-    missing = np.asarray(pd.isna(arr), dtype=bool)
+    try:
+        missing = np.asarray(pd.isna(arr), dtype=bool)
+    except ArithmeticError:  # (a signalling NaN Decimal cannot even be compared)
+        where = next(i for i, v in enumerate(arr) if isinstance(v, Decimal) and v.is_snan())
+        raise ValueError(f"{name} has a signalling NaN, {arr[where]!r} at {_at(where)}: not a "
+                         f"number; a missing value is NaN or None") from None
     any_missing = bool(missing.any())
     present = arr[~missing] if any_missing else arr
     kind = pd.api.types.infer_dtype(present, skipna=False)
+    if kind == "floating" and LONG_DOUBLE_WIDER and np.longdouble in set(map(type, present)):
+        kind = "mixed"  # (long doubles among them: each converted exactly or refused)
     if kind == "boolean":
         values = present.astype(np.bool_)
     elif kind == "integer":
@@ -211,8 +225,9 @@ def _from_objects(arr: np.ndarray, name: str):
         except OverflowError:
             try:
                 values = present.astype(np.uint64)
-            except OverflowError:
-                raise ValueError(f"{name} has integers too large for 64 bits") from None
+            except OverflowError:  # beyond 64 bits: floats where float64 holds each exactly
+                positions = np.flatnonzero(~missing) if any_missing else np.arange(arr.shape[0])
+                values = _exact_floats(present, positions, name)
     elif kind in ("floating", "mixed-integer-float", "decimal") or (
             kind in ("mixed", "mixed-integer") and present.shape[0]
             and _all_real_numbers(present)):
@@ -405,7 +420,8 @@ def first_non_numeric(arr: np.ndarray, booleans: bool = False) -> str:
     """
     first_text = None
     for i, value in enumerate(arr):
-        if value is None or (isinstance(value, numbers.Number) and not isinstance(value, bool)):
+        if value is None or (isinstance(value, numbers.Real)
+                             and not isinstance(value, (bool, np.timedelta64))):
             continue
         if booleans and isinstance(value, (bool, np.bool_)):
             continue

@@ -222,6 +222,8 @@ def subgroup_columns(subgroups, n: int | None = None):
                         f"a dict of name -> mask or an (n, k) array), got column name(s) "
                         f"{subgroups!r}; to select columns by name use "
                         f"fastbias.evaluate(df, ..., subgroups=[...])")
+    if isinstance(subgroups, (list, tuple)) and not subgroups:
+        return [], []  # no subgroup, as an empty dict (was one of 0 rows, "subgroup_0")
     if (isinstance(subgroups, (list, tuple)) and subgroups
             and any(isinstance(x, (np.ndarray, pd.Series, pd.Index)) for x in subgroups)):
         # one array per subgroup, or one per row? ambiguous when k == n: refuse both

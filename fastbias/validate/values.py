@@ -522,12 +522,13 @@ def check_weight_resolution(totals, smallest, where, name: str, what: str, bits:
 
 
 def as_sample_weight(sample_weight, n: int, name: str = "sample_weight", *,
-                     omit: bool = False) -> np.ndarray | None:
-    """Validate weights: numeric, finite, non-negative, length ``n``; float64."""
+                     omit: bool = False, reference: str = "y_true") -> np.ndarray | None:
+    """Validate weights: numeric, finite, non-negative, length ``n`` (that of
+    ``reference``, as messages name it); float64."""
     if sample_weight is None:
         return None
     arr, missing = column_values(sample_weight, name)
-    check_length(arr, n, name)
+    check_length(arr, n, name, reference)
     return _weights_array(arr, name, missing, omit)
 
 

@@ -840,7 +840,8 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
             checker.check_kinds(kinds, f"in Dask partition {i}")
         summary = merge_summaries([part for part, _ in found])
         spec.check_label_classes(summary.label_classes)
-        spec = spec.with_weight_range(*summary.weight_range, summary.class_weights)
+        spec = spec.with_weight_range(*summary.weight_range, summary.class_weights,
+                                       *summary.weight_places)
         given = [d if d is not None else
                  _divisions(summary.lowest[k], summary.highest[k], summary.samples[k],
                             summary.sample_weights[k], n_out)

@@ -460,7 +460,8 @@ def stream_evaluate(spec: ColumnSpec, read, score_dtypes: list, *, n_rows: int |
         if n_buckets > 1:
             edges = [bucket_edges(sample, n_buckets, weights) for sample, weights
                      in zip(summary.samples, summary.sample_weights)]
-        spec = spec.with_weight_range(*summary.weight_range, summary.class_weights)
+        spec = spec.with_weight_range(*summary.weight_range, summary.class_weights,
+                                       *summary.weight_places)
     if n_rows == 0:
         raise ValueError("source has no rows")
     counter = None

@@ -227,11 +227,20 @@ def test_float32_scores_in_one_partition_of_a_float64_meta_are_named():
         quiet(fdask.evaluate, ddf, **KW)
 
 
-def test_weights_whose_span_is_too_wide_only_across_partitions_are_refused():
-    """Each partition's weights are one value; only together do they span 2**480."""
+def test_weights_whose_span_is_too_wide_only_across_partitions_are_refused(tmp_path):
+    """Each partition's weights are one value; only together do they span 2**480: refused,
+    naming the rows of both (they had been "in the data")."""
     df = frame().assign(w=np.where(np.arange(300) < 150, 1e200, 1e-200))
-    with pytest.raises(ValueError, match=r"sample_weight column 'w' spans more than 2\*\*480"):
+    with pytest.raises(ValueError, match=r"sample_weight column 'w' spans more than 2\*\*480"
+                                         r".*1e-200 at position 0 in Dask partition 1 and the "
+                                         r"largest 1e\+200 at position 0 in Dask partition 0"):
         quiet(fdask.evaluate, dd.from_pandas(df, npartitions=2), **KW, sample_weight="w")
+    # and out of core, by the rows of the file (each batch's weights one value)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match=r"spans more than 2\*\*480.*1e-200 at row 150\b.* "
+                                         r"and the largest 1e\+200 at row 0\b"):
+        quiet(fastbias.evaluate_csv, tmp_path / "d.csv", **KW, sample_weight="w",
+              batch_rows=150)
 
 
 @pytest.mark.parametrize("weights", ["mostly_zero", "zero_above_0.3", "all_zero", "huge"])

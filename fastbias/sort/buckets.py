@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..validate.columns import in_piece
+from ..validate.columns import _at, in_piece
 from ..validate.spec import ColumnSpec
 from ..validate.values import (
     LabelClasses,
@@ -40,11 +40,20 @@ class ScoreSummary:
     class_weights: tuple | None = None
     #: with ``pos_label``: the label values found (``LabelClasses``), else None
     label_classes: LabelClasses | None = None
+    #: where the smallest positive and the largest weight are (" at row 7 of ...", for
+    #: messages: a span too wide only across pieces is named by both rows)
+    smallest_weight_at: str = ""
+    largest_weight_at: str = ""
 
     @property
     def weight_range(self) -> tuple:
         """(smallest positive weight, largest weight); (inf, 0) unweighted or all zero."""
         return self.smallest_weight, self.largest_weight
+
+    @property
+    def weight_places(self) -> tuple:
+        """Where the rows of :attr:`weight_range` are (text for messages)."""
+        return self.smallest_weight_at, self.largest_weight_at
 
 
 def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, rng,
@@ -67,6 +76,7 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
     samples = [np.zeros(0)] * len(spec.models)
     stands_for = [np.zeros(0)] * len(spec.models)
     smallest, largest = np.inf, 0.0
+    smallest_at = largest_at = ""
     with in_piece(where):  # (a piece of a file: messages name its rows, and where it lies)
         resolution = spec.weighted and spec.resolution_check() is not None
         labels = classes = None
@@ -78,10 +88,11 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
             weights = as_sample_weight(frame[spec.sample_weight], n,
                                        f"sample_weight column {spec.sample_weight!r}")
             if n:
-                largest = float(weights.max())
-                positive = weights[weights > 0]
-                if positive.size:
-                    smallest = float(positive.min())
+                top = int(np.argmax(weights))
+                largest, largest_at = float(weights[top]), _weight_at(top, where)
+                if largest > 0:
+                    least = int(np.argmin(np.where(weights > 0, weights, np.inf)))
+                    smallest, smallest_at = float(weights[least]), _weight_at(least, where)
             if resolution:
                 totals, least, at = class_weight_extremes(weights, labels)
                 class_weights = (totals, least, [f"{a} {where}" if a else "" for a in at])
@@ -92,7 +103,12 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
             samples[k] = values.astype(np.float64) + 0.0  # -0.0 -> 0.0
             stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
     return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest, class_weights,
-                        classes)
+                        classes, smallest_at, largest_at)
+
+
+def _weight_at(position: int, where: str) -> str:
+    """" at <position> <where>": a row of a piece, for messages (inside ``in_piece``)."""
+    return f" at {_at(position)}" + (f" {where}" if where else "")
 
 
 def _merged_class_weights(summaries: list):
@@ -110,6 +126,8 @@ def merge_summaries(summaries: list) -> ScoreSummary:
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         raise ValueError("the data has no rows")
+    least = min(summaries, key=lambda s: s.smallest_weight)
+    most = max(summaries, key=lambda s: s.largest_weight)
     return ScoreSummary(
         np.min([s.lowest for s in summaries], axis=0),
         np.max([s.highest for s in summaries], axis=0),
@@ -120,7 +138,8 @@ def merge_summaries(summaries: list) -> ScoreSummary:
         min(s.smallest_weight for s in summaries), max(s.largest_weight for s in summaries),
         _merged_class_weights(summaries),
         LabelClasses.join(s.label_classes for s in summaries)
-        if any(s.label_classes is not None for s in summaries) else None)
+        if any(s.label_classes is not None for s in summaries) else None,
+        least.smallest_weight_at, most.largest_weight_at)
 
 
 def bucket_edges(sample: np.ndarray, n_buckets: int, weights=None) -> np.ndarray:

@@ -187,10 +187,12 @@ class ColumnSpec:
         return None
 
     def with_weight_range(self, smallest_positive: float, largest: float,
-                          class_weights: tuple | None = None) -> "ColumnSpec":
+                          class_weights: tuple | None = None, smallest_at: str = "",
+                          largest_at: str = "") -> "ColumnSpec":
         """This spec with the weight scale of weights in that range (refusing too wide a one;
         with ``class_weights``, see ``ScoreSummary``, too fine a one for
-        :meth:`resolution_check`)."""
+        :meth:`resolution_check`); ``smallest_at``/``largest_at`` say where those rows are
+        (" at row 7 of ...", default " in the data")."""
         if not self.weighted:
             return self
         name = f"sample_weight column {self.sample_weight!r}"
@@ -200,9 +202,10 @@ class ColumnSpec:
                 check_weight_total(sum(class_weights[0]), name, "threshold metrics")
             check_weight_resolution(*class_weights, name, *check)
         if np.isfinite(largest) and largest > 0:
-            check_weight_spread(smallest_positive, largest, name, " in the data", " in the data")
+            check_weight_spread(smallest_positive, largest, name, smallest_at or " in the data",
+                                largest_at or " in the data")
             if self.with_sums:
-                check_interval_weights(largest, name, " in the data",
+                check_interval_weights(largest, name, largest_at or " in the data",
                                        "significance tests" if self.significance is not None
                                        else "DeLong intervals")
             return replace(self, weight_scale=power_of_two_scale(np.array([largest])))

@@ -1035,9 +1035,10 @@ def _run_streaming(args, progress, limit: int):
 
 def _say_undefined(args, caught) -> None:
     import fastbias
+    from fastbias.validate.errors import OmittedRowsWarning
 
-    for w in caught:
-        if issubclass(w.category, fastbias.UndefinedMetricWarning):
+    for w in caught:  # (and the rows nan_policy="omit" dropped: found by review, unsaid)
+        if issubclass(w.category, (fastbias.UndefinedMetricWarning, OmittedRowsWarning)):
             _say(args, f"fastbias: warning: {w.message}")
 
 
@@ -1315,8 +1316,9 @@ def _add_common(parser) -> None:
                              "(default 1)")
     parser.add_argument("--significance", choices=["holm", "bh"], default=None,
                         help="test every subgroup's metrics for 'no bias' (AUCs vs the overall "
-                             "AUC, AEGs vs 0; DeLong) and flag those significant after Holm or "
-                             "Benjamini-Hochberg adjustment at level 1 - --confidence")
+                             "AUC, AEGs vs 0; DeLong, exact permutation tests for small cells) "
+                             "and flag those significant after Holm or Benjamini-Hochberg "
+                             "adjustment at level 1 - --confidence")
     parser.add_argument("--wide", action="store_true",
                         help=f"print each table in one piece however wide (default: wrapped to "
                              f"{TABLE_WIDTH} columns, the columns that do not fit continuing "
@@ -1395,8 +1397,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the label value of the positive class, for a text label column")
     report.add_argument("--weight", metavar="COL", default=None, help="sample weight column")
     report.add_argument("--nan-policy", choices=["raise", "omit"], default="raise",
-                        help="rows with a missing label or a NaN/infinite score: stop with an "
-                             "error (default) or leave them out (per model for scores)")
+                        help="rows with a missing label or weight or a NaN/infinite score: "
+                             "stop with an error (default) or leave them out (per model for "
+                             "scores; their count is said)")
     report.add_argument("--title", default=None, help="title of the HTML report")
     report.add_argument("--csv-raw", action="store_true",
                         help="write names into .csv outputs exactly as they are (by default a "

@@ -75,6 +75,7 @@ from .validate.errors import OmittedRowsWarning, gathered, warn_listed
 from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
 from .validate.settings import (
     check_confidence,
+    check_label_options,
     check_missing_policy,
     check_nan_policy,
     check_threshold,
@@ -152,7 +153,8 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
         Missing identity values are governed by ``missing_subgroup``.
     pos_label : scalar, optional
         The positive class of a two-valued, non-0/1 label column (strings,
-        categoricals); ``label_threshold`` is then not used.
+        categoricals); ``label_threshold`` is then not used (one other than the
+        default 0.5 beside it is a ValueError).
     intersections : {None, 2, 3}, optional
         Also a row for every pair (2), or pair and triple (3), of the
         subgroups whose rows overlap, named ``"a & b"`` in the order the
@@ -227,6 +229,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
                                   gap_interval=gap_interval)
     intersections, min_subgroup_size = check_intersections(intersections, min_subgroup_size)
     subgroup_threshold = check_threshold(subgroup_threshold, "subgroup_threshold")
+    check_label_options(pos_label, label_threshold)
     if pos_label is None and label_threshold is not None:
         label_threshold = check_threshold(label_threshold, "label_threshold")
     check_missing_policy(missing_subgroup)

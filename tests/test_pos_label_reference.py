@@ -130,15 +130,19 @@ def test_a_third_value_within_one_batch_names_its_row(tmp_path):
 
 def test_settings_label_threshold_with_pos_label_as_in_memory(tmp_path):
     """In memory settings['label_threshold'] is 0.5 (or the one given) beside pos_label;
-    out of core None: the same call's settings differ."""
+    out of core None: the same call's settings differ. (Another threshold than the default
+    beside pos_label is refused on both now: it had been dropped without a word.)"""
     df = _labels_frame(300, seed=2)
     df.to_csv(tmp_path / "d.csv", index=False)
-    for extra in ({}, {"label_threshold": 0.3}):
+    for extra in ({}, {"label_threshold": 0.5}):
         expected = _quiet(fastbias.evaluate, df, pos_label="toxic", **K, **extra)
         result = _quiet(evaluate_csv, tmp_path / "d.csv", pos_label="toxic", batch_rows=100,
                         **K, **extra)
         pd.testing.assert_frame_equal(result.table, expected.table, check_exact=True)
         assert result.settings["label_threshold"] == expected.settings["label_threshold"]
+    for call, data in ((fastbias.evaluate, df), (evaluate_csv, tmp_path / "d.csv")):
+        with pytest.raises(ValueError, match="either pos_label or label_threshold"):
+            _quiet(call, data, pos_label="toxic", **K, label_threshold=0.3)
 
 
 def test_cli_streamed_positive_in_settings_as_in_memory(tmp_path, capsys, monkeypatch):

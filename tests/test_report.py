@@ -70,7 +70,7 @@ def test_settings_and_notes_say_what_was_computed():
     page, text = report.to_html(), report.to_text()
     assert "<th>intervals</th><td>delong, 99.9%</td>" in page and "100%<" not in page
     left_out = int(df["m2"].isna().sum())
-    assert (f"<th>rows left out</th><td><bdi>m2</bdi>: {left_out} (a missing label or score, "
+    assert (f"<th>rows left out</th><td><bdi>m2</bdi>: {left_out} (a missing label, weight or score, "
             f"nan_policy='omit')</td>") in page
     assert "a sensitive feature's: one subgroup per value" in page
     assert "one of them is empty or, weighted, of zero total weight" in text

@@ -873,7 +873,8 @@ class BiasReport:
         omitted = {m: int(k) for m, k in (s.get("omitted_rows") or {}).items() if k}
         if omitted:  # nan_policy="omit": the models were evaluated on fewer rows
             items.append(("rows left out", "; ".join(
-                f"{_html_name(m)}: {k:,} (a missing label or score, nan_policy='omit')"
+                f"{_html_name(m)}: {k:,} (a missing label, weight or score, "
+                f"nan_policy='omit')"
                 for m, k in omitted.items())))
         if s.get("ci"):
             interval = f"{s.get('ci')}, {percent_text(s.get('confidence', 0.95))}"

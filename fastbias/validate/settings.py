@@ -158,3 +158,21 @@ def check_confidence(confidence) -> float:
             or not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
     return float(confidence)
+
+
+#: ``label_threshold`` of :func:`fastbias.evaluate` and the out-of-core entry points when
+#: not given (Jigsaw's fractions of annotators)
+DEFAULT_LABEL_THRESHOLD = 0.5
+
+
+def check_label_options(pos_label, label_threshold) -> None:
+    """``pos_label`` beside a ``label_threshold`` other than the default (or None) is a
+    ValueError: the threshold is not used with a positive class, and a caller who set one
+    would find it dropped without a word (found by review: ``label_threshold=0.3``)."""
+    if pos_label is None or label_threshold is None:
+        return
+    if isinstance(label_threshold, float) and label_threshold == DEFAULT_LABEL_THRESHOLD:
+        return  # (the default: nothing was asked)
+    raise ValueError(f"pass either pos_label or label_threshold, not both (got pos_label="
+                     f"{pos_label!r} and label_threshold={label_threshold!r}): with a positive "
+                     f"class the label column is not thresholded")

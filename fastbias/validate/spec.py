@@ -8,7 +8,7 @@ import pandas as pd
 
 from .categories import value_text
 from .columns import column_values, name_list, subgroup_names
-from .settings import MISSING_POLICIES, check_threshold
+from .settings import MISSING_POLICIES, check_label_options, check_threshold
 from .subgroups import BatchKinds
 from .values import (
     INTERVAL_RESOLUTION_BITS,
@@ -284,6 +284,7 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
             shown = available[:20]
             raise KeyError(f"{argument}: column(s) {missing} not in {source} (columns are "
                            f"{shown}{' ...' if len(available) > 20 else ''})")
+    check_label_options(pos_label, label_threshold)
     return ColumnSpec(label, models, names, sample_weight,
                       None if label_threshold is None or pos_label is not None
                       else check_threshold(label_threshold, "label_threshold"),

@@ -591,15 +591,18 @@ def _check_output(path: str, inputs, force: bool, replaceable, seen: set,
 def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
     import fastbias
 
+    # (--confidence and --min-subgroup-size always, as the streamed path passes them: the
+    # threshold metrics' intervals and the sensitive features' combinations use them too;
+    # found by review, both were dropped without --ci/--significance or --intersections)
     kwargs = dict(label=label, scores=scores, subgroups=subgroups,
                   label_threshold=args.label_threshold,
                   subgroup_threshold=args.subgroup_threshold,
-                  missing_subgroup=args.missing_subgroup)
+                  missing_subgroup=args.missing_subgroup, confidence=args.confidence,
+                  min_subgroup_size=args.min_subgroup_size)
     if pos_label is not None:
         kwargs["pos_label"] = pos_label
     if args.ci is not None:
-        kwargs.update(ci=args.ci, confidence=args.confidence, n_boot=args.n_boot,
-                      random_state=args.seed)
+        kwargs.update(ci=args.ci, n_boot=args.n_boot, random_state=args.seed)
     if getattr(args, "weight", None):
         kwargs["sample_weight"] = args.weight
     if getattr(args, "nan_policy", "raise") != "raise":
@@ -615,10 +618,9 @@ def _run_evaluate(df, args, progress, subgroups, scores, label, pos_label=None):
             what = (f"evaluating {len(scores)} model(s) x the values of "
                     f"{len(args.sensitive_features)} sensitive feature(s)")
     if getattr(args, "significance", None):
-        kwargs.update(significance=args.significance, confidence=args.confidence)
+        kwargs["significance"] = args.significance
     if args.intersections is not None:
-        kwargs.update(intersections=args.intersections,
-                      min_subgroup_size=args.min_subgroup_size)
+        kwargs["intersections"] = args.intersections
         what += " and their intersections"
     if args.ci == "bootstrap":
         what += f" with {args.n_boot} bootstrap replicates"

@@ -33,7 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._numba_cache import announce_compiling
+from ._numba_cache import announce_compiling, read_only
 from .intervals.chunked import counted_chunk, with_tied_extras
 from .intervals.delong import fraction_bits
 from .prepare import _kernels as PK
@@ -113,9 +113,13 @@ class _ModelSpill:
         bucket, per_bucket = SK.assign_buckets(scores, self.edges, self.slot_of_bucket)
         if self.tied.shape[0]:
             weights = rows.weights if self.weighted else np.zeros(0)
-            K.accumulate_tied_rows(self.slot_of_bucket[bucket], rows.labels, rows.codes, weights,
-                                    self.class_rows, self.cell_rows, self.background_rows,
-                                    self.class_weight, self.cell_weight, self.background_weight)
+            # (the inputs read-only whatever the caller's flags: one version compiles, where
+            # labels read-only in one batch and writable in another had compiled two)
+            K.accumulate_tied_rows(read_only(self.slot_of_bucket[bucket]),
+                                   read_only(rows.labels), read_only(rows.codes),
+                                   read_only(weights),
+                                   self.class_rows, self.cell_rows, self.background_rows,
+                                   self.class_weight, self.cell_weight, self.background_weight)
             if self.weighted and self.extras.get("with_sums") and self.tied_bits is not None:
                 bits = fraction_bits(weights[self.slot_of_bucket[bucket] >= 0],
                                      self.extras.get("weight_scale", 1.0))

@@ -434,3 +434,26 @@ def test_random_state_is_checked_by_name(tmp_path, random_state, error):
     with pytest.raises(error, match=r"random_state must be None or a non-negative int"):
         fastbias.evaluate_csv(tmp_path / "d.csv", label="y", scores="s", subgroups=["g"],
                               random_state=random_state)
+
+
+@pytest.mark.jit_heavy
+def test_spill_kernels_compile_one_version_whatever_the_labels_flags(tmp_path):
+    """The spill kernels read their inputs through read-only views: boolean labels (read
+    read-only from the file) and 0/1 labels (made writable by the threshold) use the same
+    compiled version of each, instead of one each."""
+    from fastbias.sort import _kernels as SK
+    from fastbias.sweep import _kernels as K
+
+    rng = np.random.default_rng(4)
+    n = 3_000
+    scores = np.round(rng.random(n), 2)
+    scores[rng.random(n) < 0.5] = 0.5  # a score of more rows than a bucket: a tied bucket
+    y = rng.random(n) < 0.3
+    frame = pd.DataFrame({"s": scores, "g": rng.random(n) < 0.3})
+    seen = {}
+    for kind, labels in (("bool", y), ("int", y.astype(np.int8))):
+        frame.assign(y=labels).to_csv(tmp_path / f"{kind}.csv", index=False)
+        fastbias.evaluate_csv(tmp_path / f"{kind}.csv", label="y", scores="s", subgroups=["g"],
+                              batch_rows=500, bucket_rows=400)
+        seen[kind] = (len(SK.gather_records.signatures), len(K.accumulate_tied_rows.signatures))
+    assert seen["int"] == seen["bool"], seen

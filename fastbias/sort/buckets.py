@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._numba_cache import read_only
 from ..validate.columns import _at, in_piece
 from ..validate.spec import ColumnSpec
 from ..validate.values import (
@@ -173,6 +174,7 @@ def tied_buckets(edges: np.ndarray) -> np.ndarray:
 
 
 def byte_rows(values: np.ndarray) -> np.ndarray:
-    """(n, bytes per row) uint8 view of a C-contiguous 1-D or 2-D array."""
+    """(n, bytes per row) read-only uint8 view of a C-contiguous 1-D or 2-D array (read-only
+    whatever the caller's flags: the kernel that reads it compiles one version)."""
     values = np.ascontiguousarray(values)
-    return values.view(np.uint8).reshape(values.shape[0], -1)
+    return read_only(values.view(np.uint8).reshape(values.shape[0], -1))

@@ -50,7 +50,9 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_first_call", "test_fuzz", "test_hostile_names", "test_limits",
                      "test_never_silently_wrong", "test_notebooks", "test_progress",
                      "test_report", "test_robustness", "test_sensitive_features", "test_sklearn",
-                     "test_synthetic", "test_threads", "test_validation"}
+                     "test_synthetic", "test_threads", "test_validation",
+                     "test_cli_reference", "test_docs_claims_reference",
+                     "test_fuzz_paths_reference"}
 
 
 def pytest_collection_modifyitems(config, items):

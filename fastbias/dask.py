@@ -35,9 +35,11 @@ import contextlib
 import logging
 import math
 import numbers
+import os
 import sys
 import threading
 import time
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -211,7 +213,11 @@ def _piece_cells(piece: ParquetPiece, parquet: ParquetSource, spec: ColumnSpec):
 
 
 def _frame_features(frame, spec: ColumnSpec, where: str):
-    """What one partition holds of the sensitive features (values, combinations by class)."""
+    """What one partition holds of the sensitive features (values, combinations by class);
+    nothing for an empty one (a filtered frame's: its labels were refused as empty, found by
+    review)."""
+    if len(frame) == 0:
+        return {"values": [set() for _ in spec.features], "cells": {}}
     return feature_summary(frame, list(spec.features), piece_labels(frame, spec, where), where)
 
 
@@ -279,6 +285,20 @@ def _combine(spec: ColumnSpec, per_model_chunks) -> EvaluationResult:
     return result_from_chunks(spec, per_model_chunks, "dask")
 
 
+def _combine_lazily(spec: ColumnSpec, per_model_chunks) -> EvaluationResult:
+    """:func:`_combine` for ``compute=False``, where it runs on a worker: its warnings
+    (undefined metrics) are warned there and kept on the result, which warns them again
+    where it is unpickled, in the client (they had stayed in the worker's log; found by
+    review)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _combine(spec, per_model_chunks)
+    for w in caught:  # (a scheduler of this process: warned here, as compute=True does)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    result._replay = (os.getpid(), [(str(w.message), w.category) for w in caught])
+    return result
+
+
 def _divisions(lowest: float, highest: float, sample, weights, n_partitions: int) -> list:
     """Score boundaries of ``n_partitions`` ranges of about equal rows, covering
     [lowest, highest]."""
@@ -330,8 +350,9 @@ def _check_workers(client, timeout: float) -> None:
                                f"worker_timeout")
         time.sleep(_POLL_SECONDS / 5)
     pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        replies = pool.submit(client.run, _worker_probe, on_error="return").result(timeout)
+    try:  # (an infinite timeout waits without one: Python's timed waits refuse inf)
+        replies = pool.submit(client.run, _worker_probe, on_error="return").result(
+            timeout if math.isfinite(timeout) else None)
     except concurrent.futures.TimeoutError:
         raise RuntimeError(f"the Dask workers of {address} did not answer within {timeout:g} s "
                            f"(worker_timeout) whether they can import fastbias") from None
@@ -513,6 +534,11 @@ def _compute(client, tasks: list, progress: bool, worker_timeout: float,
     finally:
         if bar is not None:
             bar.join(timeout=2)
+        # (released now: the futures could outlive the call in a reference cycle, their
+        # results held on the workers until the client's garbage collector ran; found by
+        # review: 100-240 keys left)
+        for future in futures:
+            future.release()
 
 
 def evaluate(data, *, label: str, scores, subgroups=None,
@@ -653,6 +679,10 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         if not (isinstance(value, (bool, np.bool_)) or (none and value is None)):
             raise TypeError(f"{name} must be True or False{' (or None)' if none else ''}, "
                             f"got {value!r}")
+    if persist and not compute:  # (found by review: "lost dependencies" when computed)
+        raise ValueError("persist=True needs compute=True: the frame persisted for the models "
+                         "would be released as this call returns, before the lazy result is "
+                         "computed; persist the input yourself (data.persist()) instead")
     for name, value in (("worker_timeout", worker_timeout), ("stall_timeout", stall_timeout)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
@@ -716,25 +746,30 @@ def evaluate(data, *, label: str, scores, subgroups=None,
 
 def _lacking_column(data, columns: list) -> ValueError | None:
     """The error for a column the Dask DataFrame's meta lists but a partition lacks (a
-    ``dd.from_delayed(..., verify_meta=False)`` or ``from_map`` of frames that differ),
-    whose own error is Dask's bare KeyError; None where every partition holds ``columns``.
-    Only on that error path: it reads the partitions again to name the first that lacks
-    one."""
+    ``dd.from_delayed(..., verify_meta=False)`` of frames that differ, or a
+    ``dd.read_parquet`` of files that differ), whose own error is Dask's bare KeyError; None
+    where every partition holds ``columns``. Only on that error path: it reads the
+    partitions again, one at a time, to name the first that lacks one."""
     import dask
 
-    def lacks(frame):
-        return [name for name in columns if name not in frame.columns]
-
-    try:
-        found = dask.compute(*[dask.delayed(lacks)(part) for part in data.to_delayed()])
-    except Exception:  # noqa: BLE001 (the partitions cannot be read again: Dask's error)
-        return None
-    for number, names in enumerate(found):
-        if names:
-            return ValueError(f"column {names[0]!r} is missing from Dask partition {number}, "
+    for number in range(data.npartitions):
+        try:
+            held = dask.compute(data.partitions[number])[0].columns
+        except KeyError as error:  # (the reader itself: "['a'] not in index")
+            named = [name for name in columns if repr(name) in str(error)]
+            if not named:
+                return None
+            lacking = named
+        except Exception:  # noqa: BLE001 (the partition cannot be read again: Dask's error)
+            return None
+        else:
+            lacking = [name for name in columns if name not in held]
+        if lacking:
+            return ValueError(f"column {lacking[0]!r} is missing from Dask partition {number}, "
                               f"although the Dask DataFrame's meta lists it: every partition "
-                              f"must hold the meta's columns (dd.from_delayed(..., "
-                              f"verify_meta=False) and from_map do not check them)")
+                              f"must hold the meta's columns (dd.read_parquet of files that "
+                              f"differ, dd.from_delayed(..., verify_meta=False) and from_map "
+                              f"do not check them)")
     return None
 
 
@@ -873,8 +908,15 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
             part, n_groups, spec.weighted, spec.exclude_missing, spec.chunk_extras())
             for part in ranged.to_delayed()])
     if not compute:
-        return dask.delayed(_combine)(spec, per_model_tasks)
+        return dask.delayed(_combine_lazily)(spec, per_model_tasks)
     flat = [task for tasks in per_model_tasks for task in tasks]
-    chunks = iter(_compute(client, flat, show, worker_timeout, stall_timeout))
+    try:
+        chunks = iter(_compute(client, flat, show, worker_timeout, stall_timeout))
+    finally:
+        if persist and client is not None:  # (the persisted frame's memory, freed now)
+            from distributed import futures_of
+
+            for future in futures_of(encoded):
+                future.release()
     per_model_chunks = [[next(chunks) for _ in tasks] for tasks in per_model_tasks]
     return _combine(spec, per_model_chunks)

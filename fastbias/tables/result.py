@@ -5,6 +5,8 @@ the tidy table of :class:`EvaluationResult` (one row per model and subgroup).
 """
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +72,16 @@ class EvaluationResult:
     settings: dict = field(default_factory=dict)
     model_attrs: dict = field(default_factory=dict)
     thresholds: pd.DataFrame | None = None
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled: the warnings a result made elsewhere carries (``_replay``: a lazy Dask
+        call's result, combined on a worker, whose warnings would stay in the worker's log)
+        are warned again here, once, in the process that reads it."""
+        replay = state.pop("_replay", None)
+        self.__dict__.update(state)
+        if replay and replay[0] != os.getpid():
+            for message, category in replay[1]:
+                warnings.warn(message, category, stacklevel=2)
 
     def for_model(self, model: str | None = None) -> pd.DataFrame:
         """One model's rows, indexed by subgroup (the layout of :func:`bias_metrics`).

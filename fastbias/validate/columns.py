@@ -173,7 +173,9 @@ def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.n
             continue
         try:
             converted = float(value)
-            exact = (converted != converted or math.isinf(converted)
+            # (an infinity only where the value is one: Decimal("1e400") is finite, and
+            # had become inf, tied with any other beyond float64; found by review)
+            exact = (converted != converted or (math.isinf(converted) and _infinite(value))
                      or (np.longdouble(converted) == value if isinstance(value, np.longdouble)
                          else Fraction(converted) == Fraction(value)))
         except (OverflowError, ValueError, TypeError, ArithmeticError):
@@ -185,6 +187,16 @@ def _exact_floats(present: np.ndarray, positions: np.ndarray, name: str) -> np.n
                              f"(ties, sums): convert it yourself")
         out[j] = converted
     return out
+
+
+def _infinite(value) -> bool:
+    """Whether a number is itself infinite (not merely beyond float64's range)."""
+    if isinstance(value, Decimal):
+        return value.is_infinite()
+    try:
+        return math.isinf(value)
+    except (OverflowError, TypeError, ValueError):  # (an int or Fraction beyond float64)
+        return False
 
 
 def _all_real_numbers(values: np.ndarray) -> bool:

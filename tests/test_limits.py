@@ -244,3 +244,22 @@ def test_weights_subgroup_carrying_almost_all_weight_match_fsum_reference():
         table = fastbias.bias_metrics(y, s, {"g": g}, sample_weight=w)
     errors = relative_errors(table, y, s, g, w)
     assert max(errors.values()) <= 1e-12, errors
+
+
+def test_class_sizes_beyond_the_int64_pair_counts_are_refused():
+    """Twice a U reaches 2 |negatives| |positives|: past 2**62 (about 3 billion rows of each
+    class) the int64 counts would wrap silently; every path's counts (SweepCounts, in memory,
+    out of core and per universe) refuse such class sizes, naming them."""
+    from fastbias.sweep.counts import PAIR_COUNT_LIMIT, SweepCounts
+
+    def counts(n_neg, n_pos, weighted=False):
+        return SweepCounts(["g"], np.zeros((1, 7)), n_neg, n_pos, 0.0,
+                           np.zeros((1, 2), dtype=np.int64), (n_neg, n_pos), weighted)
+
+    largest = (PAIR_COUNT_LIMIT - 1) // 2  # 2 * 1 * largest < 2**62
+    counts(1, largest)
+    with pytest.raises(ValueError, match=r"2,200,000,000 negatives and 1,100,000,000 positives"):
+        counts(2_200_000_000, 1_100_000_000)
+    with pytest.raises(ValueError, match="2\\*\\*62"):
+        counts(1, largest + 1)
+    counts(2_200_000_000, 1_100_000_000, weighted=True)  # (float sums: no int64 to wrap)

@@ -36,6 +36,20 @@ class WeightedLow:
     twice_overall_u: float
 
 
+#: the most that twice the pairs of negatives and positives may be in int64 counts
+PAIR_COUNT_LIMIT = 2 ** 62
+
+
+def check_pair_count(n_neg, n_pos) -> None:
+    """Refuse class sizes whose pair counts the int64 counting cannot hold (see
+    :data:`PAIR_COUNT_LIMIT`)."""
+    if 2 * int(n_neg) * int(n_pos) >= PAIR_COUNT_LIMIT:
+        raise ValueError(f"{int(n_neg):,} negatives and {int(n_pos):,} positives: twice their "
+                         f"pairs ({2 * int(n_neg) * int(n_pos):.3g}) pass 2**62, beyond what "
+                         f"the exact int64 counts hold: evaluate a random sample of the "
+                         f"rows, or the rows in parts")
+
+
 @dataclass(frozen=True)
 class SweepCounts:
     """Everything every metric needs, from one sort and one sweep.
@@ -65,6 +79,14 @@ class SweepCounts:
     background: np.ndarray | None = None
     low: WeightedLow | None = None
     weight_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        """Unweighted counts are int64: twice a U reaches ``2 |negatives| |positives|``,
+        which past 2**62 (about 3 billion rows of each class; a margin of two for a
+        bootstrap replicate's counts) would wrap, silently; such counts are refused. (The
+        counts are made before: a wrapped count is caught here, before any metric.)"""
+        if not self.weighted:
+            check_pair_count(*self.class_rows)
 
     def background_totals(self) -> tuple:
         """Background negative and positive totals (counts, or weights) per subgroup.

@@ -66,3 +66,18 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
             elif Path(str(item.fspath)).stem in NOT_ABOUT_KERNELS:
                 item.add_marker(elsewhere)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A ``distributed`` LocalCluster of 2 worker processes, 1 thread each, and its Client
+    (one per test module that asks for it; skipped without distributed)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+    dask_client = distributed.Client(cluster)
+    try:
+        yield dask_client
+    finally:
+        dask_client.close()
+        cluster.close()

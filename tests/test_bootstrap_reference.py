@@ -292,22 +292,19 @@ def test_all_scores_tied():
     assert_matches(t, ref, attrs)
 
 
-def test_integer_weights_with_zeros():
-    y, s, g = data(250, seed=3)
-    w = np.random.default_rng(9).integers(0, 4, size=len(y)).astype(float)
+@pytest.mark.parametrize("kind", ["integers with zeros", "fractions with zeros"])
+def test_weights(kind):
+    y, s, g = data(250, seed=3 if kind.startswith("integers") else 4)
+    rng = np.random.default_rng(9 if kind.startswith("integers") else 10)
+    if kind.startswith("integers"):
+        w = rng.integers(0, 4, size=len(y)).astype(float)
+    else:
+        w = rng.uniform(0.0, 3.0, size=len(y))
+        w[::17] = 0.0
+    seed = 11 if kind.startswith("integers") else 12
     t = quiet_bias_metrics(y, s, g, sample_weight=w, ci="bootstrap", n_boot=25,
-                           random_state=11)
-    ref, attrs, _ = ref_table(y, s, g, n_boot=25, random_state=11, sample_weight=w)
-    assert_matches(t, ref, attrs)
-
-
-def test_fractional_weights():
-    y, s, g = data(250, seed=4)
-    w = np.random.default_rng(10).uniform(0.0, 3.0, size=len(y))
-    w[::17] = 0.0
-    t = quiet_bias_metrics(y, s, g, sample_weight=w, ci="bootstrap", n_boot=25,
-                           random_state=12)
-    ref, attrs, _ = ref_table(y, s, g, n_boot=25, random_state=12, sample_weight=w)
+                           random_state=seed)
+    ref, attrs, _ = ref_table(y, s, g, n_boot=25, random_state=seed, sample_weight=w)
     assert_matches(t, ref, attrs)
 
 
@@ -356,14 +353,20 @@ def test_tiny_subgroups_and_empty_cells():
     assert_matches(t, ref, attrs)
 
 
-def test_undefined_replicates_warning_counts():
-    """The warning's count of dropped replicates equals the reference's count of replicates
-    where the cell was emptied."""
+def _two_row_groups():
+    """(y, s, groups): 200 rows, a subgroup "two" of one positive and one negative row (its
+    cells emptied in most replicates) and "a"."""
     y, s, g = data(200, seed=8)
     two = np.zeros(200, bool)
     two[np.flatnonzero(y)[:1]] = True
     two[np.flatnonzero(~y)[:1]] = True
-    groups = {"two": two, "a": g["a"]}
+    return y, s, {"two": two, "a": g["a"]}
+
+
+def test_undefined_replicates_warning_counts():
+    """The warning's count of dropped replicates equals the reference's count of replicates
+    where the cell was emptied."""
+    y, s, groups = _two_row_groups()
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=40, random_state=4)
@@ -640,11 +643,7 @@ def test_final_metric_dropped_replicates_are_warned():
     replicate is NaN and its interval uses the few others (12 of 40 here). The warning
     lists every per-subgroup metric's dropped count but says nothing of the final
     metric's, whose interval is then of a conditional subset of the replicates."""
-    y, s, g = data(200, seed=8)
-    two = np.zeros(200, bool)
-    two[np.flatnonzero(y)[:1]] = True
-    two[np.flatnonzero(~y)[:1]] = True
-    groups = {"two": two, "a": g["a"]}
+    y, s, groups = _two_row_groups()
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         t = fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=40, random_state=4)

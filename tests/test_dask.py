@@ -26,18 +26,6 @@ METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg
 TOL = 1e-12
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
-    dask_client = distributed.Client(cluster)
-    try:
-        yield dask_client
-    finally:
-        dask_client.close()
-        cluster.close()
-
-
 def quiet(function, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import fastbias
+from tests.test_input_shapes_reference import _auc
 
 Y = [0, 1, 0, 1, 0, 1, 0, 1, 1, 0, 0, 1]
 S = [0.1, 0.4, 0.35, 0.8, 0.2, 0.2, 0.9, 0.6, 0.3, 0.5, 0.7, 0.45]
@@ -22,15 +23,6 @@ H = [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 1]
 MASK = {"g": np.array([1, 1, 0, 0], bool)}
 
 
-def _auc(s, w, neg, pos):
-    """P(pos > neg) + 1/2 P(tie), weighted, by every pair (plain Python)."""
-    num = den = 0.0
-    for i in neg:
-        for j in pos:
-            ww = w[i] * w[j]
-            den += ww
-            num += ww * (1.0 if s[j] > s[i] else 0.5 if s[j] == s[i] else 0.0)
-    return num / den if den > 0 else math.nan
 
 
 def brute_subgroup_auc(y, s, m, w=None):

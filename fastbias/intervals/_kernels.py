@@ -71,9 +71,16 @@ def merged_placements(c_scores, c_weights, c_skip, s_scores, s_weights, c_is_x,
     return w_x, w_y
 
 
+@njit(inline="always")
+def _row_of(weights, place_a, place_b, perm_ab, i):
+    """Row i's weight and placements under models a (its order) and b (``perm_ab``)."""
+    return weights[i], place_a[i], place_b[perm_ab[i]]
+
+
 @njit(cache=True, nogil=True)
 def _accumulate_moments(out, side, weights, skip, place_a, place_b, perm_ab):
-    """Row ``side`` of :func:`paired_moments`: two passes, the sums, then the centred ones."""
+    """Row ``side`` of :func:`paired_moments`: two passes, the sums, then the centred ones
+    (each reads row i's weight and two placements as :func:`_row_of` gives them)."""
     total = 0.0
     sum_a = 0.0
     sum_b = 0.0
@@ -81,9 +88,7 @@ def _accumulate_moments(out, side, weights, skip, place_a, place_b, perm_ab):
     for i in range(weights.shape[0]):
         if skip[i]:
             continue
-        w = weights[i]
-        a = place_a[i]
-        b = place_b[perm_ab[i]]
+        w, a, b = _row_of(weights, place_a, place_b, perm_ab, i)
         total += w
         sum_a += w * a
         sum_b += w * b
@@ -103,9 +108,7 @@ def _accumulate_moments(out, side, weights, skip, place_a, place_b, perm_ab):
     for i in range(weights.shape[0]):
         if skip[i]:
             continue
-        w = weights[i]
-        a = place_a[i]
-        b = place_b[perm_ab[i]]
+        w, a, b = _row_of(weights, place_a, place_b, perm_ab, i)
         da = a - mean_a
         db = b - mean_b
         dd = (a - b) - mean_d

@@ -90,6 +90,16 @@ class _BoostingBiasMetric:
         # the metric a one-number API reports; XGBoost's scikit-learn wrapper uses the name
         self.__name__ = metrics[name_index]
 
+    def __getstate__(self) -> dict:
+        """Pickled (and copied) without its bindings: they are weak references to this
+        process's evaluation sets, which cannot be pickled (a fitted XGBoost model holding a
+        used metric could not be saved, found by review) and name nothing elsewhere. The copy
+        binds each set again by its size and labels on first use (an ambiguous one, two sets
+        alike whose evaluators differ, is refused as it is here)."""
+        state = dict(self.__dict__)
+        state["_bound"] = {}
+        return state
+
     def _bind(self, data, evaluator, explicit: bool = False) -> None:
         try:
             self._bound[id(data)] = (weakref.ref(data), evaluator, explicit)

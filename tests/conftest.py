@@ -52,7 +52,8 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_report", "test_robustness", "test_sensitive_features", "test_sklearn",
                      "test_synthetic", "test_threads", "test_validation",
                      "test_cli_reference", "test_docs_claims_reference",
-                     "test_fuzz_paths_reference", "test_dask_cluster_reference"}
+                     "test_fuzz_paths_reference", "test_dask_cluster_reference",
+                     "test_parallel_reference"}
 
 
 def pytest_collection_modifyitems(config, items):

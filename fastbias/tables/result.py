@@ -76,12 +76,20 @@ class EvaluationResult:
     def __setstate__(self, state: dict) -> None:
         """Unpickled: the warnings a result made elsewhere carries (``_replay``: a lazy Dask
         call's result, combined on a worker, whose warnings would stay in the worker's log)
-        are warned again here, once, in the process that reads it."""
+        are warned again here, once, in the first other process that reads it (read back in
+        its own process it keeps them for the next; ``state`` itself is left as it is: a
+        ``copy.copy`` hands in the original's own attributes)."""
+        state = dict(state)
         replay = state.pop("_replay", None)
         self.__dict__.update(state)
-        if replay and replay[0] != os.getpid():
-            for message, category in replay[1]:
-                warnings.warn(message, category, stacklevel=2)
+        if not replay:
+            return
+        if replay[0] == os.getpid():
+            self._replay = replay
+            return
+        for message, category in replay[1]:
+            if isinstance(category, type) and issubclass(category, Warning):
+                warnings.warn(str(message), category, stacklevel=2)
 
     def for_model(self, model: str | None = None) -> pd.DataFrame:
         """One model's rows, indexed by subgroup (the layout of :func:`bias_metrics`).

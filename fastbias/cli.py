@@ -187,13 +187,16 @@ def _check_columns(header: list, wanted: dict) -> None:
         for name in names:
             if name in available:
                 continue
-            close = difflib.get_close_matches(name, header, n=3, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
+            # (names of reasonable length only: difflib's time grows with the product)
+            close = difflib.get_close_matches(
+                name, [c for c in header if len(str(c)) <= 1000], n=3, cutoff=0.5) \
+                if len(str(name)) <= 1000 else []
+            hint = f"; did you mean {' or '.join(_short(c) for c in close)}?" if close else "."
             # (as repr: a name's own newline must not start a line of the message)
-            shown = ", ".join(repr(c) for c in header[:15]) + (
+            shown = ", ".join(_short(c, 200) for c in header[:15]) + (
                 f", ... ({len(header)} in all)" if len(header) > 15 else "")
-            raise CLIError(f"unknown column {name!r} ({option}){hint} The file has columns: "
-                           f"{shown}")
+            raise CLIError(f"unknown column {_short(name, 200)} ({option}){hint} The file "
+                           f"has columns: {shown}")
 
 
 #: a text file is streamed at once when the rows projected from its first batches would
@@ -663,6 +666,18 @@ def _write_outputs(report, outputs, args) -> None:
                    f"{time.perf_counter() - start:.1f} s){note}")
 
 
+#: the most characters ``--subgroups-file`` may hold, and one name in it
+NAMES_FILE_LIMIT = 16 * 2 ** 20
+NAME_LIMIT = 4096
+
+
+def _short(name, limit: int = 80) -> str:
+    """``repr`` of a name for a message, its first ``limit`` characters where it is longer
+    (a hostile name of megabytes must not become a message of megabytes)."""
+    text = str(name)
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def _subgroups_from_file(path: str, args=None) -> list:
     """``--subgroups-file``: one column name per line, blank lines skipped. A name with
     surrounding whitespace is the column of that name as written where the data (``args``)
@@ -670,12 +685,21 @@ def _subgroups_from_file(path: str, args=None) -> list:
     read as the column 'g2', silently)."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:  # (a BOM, as Notepad)
-            lines = re.split(r"\r\n|\r|\n", handle.read())  # (Python's universal newlines)
+            text = handle.read(NAMES_FILE_LIMIT + 1)  # (bounded: /dev/zero, a FIFO, a huge file)
     except OSError as exc:
         raise CLIError(f"--subgroups-file {path!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CLIError(f"--subgroups-file {path!r} is not UTF-8 text") from None
-    lines = [line for line in lines if line.strip()]
+    if len(text) > NAMES_FILE_LIMIT:
+        raise CLIError(f"--subgroups-file {path!r} is longer than {NAMES_FILE_LIMIT:,} "
+                       f"characters: not a list of column names")
+    lines = [line for line in re.split(r"\r\n|\r|\n", text)  # (universal newlines)
+             if line.strip()]
+    long = next((line for line in lines if len(line) > NAME_LIMIT), None)
+    if long is not None:  # (bounded: each name is looked up, and shown in messages)
+        raise CLIError(f"--subgroups-file {path!r} has a line of {len(long):,} characters, "
+                       f"starting {_short(long)}: not a column name (at most "
+                       f"{NAME_LIMIT:,} characters)")
     padded = [line for line in lines if line != line.strip()]
     header = set()
     if padded and args is not None:
@@ -1037,10 +1061,11 @@ def _run_streaming(args, progress, limit: int):
 
 def _say_undefined(args, caught) -> None:
     import fastbias
-    from fastbias.validate.errors import OmittedRowsWarning
+    from fastbias.validate.errors import NoSubgroupWarning, OmittedRowsWarning
 
     for w in caught:  # (and the rows nan_policy="omit" dropped: found by review, unsaid)
-        if issubclass(w.category, (fastbias.UndefinedMetricWarning, OmittedRowsWarning)):
+        if issubclass(w.category, (fastbias.UndefinedMetricWarning, OmittedRowsWarning,
+                                   NoSubgroupWarning)):
             _say(args, f"fastbias: warning: {w.message}")
 
 

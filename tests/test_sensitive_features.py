@@ -499,3 +499,17 @@ def test_a_feature_missing_on_every_row_is_warned_on_every_path(tmp_path):
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         res = fastbias.evaluate(df, label="y", scores="s", sensitive_features=["race", "sex"])
     assert "race=a" in list(res.table["subgroup"])
+
+
+def test_the_cli_says_a_feature_missing_on_every_row(tmp_path, capsys):
+    """The CLI shows the warning of a sensitive feature with no value (it passed on only the
+    undefined metrics' and dropped rows' warnings; found by review)."""
+    from fastbias.cli import main
+
+    rng = np.random.default_rng(2)
+    n = 200
+    pd.DataFrame({"y": rng.integers(0, 2, n), "s": rng.random(n), "race": [""] * n,
+                  "sex": rng.choice(["f", "m"], n)}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["report", str(tmp_path / "d.csv"), "--label", "y", "--scores", "s",
+                 "--sensitive-features", "race", "sex", "--progress", "never"]) == 0
+    assert "warning: sensitive feature 'race' has no value on any row" in capsys.readouterr().err

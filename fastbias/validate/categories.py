@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import booleans_and_numbers, from_foreign, in_piece
+from .errors import NoSubgroupWarning
 
 #: a sensitive feature with more distinct values than this is refused (a score or an id
 #: column passed by mistake would otherwise become as many subgroups as rows)
@@ -207,7 +208,7 @@ def warn_features_without_values(features: list, values: list, stacklevel: int =
              f"sensitive features {empty!r} have")
     also = " (nor any combination of the features)" if len(features) > 1 else ""
     warnings.warn(f"{which} no value on any row (every value missing): no subgroup from "
-                  f"{'it' if len(empty) == 1 else 'them'}{also}", UserWarning,
+                  f"{'it' if len(empty) == 1 else 'them'}{also}", NoSubgroupWarning,
                   stacklevel=stacklevel)
 
 

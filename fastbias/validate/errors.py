@@ -10,6 +10,10 @@ class OmittedRowsWarning(UserWarning):
     """Rows with a missing label, score or weight were dropped (``nan_policy="omit"``)."""
 
 
+class NoSubgroupWarning(UserWarning):
+    """Something asked for makes no subgroup (a sensitive feature missing on every row)."""
+
+
 def listed(entries: list, most: int = 12) -> str:
     """The first ``most`` entries joined by "; ", and how many more there are."""
     return "; ".join(entries[:most]) + (f"; ... {len(entries) - most} more"

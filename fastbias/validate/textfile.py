@@ -324,7 +324,7 @@ def text_header(path: str, fmt: str, compression: str | None = None, sep: str = 
         for line in text:
             if not line.strip():  # (blank lines before the header: pandas passes them over)
                 continue
-            names = (_csv_names(line, text, sep) if fmt == "csv"
+            names = (_csv_names(line, text, sep, line_limit) if fmt == "csv"
                      else _json_names(path, line.strip()))
             check_unique_names(path, names)
             break
@@ -451,10 +451,22 @@ def _json_text(text: str) -> bytes:
     return b"".join(parts)
 
 
-def _csv_names(line: str, rest, sep: str) -> list:
+def _csv_names(line: str, rest, sep: str, limit: int = LINE_LIMIT) -> list:
     """The names of a CSV header starting at ``line``; a quoted name holding a line break
-    goes on into the next lines of ``rest`` (as pandas reads it)."""
-    return next(csv.reader(itertools.chain([line], rest), delimiter=sep))
+    goes on into the next lines of ``rest`` (as pandas reads it). The record may hold
+    ``limit`` characters in all, however many lines it spans (each line was bounded alone:
+    a header of many short quoted lines had been read whole, found by review)."""
+    def bounded():
+        total = 0
+        for piece in itertools.chain([line], rest):
+            total += len(piece)
+            if total > limit:
+                raise DataFileError(f"the header of the data file is longer than {limit:,} "
+                                    f"characters (names holding line breaks?): not a header "
+                                    f"fastbias reads")
+            yield piece
+
+    return next(csv.reader(bounded(), delimiter=sep))
 
 
 def _json_names(path: str, line: str) -> list:

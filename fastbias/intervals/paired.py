@@ -72,8 +72,9 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         ``difference_low``, ``difference_high``, ``z``, ``p_value``. A value of an
         empty or one-class cell is NaN (its z and p-value too), and a test of a cell of
         total weight at most 1 (no standard error), of a difference whose standard error
-        is 0 (every placement alike), or of one the float sums cannot tell within 1% (its
-        ``difference_se`` NaN too), has NaN z, p-value and interval; one
+        is 0 (every placement alike), or of one the float sums cannot tell within 1% (with
+        the difference against it; ``difference_se`` NaN where it is the standard error they
+        cannot tell), has NaN z, p-value and interval; one
         :class:`~fastbias.UndefinedMetricWarning` each names them. Two equal estimates
         with a standard error of 0 have z = 0, p = 1 and the interval [0, 0].
 
@@ -279,6 +280,7 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
                  "test(s) not made (a standard error of the difference, or the difference "
                  "against it, too small for the float sums of the placements to tell within "
                  "1%, as where the models' placements differ alike on every row or weights "
-                 "lie far apart; its standard error, z, p-value and interval NaN)": [n for n, x in zip(named, unknown) if x]},
+                 "lie far apart; z, p-value and interval NaN, and the standard error where it "
+                 "is the one)": [n for n, x in zip(named, unknown) if x]},
                 context="delong_paired_test")
     return out

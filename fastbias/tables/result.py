@@ -303,11 +303,7 @@ def checked_extras(significance, confidence, thresholds, threshold_interval="wil
     ``ci=`` arguments, checked, as :class:`~fastbias.validate.spec.ColumnSpec` fields."""
     from ..intervals.attach import check_ci
     from ..intervals.significance import check_significance
-    from ..intervals.thresholds import (
-        check_gap_interval,
-        check_rate_interval,
-        check_threshold_options,
-    )
+    from ..intervals.thresholds import check_threshold_options
     from ..metrics.thresholds import check_thresholds
     from ..validate.settings import check_confidence
 
@@ -315,12 +311,10 @@ def checked_extras(significance, confidence, thresholds, threshold_interval="wil
         raise ValueError("ci='bootstrap' needs the rows in memory (each replicate reweighs "
                          "every row): out of core, ci='delong' (from the same placement sums "
                          "as the significance tests) or 'bernstein' (unweighted)")
-    check_threshold_options(thresholds, threshold_interval, gap_interval)
+    check_threshold_options(thresholds, threshold_interval, gap_interval)  # (both intervals)
     out = {"significance": check_significance(significance),
            "confidence": check_confidence(confidence), "ci": ci}
     if thresholds is not None:
         out.update(thresholds=tuple(check_thresholds(thresholds).tolist()),
-                   threshold_interval=check_rate_interval(threshold_interval,
-                                                          "threshold_interval"),
-                   gap_interval=check_gap_interval(gap_interval))
+                   threshold_interval=threshold_interval, gap_interval=gap_interval)
     return out

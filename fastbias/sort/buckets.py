@@ -14,13 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._numba_cache import read_only
-from ..validate.columns import _at, in_piece
+from ..validate.columns import in_piece
 from ..validate.spec import ColumnSpec
 from ..validate.values import (
     LabelClasses,
     as_sample_weight,
     as_scores,
     class_weight_extremes,
+    row_place,
 )
 
 
@@ -90,10 +91,10 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
                                        f"sample_weight column {spec.sample_weight!r}")
             if n:
                 top = int(np.argmax(weights))
-                largest, largest_at = float(weights[top]), _weight_at(top, where)
+                largest, largest_at = float(weights[top]), row_place(top, where)
                 if largest > 0:
                     least = int(np.argmin(np.where(weights > 0, weights, np.inf)))
-                    smallest, smallest_at = float(weights[least]), _weight_at(least, where)
+                    smallest, smallest_at = float(weights[least]), row_place(least, where)
             if resolution:
                 totals, least, at = class_weight_extremes(weights, labels)
                 class_weights = (totals, least, [f"{a} {where}" if a else "" for a in at])
@@ -105,11 +106,6 @@ def summarize_scores(frame, spec: ColumnSpec, models: list, rate: float | None, 
             stands_for[k] = np.full(samples[k].shape[0], 1.0 / rate)
     return ScoreSummary(lowest, highest, samples, stands_for, smallest, largest, class_weights,
                         classes, smallest_at, largest_at)
-
-
-def _weight_at(position: int, where: str) -> str:
-    """" at <position> <where>": a row of a piece, for messages (inside ``in_piece``)."""
-    return f" at {_at(position)}" + (f" {where}" if where else "")
 
 
 def _merged_class_weights(summaries: list):

@@ -481,6 +481,12 @@ def check_weight_total(total: float, name: str, what: str) -> None:
                          f"weights by a power of two (ratios such as rates do not change)")
 
 
+def row_place(position: int, where: str = "") -> str:
+    """``" at <position> <where>"``: a row of the input or of a piece (``where``: the piece,
+    as its reader names it), for messages."""
+    return f" at {_at(position)}" + (f" {where}" if where else "")
+
+
 def class_weight_extremes(sample_weight: np.ndarray, labels: np.ndarray) -> tuple:
     """``(totals, smallest, where)``: each class's (negatives, positives) total weight in
     units of 2**128 (see _TOTAL_UNIT), its smallest positive weight (inf if none) and where
@@ -493,7 +499,7 @@ def class_weight_extremes(sample_weight: np.ndarray, labels: np.ndarray) -> tupl
         if positive.any():
             k = int(np.argmin(np.where(positive, w, np.inf)))
             smallest.append(float(w[k]))
-            where.append(f" at {_at(int(np.flatnonzero(in_class)[k]))}")
+            where.append(row_place(int(np.flatnonzero(in_class)[k])))
         else:
             smallest.append(np.inf)
             where.append("")

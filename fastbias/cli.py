@@ -507,7 +507,9 @@ def _prepare_label(df, label: str, positive):
 
 def _say(args, text: str) -> None:
     if not args.quiet:
-        print(terminal_text(text, keep_newlines=True), file=sys.stderr)
+        # (no line breaks kept: a message holds none of its own, and one in a name or a path
+        # would forge a line of its own: found by review)
+        print(terminal_text(text), file=sys.stderr)
 
 
 def _is_fastbias_report(path: str) -> bool:
@@ -1523,10 +1525,10 @@ def main(argv=None) -> int:
         finally:  # a status line an error left open is cleared before the error is printed
             close_displays(displays)
     except CLIError as exc:
-        print(terminal_text(f"fastbias: error: {exc}", keep_newlines=True), file=sys.stderr)
+        print(terminal_text(f"fastbias: error: {exc}"), file=sys.stderr)
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(terminal_text(f"fastbias: error: {_in_cli_terms(message)}", keep_newlines=True),
+        print(terminal_text(f"fastbias: error: {_in_cli_terms(message)}"),
               file=sys.stderr)
     except KeyboardInterrupt:
         print("fastbias: interrupted", file=sys.stderr)

@@ -218,6 +218,7 @@ def test_summary_ties_and_lowest_match_the_table_for_a_constant_model():
     assert row["lowest_auc"] == 0.5 and row["lowest_auc_ties"] == 5
     assert row["largest_aeg_ties"] == 3
     assert "(and 5 more value(s) equal to it)" in html_text(report.to_html())
+    assert "(and 3 more value(s) of the same size)" in html_text(report.to_html())
 
 
 def test_hostile_sensitive_values_are_escaped_in_html_text_and_csv(tmp_path):

@@ -8,18 +8,7 @@ draw text without mathtext, see ``plots._plain_text``.)
 """
 from __future__ import annotations
 
-import re
-
-# C0 and C1 control characters, DEL, and the bidirectional overrides and isolates that can
-# make a line read differently from what it holds
-_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_TERMINAL_UNSAFE_KEEP_NEWLINE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+from ..validate.errors import visible
 
 
 def terminal_text(text, *, keep_newlines: bool = False) -> str:
@@ -35,8 +24,7 @@ def terminal_text(text, *, keep_newlines: bool = False) -> str:
     >>> terminal_text("two\\nlines", keep_newlines=True)
     'two\\nlines'
     """
-    pattern = _TERMINAL_UNSAFE_KEEP_NEWLINE if keep_newlines else _TERMINAL_UNSAFE
-    return pattern.sub(_visible, str(text))
+    return visible(text, keep_newlines=keep_newlines)
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")

@@ -458,12 +458,14 @@ class BiasReport:
         ci_metrics = interval_metrics(self.result.table)
         note = significance_note(self.result)
         tested = note is not None
-        zero_width = 0
+        zero_width = undefined_overall = 0
         blocks = []
         for model in self.result.models:
             order = self.worst_subgroups(max_subgroups, model=model)
             part = self.result.for_model(model).reindex(order)
-            head = f"{terminal_text(model)}  overall AUC {summary.at[model, 'overall_auc']:.4f}"
+            overall = summary.at[model, "overall_auc"]
+            head = f"{terminal_text(model)}  overall AUC {_fmt_metric(overall, '')}"
+            undefined_overall += _is_nan(overall)
             head += _summary_interval(summary, model, "overall_auc")
             if "final_metric" in summary.columns:
                 final = summary.at[model, "final_metric"]
@@ -515,6 +517,9 @@ class BiasReport:
             text += (f"\n\nn/a: {n_undefined} undefined value(s){where}: the metric compares "
                      f"two cells and one of them is empty or, weighted, of zero total weight "
                      f"(see the report for each reason)")
+        if undefined_overall:  # (found by review: shown as "nan", unexplained)
+            text += (f"\n\noverall AUC n/a ({undefined_overall} model(s)): the model's rows hold "
+                     f"no negative or no positive (or, weighted, one class of zero total weight)")
         text += ("\n\nsub-/sub+: the subgroup's negatives/positives; bg-/bg+: the "
                  "background's (rows not in the subgroup)")
         if zero_width:
@@ -1150,7 +1155,9 @@ def _extreme_cell(value, stops, fmt, metric, subgroup, ties: int = 0) -> str:
     other values tie with it (the one named is not the only one), or n/a."""
     if _is_nan(value):
         return "<td>n/a</td>"
-    tied = f" (and {int(ties)} more value(s) equal to it)" if ties else ""
+    # (an AEG's ties are of its size, either sign: found by review, -0.5 was called equal to 0.5)
+    alike = "of the same size" if metric in AEG_METRICS else "equal to it"
+    tied = f" (and {int(ties)} more value(s) {alike})" if ties else ""
     return (f"<td>{_colored(value, stops, fmt)} {html.escape(METRIC_LABELS[metric])}, "
             f"{_html_name(subgroup)}{tied}</td>")
 

@@ -1,5 +1,24 @@
-"""The warnings fastbias raises (its errors are the built-in ValueError, TypeError, KeyError)."""
+"""The warnings fastbias raises (its errors are the built-in ValueError, TypeError, KeyError),
+and names from the data made visible in messages."""
+import re
 import warnings
+
+# C0 and C1 control characters, DEL, and the bidirectional overrides and isolates that can
+# make a line read differently from what it holds
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BUT_NEWLINE = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control character (and bidirectional override) shown as a
+    visible escape (``\\x1b``); ``keep_newlines`` keeps line breaks (never in a name)."""
+    return (_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE).sub(_escape, str(text))
 
 
 class UndefinedMetricWarning(RuntimeWarning):
@@ -15,8 +34,10 @@ class NoSubgroupWarning(UserWarning):
 
 
 def listed(entries: list, most: int = 12) -> str:
-    """The first ``most`` entries joined by "; ", and how many more there are."""
-    return "; ".join(entries[:most]) + (f"; ... {len(entries) - most} more"
+    """The first ``most`` entries joined by "; ", and how many more there are; the entries
+    (which name subgroups from the data) with their control characters shown as escapes (a
+    newline in a name would start a line of its own in a warning: found by review)."""
+    return "; ".join(visible(e) for e in entries[:most]) + (f"; ... {len(entries) - most} more"
                                         if len(entries) > most else "")
 
 

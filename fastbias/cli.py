@@ -57,6 +57,7 @@ from .validate.textfile import (
     TextSource,
     check_unique_names,
     iter_text_batches,
+    joined_batches,
     open_text_source,
     record_bytes,
     split_name,
@@ -356,7 +357,7 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
         line_bytes = 0 if fmt == "parquet" else record_bytes(path, compression, fmt == "csv",
                                                              sep=sep)
         batch_rows = max(1_000, _rows_per_batch(max_bytes, row_bytes, line_bytes))
-    parts, rows, projected = [], 0, [0.0]
+    parts, starts, rows, projected = [], [], 0, [0.0]
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
                                  projection=lambda n: projected.__setitem__(0, n),
@@ -374,12 +375,13 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
                 raise _OverBudget(int(projected[0]), row_bytes,
                                   exact=False, projected=rows * row_bytes <= max_bytes)
         parts.append(frame if prepare is None else prepare(frame))
+        starts.append(rows - len(frame))
     progress.clear()
     if not parts:
         if fmt == "jsonl":
             raise CLIError(f"data file {path!r} has no rows")
         return pd.DataFrame({c: pd.Series(dtype=float) for c in columns})
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return joined_batches(parts, starts, path)
 
 
 def _coerce_object_flags(df, names) -> None:

@@ -6,6 +6,7 @@ first, a type that differs between files names both, and a read error names the
 file and the rows. Dask runs here on its local threaded scheduler (no cluster:
 seconds); tests/test_dask.py runs the same code on a LocalCluster.
 """
+import os
 import subprocess
 import sys
 
@@ -77,6 +78,33 @@ def test_directory_glob_and_list_equal_in_memory(files, tmp_path):
     assert type(pieces).__name__ == "Delayed"
 
 
+def test_which_files_a_directory_and_a_glob_give(tmp_path):
+    """A directory gives its *.parquet files at any depth but those in a file or folder named
+    ``.*`` or ``_*`` (as pd.read_parquet: a Spark attempt's ``_temporary`` copy is not read
+    twice); a glob's ``*`` stays within one folder, ``**`` reaches any depth."""
+    from fastbias.validate.parquet import parquet_files
+
+    layout = ["a.parquet", "sub/b.parquet", "sub/deeper/c.parquet", "_temporary/0/a.parquet",
+              ".a.parquet", "sub/_SUCCESS.parquet", "sub/.hidden/d.parquet", "notes.txt"]
+    for name in layout:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+
+    def found(source):
+        return sorted(os.path.relpath(p, tmp_path) for p in parquet_files(source)[1])
+
+    assert found(tmp_path) == ["a.parquet", "sub/b.parquet", "sub/deeper/c.parquet"]
+    assert found(str(tmp_path / "*.parquet")) == ["a.parquet"]
+    assert found(str(tmp_path / "*" / "*.parquet")) == ["sub/b.parquet"]
+    assert found(str(tmp_path / "**" / "*.parquet")) == ["a.parquet", "sub/b.parquet",
+                                                         "sub/deeper/c.parquet"]
+    assert found(str(tmp_path / ".*.parquet")) == [".a.parquet"]  # (asked for by name)
+    assert found(str(tmp_path / "_temporary" / "*" / "*.parquet")) == ["_temporary/0/a.parquet"]
+    only = tmp_path / "uncommitted"
+    (only / "_temporary").mkdir(parents=True)
+    (only / "_temporary" / "a.parquet").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="names starting with '.' or '_' are skipped"):
+        parquet_files(only)
 @pytest.mark.parametrize("heavy_share", [1.0, 0.9, 0.0])
 def test_partition_boundaries_from_the_sample_with_heavy_ties(heavy_share):
     """One score for every row, one score for 90% of them, or none: still exact."""

@@ -91,7 +91,39 @@ def _filesystem_of(location: str):
     return fs.LocalFileSystem(), os.path.abspath(location)
 
 
+#: names that Parquet readers (pyarrow's datasets, Dask, Spark) skip below a directory: an
+#: uncommitted attempt (``_temporary/``), ``_SUCCESS``, ``_metadata``, hidden files
+_SKIPPED_PREFIXES = (".", "_")
+
+
+def _skipped(parts: list) -> bool:
+    """Whether a path below a directory (its ``parts``) lies in a file or folder that Parquet
+    readers skip (:data:`_SKIPPED_PREFIXES`)."""
+    return any(part.startswith(_SKIPPED_PREFIXES) for part in parts)
+
+
+def _glob_matches(parts: list, pattern: list) -> bool:
+    """Whether the path ``parts`` match the glob ``pattern``'s parts as a shell matches them:
+    a wildcard never crosses a ``/`` (``**`` alone stands for any number of folders), and a
+    name starting with ``.`` or ``_`` is matched only by a part that starts so itself."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_glob_matches(parts[k:], rest) for k in range(len(parts) + 1)
+                   if not _skipped(parts[:k]))
+    if not parts:
+        return False
+    name = parts[0]
+    if name.startswith(_SKIPPED_PREFIXES) and not head.startswith(name[0]):
+        return False
+    return fnmatch.fnmatchcase(name, head) and _glob_matches(parts[1:], rest)
+
+
 def _files_of(filesystem, path: str, shown: str) -> list:
+    """The files of one location: a file, a directory (its ``*.parquet`` files at any depth,
+    those that Parquet readers skip left out, as ``pd.read_parquet`` leaves them: found by
+    review, a Spark attempt's ``_temporary`` copies were counted twice) or a glob pattern."""
     from pyarrow import fs
 
     if any(c in path for c in _GLOB_CHARACTERS):
@@ -99,8 +131,9 @@ def _files_of(filesystem, path: str, shown: str) -> list:
         base = path[:cut].rsplit("/", 1)[0] or "/"
         infos = filesystem.get_file_info(fs.FileSelector(base, recursive=True,
                                                          allow_not_found=True))
-        files = sorted(i.path for i in infos
-                       if i.type == fs.FileType.File and fnmatch.fnmatchcase(i.path, path))
+        pattern = path[len(base):].strip("/").split("/")
+        files = sorted(i.path for i in infos if i.type == fs.FileType.File
+                       and _glob_matches(i.path[len(base):].strip("/").split("/"), pattern))
         if not files:
             raise FileNotFoundError(f"source: no file matches the pattern {shown}")
         return files
@@ -108,9 +141,11 @@ def _files_of(filesystem, path: str, shown: str) -> list:
     if info.type == fs.FileType.Directory:
         infos = filesystem.get_file_info(fs.FileSelector(path, recursive=True))
         files = sorted(i.path for i in infos
-                       if i.type == fs.FileType.File and i.path.endswith(".parquet"))
+                       if i.type == fs.FileType.File and i.path.endswith(".parquet")
+                       and not _skipped(i.path[len(path):].strip("/").split("/")))
         if not files:
-            raise FileNotFoundError(f"source: no *.parquet file under the directory {shown}")
+            raise FileNotFoundError(f"source: no *.parquet file under the directory {shown} "
+                                    f"(names starting with '.' or '_' are skipped)")
         return files
     if info.type != fs.FileType.File:
         raise FileNotFoundError(f"source: {shown} does not exist")
@@ -120,7 +155,9 @@ def _files_of(filesystem, path: str, shown: str) -> list:
 def parquet_files(source) -> tuple:
     """``(filesystem, [paths])`` of a file, directory, glob pattern, or a list of those.
 
-    Directories give every ``*.parquet`` below them, sorted; a URI
+    Directories give every ``*.parquet`` below them, sorted, but for those in a file or
+    folder whose name starts with ``.`` or ``_`` (as pyarrow, Dask and Spark skip them); a
+    glob pattern matches as a shell's does (``*`` within one folder, ``**`` any depth); a URI
     (``s3://bucket/scored/*.parquet``) uses pyarrow's filesystem for it.
     """
     if isinstance(source, (str, os.PathLike)):

@@ -13,6 +13,7 @@ One home for reading text data files (the CLI and :func:`fastbias.streaming.eval
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -600,6 +601,146 @@ def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -
             f"exact{', or fill the missing values' if why.endswith('missing value') else ''}")
 
 
+_WRITTEN_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+class _WrittenIntegers:
+    """The file's own text of the batches where a column read as floats holds a whole number
+    of 2**53 or more, read again by a second reader kept in step (only where such a value
+    is: almost never), to refuse an integer written in the file that float64 rounded.
+
+    pandas reads a batch whose column holds a decimal as floats (``9007199254740993`` as
+    ``9007199254740992.0``, a new tie; JSON lines' flag columns too, read as objects) and a
+    batch of integers alone as int64, which is exact (identity columns) or refused (scores,
+    weights): found by review, the same file gave numbers or a refusal as ``batch_rows`` cut
+    it. A decimal written so stays the float nearest it, as 0.1 does."""
+
+    def __init__(self, source, batch_rows: int, text_columns=()):
+        self.source, self.batch_rows, self.text_columns = source, batch_rows, set(text_columns)
+        #: per second reader (a CSV column's, or the JSON lines'): [stream, batches, given]
+        self.readers = {}
+
+    def check(self, frame, index: int, start: int) -> None:
+        """Refuse, naming the column, the integer and its row, an integer of batch ``index``
+        (its first row ``start``) that ``frame`` holds as a float, rounded."""
+        found = {}
+        for name in frame.columns:
+            if name in self.text_columns:
+                continue
+            column = frame[name]
+            if column.dtype == np.float64:
+                values = column.to_numpy()
+            elif column.dtype == object and self.source.fmt == "jsonl":
+                values = np.array([v if type(v) is float else np.nan for v in column.tolist()])
+            else:
+                continue
+            smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
+            if not values.shape[0] or (-_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM):
+                continue
+            with np.errstate(invalid="ignore"):
+                rows = np.flatnonzero((np.abs(values) >= _ROUNDED_FROM) & np.isfinite(values))
+            if rows.shape[0]:  # (a float that large is a whole number)
+                found[name] = (values, rows)
+        if not found:
+            return
+        written = self._batch(index, list(found))
+        for name, (values, rows) in found.items():
+            for row in rows:
+                integer = written(name, int(row))
+                if integer is not None and integer != int(values[row]):
+                    raise DataFileError(
+                        f"column {name!r} of {self.source.path!r} holds the integer {integer} "
+                        f"at row {start + int(row)}, which float64 cannot hold exactly: pandas "
+                        f"reads the column as floats where its rows hold a decimal, and it "
+                        f"would read as {float(values[row])!r} (a tie, a membership or a "
+                        f"weight would change); write it with a decimal point if the nearest "
+                        f"float is meant, or write the data as Parquet, which keeps integers "
+                        f"exact")
+
+    def _batch(self, index: int, names: list):
+        """``written(name, row)``: the integer written at ``row`` of batch ``index`` in
+        column ``name`` (one of ``names``), or None where the file wrote no integer there.
+        A CSV column is read again alone, as text (its batch's memory: about a tenth of the
+        rows' strings of the whole batch); JSON lines as the lines, in pandas' own batches
+        (so many lines, the blank ones dropped)."""
+        import pandas as pd
+
+        source = self.source
+        batches = {}
+        for key in (names if source.fmt == "csv" else [None]):
+            if key not in self.readers:
+                stream = open_text(source.path, source.compression,
+                                   line_limit=source.line_limit, quotes=source.fmt == "csv",
+                                   sep=source.sep,
+                                   fields=len(source.names) if source.fmt == "csv" else None)
+                if source.fmt == "csv":
+                    given = pd.read_csv(stream, usecols=[key], sep=source.sep,
+                                        chunksize=self.batch_rows, encoding="utf-8", dtype=str,
+                                        keep_default_na=False, na_filter=False)
+                else:
+                    lines = io.TextIOWrapper(stream, encoding="utf-8-sig")
+                    given = ([line for line in (line.strip() for line in chunk) if line]
+                             for chunk in iter(lambda: list(itertools.islice(
+                                 lines, self.batch_rows)), []))
+                self.readers[key] = [stream, 0, given]
+            reader = self.readers[key]
+            while True:  # (forward only: batches come in order)
+                batch = next(reader[2])
+                reader[1] += 1
+                if reader[1] > index:
+                    break
+            batches[key] = batch
+
+        def written(name, row):
+            if source.fmt == "csv":
+                text = batches[name].iat[row, 0]
+                return int(text) if _WRITTEN_INTEGER.fullmatch(text) else None
+            value = json.loads(batches[None][row]).get(name)  # (Python's json: ints exact)
+            return value if type(value) is int else None
+        return written
+
+    def close(self) -> None:
+        for stream, _, _ in self.readers.values():
+            stream.close()
+
+
+def joined_batches(parts: list, starts: list, path: str):
+    """The batches (``parts``, their first rows ``starts``) of the file ``path`` as one frame,
+    refusing an integer that joining them would round: a column read as integers in one
+    batch and as floats in another (pandas reads a batch's column as floats where it holds a
+    decimal) is float64 once joined, and an integer there beyond 2**53 would change (found by
+    review: the CLI read 9007199254740993 as a tie with 9007199254740992, silently)."""
+    import pandas as pd
+
+    if len(parts) == 1:
+        return parts[0]
+    for name in parts[0].columns:
+        kinds = {part[name].dtype.kind for part in parts}
+        if "f" not in kinds or not kinds & {"i", "u"}:
+            continue
+        for part, start in zip(parts, starts):
+            values = part[name].to_numpy()
+            if values.dtype.kind not in "iu" or not values.shape[0]:
+                continue
+            if values.min() > -2 ** 53 and values.max() < 2 ** 53:
+                continue
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # (2**63 cast back)
+                rounded = values.astype(np.float64)
+                lost = (rounded >= 2.0 ** 64) | (rounded < -2.0 ** 63) | \
+                    (rounded.astype(values.dtype) != values)
+            if lost.any():
+                row = int(np.argmax(lost))
+                raise DataFileError(
+                    f"column {name!r} of {path!r} holds the integer {int(values[row])} at row "
+                    f"{start + row}, which float64 cannot hold exactly, and a decimal in other "
+                    f"rows: read as one column of floats it would become "
+                    f"{float(rounded[row])!r} (a tie, a membership or a weight would change); "
+                    f"write it with a decimal point if the nearest float is meant, or write "
+                    f"the data as Parquet, which keeps integers exact")
+    return pd.concat(parts, ignore_index=True)
+
+
 #: the words pandas reads as a missing value in a CSV field (its default ``na_values``): kept
 #: for the numeric columns where the text columns' own are only the empty field
 MISSING_WORDS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
@@ -665,8 +806,9 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                                       convert_dates=False,
                                       dtype={c: object for c in flag_columns
                                              if columns is None or c in columns} or True)
-        start = 0
-        with reader:
+        start = index = 0
+        written = _WrittenIntegers(source, batch_rows, text_columns) if check_rounded else None
+        with reader, contextlib.closing(written) if written else contextlib.nullcontext():
             while True:
                 try:
                     frame = next(reader)
@@ -696,6 +838,9 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     if check_rounded:
                         _refuse_rounded_integers(frame, source.path, start,
                                                  json=source.fmt == "jsonl")
+                        if written is not None:
+                            written.check(frame, index, start)
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)
                 start = stop
+                index += 1

@@ -90,6 +90,8 @@ def _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label, la
     """One fold's score. Why it is NaN goes to ``notes`` when a list is given (the scorers
     say it once per search), otherwise to one warning."""
     _check_score_name(metric)
+    if pos_label is not None:
+        y_true, pos_label = _one_class_fold(y_true, pos_label)
     # (the labels as given: a pandas y_true's index is checked against the subgroups')
     evaluator = BiasEvaluator(y_true, subgroups, sample_weight=sample_weight,
                               label_threshold=label_threshold,
@@ -97,6 +99,23 @@ def _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label, la
                               overall_weight=overall_weight, undefined=undefined,
                               fold_cache_size=0, pos_label=pos_label)
     return evaluator._values(evaluator._counts(y_score, None), [metric], notes)[metric]
+
+
+def _one_class_fold(y_true, pos_label) -> tuple:
+    """``(y_true, pos_label)`` of a fold, a fold of one class other than ``pos_label`` made
+    all negatives (found by review: such a fold of text labels was refused, one of 0/1
+    labels scored NaN, warned, as a fold without positives is); otherwise as given, for the
+    labels' own checks (a ``pos_label`` in no row of two classes stays an error)."""
+    values = y_true.to_numpy() if isinstance(y_true, pd.Series) else np.asarray(y_true)
+    if values.ndim != 1 or values.shape[0] == 0:
+        return y_true, pos_label
+    distinct = pd.unique(values)
+    if len(distinct) != 1 or pd.isna(distinct[0]) or bool(np.any(values == pos_label)):
+        return y_true, pos_label
+    negatives = np.zeros(values.shape[0], dtype=bool)
+    if isinstance(y_true, pd.Series):
+        return pd.Series(negatives, index=y_true.index, name=y_true.name), None
+    return negatives, None
 
 
 class _FirstUndefinedFold:
@@ -128,12 +147,15 @@ class _RoutedScore:
 
     __name__ = "bias_score"
 
-    def __init__(self, metric: str):
+    def __init__(self, metric: str, predicts: bool = False):
         self.first_undefined = _FirstUndefinedFold(metric)
+        self.predicts = predicts  # (response_method "predict": y_score holds classes)
 
     def __call__(self, y_true, y_score, *, subgroups, metric="final", sample_weight=None,
                  pos_label=None, label_threshold=None, subgroup_threshold=None, power=-5,
                  overall_weight=0.25, undefined="propagate"):
+        if self.predicts:
+            y_score = _predicted_class_scores(y_score, pos_label)
         notes = []
         value = _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label,
                             label_threshold, subgroup_threshold, power, overall_weight,
@@ -178,13 +200,31 @@ def _response_methods(response_method) -> tuple:
     return methods
 
 
+def _predicted_class_scores(predicted, positive):
+    """Scores from ``predict``'s classes: 1.0 where the positive class is predicted (found by
+    review: with ``pos_label`` the first class, the classes taken as scores ranked the
+    negatives first, every AUC reversed); ``positive`` None leaves numbers (0/1 classes, a
+    regressor's predictions) as they are."""
+    predicted = predicted.to_numpy() if isinstance(predicted, pd.Series) else np.asarray(predicted)
+    if positive is not None:
+        return (predicted == positive).astype(np.float64)
+    if predicted.dtype.kind not in "biuf":
+        example = f" (e.g. {predicted.flat[0]!r})" if predicted.size else ""
+        raise ValueError(f"response_method='predict' gave classes of dtype "
+                         f"{predicted.dtype}{example}; pass pos_label= to say which class is "
+                         f"positive")
+    return predicted
+
+
 def positive_class_scores(estimator, X, response_method=("decision_function", "predict_proba"),
                           pos_label=None) -> np.ndarray:
     """Scores of the positive class from the first available response method.
 
     ``predict_proba`` gives the column of ``pos_label`` (default: the second
     class, ``classes_[1]``); ``decision_function`` is negated when
-    ``pos_label`` is the first class. Used by the routing-free scorers.
+    ``pos_label`` is the first class; a classifier's ``predict`` gives 1.0 where
+    it predicts that class, 0.0 elsewhere (a regressor's predictions stay as
+    they are). Used by the routing-free scorers.
 
     Examples
     --------
@@ -225,6 +265,13 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
             raise ValueError("decision_function returned 2-D output; a binary classifier is needed")
         if pos_label is not None and classes is not None and pos_label == classes[0]:
             out = -out
+    elif name == "predict" and classes is not None:  # (a classifier: its classes, not scores)
+        if pos_label is not None and pos_label not in list(classes):
+            raise ValueError(f"pos_label={pos_label!r} is not one of the estimator's classes "
+                             f"{list(classes)}")
+        out = _predicted_class_scores(out, classes[1] if pos_label is None else pos_label)
+    elif name == "predict" and pos_label is not None:
+        out = _predicted_class_scores(out, pos_label)
     return out
 
 
@@ -281,6 +328,12 @@ class _FoldScorer:
             raise TypeError(f"subgroups= (aligned by index) needs X to be a pandas DataFrame or "
                             f"Series whose index labels identify the rows, got "
                             f"{type(X).__name__}")
+        if not X.index.is_unique:  # (found by review: rows took another row's subgroups)
+            twice = X.index[X.index.duplicated()]
+            raise ValueError(f"X has duplicate index labels (e.g. {twice[0]!r}, "
+                             f"{twice.size} repeats); subgroups= finds a fold's rows by "
+                             f"X.index, so each row needs its own label (X.reset_index(drop="
+                             f"True), with subgroups indexed alike)")
         try:
             positions = self.subgroups.index.get_indexer(X.index)
         except pd.errors.InvalidIndexError as exc:
@@ -332,6 +385,9 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
         Routing-free fallback: memberships are these columns of ``X``.
     response_method : str or tuple of str, default ("decision_function", "predict_proba")
         The first available method gives the scores (AUC only uses their order).
+        ``"predict"`` scores a classifier's predicted classes: 1.0 where it predicts
+        the positive class (``pos_label``, default the second class); a routed
+        scorer takes it alone (it cannot tell predictions from scores in a tuple).
     pos_label : optional
         Positive class, when the labels are not 0/1 or boolean.
     label_threshold, subgroup_threshold : float, optional
@@ -407,8 +463,14 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
             "fold as metadata, which needs sklearn.set_config(enable_metadata_routing=True) "
             "before the scorer is made. Without routing, pass subgroups=<DataFrame indexed like "
             "X> or subgroup_columns=[columns of X].")
+    methods = _response_methods(response_method)
+    if "predict" in methods and len(methods) > 1:
+        raise ValueError(f"response_method {response_method!r} mixes 'predict' with scores: "
+                         f"a routed scorer cannot tell which it was given (classes are not "
+                         f"scores); give 'predict' alone, or the score methods")
     kwargs = {k: v for k, v in settings.items() if v is not None}
-    scorer = make_scorer(_RoutedScore(metric), response_method=response_method, greater_is_better=True,
+    scorer = make_scorer(_RoutedScore(metric, predicts=methods == ("predict",)),
+                         response_method=response_method, greater_is_better=True,
                          metric=metric, **kwargs)
     return scorer.set_score_request(subgroups=True)
 

@@ -1466,6 +1466,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", action="append", metavar="FILE",
                       help=f"report file(s) (.html, .csv, .json; default {DEMO_OUTPUT})")
     _add_common(demo)
+    # (found by review: the help said the bootstrap's only; the demo's data follow it too)
+    next(action for action in demo._actions if "--seed" in action.option_strings).help = \
+        "random seed of the generated data and of the bootstrap (default 0)"
     demo.set_defaults(func=cmd_demo, top=10)
     return parser
 

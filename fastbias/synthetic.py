@@ -47,8 +47,8 @@ def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
     annotated_fraction : float, default 0.25
         Share of rows annotated for identity; the others have NaN identities.
     identity_fraction_range : (float, float), default (0.001, 0.03)
-        Each identity covers a log-uniform share of all rows in this range;
-        identities overlap at random. Identity rows are more often toxic.
+        Each identity covers a log-uniform share of all rows in this range (at
+        most ``annotated_fraction``); identities overlap at random. Identity rows are more often toxic.
     biased_identities : list of str, optional
         Identities on which ``model_biased`` shifts scores up (default: every
         other identity).
@@ -76,23 +76,37 @@ def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
     >>> bool(df["male"].isna().any())
     True
     """
-    if n_rows < 1:
-        raise ValueError(f"n_rows must be >= 1, got {n_rows}")
-    if n_identities < 0:
-        raise ValueError(f"n_identities must be >= 0, got {n_identities}")
-    if not 0 < annotated_fraction <= 1:
-        raise ValueError(f"annotated_fraction must be in (0, 1], got {annotated_fraction}")
+    # (found by review: a share outside (0, 1) gave no toxic row, bias_shift=inf NaN scores
+    # of both models, a range the annotated rows cannot hold shares below it; each silently)
+    for name, value, least in (("n_rows", n_rows, 1), ("n_identities", n_identities, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    _check_share("toxic_fraction", toxic_fraction, "(0, 1)", one=False)
+    _check_share("annotated_fraction", annotated_fraction, "(0, 1]", one=True)
+    try:
+        lo, hi = (float(v) for v in identity_fraction_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"identity_fraction_range must be two shares (low, high), got "
+                         f"{identity_fraction_range!r}") from None
+    if not 0 < lo <= hi <= annotated_fraction:
+        raise ValueError(f"identity_fraction_range must satisfy 0 < low <= high <= "
+                         f"annotated_fraction ({annotated_fraction!r}: identities are among "
+                         f"the annotated rows), got {identity_fraction_range!r}")
+    if not np.isfinite(bias_shift):
+        raise ValueError(f"bias_shift must be a finite logit shift, got {bias_shift!r}")
     rng = np.random.default_rng(random_state)
     names = [JIGSAW_IDENTITIES[j] if j < len(JIGSAW_IDENTITIES) else f"identity_{j}"
              for j in range(n_identities)]
     if biased_identities is None:
         biased_identities = names[::2]
+    if isinstance(biased_identities, str):
+        raise TypeError(f"biased_identities must be a list of identity names, got the string "
+                        f"{biased_identities!r} (write [{biased_identities!r}])")
     unknown = sorted(set(biased_identities) - set(names))
     if unknown:
         raise ValueError(f"biased_identities {unknown} are not among the identity columns")
 
     annotated = rng.random(n_rows) < annotated_fraction
-    lo, hi = identity_fraction_range
     shares = np.exp(rng.uniform(np.log(lo), np.log(hi), n_identities))
     base_logit = np.log(toxic_fraction / (1 - toxic_fraction))
     logit = np.full(n_rows, base_logit)
@@ -121,6 +135,16 @@ def make_jigsaw_like(n_rows: int = JIGSAW_ROWS, n_identities: int = 24, *,
             score = np.round(score, score_decimals)
         data[model] = score.astype(score_dtype)
     return pd.DataFrame(data)
+
+
+def _check_share(name: str, value, interval: str, one: bool) -> None:
+    """A ValueError naming ``name`` unless ``value`` is a number in (0, 1) (``one``: 1 too)."""
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        share = np.nan
+    if isinstance(value, bool) or not (0 < share < 1 or (one and share == 1)):
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
 
 
 def to_arrays(df: pd.DataFrame, *, label: str = "toxicity", score: str = "model_fair",

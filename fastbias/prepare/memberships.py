@@ -21,7 +21,11 @@ import pandas as pd
 from .._native import native_pieces, numba_threads
 from .._numba_cache import read_only
 from .._threads import jobs_for, run_jobs
-from ..validate.categories import category_codes, is_categorical
+from ..validate.categories import (
+    category_codes,
+    is_categorical,
+    warn_features_without_values,
+)
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
 from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
@@ -741,7 +745,7 @@ def _subgroups_with_categories(subgroups, n: int, labels: np.ndarray, kept, thre
     if kept is not None:
         full = np.zeros(n, dtype=bool)
         full[kept] = labels
-    names, rows, features = [], [], []
+    names, rows, features, feature_names = [], [], [], []
     hint = " or use fastbias.evaluate (missing_subgroup=...)"
     for name, column in zip(names_in, columns):
         if is_categorical(column, threshold):
@@ -750,12 +754,16 @@ def _subgroups_with_categories(subgroups, n: int, labels: np.ndarray, kept, thre
                 codes = dataclasses.replace(codes, codes=np.where(kept, codes.codes, -1)
                                             .astype(np.int32))
             features.append(codes)
+            feature_names.append(name)
             names += codes.labels
             rows += _rows_by_code(codes.codes, len(codes.values))
         else:
             names.append(name)
             rows.append(member_rows(identity_values(column, name, threshold, hint), buffer,
                                     compiled))
+    # (found by review: evaluate warned of a feature missing on every row, the arrays did not)
+    warn_features_without_values(feature_names, [codes.values for codes in features],
+                                 stacklevel=5)
     if len(features) > 1:
         more_names, more_rows, _, _ = combination_memberships(features, full,
                                                               min_subgroup_size)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..sweep import _kernels as K
 from ..sweep.counts import SweepCounts
-from ..validate.errors import UndefinedMetricWarning
+from ..validate.errors import UndefinedMetricWarning, visible
 from ..validate.settings import check_undefined
 from .definitions import AUC_METRICS
 
@@ -325,9 +325,10 @@ def final_metric_values(overall, metrics: dict, power: float = -5.0,
 
 
 def _listed(names: list, most: int = 12) -> str:
-    """The first ``most`` names, comma-separated, and how many more there are."""
+    """The first ``most`` names, comma-separated, and how many more there are (control
+    characters shown as escapes: a newline in a name forged a line, found by review)."""
     more = len(names) - most
-    return ", ".join(names[:most]) + (f", ... {more} more" if more > 0 else "")
+    return ", ".join(visible(name) for name in names[:most]) + (f", ... {more} more" if more > 0 else "")
 
 
 def worst_auc(values: np.ndarray, names: list, metric: str, undefined_policy: str):

@@ -25,7 +25,7 @@ from ..sweep import _kernels as SK
 from ..sweep.double_double import dd_prefix_sums
 from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
-from ..validate.errors import UndefinedMetricWarning
+from ..validate.errors import UndefinedMetricWarning, listed
 from ..validate.settings import as_float, refuse_inexact
 from ..validate.values import (
     THRESHOLD_RESOLUTION_BITS,
@@ -363,8 +363,7 @@ def warn_undefined_rates(table: pd.DataFrame, context: str = "") -> None:
             undefined += [f"{name} at {threshold:g}: {side} {rate}"
                           for (threshold, name), b in zip(table.index, bad) if b]
     if undefined:
-        shown = "; ".join(undefined[:8]) + (f"; ... {len(undefined) - 8} more"
-                                            if len(undefined) > 8 else "")
+        shown = listed(undefined, 8)  # (names escaped: found by review)
         lead = f"{context}: " if context else ""
         warnings.warn(f"{lead}{len(undefined)} threshold rate(s) undefined (no row in their "
                       f"set, e.g. no predicted positive for a precision), set to NaN: {shown}",

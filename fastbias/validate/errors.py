@@ -3,11 +3,13 @@ and names from the data made visible in messages."""
 import re
 import warnings
 
-# C0 and C1 control characters, DEL, and the bidirectional overrides and isolates that can
-# make a line read differently from what it holds
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 control characters, DEL, the Unicode line and paragraph separators, and the
+# bidirectional marks, overrides and isolates that can make a line read differently from
+# what it holds
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _UNSAFE_BUT_NEWLINE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import decimal
 import fnmatch
+import functools
 import inspect
 import os
 from dataclasses import dataclass
@@ -105,44 +106,77 @@ def _skipped(parts: list) -> bool:
 def _glob_matches(parts: list, pattern: list) -> bool:
     """Whether the path ``parts`` match the glob ``pattern``'s parts as a shell matches them:
     a wildcard never crosses a ``/`` (``**`` alone stands for any number of folders), and a
-    name starting with ``.`` or ``_`` is matched only by a part that starts so itself."""
-    if not pattern:
-        return not parts
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_glob_matches(parts[k:], rest) for k in range(len(parts) + 1)
-                   if not _skipped(parts[:k]))
-    if not parts:
-        return False
-    name = parts[0]
-    if name.startswith(_SKIPPED_PREFIXES) and not head.startswith(name[0]):
-        return False
-    return fnmatch.fnmatchcase(name, head) and _glob_matches(parts[1:], rest)
+    name starting with ``.`` or ``_`` is matched only by a part that starts so itself. Each
+    (path part, pattern part) pair is weighed once (found by review: without it, patterns of
+    several ``**`` took time exponential in them)."""
+
+    @functools.lru_cache(maxsize=None)
+    def match(i: int, j: int) -> bool:
+        if j == len(pattern):
+            return i == len(parts)
+        head = pattern[j]
+        if head == "**":  # (none of the folders it stands for skipped)
+            return match(i, j + 1) or (i < len(parts) and not _skipped(parts[i:i + 1])
+                                       and match(i + 1, j))
+        if i == len(parts):
+            return False
+        name = parts[i]
+        if name.startswith(_SKIPPED_PREFIXES) and not head.startswith(name[0]):
+            return False
+        return fnmatch.fnmatchcase(name, head) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def _files_below(filesystem, base: str) -> list:
+    """Every file below the directory ``base`` (full paths), each real file once. On the
+    local disk, links to folders are followed but a folder already walked (a link back up,
+    a second link to it) is not walked again, and a file reached twice is listed once
+    (found by review: a link back up made 2 files 82 paths, and a ``latest -> run1`` link
+    read each file twice); elsewhere pyarrow lists (object stores hold no links)."""
+    from pyarrow import fs
+
+    if not isinstance(filesystem, fs.LocalFileSystem):
+        infos = filesystem.get_file_info(fs.FileSelector(base, recursive=True,
+                                                         allow_not_found=True))
+        return [i.path for i in infos if i.type == fs.FileType.File]
+    files, walked, found = [], set(), set()
+    for root, folders, names in os.walk(base, followlinks=True):
+        real = os.path.realpath(root)
+        if real in walked:
+            folders[:] = []
+            continue
+        walked.add(real)
+        folders.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            key = os.path.realpath(path)
+            if key not in found:
+                found.add(key)
+                files.append(path)
+    return files
 
 
 def _files_of(filesystem, path: str, shown: str) -> list:
     """The files of one location: a file, a directory (its ``*.parquet`` files at any depth,
     those that Parquet readers skip left out, as ``pd.read_parquet`` leaves them: found by
-    review, a Spark attempt's ``_temporary`` copies were counted twice) or a glob pattern."""
+    review, a Spark attempt's ``_temporary`` copies were counted twice) or a glob pattern
+    (a path that exists is itself, whatever characters it holds)."""
     from pyarrow import fs
 
-    if any(c in path for c in _GLOB_CHARACTERS):
+    info = filesystem.get_file_info(path)
+    if info.type == fs.FileType.NotFound and any(c in path for c in _GLOB_CHARACTERS):
         cut = min(path.find(c) for c in _GLOB_CHARACTERS if c in path)
         base = path[:cut].rsplit("/", 1)[0] or "/"
-        infos = filesystem.get_file_info(fs.FileSelector(base, recursive=True,
-                                                         allow_not_found=True))
         pattern = path[len(base):].strip("/").split("/")
-        files = sorted(i.path for i in infos if i.type == fs.FileType.File
-                       and _glob_matches(i.path[len(base):].strip("/").split("/"), pattern))
+        files = sorted(f for f in _files_below(filesystem, base)
+                       if _glob_matches(f[len(base):].strip("/").split("/"), pattern))
         if not files:
             raise FileNotFoundError(f"source: no file matches the pattern {shown}")
         return files
-    info = filesystem.get_file_info(path)
     if info.type == fs.FileType.Directory:
-        infos = filesystem.get_file_info(fs.FileSelector(path, recursive=True))
-        files = sorted(i.path for i in infos
-                       if i.type == fs.FileType.File and i.path.endswith(".parquet")
-                       and not _skipped(i.path[len(path):].strip("/").split("/")))
+        files = sorted(f for f in _files_below(filesystem, path) if f.endswith(".parquet")
+                       and not _skipped(f[len(path):].strip("/").split("/")))
         if not files:
             raise FileNotFoundError(f"source: no *.parquet file under the directory {shown} "
                                     f"(names starting with '.' or '_' are skipped)")

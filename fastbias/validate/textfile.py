@@ -19,6 +19,7 @@ import functools
 import io
 import itertools
 import json
+import math
 import os
 import re
 import warnings
@@ -601,107 +602,180 @@ def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -
             f"exact{', or fill the missing values' if why.endswith('missing value') else ''}")
 
 
-_WRITTEN_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+#: an integer as a file writes it: spaces, a sign, leading zeros, ASCII digits
+_WRITTEN_INTEGER = re.compile(r"\s*([+-]?)0*([0-9]+)\s*")
+#: the most digits of a finite double's integer part (1.8e308 has 309)
+_MOST_DIGITS = 309
+
+
+def _rounded_integer(text, value: float) -> bool:
+    """Whether ``text`` writes an integer that the float ``value`` (finite, 2**53 or more in
+    magnitude) does not hold exactly (no Python int is made of more digits than a double
+    can have: a field of 5,000 leading zeros is the integer after them)."""
+    match = _WRITTEN_INTEGER.fullmatch(text)
+    if match is None:
+        return False
+    sign, digits = match.groups()
+    return len(digits) > _MOST_DIGITS or int(sign + digits) != int(value)
 
 
 class _WrittenIntegers:
-    """The file's own text of the batches where a column read as floats holds a whole number
-    of 2**53 or more, read again by a second reader kept in step (only where such a value
-    is: almost never), to refuse an integer written in the file that float64 rounded.
+    """The file's own text where a batch holds a number of 2**53 or more that pandas may
+    have rounded, read by one second reader kept in step (only once such a number is met:
+    almost never), to refuse an integer written in the file that float64 rounded.
 
     pandas reads a batch whose column holds a decimal as floats (``9007199254740993`` as
-    ``9007199254740992.0``, a new tie; JSON lines' flag columns too, read as objects) and a
-    batch of integers alone as int64, which is exact (identity columns) or refused (scores,
-    weights): found by review, the same file gave numbers or a refusal as ``batch_rows`` cut
-    it. A decimal written so stays the float nearest it, as 0.1 does."""
+    ``9007199254740992.0``, a new tie; JSON lines also where the integer is written as a
+    string, in flag columns read as objects, and in a column of whole floats it then makes
+    int64) and a batch of integers alone as int64, which is exact (identity columns) or
+    refused (scores, weights): found by review, the same file gave numbers or a refusal as
+    ``batch_rows`` cut it. A decimal written so stays the float nearest it, as 0.1 does.
 
-    def __init__(self, source, batch_rows: int, text_columns=()):
-        self.source, self.batch_rows, self.text_columns = source, batch_rows, set(text_columns)
-        #: per second reader (a CSV column's, or the JSON lines'): [stream, batches, given]
-        self.readers = {}
+    One reader for every column (a review found one per column: the file opened and parsed
+    once a column), in pieces of an eighth of a batch's rows (their text within about a
+    batch's memory); JSON lines parsed one line at a time, each once, as pandas joins them
+    (a line may hold several objects). The text found must read as the number the batch
+    holds, or the two readers are out of step: refused, never guessed."""
 
-    def check(self, frame, index: int, start: int) -> None:
-        """Refuse, naming the column, the integer and its row, an integer of batch ``index``
-        (its first row ``start``) that ``frame`` holds as a float, rounded."""
+    def __init__(self, source, batch_rows: int, columns, text_columns=()):
+        self.source = source
+        skipped = set(text_columns)
+        self.columns = None if columns is None else [c for c in dict.fromkeys(columns)
+                                                     if c not in skipped]
+        self.piece_rows = max(1, batch_rows // 8)
+        self.stream = self.pieces = None
+        self.piece, self.piece_start, self.piece_stop = None, 0, 0
+
+    def check(self, frame, start: int) -> None:
+        """Refuse, naming the column, the integer and its row, an integer of the batch
+        ``frame`` (its first row ``start``) that the batch holds rounded."""
+        jsonl = self.source.fmt == "jsonl"
         found = {}
         for name in frame.columns:
-            if name in self.text_columns:
+            if self.columns is not None and name not in self.columns:
                 continue
             column = frame[name]
-            if column.dtype == np.float64:
+            kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else ""
+            if kind == "f" or (jsonl and kind in "iu"):  # (JSON: whole floats made ints)
                 values = column.to_numpy()
-            elif column.dtype == object and self.source.fmt == "jsonl":
+            elif kind == "O" and jsonl:
                 values = np.array([v if type(v) is float else np.nan for v in column.tolist()])
             else:
                 continue
-            smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
-            if not values.shape[0] or (-_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM):
+            if not values.shape[0]:
                 continue
-            with np.errstate(invalid="ignore"):
-                rows = np.flatnonzero((np.abs(values) >= _ROUNDED_FROM) & np.isfinite(values))
-            if rows.shape[0]:  # (a float that large is a whole number)
+            if kind in "iu":
+                rows = np.flatnonzero((values >= 2 ** 53) | (values <= -2 ** 53))
+            else:
+                smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
+                if -_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM:
+                    continue
+                with np.errstate(invalid="ignore"):
+                    rows = np.flatnonzero((np.abs(values) >= _ROUNDED_FROM)
+                                          & np.isfinite(values))
+            if rows.shape[0]:
                 found[name] = (values, rows)
         if not found:
             return
-        written = self._batch(index, list(found))
-        for name, (values, rows) in found.items():
-            for row in rows:
-                integer = written(name, int(row))
-                if integer is not None and integer != int(values[row]):
-                    raise DataFileError(
-                        f"column {name!r} of {self.source.path!r} holds the integer {integer} "
-                        f"at row {start + int(row)}, which float64 cannot hold exactly: pandas "
-                        f"reads the column as floats where its rows hold a decimal, and it "
-                        f"would read as {float(values[row])!r} (a tie, a membership or a "
-                        f"weight would change); write it with a decimal point if the nearest "
-                        f"float is meant, or write the data as Parquet, which keeps integers "
-                        f"exact")
+        stop = start + len(frame)
+        while True:
+            if self.piece is None or self.piece_stop <= start:
+                self._next_piece()
+                continue
+            for name, (values, rows) in found.items():
+                mine = rows[(rows + start >= self.piece_start) & (rows + start < self.piece_stop)]
+                for row in mine.tolist():
+                    self._check_one(name, self._text(name, start + row - self.piece_start),
+                                    values[row], start + row)
+            if self.piece_stop >= stop:
+                return
+            self.piece = None
 
-    def _batch(self, index: int, names: list):
-        """``written(name, row)``: the integer written at ``row`` of batch ``index`` in
-        column ``name`` (one of ``names``), or None where the file wrote no integer there.
-        A CSV column is read again alone, as text (its batch's memory: about a tenth of the
-        rows' strings of the whole batch); JSON lines as the lines, in pandas' own batches
-        (so many lines, the blank ones dropped)."""
-        import pandas as pd
+    def _check_one(self, name, text, value, row: int) -> None:
+        path = self.source.path
+        number = None
+        if isinstance(text, str):
+            try:
+                number = float(text)
+            except ValueError:
+                pass
+        # (the text must read as the batch's number, to rounding: else the readers differ)
+        if number is None or not math.isclose(number, float(value), rel_tol=2.0 ** -50):
+            shown = repr(text if not isinstance(text, str) or len(text) <= 60
+                         else text[:60] + "...")
+            raise DataFileError(
+                f"column {name!r} of {path!r} holds {float(value)!r} at row {row} as read, "
+                f"but the file's text there reads {shown}: its integers beyond 2**53 cannot "
+                f"be checked for rounding; write the data as Parquet, or one JSON object "
+                f"per line")
+        if _rounded_integer(text, value):
+            written = text.strip()
+            written = written if len(written) <= 60 else written[:60] + "..."
+            raise DataFileError(
+                f"column {name!r} of {path!r} holds the integer {written} at row {row}, "
+                f"which float64 cannot hold exactly: pandas reads the column as floats where "
+                f"its rows hold a decimal, and it would read as {float(value)!r} (a tie, a "
+                f"membership or a weight would change); write it with a decimal point if "
+                f"the nearest float is meant, or write the data as Parquet, which keeps "
+                f"integers exact")
 
+    def _text(self, name, at: int):
+        """The text of column ``name`` at position ``at`` of the current piece (None where
+        the row lacks it)."""
+        if self.source.fmt == "csv":
+            return self.piece[name].iat[at]
+        row = self.piece[at]
+        value = row.get(name) if isinstance(row, dict) else None
+        return value if isinstance(value, str) else None
+
+    def _next_piece(self) -> None:
         source = self.source
-        batches = {}
-        for key in (names if source.fmt == "csv" else [None]):
-            if key not in self.readers:
-                stream = open_text(source.path, source.compression,
-                                   line_limit=source.line_limit, quotes=source.fmt == "csv",
-                                   sep=source.sep,
-                                   fields=len(source.names) if source.fmt == "csv" else None)
-                if source.fmt == "csv":
-                    given = pd.read_csv(stream, usecols=[key], sep=source.sep,
-                                        chunksize=self.batch_rows, encoding="utf-8", dtype=str,
-                                        keep_default_na=False, na_filter=False)
-                else:
-                    lines = io.TextIOWrapper(stream, encoding="utf-8-sig")
-                    given = ([line for line in (line.strip() for line in chunk) if line]
-                             for chunk in iter(lambda: list(itertools.islice(
-                                 lines, self.batch_rows)), []))
-                self.readers[key] = [stream, 0, given]
-            reader = self.readers[key]
-            while True:  # (forward only: batches come in order)
-                batch = next(reader[2])
-                reader[1] += 1
-                if reader[1] > index:
-                    break
-            batches[key] = batch
+        if self.stream is None:
+            import pandas as pd
 
-        def written(name, row):
+            self.stream = open_text(source.path, source.compression,
+                                    line_limit=source.line_limit, quotes=source.fmt == "csv",
+                                    sep=source.sep,
+                                    fields=len(source.names) if source.fmt == "csv" else None)
             if source.fmt == "csv":
-                text = batches[name].iat[row, 0]
-                return int(text) if _WRITTEN_INTEGER.fullmatch(text) else None
-            value = json.loads(batches[None][row]).get(name)  # (Python's json: ints exact)
-            return value if type(value) is int else None
-        return written
+                self.pieces = iter(pd.read_csv(
+                    self.stream, usecols=self.columns, sep=source.sep, encoding="utf-8",
+                    chunksize=self.piece_rows, dtype=str, keep_default_na=False,
+                    na_filter=False))
+            else:
+                self.pieces = self._json_pieces(io.TextIOWrapper(self.stream,
+                                                                 encoding="utf-8-sig"))
+        try:
+            self.piece = next(self.pieces)
+        except StopIteration:
+            raise DataFileError(f"{source.path!r} ended before row {self.piece_stop} when "
+                                f"read again to check its integers beyond 2**53") from None
+        self.piece_start, self.piece_stop = self.piece_stop, self.piece_stop + len(self.piece)
+
+    def _json_pieces(self, lines):
+        """Lists of the objects of JSON lines, ``piece_rows`` objects or so at a time, each
+        line parsed once, as pandas reads them (blank lines dropped, a line's objects in
+        order), numbers kept as their text (exact, whatever their digits)."""
+        piece = []
+        for number, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                piece += json.loads("[" + line + "]", parse_int=str, parse_float=str)
+            except ValueError:
+                raise DataFileError(f"cannot read line {number} of {self.source.path!r} "
+                                    f"again as JSON, to check its integers beyond 2**53"
+                                    ) from None
+            if len(piece) >= self.piece_rows:
+                yield piece
+                piece = []
+        if piece:
+            yield piece
 
     def close(self) -> None:
-        for stream, _, _ in self.readers.values():
-            stream.close()
+        if self.stream is not None:
+            self.stream.close()
 
 
 def joined_batches(parts: list, starts: list, path: str):
@@ -715,8 +789,11 @@ def joined_batches(parts: list, starts: list, path: str):
     if len(parts) == 1:
         return parts[0]
     for name in parts[0].columns:
-        kinds = {part[name].dtype.kind for part in parts}
-        if "f" not in kinds or not kinds & {"i", "u"}:
+        dtypes = [part[name].dtype for part in parts]
+        if not all(isinstance(d, np.dtype) for d in dtypes):
+            continue
+        # (int64 beside uint64 joins as float64 too: found by review)
+        if np.result_type(*dtypes).kind != "f" or not {d.kind for d in dtypes} & {"i", "u"}:
             continue
         for part, start in zip(parts, starts):
             values = part[name].to_numpy()
@@ -733,8 +810,8 @@ def joined_batches(parts: list, starts: list, path: str):
                 row = int(np.argmax(lost))
                 raise DataFileError(
                     f"column {name!r} of {path!r} holds the integer {int(values[row])} at row "
-                    f"{start + row}, which float64 cannot hold exactly, and a decimal in other "
-                    f"rows: read as one column of floats it would become "
+                    f"{start + row}, which float64 cannot hold exactly, and other batches of "
+                    f"it other numbers: read as one column of floats it would become "
                     f"{float(rounded[row])!r} (a tie, a membership or a weight would change); "
                     f"write it with a decimal point if the nearest float is meant, or write "
                     f"the data as Parquet, which keeps integers exact")
@@ -806,8 +883,9 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                                       convert_dates=False,
                                       dtype={c: object for c in flag_columns
                                              if columns is None or c in columns} or True)
-        start = index = 0
-        written = _WrittenIntegers(source, batch_rows, text_columns) if check_rounded else None
+        start = 0
+        written = _WrittenIntegers(source, batch_rows, columns, text_columns) \
+            if check_rounded else None
         with reader, contextlib.closing(written) if written else contextlib.nullcontext():
             while True:
                 try:
@@ -839,8 +917,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                         _refuse_rounded_integers(frame, source.path, start,
                                                  json=source.fmt == "jsonl")
                         if written is not None:
-                            written.check(frame, index, start)
+                            written.check(frame, start)
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)
                 start = stop
-                index += 1

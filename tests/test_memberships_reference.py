@@ -174,6 +174,7 @@ def test_memberships_all_dtypes_all_entry_points_match_reference(seed):
                 assert_row(t.loc[c], ref_metrics(y, s, w, st), ("arrays", kinds, thr, c))
 
 
+@pytest.mark.jit_heavy
 def test_uint8_every_byte_thresholds_both_sides():
     """Holds: member iff value >= threshold, for every byte value, thresholds just below, at
     and just above each value, uint8 / UInt8 / uint8[pyarrow], on evaluate and bias_metrics."""

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .categories import value_text
-from .columns import column_values, name_list, subgroup_names
+from .columns import column_name, column_values, name_list, subgroup_names
 from .settings import MISSING_POLICIES, check_label_options, check_threshold
 from .subgroups import BatchKinds
 from .values import (
@@ -264,17 +264,20 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
     if missing_subgroup not in MISSING_POLICIES:
         raise ValueError(f"missing_subgroup must be one of {MISSING_POLICIES}, "
                          f"got {missing_subgroup!r}")
-    if not isinstance(label, str):
-        raise TypeError(f"label must be a column name, got {type(label).__name__}")
-    if sample_weight is not None and not isinstance(sample_weight, str):
+    # (names as a DataFrame's columns carry them, 0 too, as fastbias.evaluate reads them:
+    # found by review, a Dask frame's integer names were refused as "not a column name")
+    available = list(available)
+    label = column_name(label, "label")
+    if sample_weight is not None and (isinstance(sample_weight, (list, tuple, np.ndarray,
+                                                                 pd.Series, pd.Index))
+                                      or not _hashable(sample_weight)):
         raise TypeError("sample_weight must be a column name here (an array cannot follow the "
                         "rows of partitioned or out-of-core data), got "
                         f"{type(sample_weight).__name__}")
-    models = name_list(scores, "scores")
+    models = name_list(scores, "scores", available)
     features = ([] if sensitive_features is None else
-                name_list(sensitive_features, "sensitive_features"))
-    names = subgroup_names(subgroups, features)
-    available = list(available)
+                name_list(sensitive_features, "sensitive_features", available))
+    names = subgroup_names(subgroups, features, available)
     present = set(available)
     for argument, wanted in (("label", [label]), ("scores", models), ("subgroups", names),
                              ("sample_weight", [] if sample_weight is None else [sample_weight]),
@@ -290,6 +293,14 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
                       else check_threshold(label_threshold, "label_threshold"),
                       check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup,
                       features=tuple(features), pos_label=pos_label)
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def score_dtype(dtype) -> np.dtype:

@@ -54,7 +54,8 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_cli_reference", "test_docs_claims_reference",
                      "test_fuzz_paths_reference", "test_dask_cluster_reference",
                      "test_parallel_reference", "test_docs_synthetic_reference",
-                     "test_report_statements_reference", "test_security_session32_reference"}
+                     "test_report_statements_reference", "test_security_session32_reference",
+                     "test_dask_columns_reference"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1152,7 +1152,8 @@ def cmd_report(args) -> int:
         timings["evaluate"] = time.perf_counter() - start
         start = time.perf_counter()
         report = BiasReport.from_result(df, result, title=title,
-                                        source=os.path.abspath(args.data))
+                                        source=os.path.abspath(args.data),
+                                        sample_weight=args.weight)
         del df
     report.timings = timings
     report.threshold = args.report_threshold

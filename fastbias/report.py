@@ -46,7 +46,8 @@ def bias_report(df: pd.DataFrame, *, label: str, scores, subgroups, title: str |
     True
     """
     result = evaluate(df, label=label, scores=scores, subgroups=subgroups, **evaluate_kwargs)
-    return BiasReport.from_result(df, result, bins=bins, title=title)
+    return BiasReport.from_result(df, result, bins=bins, title=title,
+                                  sample_weight=evaluate_kwargs.get("sample_weight"))
 
 
 __all__ = ["BiasReport", "ScoreHistograms", "bias_report", "score_histograms", "HISTOGRAM_CELLS",

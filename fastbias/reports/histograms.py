@@ -65,7 +65,7 @@ def _membership(column: pd.Series, threshold: float):
 
 
 def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
-                     score_range=None) -> ScoreHistograms:
+                     score_range=None, sample_weight=None) -> ScoreHistograms:
     """Bin every model's scores per subgroup and background, negatives and positives apart.
 
     The memberships, labels and backgrounds follow ``result.settings``
@@ -82,6 +82,10 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     bins : int, default 40
     score_range : (float, float), optional
         Default: [0, 1] when all scores lie there, else the scores' range.
+    sample_weight : str or array-like, optional
+        The weights given to :func:`fastbias.evaluate` (a column of ``df`` or an
+        array): needed where ``nan_policy="omit"`` left out rows of missing weight,
+        so that the histograms leave them out too.
 
     Returns
     -------
@@ -105,10 +109,21 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
     settings = result.settings
     n = df.shape[0]
-    # rows evaluate() left out under nan_policy="omit" (missing label, non-finite score)
-    # are left out here too: they go to a discard bin
+    # rows evaluate() left out under nan_policy="omit" (missing label or weight, non-finite
+    # score) are left out here too: they go to a discard bin
     label_column = df[result.label]
     label_ok = ~label_column.isna().to_numpy()
+    if settings.get("nan_policy") == "omit" and settings.get("weighted"):
+        # (rows of missing weight were left out of every model: found by review, they were
+        # drawn in the figures of cells the table calls empty)
+        if sample_weight is None:
+            raise ValueError("the result left out rows of missing weight (nan_policy='omit'): "
+                             "pass sample_weight= (the weights given to evaluate) so that the "
+                             "histograms leave out the same rows")
+        weights = df[sample_weight] if isinstance(sample_weight, str) else sample_weight
+        label_ok &= ~np.asarray(pd.isna(pd.Series(np.asarray(weights, dtype=object)
+                                                  if not isinstance(weights, pd.Series)
+                                                  else weights)), dtype=bool)
     labels = np.zeros(n, dtype=bool)
     pos_label = settings.get("pos_label")
     labels[label_ok] = as_labels(label_column[label_ok], f"label column {result.label!r}",
@@ -174,9 +189,17 @@ def histogram_edges(lo: float, hi: float, bins: int, *, widen: bool = True) -> n
     (``widen``), half a unit either side of a single value."""
     if widen and lo >= 0.0 and hi <= 1.0:
         lo, hi = 0.0, 1.0
-    if not hi > lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    return np.linspace(lo, hi, bins + 1)
+    if not hi > lo:  # (a value so large that 0.5 is below its spacing: a share of it)
+        largest = float(np.finfo(np.float64).max)
+        pad = max(0.5, abs(lo) * 2.0 ** -30)
+        lo, hi = max(lo - pad, -largest), min(hi + pad, largest)
+    if np.isfinite(hi - lo):
+        return np.linspace(lo, hi, bins + 1)
+    # (a range past the largest double, -1e308 to 1e308: found by review, the edges were
+    # NaN and inf; halves span it, and doubling them back is exact)
+    edges = np.linspace(lo / 2, hi / 2, bins + 1) * 2
+    edges[0], edges[-1] = lo, hi
+    return edges
 
 
 def _bin_keys(scores: np.ndarray, edges: np.ndarray, label_offset) -> np.ndarray:

@@ -482,6 +482,17 @@ def _density_panel(ax, edges, subgroup_counts, background_counts, color, title,
     ax.legend(fontsize=6.5, frameon=False, loc="upper left" if mass_right else "upper right")
 
 
+def _axis_edges(edges: np.ndarray) -> tuple:
+    """``(edges, k)``: the bin edges as an axis draws them, divided by ``2**k`` (exact) where
+    the scores reach beyond 2**64 (found by review: an axis from -1e308 to 1e308 could not
+    be drawn, its ticks' range overflowing), else as they are with k = 0."""
+    largest = float(np.max(np.abs(edges)))
+    if largest <= 2.0 ** 64:
+        return edges, 0
+    unit = int(np.frexp(largest)[1])
+    return np.ldexp(edges, -unit), unit
+
+
 @_plain_text
 def plot_score_distributions(histograms, *, subgroups, models=None):
     """Score densities of subgroups against their background (Borkan et al. 2019, Table 7).
@@ -524,17 +535,18 @@ def plot_score_distributions(histograms, *, subgroups, models=None):
     n_cols = 2 * len(models)
     fig = Figure(figsize=(2.6 * n_cols + 0.4, 1.9 * len(subgroups) + 0.6), layout="constrained")
     axes = fig.subplots(len(subgroups), n_cols, squeeze=False, sharex=True)
+    edges, unit = _axis_edges(histograms.edges)
     for i, subgroup in enumerate(subgroups):
         for k, model in enumerate(models):
             cells = histograms.cells(model, subgroup)
-            _density_panel(axes[i, 2 * k], histograms.edges, cells["subgroup_negatives"],
+            _density_panel(axes[i, 2 * k], edges, cells["subgroup_negatives"],
                            cells["background_negatives"], NEGATIVE_COLOR,
                            f"{model} | {subgroup}: negatives")
-            _density_panel(axes[i, 2 * k + 1], histograms.edges, cells["subgroup_positives"],
+            _density_panel(axes[i, 2 * k + 1], edges, cells["subgroup_positives"],
                            cells["background_positives"], POSITIVE_COLOR,
                            f"{model} | {subgroup}: positives")
     for ax in axes[-1]:
-        ax.set_xlabel("score", fontsize=8)
+        ax.set_xlabel("score" if unit == 0 else f"score / 2**{unit}", fontsize=8)
     fig.suptitle("Score distributions: subgroup (line) against background (grey)", fontsize=11)
     return fig
 

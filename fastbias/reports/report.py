@@ -301,7 +301,7 @@ class BiasReport:
 
     @classmethod
     def from_result(cls, df: pd.DataFrame, result, *, bins: int = 40, title: str | None = None,
-                    source: str = "") -> "BiasReport":
+                    source: str = "", sample_weight=None) -> "BiasReport":
         """Report on an existing evaluation of ``df``.
 
         Parameters
@@ -314,6 +314,10 @@ class BiasReport:
             Histogram bins for the score distributions.
         title : str, optional
         source : str, optional
+        sample_weight : str or array-like, optional
+            The weights given to :func:`fastbias.evaluate`; needed where
+            ``nan_policy="omit"`` left out rows of missing weight (see
+            :func:`~fastbias.report.score_histograms`).
 
         Returns
         -------
@@ -330,7 +334,8 @@ class BiasReport:
         >>> list(report.summary().index)
         ['model_fair', 'model_biased']
         """
-        return cls(result=result, histograms=score_histograms(df, result, bins=bins),
+        return cls(result=result, histograms=score_histograms(df, result, bins=bins,
+                                                              sample_weight=sample_weight),
                    title=title or "fastbias report", source=source)
 
     # ---------------------------------------------------------------- tables

@@ -553,6 +553,13 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     by_model = {m: (r.for_model(m), float(r.overall_auc[m])) for r in results for m in r.models}
     result_settings = dict(results[0].settings)
     result_settings.update(nan_policy="omit", omitted_rows=omitted)
+    weight_missing = next((m for what, m, _ in parts[:3] if what.startswith("sample_weight")),
+                          None)
+    if weight_missing is not None and weight_missing.any():
+        # (what a report's histograms need to leave the same rows out)
+        result_settings["missing_weight_rows"] = int(weight_missing.sum())
+        if isinstance(sample_weight, str):
+            result_settings["weight_column"] = sample_weight
     if result_settings.get("intersections") is not None:
         result_settings["intersection_members"] = {
             k: v for r in results for k, v in r.settings.get("intersection_members", {}).items()}

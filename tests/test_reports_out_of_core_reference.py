@@ -236,10 +236,18 @@ def test_histograms_leave_out_rows_omitted_for_a_missing_weight():
     assert list(totals) == [row.subgroup_negatives, row.subgroup_positives,
                             row.background_negatives, row.background_positives]
     np.testing.assert_array_equal(report.histograms.counts, ref)
-    # from_result cannot tell those rows without the weights: refused, saying what to pass
+    # the result names its weight column: from_result finds the rows by itself
+    again = BiasReport.from_result(df, report.result)
+    np.testing.assert_array_equal(again.histograms.counts, ref)
+    # weights given as an array: from_result cannot tell those rows without them (refused,
+    # saying what to pass), and leaves them out with them
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
+                                   sample_weight=df["w"].to_numpy(), nan_policy="omit")
     with pytest.raises(ValueError, match="pass sample_weight="):
-        BiasReport.from_result(df, report.result)
-    again = BiasReport.from_result(df, report.result, sample_weight=df["w"].to_numpy())
+        BiasReport.from_result(df, result)
+    again = BiasReport.from_result(df, result, sample_weight=df["w"].to_numpy())
     np.testing.assert_array_equal(again.histograms.counts, ref)
 
 

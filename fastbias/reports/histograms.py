@@ -113,9 +113,11 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     # score) are left out here too: they go to a discard bin
     label_column = df[result.label]
     label_ok = ~label_column.isna().to_numpy()
-    if settings.get("nan_policy") == "omit" and settings.get("weighted"):
+    if settings.get("missing_weight_rows"):
         # (rows of missing weight were left out of every model: found by review, they were
         # drawn in the figures of cells the table calls empty)
+        sample_weight = settings.get("weight_column") if sample_weight is None \
+            else sample_weight
         if sample_weight is None:
             raise ValueError("the result left out rows of missing weight (nan_policy='omit'): "
                              "pass sample_weight= (the weights given to evaluate) so that the "

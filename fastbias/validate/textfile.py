@@ -362,13 +362,14 @@ def _later_json_keys(path: str, compression, keys: tuple, line_limit: int, *_fil
         for line in stream:
             if not pattern.search(line):
                 continue
-            try:
-                pairs = json.loads(line, object_pairs_hook=lambda items: items)
+            try:  # (as pandas joins the lines: a line may hold several objects)
+                objects = json.loads(b"[" + line + b"]", object_pairs_hook=lambda items: items)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 continue  # (the reading names the line that does not parse)
-            # an object's (key, value) pairs; any other line (an array: a list) has no keys
-            if isinstance(pairs, list) and all(isinstance(p, tuple) for p in pairs):
-                found.update(k for k, _ in pairs if k in keys)
+            # each object's (key, value) pairs; anything else (an array: a list) has no keys
+            for pairs in objects:
+                if isinstance(pairs, list) and all(isinstance(p, tuple) for p in pairs):
+                    found.update(k for k, _ in pairs if k in keys)
             if len(found) == len(keys):
                 break
     return frozenset(found)
@@ -392,6 +393,15 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
     class Unreadable(str):
         """A number's text that float64 holds only as a subnormal, 0 or an infinity."""
 
+    class TooLong(str):
+        """An integer's text beyond 64 bits (pandas' reader: "Value is too big!")."""
+
+    def integer(text):
+        digits = text.lstrip("-").lstrip("0")
+        if len(digits) > 20 or not -2 ** 63 <= int(text) < 2 ** 64:
+            return TooLong(text)
+        return int(text)
+
     def number(text):
         value = float(text)
         mantissa = text.lower().split("e")[0]
@@ -412,7 +422,7 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
             if row >= start + batch_rows:
                 return
             try:
-                record = json.loads(line, parse_float=number)
+                record = json.loads(line, parse_float=number, parse_int=integer)
             except ValueError:
                 return
             if not isinstance(record, dict):
@@ -422,6 +432,16 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                     f"line {number_of_line:,} of data file {source.path!r} (row {row:,}) is "
                     f"{kind}, not a JSON object: each line of a JSON-lines file holds one "
                     f"object of the row's columns")
+            long = [(k, v) for k, v in record.items() if isinstance(v, TooLong)]
+            if long:  # (found by review: "Value is too big! at position 120", nothing named)
+                name, text = next(((k, v) for k, v in long if columns is None or k in columns),
+                                  long[0])
+                shown = text if len(text) <= 60 else text[:60] + "..."
+                raise DataFileError(
+                    f"column {name!r} of {source.path!r} holds the integer {shown} at row "
+                    f"{row} (line {number_of_line:,}), beyond 64 bits, which pandas' JSON "
+                    f"reader cannot read: write it with a decimal point if its nearest float "
+                    f"is meant, or use CSV or Parquet")
             bad = [(k, v) for k, v in record.items() if isinstance(v, Unreadable)]
             if bad:
                 name, text = next(((k, v) for k, v in bad if columns is None or k in columns),
@@ -431,6 +451,29 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                     f"float64 holds only below its normal range (2.2e-308: a subnormal, or 0) "
                     f"or beyond it (1.8e308: an infinity), which pandas' exact JSON reader "
                     f"cannot read: write it as 0 (or drop the row), or use CSV or Parquet")
+
+
+class _ObjectLines(io.TextIOWrapper):
+    """The lines of a JSON-lines stream as pandas' reader takes them, each one that is not
+    blank checked to begin an object (``{``): a line of ``null``, ``[]`` or ``7`` is a
+    :class:`DataFileError` naming it (pandas read a batch beginning with one as arrays, and
+    a ``[]`` among objects as a row of missing values, silently)."""
+
+    def __init__(self, stream, path: str):
+        super().__init__(stream, encoding="utf-8-sig")
+        self._path, self._line = path, 0
+
+    def __next__(self):
+        line = super().__next__()
+        self._line += 1
+        text = line.lstrip()
+        if text and text[0] != "{":
+            shown = text.rstrip()
+            shown = shown if len(shown) <= 40 else shown[:40] + "..."
+            raise DataFileError(f"line {self._line:,} of data file {self._path!r} is not a "
+                                f"JSON object ({shown!r}): each line of a JSON-lines file "
+                                f"holds one object of the row's columns")
+        return line
 
 
 def _json_text(text: str) -> bytes:
@@ -878,9 +921,13 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
             # leave numbers written as strings unparsed: same values on every pandas)
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*'convert_dates' keyword")
-                reader = pd.read_json(io.TextIOWrapper(stream, encoding="utf-8-sig"), lines=True,
+                # convert_axes=False: keys written as numbers ("1") stay the keys asked for
+                # (found by review: a batch of such keys read as integers, its rows missing);
+                # every line checked to hold an object (a line of null, [] or 7 made pandas
+                # read its batch as arrays, every row missing)
+                reader = pd.read_json(_ObjectLines(stream, source.path), lines=True,
                                       chunksize=batch_rows, precise_float=True,
-                                      convert_dates=False,
+                                      convert_dates=False, convert_axes=False,
                                       dtype={c: object for c in flag_columns
                                              if columns is None or c in columns} or True)
         start = 0

@@ -762,8 +762,7 @@ def _subgroups_with_categories(subgroups, n: int, labels: np.ndarray, kept, thre
             rows.append(member_rows(identity_values(column, name, threshold, hint), buffer,
                                     compiled))
     # (found by review: evaluate warned of a feature missing on every row, the arrays did not)
-    warn_features_without_values(feature_names, [codes.values for codes in features],
-                                 stacklevel=5)
+    warn_features_without_values(feature_names, [codes.values for codes in features])
     if len(features) > 1:
         more_names, more_rows, _, _ = combination_memberships(features, full,
                                                               min_subgroup_size)

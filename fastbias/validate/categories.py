@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import booleans_and_numbers, from_foreign, in_piece
-from .errors import NoSubgroupWarning
+from .errors import NoSubgroupWarning, user_stacklevel
 
 #: a sensitive feature with more distinct values than this is refused (a score or an id
 #: column passed by mistake would otherwise become as many subgroups as rows)
@@ -208,7 +208,7 @@ def _plain_value(value):
     return value
 
 
-def warn_features_without_values(features: list, values: list, stacklevel: int = 3) -> None:
+def warn_features_without_values(features: list, values: list) -> None:
     """One warning naming the sensitive features (``features``) whose ``values`` (per
     feature, those found on the rows) are none: a column missing on every row makes no
     subgroup, and a caller who asked for it should hear so, not find it absent."""
@@ -220,7 +220,7 @@ def warn_features_without_values(features: list, values: list, stacklevel: int =
     also = " (nor any combination of the features)" if len(features) > 1 else ""
     warnings.warn(f"{which} no value on any row (every value missing): no subgroup from "
                   f"{'it' if len(empty) == 1 else 'them'}{also}", NoSubgroupWarning,
-                  stacklevel=stacklevel)
+                  stacklevel=user_stacklevel())
 
 
 def feature_summary(frame, features: list, labels: np.ndarray, where: str = "") -> dict:
@@ -266,7 +266,7 @@ def chosen_features(summary: dict, features: list, min_subgroup_size: int) -> tu
     pieces' categories are not one order), and the combinations with at least
     ``min_subgroup_size`` rows of each class, as value indexes in the order of the values.
     Too many values, or two that read alike, are refused as :func:`category_codes` does."""
-    warn_features_without_values(features, summary["values"], stacklevel=4)
+    warn_features_without_values(features, summary["values"])
     values = []
     for name, found in zip(features, summary["values"]):
         found = list(found)

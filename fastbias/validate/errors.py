@@ -1,7 +1,11 @@
 """The warnings fastbias raises (its errors are the built-in ValueError, TypeError, KeyError),
 and names from the data made visible in messages."""
+import os
 import re
+import sys
 import warnings
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 # C0 and C1 control characters, DEL, the Unicode line and paragraph separators, and the
 # bidirectional marks, overrides and isolates that can make a line read differently from
@@ -21,6 +25,16 @@ def visible(text, *, keep_newlines: bool = False) -> str:
     """``text`` with every control character (and bidirectional override) shown as a
     visible escape (``\\x1b``); ``keep_newlines`` keeps line breaks (never in a name)."""
     return (_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE).sub(_escape, str(text))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the function calling this name the
+    first line outside fastbias (the user's), however deep in fastbias the call is (found by
+    review: a fixed level named a line of fastbias for one entry point or another)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class UndefinedMetricWarning(RuntimeWarning):

@@ -593,7 +593,41 @@ _ROUNDED_FROM = 2.0 ** 53
 _BEYOND_INT64 = 2.0 ** 63
 
 
-def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -> None:
+def _large_numbers(frame, json: bool) -> dict:
+    """``{column: (values, rows, kind)}`` of the batch's columns that hold a finite number of
+    2**53 or more in magnitude (``rows``: where), read as floats (``kind`` "f"), or, JSON
+    lines, as integers ("i", "u": pandas makes a column of whole floats int64) or objects
+    ("O": flag columns, their floats). Two reductions answer almost every column (found
+    once for both checks of rounded integers)."""
+    found = {}
+    for name in frame.columns:
+        column = frame[name]
+        kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else ""
+        if kind == "f" or (json and kind in ("i", "u")):
+            values = column.to_numpy()
+        elif kind == "O" and json:
+            values = np.array([v if type(v) is float else np.nan for v in column.tolist()])
+        else:
+            continue
+        if not values.shape[0]:
+            continue
+        if kind in ("i", "u"):
+            if values.min() > -2 ** 53 and values.max() < 2 ** 53:
+                continue
+            rows = np.flatnonzero((values >= 2 ** 53) | (values <= -2 ** 53))
+        else:
+            smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
+            if -_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM:
+                continue
+            with np.errstate(invalid="ignore"):  # (infinities: the scores' readers refuse)
+                rows = np.flatnonzero((np.abs(values) >= _ROUNDED_FROM) & np.isfinite(values))
+        if rows.shape[0]:
+            found[name] = (values, rows, kind)
+    return found
+
+
+def _refuse_rounded_integers(frame, large: dict, path: str, start: int,
+                             json: bool = False) -> None:
     """A :class:`DataFileError` where a column of integers may have been rounded: read as
     floats, every value a whole number, one of them 2**53 or more in magnitude, and either
     a missing value or (``json``, JSON lines) a value beyond int64 (2**63 or more in
@@ -606,37 +640,22 @@ def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False) -
     9007199254740996, and a membership, a tie or a weight would change. Such a column
     cannot be told from one of floats written so, and is refused; Parquet keeps integers
     exact. (A column holding a decimal is one of floats: each value is the float nearest
-    the text, as 0.1 is.)
+    the text, as 0.1 is.) ``large``: the batch's columns holding such numbers
+    (:func:`_large_numbers`).
     """
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype == np.float64:
-            values = column.to_numpy()
-        elif column.dtype == object:  # (JSON lines' flag columns: the values as parsed)
-            kinds = [type(v) for v in column.tolist()]
-            if float not in kinds:
-                continue
-            values = np.array([v if k is float else np.nan for v, k in zip(column, kinds)])
-        else:
-            continue
-        # two reductions that pass NaN over answer almost every column without a mask
-        smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
-        if -_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM:
-            continue
-        with np.errstate(invalid="ignore"):  # (infinities are the scores' readers' to refuse)
-            large = (np.abs(values) >= _ROUNDED_FROM) & np.isfinite(values)
-        if not large.any():
+    for name, (values, rows, kind) in large.items():
+        if kind not in ("f", "O"):
             continue
         finite = values[np.isfinite(values)]
         if (finite != np.floor(finite)).any():
             continue
-        if column.isna().any():
+        if frame[name].isna().any():
             why = "and a missing value"
         elif json and (np.abs(finite) >= _BEYOND_INT64).any():
             why = "beyond int64"
         else:
             continue
-        row = int(np.argmax(large))
+        row = int(rows[0])
         raise DataFileError(
             f"column {name!r} of {path!r} holds whole numbers {why}, read as float64, and "
             f"{float(values[row])!r} at row {start + row}: at 2**53 or more an integer of the "
@@ -691,38 +710,14 @@ class _WrittenIntegers:
         self.stream = self.pieces = None
         self.piece, self.piece_start, self.piece_stop = None, 0, 0
 
-    def check(self, frame, start: int) -> None:
-        """Refuse, naming the column, the integer and its row, an integer of the batch
-        ``frame`` (its first row ``start``) that the batch holds rounded."""
-        jsonl = self.source.fmt == "jsonl"
-        found = {}
-        for name in frame.columns:
-            if self.columns is not None and name not in self.columns:
-                continue
-            column = frame[name]
-            kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else ""
-            if kind == "f" or (jsonl and kind in ("i", "u")):  # (JSON: whole floats made ints)
-                values = column.to_numpy()
-            elif kind == "O" and jsonl:
-                values = np.array([v if type(v) is float else np.nan for v in column.tolist()])
-            else:
-                continue
-            if not values.shape[0]:
-                continue
-            if kind in ("i", "u"):
-                rows = np.flatnonzero((values >= 2 ** 53) | (values <= -2 ** 53))
-            else:
-                smallest, largest = np.fmin.reduce(values), np.fmax.reduce(values)
-                if -_ROUNDED_FROM < smallest and largest < _ROUNDED_FROM:
-                    continue
-                with np.errstate(invalid="ignore"):
-                    rows = np.flatnonzero((np.abs(values) >= _ROUNDED_FROM)
-                                          & np.isfinite(values))
-            if rows.shape[0]:
-                found[name] = (values, rows)
+    def check(self, large: dict, start: int, stop: int) -> None:
+        """Refuse, naming the column, the integer and its row, an integer of the batch of
+        rows ``start`` to ``stop`` that the batch holds rounded (``large``: its columns of
+        numbers of 2**53 or more, :func:`_large_numbers`)."""
+        found = {name: (values, rows) for name, (values, rows, _) in large.items()
+                 if self.columns is None or name in self.columns}
         if not found:
             return
-        stop = start + len(frame)
         while True:
             if self.piece is None or self.piece_stop <= start:
                 self._next_piece()
@@ -962,11 +957,12 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
                 if len(frame):
-                    if check_rounded:
-                        _refuse_rounded_integers(frame, source.path, start,
+                    large = _large_numbers(frame, source.fmt == "jsonl") \
+                        if check_rounded else None
+                    if large:
+                        _refuse_rounded_integers(frame, large, source.path, start,
                                                  json=source.fmt == "jsonl")
-                        if written is not None:
-                            written.check(frame, start)
+                        written.check(large, start, stop)
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)
                 start = stop

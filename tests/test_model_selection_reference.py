@@ -98,6 +98,19 @@ def routing():
 
 # =========================================================================== found by review
 
+def _first_class_predictions():
+    """(X, y, memberships, their frame, a fitted model, the reference final metric of its
+    predictions scored for the first class, 0)."""
+    rng = np.random.default_rng(0)
+    n = 200
+    X = pd.DataFrame({"x": rng.normal(size=n)})
+    y = ((X.x + 0.5 * rng.normal(size=n)) > 0).astype(int).to_numpy()
+    G = rng.random((n, 2)) < 0.4
+    model = LogisticRegression().fit(X, y)
+    expected = _ref_final(y == 0, (model.predict(X) == 0).astype(float), G)
+    return X, y, G, pd.DataFrame(G, columns=["a", "b"]), model, expected
+
+
 def test_predict_response_with_first_class_pos_label_is_not_reversed():
     """response_method="predict" is accepted; with pos_label the FIRST class (here 0)
     the predictions (class labels 0/1) are used as scores unchanged, so a prediction of 1
@@ -106,15 +119,7 @@ def test_predict_response_with_first_class_pos_label_is_not_reversed():
     (prediction == pos_label), as positive_class_scores does for predict_proba / decision
     values. Cause: fastbias/sklearn.py positive_class_scores has no branch for "predict"
     (and the routed scorer passes sklearn's raw predictions to bias_score)."""
-    rng = np.random.default_rng(0)
-    n = 200
-    X = pd.DataFrame({"x": rng.normal(size=n)})
-    y = ((X.x + 0.5 * rng.normal(size=n)) > 0).astype(int).to_numpy()
-    G = rng.random((n, 2)) < 0.4
-    S = pd.DataFrame(G, columns=["a", "b"])
-    model = LogisticRegression().fit(X, y)
-    pred = model.predict(X)
-    expected = _ref_final(y == 0, (pred == 0).astype(float), G)
+    X, y, G, S, model, expected = _first_class_predictions()
     assert expected > 0.8  # the model is good for either class
     got = make_bias_scorer("final", subgroups=S, pos_label=0, response_method="predict")(
         model, X, y)
@@ -123,15 +128,7 @@ def test_predict_response_with_first_class_pos_label_is_not_reversed():
 
 def test_predict_response_with_first_class_pos_label_routed(routing):
     """(Routed scorer) same as above through metadata routing."""
-    rng = np.random.default_rng(0)
-    n = 200
-    X = pd.DataFrame({"x": rng.normal(size=n)})
-    y = ((X.x + 0.5 * rng.normal(size=n)) > 0).astype(int).to_numpy()
-    G = rng.random((n, 2)) < 0.4
-    S = pd.DataFrame(G, columns=["a", "b"])
-    model = LogisticRegression().fit(X, y)
-    pred = model.predict(X)
-    expected = _ref_final(y == 0, (pred == 0).astype(float), G)
+    X, y, G, S, model, expected = _first_class_predictions()
     scorer = make_bias_scorer("final", pos_label=0, response_method="predict")
     got = scorer(model, X, y, subgroups=S)
     assert _same(got, expected), (got, expected)

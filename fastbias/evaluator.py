@@ -451,7 +451,7 @@ class BiasEvaluator:
     def _values(self, sc: SweepCounts, metrics, notes: list | None = None) -> dict:
         """The named scores from one sweep's counts. Why a score is NaN (under
         ``undefined="propagate"``) goes to ``notes`` when a list is given (a scorer shows
-        it once per search); otherwise one warning says it for all the scores asked."""
+        it once per scorer); otherwise one warning says it for all the scores asked."""
         out = {}
         said = []
         per_group = None

@@ -88,7 +88,7 @@ def bias_score(y_true, y_score, *, subgroups, metric: str = "final", sample_weig
 def _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label, label_threshold,
                 subgroup_threshold, power, overall_weight, undefined, notes=None) -> float:
     """One fold's score. Why it is NaN goes to ``notes`` when a list is given (the scorers
-    say it once per search), otherwise to one warning."""
+    say it once), otherwise to one warning."""
     _check_score_name(metric)
     if pos_label is not None:
         y_true, pos_label = _one_class_fold(y_true, pos_label)
@@ -119,7 +119,8 @@ def _one_class_fold(y_true, pos_label) -> tuple:
 
 
 class _FirstUndefinedFold:
-    """Says once per scorer (so once per search) why a fold's score is NaN.
+    """Says once per scorer object why a fold's score is NaN (a later search with the same
+    scorer stays silent: a scorer cannot tell one search from the next).
 
     A search scores every candidate on the same folds, and whether a subgroup's AUC is
     defined on a fold depends only on the fold's labels and memberships, so the same
@@ -135,7 +136,8 @@ class _FirstUndefinedFold:
             self.reported = True
             warnings.warn(
                 f"make_bias_scorer({self.metric!r}) scored a fold of {n_rows:,} rows NaN: "
-                f"{'; '.join(notes)}. This scorer says so once; other NaN folds show in the "
+                f"{'; '.join(notes)}. This scorer says so once, in this search or a later "
+                f"one (make a new scorer to hear it again); other NaN folds show in the "
                 f"results (cv_results_). Shuffled stratified folds "
                 f"(StratifiedKFold(shuffle=True)) keep a rare subgroup in both classes more "
                 f"often", UndefinedMetricWarning, stacklevel=3)

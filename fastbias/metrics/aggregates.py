@@ -268,7 +268,7 @@ def final_metric_noted(table: pd.DataFrame, overall_auc: float, power: float,
     """``(value, note)``: the final metric of a checked table (identity subgroups only) and,
     under ``"propagate"``, the sentence that says which AUCs made it NaN (``None`` when none
     did or under ``"omit"``); ``"raise"`` raises. The caller decides whether and how often
-    the note is shown (a scorer shows it once per search)."""
+    the note is shown (a scorer shows it once)."""
     names = [str(x) for x in (table["subgroup"] if "subgroup" in table.columns else table.index)]
     undefined = []
     means = []

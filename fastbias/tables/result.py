@@ -33,7 +33,29 @@ from ..validate.errors import warn_listed
 from ..validate.spec import ColumnSpec
 
 
-@dataclass
+def _same(a, b) -> bool:
+    """Equality of a result's parts: frames and series by ``equals`` (NaN equal), arrays by
+    ``array_equal`` (NaN equal), containers item by item, floats with NaN equal to NaN."""
+    if isinstance(a, (pd.DataFrame, pd.Series)) or isinstance(b, (pd.DataFrame, pd.Series)):
+        return type(a) is type(b) and a.equals(b)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        try:
+            return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+        except TypeError:
+            return np.array_equal(np.asarray(a), np.asarray(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass(eq=False)
 class EvaluationResult:
     """What :func:`evaluate` returns.
 
@@ -72,6 +94,19 @@ class EvaluationResult:
     settings: dict = field(default_factory=dict)
     model_attrs: dict = field(default_factory=dict)
     thresholds: pd.DataFrame | None = None
+
+    def __eq__(self, other) -> bool:
+        """Whether two results hold the same tables, overall AUCs, columns, settings and
+        attributes (NaN equal to NaN, as ``DataFrame.equals`` has it): a result equals its
+        pickled or copied self (found by review: the dataclass's own ``==`` asked pandas for
+        a DataFrame's truth value, an error)."""
+        if not isinstance(other, EvaluationResult):
+            return NotImplemented
+        return all(_same(getattr(self, name), getattr(other, name)) for name in
+                   ("label", "models", "subgroups", "table", "overall_auc", "thresholds",
+                    "settings", "model_attrs"))
+
+    __hash__ = None  # (mutable, as a dataclass with eq)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled: the warnings a result made elsewhere carries (``_replay``: a lazy Dask

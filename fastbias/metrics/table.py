@@ -13,7 +13,7 @@ from ..sweep import _kernels as K
 from ..sweep.chunks import combine_chunks
 from ..sweep.counts import SweepCounts
 from ..sweep.double_double import metric_ratios, overall_ratio
-from ..validate.errors import UndefinedMetricWarning, listed
+from ..validate.errors import UndefinedMetricWarning, listed, user_stacklevel
 from .definitions import (
     AEG_METRICS,
     AUC_METRICS,
@@ -159,14 +159,26 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
             continue
         for name in table.index[table[metric].isna().to_numpy()]:
             cells = METRIC_CELLS[metric]
-            counts = ", ".join(f"{c}={int(table.at[name, c])}" for c in cells)
+            counts = ", ".join(f"{c}={int(table.at[name, c])}{_cell_weight(table, name, c)}"
+                               for c in cells)
             problems.append(f"{name}: {metric} ({counts})")
     if problems:
         where = f" for {context}" if context else ""
+        weighted = " or, weighted, of zero weight" if WEIGHT_COLUMNS[0] in table else ""
         warnings.warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
-                      f"one-class cell), set to NaN: {listed(problems)}", UndefinedMetricWarning,
-                      stacklevel=3)
+                      f"one-class cell{weighted}), set to NaN: {listed(problems)}",
+                      UndefinedMetricWarning, stacklevel=user_stacklevel())
     _warn_weight_overflow(table, context)
+
+
+def _cell_weight(table: pd.DataFrame, name, cell: str) -> str:
+    """`` (weight 0)`` after a weighted cell's row count where its rows weigh nothing (a
+    review found 93 rows of weight 0 shown as "subgroup_negatives=93", the cause unsaid)."""
+    column = cell[:-1].replace("negative", "negative_weight").replace("positive",
+                                                                     "positive_weight")
+    if column in table and float(table.at[name, column]) == 0.0 and table.at[name, cell] > 0:
+        return " (weight 0)"
+    return ""
 
 
 def _warn_weight_overflow(table: pd.DataFrame, context: str = "") -> None:
@@ -181,7 +193,7 @@ def _warn_weight_overflow(table: pd.DataFrame, context: str = "") -> None:
                       f"(1.8e308) and are shown as inf: {listed(over)}. The metrics are exact "
                       f"(their sums were made on the weights divided by a power of two); "
                       f"divide the weights by a constant to see the cells' weights",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=user_stacklevel())
 
 
 

@@ -68,6 +68,7 @@ from .validate.columns import (
     column_values,
     frame_columns,
     from_foreign,
+    names_column,
     require_columns,
     rows_kept,
 )
@@ -212,7 +213,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     df = from_foreign(df)  # (a pyarrow table or polars frame; anything else as it is)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    if not isinstance(sample_weight, str):
+    if not names_column(df, sample_weight):
         check_aligned([("df", df), ("sample_weight", sample_weight)])
     if check_nan_policy(nan_policy) == "omit":
         return _evaluate_omitting(df, label=label, scores=scores, subgroups=subgroups,
@@ -247,7 +248,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
                        threshold=label_threshold if pos_label is None else None, omit=True)
     feature_codes = [category_codes(df[name], name) for name in features]
     warn_features_without_values(features, [codes.values for codes in feature_codes])
-    if isinstance(sample_weight, str):
+    if names_column(df, sample_weight):
         require_columns(df, [sample_weight], "sample_weight")
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",
                                    omit=True)
@@ -503,7 +504,7 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     label_name = f"label column {label!r}"
     parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
     weights = sample_weight
-    if isinstance(sample_weight, str):
+    if names_column(df, sample_weight):
         require_columns(df, [sample_weight], "sample_weight")
         name = f"sample_weight column {sample_weight!r}"
         parts.append((name, column_values(df[sample_weight], name)[1], "NaN or missing"))
@@ -530,7 +531,7 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     omitted = {}
     results = []
     columns = list(dict.fromkeys([label, *models, *subgroup_names, *features]
-                                 + ([sample_weight] if isinstance(sample_weight, str) else [])))
+                                 + ([sample_weight] if names_column(df, sample_weight) else [])))
     for drop, group_models in groups.values():
         sub_df, sub_weights = df, weights
         if drop is not None:
@@ -539,7 +540,7 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
                 raise ValueError(f"nan_policy='omit' leaves no rows for model(s) {group_models}: "
                                  f"all {n} rows have a missing value ({description})")
             sub_df = df[columns].iloc[kept]
-            if weights is not None and not isinstance(weights, str):
+            if weights is not None and not names_column(df, weights):
                 sub_weights = weights[kept]
         for model in group_models:
             omitted[model] = 0 if drop is None else int(drop.sum())
@@ -558,7 +559,7 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     if weight_missing is not None and weight_missing.any():
         # (what a report's histograms need to leave the same rows out)
         result_settings["missing_weight_rows"] = int(weight_missing.sum())
-        if isinstance(sample_weight, str):
+        if names_column(df, sample_weight):
             result_settings["weight_column"] = sample_weight
     if result_settings.get("intersections") is not None:
         result_settings["intersection_members"] = {

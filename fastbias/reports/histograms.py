@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..validate.categories import category_codes
+from ..validate.columns import names_column
 from ..validate.subgroups import identity_values
 from ..validate.values import as_labels
 
@@ -122,7 +123,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
             raise ValueError("the result left out rows of missing weight (nan_policy='omit'): "
                              "pass sample_weight= (the weights given to evaluate) so that the "
                              "histograms leave out the same rows")
-        weights = df[sample_weight] if isinstance(sample_weight, str) else sample_weight
+        weights = df[sample_weight] if names_column(df, sample_weight) else sample_weight
         label_ok &= ~np.asarray(pd.isna(pd.Series(np.asarray(weights, dtype=object)
                                                   if not isinstance(weights, pd.Series)
                                                   else weights)), dtype=bool)

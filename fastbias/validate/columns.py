@@ -552,6 +552,21 @@ def column_name(value, argument: str):
     return value
 
 
+def names_column(df, value) -> bool:
+    """Whether ``value`` names a column of ``df`` (a string, or another label a column
+    carries, such as 3: found by review, evaluate took an integer label and scores by name
+    but not an integer sample_weight, which fastbias.dask.evaluate took), not data."""
+    if isinstance(value, str):
+        return True
+    if value is None or isinstance(value, (bool, list, tuple, dict, set, np.ndarray,
+                                           pd.Series, pd.Index, pd.DataFrame)):
+        return False
+    try:
+        return value in df.columns
+    except TypeError:
+        return False
+
+
 def name_list(value, argument: str, columns=None) -> list:
     """One column name or several -> a non-empty list of distinct names.
 

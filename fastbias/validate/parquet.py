@@ -128,40 +128,72 @@ def _glob_matches(parts: list, pattern: list) -> bool:
     return match(0, 0)
 
 
-def _files_below(filesystem, base: str) -> list:
-    """Every file below the directory ``base`` (full paths), each real file once. On the
-    local disk, links to folders are followed but a folder already walked (a link back up,
-    a second link to it) is not walked again, and a file reached twice is listed once
-    (found by review: a link back up made 2 files 82 paths, and a ``latest -> run1`` link
-    read each file twice); elsewhere pyarrow lists (object stores hold no links)."""
+#: the most folders and files a directory or glob is walked through (links can make a
+#: folder's files appear under many names: a walk past this is refused, not left short)
+MOST_ENTRIES = 1_000_000
+
+
+def _files_below(filesystem, base: str, skip: bool) -> list:
+    """Every file below the directory ``base`` (full paths, sorted), a folder or file named
+    ``.*`` or ``_*`` not entered or listed where ``skip``. On the local disk links are
+    followed, but never into a folder that holds the link (a link back up: found by review,
+    2 files were listed as 82); a file reached under several names is listed under each
+    (the caller keeps one, :func:`_each_file_once`). Elsewhere pyarrow lists (object stores
+    hold no links)."""
     from pyarrow import fs
 
     if not isinstance(filesystem, fs.LocalFileSystem):
         infos = filesystem.get_file_info(fs.FileSelector(base, recursive=True,
                                                          allow_not_found=True))
-        return [i.path for i in infos if i.type == fs.FileType.File]
-    files, walked, found = [], set(), set()
-    for root, folders, names in os.walk(base, followlinks=True):
-        real = os.path.realpath(root)
-        if real in walked:
-            folders[:] = []
-            continue
-        walked.add(real)
-        folders.sort()
-        for name in sorted(names):
-            path = os.path.join(root, name)
-            key = os.path.realpath(path)
-            if key not in found:
-                found.add(key)
-                files.append(path)
-    return files
+        return sorted(i.path for i in infos if i.type == fs.FileType.File
+                      and not (skip and _skipped(i.path[len(base):].strip("/").split("/"))))
+    files, entries = [], 0
+    stack = [(base, frozenset([os.path.realpath(base)]))]
+    while stack:
+        folder, above = stack.pop()
+        try:
+            listing = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as error:  # (a folder that cannot be read is not passed over)
+            raise OSError(f"cannot list the folder {folder!r} of the Parquet source: "
+                          f"{error.strerror or error}") from None
+        entries += len(listing)
+        if entries > MOST_ENTRIES:
+            raise ValueError(f"the Parquet source {base!r} holds more than {MOST_ENTRIES:,} "
+                             f"files and folders (links may show folders again and again); "
+                             f"give the files, or a narrower folder or pattern")
+        below = []
+        for entry in listing:
+            if skip and entry.name.startswith(_SKIPPED_PREFIXES):
+                continue
+            if entry.is_dir():  # (following a link)
+                real = os.path.realpath(entry.path)
+                if real not in above:
+                    below.append((entry.path, above | {real}))
+            elif entry.is_file():
+                files.append(entry.path)
+        stack.extend(reversed(below))
+    return sorted(files)
+
+
+def _each_file_once(paths: list) -> list:
+    """``paths`` with a file reached under several names (links) kept once, under its first
+    name (a ``latest -> run1`` link read each file twice: found by review)."""
+    seen, kept = set(), []
+    for path in paths:
+        real = os.path.realpath(path) if "://" not in path else path
+        if real not in seen:
+            seen.add(real)
+            kept.append(path)
+    return kept
 
 
 def _files_of(filesystem, path: str, shown: str) -> list:
     """The files of one location: a file, a directory (its ``*.parquet`` files at any depth,
     those that Parquet readers skip left out, as ``pd.read_parquet`` leaves them: found by
     review, a Spark attempt's ``_temporary`` copies were counted twice) or a glob pattern
-    (a path that exists is itself, whatever characters it holds)."""
+    (a path that exists is itself, whatever characters it holds). A file reached by several
+    names is read once, under the first that is not skipped (a review found files behind a
+    hidden link ``.current -> run1`` left out)."""
     from pyarrow import fs
 
     info = filesystem.get_file_info(path)
@@ -169,14 +201,15 @@ def _files_of(filesystem, path: str, shown: str) -> list:
         cut = min(path.find(c) for c in _GLOB_CHARACTERS if c in path)
         base = path[:cut].rsplit("/", 1)[0] or "/"
         pattern = path[len(base):].strip("/").split("/")
-        files = sorted(f for f in _files_below(filesystem, base)
-                       if _glob_matches(f[len(base):].strip("/").split("/"), pattern))
+        files = _each_file_once([f for f in _files_below(filesystem, base, skip=False)
+                                 if _glob_matches(f[len(base):].strip("/").split("/"),
+                                                  pattern)])
         if not files:
             raise FileNotFoundError(f"source: no file matches the pattern {shown}")
         return files
     if info.type == fs.FileType.Directory:
-        files = sorted(f for f in _files_below(filesystem, path) if f.endswith(".parquet")
-                       and not _skipped(f[len(path):].strip("/").split("/")))
+        files = _each_file_once([f for f in _files_below(filesystem, path, skip=True)
+                                 if f.endswith(".parquet")])
         if not files:
             raise FileNotFoundError(f"source: no *.parquet file under the directory {shown} "
                                     f"(names starting with '.' or '_' are skipped)")

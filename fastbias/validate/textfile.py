@@ -453,6 +453,16 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                     f"cannot read: write it as 0 (or drop the row), or use CSV or Parquet")
 
 
+def _objects_only(text: str) -> bool:
+    """Whether the text of a JSON line, read as pandas joins lines (its values separated by
+    commas), holds objects only (a line that does not parse is pandas' to name)."""
+    try:
+        values = json.loads("[" + text + "]")
+    except ValueError:
+        return True
+    return all(isinstance(value, dict) for value in values)
+
+
 class _ObjectLines(io.TextIOWrapper):
     """The lines of a JSON-lines stream as pandas' reader takes them, each one that is not
     blank checked to begin an object (``{``): a line of ``null``, ``[]`` or ``7`` is a
@@ -466,10 +476,12 @@ class _ObjectLines(io.TextIOWrapper):
     def __next__(self):
         line = super().__next__()
         self._line += 1
-        text = line.lstrip()
-        if text and text[0] != "{":
-            shown = text.rstrip()
-            shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        text = line.strip()
+        if text and (text[0] != "{" or ("}," in text and not _objects_only(text))):
+            # (a line of several values, pandas joining lines with commas, is read whole
+            # only where it may hold another: found by review, "{...},[]" read a row of
+            # missing values, "{...},null" failed unnamed)
+            shown = text if len(text) <= 40 else text[:40] + "..."
             raise DataFileError(f"line {self._line:,} of data file {self._path!r} is not a "
                                 f"JSON object ({shown!r}): each line of a JSON-lines file "
                                 f"holds one object of the row's columns")

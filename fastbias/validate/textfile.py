@@ -453,6 +453,11 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                     f"cannot read: write it as 0 (or drop the row), or use CSV or Parquet")
 
 
+#: where a JSON line may hold a value after an object (JSON allows spaces before the comma:
+#: found by review, "{...} ,[]" passed a check of "},")
+_ANOTHER_VALUE = re.compile(r"}\s*,")
+
+
 def _objects_only(text: str) -> bool:
     """Whether the text of a JSON line, read as pandas joins lines (its values separated by
     commas), holds objects only (a line that does not parse is pandas' to name)."""
@@ -477,7 +482,8 @@ class _ObjectLines(io.TextIOWrapper):
         line = super().__next__()
         self._line += 1
         text = line.strip()
-        if text and (text[0] != "{" or ("}," in text and not _objects_only(text))):
+        if text and (text[0] != "{" or (_ANOTHER_VALUE.search(text)
+                                          and not _objects_only(text))):
             # (a line of several values, pandas joining lines with commas, is read whole
             # only where it may hold another: found by review, "{...},[]" read a row of
             # missing values, "{...},null" failed unnamed)

@@ -259,7 +259,10 @@ def _value_membership(df, parts: list, codes: dict):
     member = annotated = None
     for feature, label in parts:
         if feature not in codes:
-            codes[feature] = category_codes(df[feature], feature)
+            # (the settings name a feature as text: a column named 5 is "5", found by review)
+            column = feature if feature in df.columns else next(
+                (c for c in df.columns if str(c) == feature), feature)
+            codes[feature] = category_codes(df[column], feature)
         read = codes[feature]
         here = read.codes == read.labels.index(label)
         known = read.codes >= 0

@@ -957,7 +957,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 reader = pd.read_json(_ObjectLines(stream, source.path), lines=True,
                                       chunksize=batch_rows, precise_float=True,
                                       convert_dates=False, convert_axes=False,
-                                      dtype={c: object for c in flag_columns
+                                      dtype={c: object for c in (*flag_columns, *text_columns)
                                              if columns is None or c in columns} or True)
         start = 0
         written = _WrittenIntegers(source, batch_rows, columns, text_columns) \

@@ -613,9 +613,9 @@ _BEYOND_INT64 = 2.0 ** 63
 
 def _large_numbers(frame, json: bool) -> dict:
     """``{column: (values, rows, kind)}`` of the batch's columns that hold a finite number of
-    2**53 or more in magnitude (``rows``: where), read as floats (``kind`` "f"), or, JSON
-    lines, as integers ("i", "u": pandas makes a column of whole floats int64) or objects
-    ("O": flag columns, their floats). Two reductions answer almost every column (found
+    2**53 or more in magnitude (``rows``: where), read as floats (``kind`` "f"), as objects
+    ("O": their floats, JSON lines' flag columns) or, JSON lines, as integers ("i", "u":
+    pandas makes a column of whole floats int64). Two reductions answer almost every column (found
     once for both checks of rounded integers)."""
     found = {}
     for name in frame.columns:
@@ -623,8 +623,11 @@ def _large_numbers(frame, json: bool) -> dict:
         kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else ""
         if kind == "f" or (json and kind in ("i", "u")):
             values = column.to_numpy()
-        elif kind == "O" and json:
-            values = np.array([v if type(v) is float else np.nan for v in column.tolist()])
+        elif kind == "O":  # (floats among objects: JSON lines' flag columns)
+            kinds = [type(v) for v in column.tolist()]
+            if float not in kinds:
+                continue
+            values = np.array([v if k is float else np.nan for v, k in zip(column, kinds)])
         else:
             continue
         if not values.shape[0]:
@@ -644,8 +647,8 @@ def _large_numbers(frame, json: bool) -> dict:
     return found
 
 
-def _refuse_rounded_integers(frame, large: dict, path: str, start: int,
-                             json: bool = False) -> None:
+def _refuse_rounded_integers(frame, path: str, start: int, json: bool = False,
+                             large: dict | None = None) -> None:
     """A :class:`DataFileError` where a column of integers may have been rounded: read as
     floats, every value a whole number, one of them 2**53 or more in magnitude, and either
     a missing value or (``json``, JSON lines) a value beyond int64 (2**63 or more in
@@ -659,9 +662,10 @@ def _refuse_rounded_integers(frame, large: dict, path: str, start: int,
     cannot be told from one of floats written so, and is refused; Parquet keeps integers
     exact. (A column holding a decimal is one of floats: each value is the float nearest
     the text, as 0.1 is.) ``large``: the batch's columns holding such numbers
-    (:func:`_large_numbers`).
+    (:func:`_large_numbers`, found here when not given).
     """
-    for name, (values, rows, kind) in large.items():
+    for name, (values, rows, kind) in (_large_numbers(frame, json) if large is None
+                                       else large).items():
         if kind not in ("f", "O"):
             continue
         finite = values[np.isfinite(values)]
@@ -992,8 +996,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     large = _large_numbers(frame, source.fmt == "jsonl") \
                         if check_rounded else None
                     if large:
-                        _refuse_rounded_integers(frame, large, source.path, start,
-                                                 json=source.fmt == "jsonl")
+                        _refuse_rounded_integers(frame, source.path, start,
+                                                 json=source.fmt == "jsonl", large=large)
                         written.check(large, start, stop)
                     yield frame, PieceWhere(f"in rows {start}..{stop - 1} of {source.path}",
                                             start)

@@ -350,6 +350,7 @@ def test_bootstrap_matches_documented_scheme_on_universes(miss, wt):
             assert t.loc[name, m + "_se"] == pytest.approx(r.std(ddof=1), abs=1e-9)
 
 
+@pytest.mark.jit_heavy
 def test_bootstrap_same_seed_same_intervals_any_threads():
     df = make(2500, 7)
     kw = dict(label="y", scores=["s", "s2"], subgroups=["a", "b"], intersections=2,
@@ -393,6 +394,7 @@ def test_bernstein_cells_in_memory_and_csv(miss, conf, tmp_path):
             assert t2.loc[name, m + "_high"] == pytest.approx(hi, abs=1e-9)
 
 
+@pytest.mark.jit_heavy
 @pytest.mark.parametrize("wt", [None, "w"])
 @pytest.mark.parametrize("miss", ["background", "exclude"])
 def test_out_of_core_delong_and_tests_agree(miss, wt, tmp_path):
@@ -417,6 +419,7 @@ def test_out_of_core_delong_and_tests_agree(miss, wt, tmp_path):
                                                err_msg=c)
 
 
+@pytest.mark.jit_heavy
 def test_undefined_intersection_and_feature_value_nan_intervals_and_not_tested():
     rng = np.random.default_rng(9)
     n = 2000

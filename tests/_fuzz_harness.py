@@ -377,6 +377,27 @@ def _evaluator(spec, df):
     return tab, ov, {}
 
 
+@contextlib.contextmanager
+def cli_streaming(batch_rows: int | None):
+    """Inside, the CLI streams whatever the data's size, in batches of ``batch_rows`` rows
+    (buckets of 7); yields the arguments to add (none where ``batch_rows`` is None)."""
+    import fastbias.cli as cli
+
+    if batch_rows is None:
+        yield []
+        return
+    saved = (cli._resident_memory, cli.KERNEL_RESERVE, cli._row_bytes, cli._streaming_settings)
+    try:
+        cli._resident_memory = lambda: 0
+        cli.KERNEL_RESERVE = 0
+        cli._row_bytes = lambda args, n: 10 ** 9
+        cli._streaming_settings = lambda *a, **k: (batch_rows, 7)
+        yield ["--max-memory", "64M"]
+    finally:
+        (cli._resident_memory, cli.KERNEL_RESERVE, cli._row_bytes,
+         cli._streaming_settings) = saved
+
+
 def _cli(spec, df, tmp, path, stream):
     import fastbias.cli as cli
 
@@ -404,20 +425,10 @@ def _cli(spec, df, tmp, path, stream):
         argv += ["--thresholds", *[repr(t) for t in spec["thresholds"]]]
     if spec["nan_policy"] == "omit":
         argv += ["--nan-policy", "omit"]
-    saved = (cli._resident_memory, cli.KERNEL_RESERVE, cli._row_bytes, cli._streaming_settings)
     err = io.StringIO()
-    try:
-        if stream:
-            cli._resident_memory = lambda: 0
-            cli.KERNEL_RESERVE = 0
-            cli._row_bytes = lambda args, n: 10 ** 9
-            cli._streaming_settings = lambda *a, **k: (11, 7)
-            argv += ["--max-memory", "64M"]
+    with cli_streaming(11 if stream else None) as extra:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            status = cli.main(argv)
-    finally:
-        (cli._resident_memory, cli.KERNEL_RESERVE, cli._row_bytes,
-         cli._streaming_settings) = saved
+            status = cli.main(argv + extra)
     if status != 0:
         raise RuntimeError(f"cli status {status}: {err.getvalue()[-800:]}")
     if stream and "streaming it" not in err.getvalue():

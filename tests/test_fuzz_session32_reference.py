@@ -65,20 +65,10 @@ def _cli_json(path, args, tmp_path, stream_batch=None):
 
     out = tmp_path / f"o{stream_batch}.json"
     argv = ["report", str(path), *args, "--out", str(out), "--force", "--progress", "never"]
-    saved = (cli._resident_memory, cli.KERNEL_RESERVE, cli._row_bytes, cli._streaming_settings)
     err = io.StringIO()
-    try:
-        if stream_batch:
-            cli._resident_memory = lambda: 0
-            cli.KERNEL_RESERVE = 0
-            cli._row_bytes = lambda a, n: 10 ** 9
-            cli._streaming_settings = lambda *a, **k: (stream_batch, 7)
-            argv += ["--max-memory", "64M"]
+    with H.cli_streaming(stream_batch or None) as extra:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            status = cli.main(argv)
-    finally:
-        (cli._resident_memory, cli.KERNEL_RESERVE, cli._row_bytes,
-         cli._streaming_settings) = saved
+            status = cli.main(argv + extra)
     assert status == 0, err.getvalue()
     assert ("streaming it" in err.getvalue()) == bool(stream_batch)
     data = json.loads(out.read_text())

@@ -268,12 +268,13 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
     # found by review, a Dask frame's integer names were refused as "not a column name")
     available = list(available)
     label = column_name(label, "label")
-    if sample_weight is not None and (isinstance(sample_weight, (list, tuple, np.ndarray,
-                                                                 pd.Series, pd.Index))
-                                      or not _hashable(sample_weight)):
-        raise TypeError("sample_weight must be a column name here (an array cannot follow the "
-                        "rows of partitioned or out-of-core data), got "
-                        f"{type(sample_weight).__name__}")
+    if sample_weight is not None:
+        try:
+            column_name(sample_weight, "sample_weight")
+        except TypeError:
+            raise TypeError("sample_weight must be a column name here (an array cannot follow "
+                            "the rows of partitioned or out-of-core data), got "
+                            f"{type(sample_weight).__name__}") from None
     models = name_list(scores, "scores", available)
     features = ([] if sensitive_features is None else
                 name_list(sensitive_features, "sensitive_features", available))
@@ -293,14 +294,6 @@ def column_spec(available, *, label, scores, subgroups, label_threshold, subgrou
                       else check_threshold(label_threshold, "label_threshold"),
                       check_threshold(subgroup_threshold, "subgroup_threshold"), missing_subgroup,
                       features=tuple(features), pos_label=pos_label)
-
-
-def _hashable(value) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def score_dtype(dtype) -> np.dtype:

@@ -8,7 +8,6 @@ them (``fastbias.prepare.memberships.category_memberships``).
 from __future__ import annotations
 
 import numbers
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -261,26 +260,17 @@ def merge_feature_summaries(first: dict | None, second: dict) -> dict:
     return {"values": values, "cells": cells}
 
 
-#: a number as a text file writes it
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
 def chosen_features(summary: dict, features: list, min_subgroup_size: int) -> tuple:
     """``(values, combos)`` of the sensitive features from their summary over all rows:
-    each feature's values sorted (numbers by value, text by code point, a text column of
-    numbers by their value; out of core the pieces' categories are not one order), and the combinations with at least
+    each feature's values sorted (numbers by value, text by code point; out of core the
+    pieces' categories are not one order), and the combinations with at least
     ``min_subgroup_size`` rows of each class, as value indexes in the order of the values.
     Too many values, or two that read alike, are refused as :func:`category_codes` does."""
     warn_features_without_values(features, summary["values"])
     values = []
     for name, found in zip(features, summary["values"]):
         found = list(found)
-        if found and all(isinstance(v, str) and _DECIMAL.fullmatch(v) for v in found):
-            # a text column of numbers (a CSV's, read as written) in the numbers' order, as
-            # pandas would read the file (found by review: "10" before "9", text order)
-            ordered = tuple(sorted(found, key=lambda v: (float(v), v)))
-        else:
-            ordered = tuple(found[j] for j in _sorted_order(found))
+        ordered = tuple(found[j] for j in _sorted_order(found))
         check_values(ordered, f"sensitive feature {name!r}")
         values.append(ordered)
     if float(np.prod([len(vs) for vs in values], dtype=np.float64)) >= 2.0 ** 62:

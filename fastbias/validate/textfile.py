@@ -381,9 +381,9 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"
 
 
 def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> None:
-    """Name what pandas could not read in the JSON lines from row ``start`` on: a line that
-    is not an object (an array, a number, null: pandas says only "'int' object is not
-    iterable"), or the number behind its "Range error when decoding numeric as double", a
+    """Name what pandas could not read in the JSON lines from row ``start`` on (a line that
+    is not an object is refused as it is read, :class:`_ObjectLines`): an integer beyond 64
+    bits, or the number behind its "Range error when decoding numeric as double", a
     number its exact float parser refuses, below the normal floats (a subnormal such as
     1e-310, or 1e-400, which rounds to 0) or beyond the largest (1e400). Raises a
     :class:`DataFileError` naming the line, or the column, row and text; returns if none is
@@ -425,13 +425,8 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                 record = json.loads(line, parse_float=number, parse_int=integer)
             except ValueError:
                 return
-            if not isinstance(record, dict):
-                kind = {list: "an array", str: "a string", bool: "a boolean",
-                        type(None): "null"}.get(type(record), "a number")
-                raise DataFileError(
-                    f"line {number_of_line:,} of data file {source.path!r} (row {row:,}) is "
-                    f"{kind}, not a JSON object: each line of a JSON-lines file holds one "
-                    f"object of the row's columns")
+            if not isinstance(record, dict):  # (_ObjectLines refused such lines first)
+                return
             long = [(k, v) for k, v in record.items() if isinstance(v, TooLong)]
             if long:  # (found by review: "Value is too big! at position 120", nothing named)
                 name, text = next(((k, v) for k, v in long if columns is None or k in columns),

@@ -40,6 +40,7 @@ import pytest
 import fastbias
 from fastbias.validate.errors import OmittedRowsWarning, UndefinedMetricWarning
 from tests import _fuzz_harness as H
+from tests.reference import pair_probability
 
 pytest.importorskip("pyarrow")
 pytest.importorskip("dask.dataframe")
@@ -218,17 +219,7 @@ def _weighted_frame():
 
 def _weighted_overall_reference(df):
     y, s, w = df[0].to_numpy(), df[1].to_numpy(), df[3].to_numpy()
-    num = den_n = den_p = Fraction(0)
-    for i in range(len(y)):
-        if y[i] == 0:
-            den_n += Fraction(w[i])
-        else:
-            den_p += Fraction(w[i])
-        for j in range(len(y)):
-            if y[i] == 0 and y[j] == 1:
-                num += Fraction(w[i]) * Fraction(w[j]) * (
-                    1 if s[j] > s[i] else Fraction(1, 2) if s[j] == s[i] else 0)
-    return float(num / (den_n * den_p))  # 0.7
+    return pair_probability(s[y == 1], s[y == 0], w[y == 1], w[y == 0])  # 0.7
 
 
 def test_dask_takes_an_integer_named_weight_column():

@@ -24,6 +24,7 @@ import pytest
 import fastbias
 from fastbias.validate.errors import UndefinedMetricWarning
 from tests import _fuzz_harness as H
+from tests.reference import pair_probability
 
 # ------------------------------------------------------------------ helpers
 
@@ -247,17 +248,8 @@ def _weighted_frame():
 
 
 def _weighted_auc(y, s, w):
-    num = dn = dp = Fraction(0)
-    for i in range(len(y)):
-        if y[i] == 0:
-            dn += Fraction(w[i])
-        else:
-            dp += Fraction(w[i])
-        for j in range(len(y)):
-            if y[i] == 0 and y[j] == 1:
-                num += Fraction(w[i]) * Fraction(w[j]) * (
-                    1 if s[j] > s[i] else Fraction(1, 2) if s[j] == s[i] else 0)
-    return float(num / (dn * dp))
+    y, s, w = (np.asarray(v, dtype=np.float64) for v in (y, s, w))
+    return pair_probability(s[y == 1], s[y == 0], w[y == 1], w[y == 0])
 
 
 def _weights_given():

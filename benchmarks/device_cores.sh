@@ -1,25 +1,49 @@
 #!/usr/bin/env bash
-# Issue 16's many-core figures, in one call on a lent machine with more cores (CPU only).
+# Issue 16's many-core and first-use figures, in one call on a lent machine with more cores
+# (CPU only), within a few minutes of device time.
 #
 # Run from the repository root with a python3 that has numpy, numba, pandas, scipy and
 # scikit-learn (fastbias is imported from this checkout, PYTHONPATH); logs go to $OUT
 # (default ./device-out). Every step has its own time limit, so that a slow step still
-# leaves the others' figures. The Numba cache starts empty (a private directory): the
-# first step waits for the kernels to compile before timing them.
+# leaves the others' figures. TBB is optional: TBB_LIB names a folder of the checkout
+# holding `libtbb.so.12` (the `tbb` wheel's lib/); the scaling steps then run as a user
+# with TBB on the loader's path does (rounds on Numba's threads), and one step runs the
+# pool alone, as a plain `pip install fastbias` does.
 #
-#   bash benchmarks/device_cores.sh
-#   SIZES="100000" BIG=300000 CORES="1 2" REF_ROWS=100000 bash benchmarks/device_cores.sh
+# 1. First use, on 4 cores a process: each variant's import + first call in a fresh
+#    process with an empty Numba cache (bench_first_use.py), three groups of variants side
+#    by side on cores 0-3, 4-7 and 8-11, while cores 12-15 compile the scaling steps'
+#    kernels into their own cache (so that no later step waits for a compile).
+# 2. Scaling (bench_threads.py, every process pinned): 1.8M and 18M rows x 24 on 1, 2, 8
+#    and 16 cores; where the 16-core call's time goes (call_profile.py); the pool alone;
+#    100M rows on 16 cores.
+# 3. compare_reference.py: fastbias against the sklearn/scipy loop in one run.
+#
+#   TBB_LIB=.tbb bash benchmarks/device_cores.sh
+#   SMALL=100000 BIG=300000 HUGE=0 CORES="1 2" REF_ROWS=100000 bash benchmarks/device_cores.sh
 set -u
 out=${OUT:-device-out}
 mkdir -p "$out"
 py=${PYTHON:-python3}
-sizes=${SIZES:-"1804875 18000000"}
-big=${BIG:-100000000}
-cores=${CORES:-"1 2 4 8 16"}
-ref_rows=${REF_ROWS:-1804875}
+small=${SMALL:-1804875}
+big=${BIG:-18000000}
+huge=${HUGE:-100000000}
+cores=${CORES:-"1 2 8 16"}
+top=${cores##* }
+ref_rows=${REF_ROWS:-$small}
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-NUMBA_CACHE_DIR=$(mktemp -d)
-export NUMBA_CACHE_DIR
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT FASTBIAS_NUMBA_THREADS FASTBIAS_FIRST_CALL
+tbb=""
+if [ -n "${TBB_LIB:-}" ]; then tbb="$PWD/$TBB_LIB"; fi
+# run a command with TBB on the loader's path (where TBB_LIB is given)
+with_tbb() { LD_LIBRARY_PATH="$tbb${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# run a command on the CPUs FIRST-LAST (its children inherit them)
+on_cpus() {
+  "$py" -c 'import os, sys; a, b = map(int, sys.argv[1].split("-"))
+os.sched_setaffinity(0, range(a, b + 1)); os.execvp(sys.argv[2], sys.argv[2:])' "$@"
+}
+cache=$(mktemp -d)
+chmod 700 "$cache"
 {
   echo "## machine"
   nproc
@@ -27,25 +51,52 @@ export NUMBA_CACHE_DIR
   free -g | head -2
   uname -r
   "$py" -c "import sys, numpy, numba, pandas, scipy, sklearn; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'numba', numba.__version__, 'pandas', pandas.__version__, 'scipy', scipy.__version__, 'sklearn', sklearn.__version__)"
+  with_tbb "$py" -c "import numba, numpy as np
+@numba.njit(parallel=True)
+def total(a):
+    t = 0.0
+    for i in numba.prange(a.size):
+        t += a[i]
+    return t
+total(np.ones(4)); print('numba threading layer with TBB_LIB:', numba.threading_layer())" 2>&1 | tail -1
 } 2>&1 | tee "$out/machine.txt"
-# word splitting of $sizes and $cores is intended
+
+# 1. first use (the group on 0-3 also gives the float32 figure of earlier leases)
+if [ "$(nproc)" -ge 16 ]; then
+  first="1 2 3"
+  on_cpus 0-3 timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" \
+    --variants float32 float64 --warm-repeats 3 >"$out/first_use_1.md" 2>&1 &
+  on_cpus 4-7 timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" \
+    --variants weighted delong --warm-repeats 3 >"$out/first_use_2.md" 2>&1 &
+  on_cpus 8-11 timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" \
+    --variants weighted-bootstrap bootstrap --warm-repeats 3 >"$out/first_use_3.md" 2>&1 &
+  with_tbb on_cpus 12-15 env NUMBA_CACHE_DIR="$cache" timeout 240 "$py" -m fastbias._warm_up \
+    counting native >"$out/warm_up.txt" 2>&1 &
+  wait
+else  # a small machine (a dry run): one after another
+  first="1"
+  timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" --variants float32 \
+    weighted-bootstrap --warm-repeats 1 >"$out/first_use_1.md" 2>&1
+  with_tbb env NUMBA_CACHE_DIR="$cache" timeout 240 "$py" -m fastbias._warm_up counting native \
+    >"$out/warm_up.txt" 2>&1
+fi
+for i in $first; do cat "$out/first_use_$i.md"; done
+export NUMBA_CACHE_DIR="$cache"
+
+# 2. scaling
 # shellcheck disable=SC2086
-timeout 150 "$py" benchmarks/bench_threads.py --rows $sizes --cores $cores --repeats 15 \
-  --stages 2>&1 | tee "$out/threads.md"
+with_tbb timeout 150 "$py" benchmarks/bench_threads.py --rows "$small" "$big" --cores $cores \
+  --repeats 9 2>&1 | tee "$out/threads.md"
+with_tbb timeout 60 "$py" benchmarks/call_profile.py --rows "$small" --cores 1 "$top" \
+  --repeats 30 2>&1 | tee "$out/profile.md"
 # shellcheck disable=SC2086
-timeout 120 "$py" benchmarks/bench_threads.py --rows "$big" --cores $cores --repeats 5 \
-  --stages 2>&1 | tee "$out/threads_big.md"
-# 1.8M rows under other cuts of the stages' work (fewer, larger jobs: issue 16's 8 ms target)
-# shellcheck disable=SC2086
-timeout 90 "$py" benchmarks/job_sizes.py --cores $cores --repeats 9 2>&1 | tee "$out/job_sizes.md"
-# the opt-in rounds on Numba's threads (FASTBIAS_NUMBA_THREADS=1) against the pool, as shipped
-# (from 8 threads and up to 250,000 rows a thread), with GNU OpenMP's threads told not to spin
-# shellcheck disable=SC2086
-OMP_WAIT_POLICY=passive timeout 120 "$py" benchmarks/job_sizes.py --engine numba pool \
-  --jobs-per-worker 4 --min-scale 1 --cores $cores --repeats 9 2>&1 | tee "$out/engines.md"
-OMP_WAIT_POLICY=passive timeout 90 "$py" benchmarks/job_sizes.py --rows 18000000 --engine numba \
-  pool --jobs-per-worker 4 --min-scale 1 --cores 8 16 --repeats 5 2>&1 | tee "$out/engines_18m.md"
-timeout 100 "$py" benchmarks/compare_reference.py --rows "$ref_rows" --skip-subprocess 2>&1 \
-  | tee "$out/compare.txt"
-timeout 60 "$py" benchmarks/bench_first_use.py --rows "$ref_rows" --variants float32 \
-  --warm-repeats 3 2>&1 | tee "$out/first_use.md"
+timeout 60 "$py" benchmarks/bench_threads.py --rows "$small" --cores ${cores#* } --repeats 9 \
+  2>&1 | tee "$out/threads_pool.md"
+if [ "$huge" -gt 0 ]; then
+  with_tbb timeout 120 "$py" benchmarks/bench_threads.py --rows "$huge" --cores "$top" \
+    --repeats 3 2>&1 | tee "$out/threads_huge.md"
+fi
+
+# 3. against the loop (a plain install: no TBB)
+timeout 100 "$py" benchmarks/compare_reference.py --rows "$ref_rows" --skip-subprocess \
+  --repeats 21 2>&1 | tee "$out/compare.txt"

@@ -54,6 +54,34 @@ def _same_evaluation(a: BiasEvaluator, b: BiasEvaluator) -> bool:
     return same and (wa is None) == (wb is None) and (wa is None or np.array_equal(wa, wb))
 
 
+def _labels_fit(labels: np.ndarray, evaluator: BiasEvaluator) -> tuple:
+    """``(whether an evaluation set's labels are the evaluator's, the labels thresholded as
+    given (None where they are not labels))``.
+
+    LightGBM's ``Dataset.get_label()`` and XGBoost's ``DMatrix.get_label()`` are float32
+    copies of the labels, so a fraction the evaluator's ``label_threshold`` reaches may be
+    just below it there (float32(0.7) < 0.7: found by review, the set's own evaluator was
+    refused). Float32 labels therefore fit where every row's class is that of some float64
+    value that rounds to its float32 label: positives' largest such value reaches the
+    threshold, negatives' smallest is below it (the midpoints with the float32 neighbours,
+    exact in float64).
+    """
+    try:
+        binary = as_labels(labels, "labels", threshold=evaluator.label_threshold)
+    except (TypeError, ValueError):
+        return False, None
+    if np.array_equal(binary, evaluator.labels):
+        return True, binary
+    threshold = evaluator.label_threshold
+    if labels.dtype != np.float32 or threshold is None:
+        return False, binary
+    value = labels.astype(np.float64)
+    highest = (value + np.nextafter(labels, np.float32(np.inf)).astype(np.float64)) / 2
+    lowest = (value + np.nextafter(labels, np.float32(-np.inf)).astype(np.float64)) / 2
+    fits = np.where(evaluator.labels, highest >= threshold, lowest < threshold)
+    return bool(fits.all()), binary
+
+
 class _BoostingBiasMetric:
     """Shared part: pick the evaluator of an evaluation set and compute the scores."""
 
@@ -129,11 +157,8 @@ class _BoostingBiasMetric:
             bound, explicit = entry
             binary = None
             if bound.n_rows == n:
-                try:
-                    binary = as_labels(labels, "labels", threshold=bound.label_threshold)
-                except (TypeError, ValueError):
-                    pass
-                if binary is not None and np.array_equal(binary, bound.labels):
+                fits, binary = _labels_fit(labels, bound)
+                if fits:
                     return bound
             if explicit:
                 what = (f"now has {n} rows" if bound.n_rows != n else
@@ -152,11 +177,7 @@ class _BoostingBiasMetric:
                              f"one per evaluation set, the training set too if it is evaluated")
         matching = []
         for evaluator in same_size:
-            try:
-                binary = as_labels(labels, "labels", threshold=evaluator.label_threshold)
-            except (TypeError, ValueError):
-                continue
-            if np.array_equal(binary, evaluator.labels):
+            if _labels_fit(labels, evaluator)[0]:
                 matching.append(evaluator)
         if not matching:
             raise ValueError(f"the labels of an evaluation set of {n} rows differ from those of "

@@ -298,6 +298,8 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
     if fmt is None:
         raise CLIError(f"cannot tell the format of {path!r} from its extension; use .csv, "
                        f".parquet or .jsonl, or say --input-format csv|parquet|jsonl")
+    if fmt != "csv" and sep is not None:  # (found by review: dropped without a word)
+        raise CLIError(f"--sep is the separator of CSV files; {path!r} is read as {fmt}")
     if fmt == "csv" and sep is None:
         sep = "\t" if ext == ".tsv" else ","
     return fmt, compression, sep
@@ -1073,6 +1075,34 @@ def _say_undefined(args, caught) -> None:
             _say(args, f"fastbias: warning: {w.message}")
 
 
+#: the bootstrap's replicates where --n-boot is not given
+DEFAULT_N_BOOT = 1000
+
+
+def _check_unused_options(args, report: bool) -> None:
+    """Options that the run would not use are usage errors (found by review: --n-boot beside
+    --ci delong, --seed of a report without a bootstrap and --min-subgroup-size without
+    intersections or sensitive features were dropped without a word); then the defaults of
+    those not given."""
+    bootstrap = args.ci == "bootstrap"
+    if args.n_boot is not None and not bootstrap:
+        raise CLIError(f"--n-boot is the number of bootstrap replicates; it needs --ci bootstrap"
+                       f" (got {'no --ci' if args.ci is None else '--ci ' + args.ci})")
+    if report and args.seed is not None and not bootstrap:
+        raise CLIError("--seed is the seed of the bootstrap; it needs --ci bootstrap")
+    if args.min_subgroup_size is not None and args.intersections is None and \
+            not getattr(args, "sensitive_features", None):
+        raise CLIError("--min-subgroup-size is the size an intersection or a combination of "
+                       "sensitive features needs; it needs --intersections or "
+                       "--sensitive-features")
+    if args.n_boot is None:
+        args.n_boot = DEFAULT_N_BOOT
+    if args.seed is None:
+        args.seed = 0
+    if args.min_subgroup_size is None:
+        args.min_subgroup_size = 1
+
+
 def cmd_report(args) -> int:
     from .report import BiasReport
 
@@ -1093,6 +1123,8 @@ def cmd_report(args) -> int:
             raise CLIError("give the identity columns: --subgroups, --subgroups-file, "
                            "--subgroups-all-boolean or --sensitive-features")
         args.subgroups = []
+    _file_format(args.data, args.input_format, args.sep)  # (--sep of a Parquet file refused)
+    _check_unused_options(args, report=True)
     if args.gap_interval is not None and not args.thresholds:
         raise CLIError("--gap-interval needs --thresholds (the thresholds whose gaps it bounds)")
     if args.report_threshold is not None:
@@ -1177,6 +1209,7 @@ def cmd_demo(args) -> int:
         raise CLIError(f"--identities must be between 1 and 200, got {args.identities}")
     outputs = _check_outputs(args.out or [DEMO_OUTPUT], force=args.force,
                              replaceable=[DEMO_OUTPUT])
+    _check_unused_options(args, report=False)
     progress = _progress(args)
     timings = {}
 
@@ -1336,14 +1369,14 @@ def _add_common(parser) -> None:
     parser.add_argument("--confidence", type=_probability, default=0.95, metavar="P",
                         help="confidence level of the intervals, and 1 - P the level of "
                              "--significance (default 0.95)")
-    parser.add_argument("--n-boot", type=_positive_int, default=1000, metavar="N",
+    parser.add_argument("--n-boot", type=_positive_int, default=None, metavar="N",
                         help="bootstrap replicates for --ci bootstrap (default 1000)")
-    parser.add_argument("--seed", type=_seed, default=0,
+    parser.add_argument("--seed", type=_seed, default=None,
                         help="random seed of the bootstrap (default 0)")
     parser.add_argument("--intersections", type=int, choices=[2, 3], default=None,
                         help="also every pair (2), or pair and triple (3), of the subgroups "
                              "that occurs, named 'a & b'")
-    parser.add_argument("--min-subgroup-size", type=_positive_int, default=1, metavar="N",
+    parser.add_argument("--min-subgroup-size", type=_positive_int, default=None, metavar="N",
                         help="keep an intersection only with at least N rows of each class "
                              "(default 1)")
     parser.add_argument("--significance", choices=["holm", "bh"], default=None,
@@ -1491,6 +1524,10 @@ _PYTHON_TO_CLI = [("pass nan_policy='omit'", "pass --nan-policy omit"),
 
 def _in_cli_terms(message: str) -> str:
     """Library error messages name Python arguments; say the command-line option instead."""
+    # ci='delong' or 'bootstrap' -> --ci delong or --ci bootstrap (found by review)
+    message = re.sub(r"(?<![\w-])ci='(\w+)'(?: or '(\w+)')?",
+                     lambda m: f"--ci {m.group(1)}" + (f" or --ci {m.group(2)}" if m.group(2)
+                                                       else ""), message)
     message = re.sub(r"pass it as sensitive_features=\[(['\"])(.*?)\1\]",
                      lambda m: f"pass it as --sensitive-features {m.group(2)}", message)
     for python_words, cli_words in _PYTHON_TO_CLI:

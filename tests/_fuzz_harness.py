@@ -418,7 +418,8 @@ def _cli(spec, df, tmp, path, stream):
         argv += ["--significance", spec["significance"]]
     if spec["intersections"]:
         argv += ["--intersections", str(spec["intersections"])]
-    argv += ["--min-subgroup-size", str(spec["min_subgroup_size"])]
+    if spec["intersections"] or spec["sensitive"]:  # (refused where nothing uses it)
+        argv += ["--min-subgroup-size", str(spec["min_subgroup_size"])]
     if spec["sensitive"]:
         argv += ["--sensitive-features", *spec["sensitive"]]
     if spec["thresholds"]:

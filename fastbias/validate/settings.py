@@ -173,6 +173,8 @@ def check_label_options(pos_label, label_threshold) -> None:
         return
     if isinstance(label_threshold, float) and label_threshold == DEFAULT_LABEL_THRESHOLD:
         return  # (the default: nothing was asked)
+    if isinstance(pos_label, np.generic):  # (np.int64(1) shown as 1: found by review)
+        pos_label = pos_label.item()
     raise ValueError(f"pass either pos_label or label_threshold, not both (got pos_label="
                      f"{pos_label!r} and label_threshold={label_threshold!r}): with a positive "
                      f"class the label column is not thresholded")

@@ -51,6 +51,7 @@ from .progress import (
 )
 from .reports.plain import terminal_text
 from .validate.columns import booleans_and_numbers, from_foreign
+from .validate.settings import DEFAULT_LABEL_THRESHOLD
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
     DataFileError,
@@ -1082,8 +1083,8 @@ DEFAULT_N_BOOT = 1000
 def _check_unused_options(args, report: bool) -> None:
     """Options that the run would not use are usage errors (found by review: --n-boot beside
     --ci delong, --seed of a report without a bootstrap and --min-subgroup-size without
-    intersections or sensitive features were dropped without a word); then the defaults of
-    those not given."""
+    intersections or sensitive features were dropped without a word; so was --label-threshold
+    0.5 beside --positive); then the defaults of those not given."""
     bootstrap = args.ci == "bootstrap"
     if args.n_boot is not None and not bootstrap:
         raise CLIError(f"--n-boot is the number of bootstrap replicates; it needs --ci bootstrap"
@@ -1095,6 +1096,14 @@ def _check_unused_options(args, report: bool) -> None:
         raise CLIError("--min-subgroup-size is the size an intersection or a combination of "
                        "sensitive features needs; it needs --intersections or "
                        "--sensitive-features")
+    positive = getattr(args, "positive", None)
+    if positive is not None and args.label_threshold is not None:
+        # (0.5 too: the library cannot tell it from its default; found by review)
+        raise CLIError(f"pass either --positive or --label-threshold, not both (got --positive "
+                       f"{positive} and --label-threshold {args.label_threshold}): with a "
+                       f"positive class the label column is not thresholded")
+    if args.label_threshold is None and positive is None:
+        args.label_threshold = DEFAULT_LABEL_THRESHOLD
     if args.n_boot is None:
         args.n_boot = DEFAULT_N_BOOT
     if args.seed is None:
@@ -1113,6 +1122,8 @@ def cmd_report(args) -> int:
                              thresholds=bool(args.thresholds))
     if args.temp_dir is not None and not os.path.isdir(args.temp_dir):
         raise CLIError(f"--temp-dir {args.temp_dir!r} is not an existing directory")
+    _file_format(args.data, args.input_format, args.sep)  # (--sep of a Parquet file refused)
+    _check_unused_options(args, report=True)
     progress = _progress(args)
     if args.subgroups_file is not None:
         args.subgroups = _subgroups_from_file(args.subgroups_file, args)
@@ -1123,8 +1134,6 @@ def cmd_report(args) -> int:
             raise CLIError("give the identity columns: --subgroups, --subgroups-file, "
                            "--subgroups-all-boolean or --sensitive-features")
         args.subgroups = []
-    _file_format(args.data, args.input_format, args.sep)  # (--sep of a Parquet file refused)
-    _check_unused_options(args, report=True)
     if args.gap_interval is not None and not args.thresholds:
         raise CLIError("--gap-interval needs --thresholds (the thresholds whose gaps it bounds)")
     if args.report_threshold is not None:
@@ -1355,7 +1364,7 @@ _memory_size = _argument(_parse_size, "a size such as 8G, 500M or 2.5GiB",
 
 
 def _add_common(parser) -> None:
-    parser.add_argument("--label-threshold", type=_finite_threshold, default=0.5, metavar="T",
+    parser.add_argument("--label-threshold", type=_finite_threshold, default=None, metavar="T",
                         help="label >= T is positive (default 0.5)")
     parser.add_argument("--subgroup-threshold", type=_finite_threshold, default=0.5, metavar="T",
                         help="identity value >= T means member (default 0.5)")

@@ -401,3 +401,21 @@ def test_min_subgroup_size_with_intersections_is_taken(tmp_path, shift):
     assert status == 0, err
     assert set(pd.read_csv(out)["subgroup"]) == ({"gb", "gi", "gb & gi"} if shift == 0
                                                  else {"gb", "gi"})
+
+
+@pytest.mark.parametrize("threshold", ["0.5", "0.3"])
+def test_positive_with_any_label_threshold_is_refused(tmp_path, threshold):
+    """--positive beside --label-threshold, even the default's 0.5 (which the library cannot
+    tell from its default), is refused naming both; --positive alone, or the threshold
+    alone, is taken."""
+    df = _data()
+    df["t"] = np.where(df["y"] == 1, "toxic", "ok")
+    data = _write(df, tmp_path, "csv")
+    argv = ["report", data, "--label", "t", "--scores", "s1", "--subgroups", "gb", "-q"]
+    status, _, err = _cli(argv + ["--positive", "toxic", "--label-threshold", threshold])
+    assert status == 1 and "--positive toxic" in err and f"--label-threshold {threshold}" in err
+    status, out, err = _cli(argv + ["--positive", "toxic"])
+    assert status == 0, err
+    status, out, err = _cli(["report", data, "--label", "y", "--scores", "s1", "--subgroups",
+                             "gb", "-q", "--label-threshold", threshold])
+    assert status == 0, err

@@ -205,3 +205,22 @@ def test_table_layout(jigsaw_small):
                 "background_positives", *METRIC_COLUMNS]:
         assert col in res.table.columns
     assert "model_biased" in repr(res)
+
+
+
+@pytest.mark.parametrize("weight", [8, 7.5, np.int64(9)])
+def test_a_number_that_names_no_column_is_refused_as_a_weight_column(weight):
+    """sample_weight=8 where no column is named 8 is a KeyError naming sample_weight, the
+    number and the columns (it said "must be an array-like ..., got int"); the column named
+    7 is read as the weights."""
+    df = pd.DataFrame({"y": [0, 1, 0, 1], "s": [0.1, 0.2, 0.3, 0.4],
+                       "g": [True, False, True, True], 7: [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(KeyError, match=r"sample_weight: column\(s\) \[.+\] not in the "
+                                       r"DataFrame \(columns are \['y', 's', 'g', 7\]\)"):
+        fastbias.evaluate(df, label="y", scores=["s"], subgroups=["g"], sample_weight=weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fastbias.evaluate(df, label="y", scores=["s"], subgroups=["g"], sample_weight=7)
+    # negatives (0.1, w 1), (0.3, w 3); positives (0.2, w 2), (0.4, w 4): the weighted AUC is
+    # (1*2 + 1*4 + 3*4) / ((1 + 3) (2 + 4)) = 18 / 24
+    assert float(res.overall_auc["s"]) == 18 / 24

@@ -555,16 +555,24 @@ def column_name(value, argument: str):
 def names_column(df, value) -> bool:
     """Whether ``value`` names a column of ``df`` (a string, or another label a column
     carries, such as 3: found by review, evaluate took an integer label and scores by name
-    but not an integer sample_weight, which fastbias.dask.evaluate took), not data."""
+    but not an integer sample_weight, which fastbias.dask.evaluate took), not data. A number
+    that no column carries is a KeyError naming ``sample_weight`` and the columns (the
+    callers' one use: a weight column, or one weight per row)."""
     if isinstance(value, str):
         return True
     if value is None or isinstance(value, (bool, list, tuple, dict, set, np.ndarray,
                                            pd.Series, pd.Index, pd.DataFrame)):
         return False
     try:
-        return value in df.columns
+        found = value in df.columns
     except TypeError:
         return False
+    if not found and isinstance(value, (numbers.Number, np.generic)) and \
+            not isinstance(value, (bool, np.bool_)):
+        # one number where a column or one weight per row is wanted: no such column (it read
+        # "must be an array-like ..., got int")
+        require_columns(df, [value], "sample_weight")
+    return found
 
 
 def name_list(value, argument: str, columns=None) -> list:

@@ -417,7 +417,8 @@ def test_jsonl_subnormal_number_is_named(tmp_path, capsys):
             "--quiet"]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert re.search(r"column 'w' of .*sub\.jsonl' holds -2e-320 at row 2, a number float64 "
+    assert re.search(r"column 'w' of .*sub\.jsonl' holds -2e-320 at row 2 \(line 4\), a number "
+                     r"float64 "
                      r"holds only below its normal range", err), err
     for text in ("1e-400", "1e400"):  # (0 once rounded; an infinity)
         path.write_text('{"y":0,"s":0.3,"g":1}\n{"y":1,"s":0.5,"g":0,"w":%s}\n' % text)

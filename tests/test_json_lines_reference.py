@@ -536,3 +536,26 @@ def test_long_line_in_gzip_named(tmp_path, capsys):
                          "--subgroups", "g", "-q")
     assert status == 1
     assert "line 4" in err and "longer than 16 MiB" in err, err
+
+
+@pytest.mark.parametrize("batch_rows", [2, 3, 10])
+def test_a_number_pandas_cannot_read_is_named_at_its_row_after_a_line_of_two_objects(
+        tmp_path, batch_rows):
+    """Rows are counted as pandas reads them, an object each, so a line holding two objects
+    is two rows: 1e400 is in row 4 (line 4) whatever the batch size (it was named at row 3,
+    or not found and pandas' bare "Range error" shown, where a line of two objects came
+    before it in the batch)."""
+    from fastbias.validate.textfile import (
+        DataFileError,
+        iter_text_batches,
+        open_text_source,
+    )
+
+    path = tmp_path / "two.jsonl"
+    path.write_text('{"y":0,"s":0.3,"g":1}\n{"y":0,"s":0.1,"g":1},{"y":1,"s":0.2,"g":0}\n'
+                    '{"y":0,"s":0.35,"g":1}\n{"y":1,"s":1e400,"g":0}\n{"y":0,"s":0.5,"g":1}\n')
+    source = open_text_source(str(path), wanted=["y", "s", "g"])
+    with pytest.raises(DataFileError, match=r"column 's' of .*two\.jsonl' holds 1e400 at row 4 "
+                                            r"\(line 4\)"):
+        for _ in iter_text_batches(source, ["y", "s", "g"], batch_rows):
+            pass

@@ -380,6 +380,14 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"
                   "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+class _Unreadable(str):
+    """A number's text that float64 holds only as a subnormal, 0 or an infinity."""
+
+
+class _TooLong(str):
+    """An integer's text beyond 64 bits (pandas' reader: "Value is too big!")."""
+
+
 def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> None:
     """Name what pandas could not read in the JSON lines from row ``start`` on (a line that
     is not an object is refused as it is read, :class:`_ObjectLines`): an integer beyond 64
@@ -390,16 +398,10 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
     found (the caller's message stands)."""
     smallest = float(np.finfo(np.float64).tiny)
 
-    class Unreadable(str):
-        """A number's text that float64 holds only as a subnormal, 0 or an infinity."""
-
-    class TooLong(str):
-        """An integer's text beyond 64 bits (pandas' reader: "Value is too big!")."""
-
     def integer(text):
         digits = text.lstrip("-").lstrip("0")
         if len(digits) > 20 or not -2 ** 63 <= int(text) < 2 ** 64:
-            return TooLong(text)
+            return _TooLong(text)
         return int(text)
 
     def number(text):
@@ -407,7 +409,7 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
         mantissa = text.lower().split("e")[0]
         if (value != 0.0 and abs(value) < smallest) or value in (np.inf, -np.inf) or \
                 (value == 0.0 and any(c in "123456789" for c in mantissa)):
-            return Unreadable(text)
+            return _Unreadable(text)
         return value
 
     with open_text(source.path, source.compression, line_limit=source.line_limit) as stream:
@@ -416,36 +418,44 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                                               start=1):
             if not line.strip():
                 continue
-            row += 1
-            if row < start:
-                continue
-            if row >= start + batch_rows:
+            if row + 1 >= start + batch_rows:
                 return
-            try:
-                record = json.loads(line, parse_float=number, parse_int=integer)
+            try:  # (a line's objects, as pandas joins them: a row each; found by review, a
+                # line of two objects was one row here, later rows misnamed or not found)
+                records = json.loads("[" + line + "]", parse_float=number, parse_int=integer)
             except ValueError:
                 return
-            if not isinstance(record, dict):  # (_ObjectLines refused such lines first)
-                return
-            long = [(k, v) for k, v in record.items() if isinstance(v, TooLong)]
-            if long:  # (found by review: "Value is too big! at position 120", nothing named)
-                name, text = next(((k, v) for k, v in long if columns is None or k in columns),
-                                  long[0])
-                shown = text if len(text) <= 60 else text[:60] + "..."
-                raise DataFileError(
-                    f"column {name!r} of {source.path!r} holds the integer {shown} at row "
-                    f"{row} (line {number_of_line:,}), beyond 64 bits, which pandas' JSON "
-                    f"reader cannot read: write it with a decimal point if its nearest float "
-                    f"is meant, or use CSV or Parquet")
-            bad = [(k, v) for k, v in record.items() if isinstance(v, Unreadable)]
-            if bad:
-                name, text = next(((k, v) for k, v in bad if columns is None or k in columns),
-                                  bad[0])
-                raise DataFileError(
-                    f"column {name!r} of {source.path!r} holds {text} at row {row}, a number "
-                    f"float64 holds only below its normal range (2.2e-308: a subnormal, or 0) "
-                    f"or beyond it (1.8e308: an infinity), which pandas' exact JSON reader "
-                    f"cannot read: write it as 0 (or drop the row), or use CSV or Parquet")
+            for record in records:
+                row += 1
+                if start <= row < start + batch_rows:
+                    _refuse_unreadable_record(record, source, columns, row, number_of_line)
+
+
+def _refuse_unreadable_record(record, source, columns, row: int, number_of_line: int) -> None:
+    """:func:`_refuse_unreadable_json`'s look at one row's object, its numbers' texts parsed
+    as :class:`_TooLong` or :class:`_Unreadable` where pandas cannot read them."""
+    if not isinstance(record, dict):  # (_ObjectLines refused such lines first)
+        return
+    long = [(k, v) for k, v in record.items() if isinstance(v, _TooLong)]
+    if long:  # (found by review: "Value is too big! at position 120", nothing named)
+        name, text = next(((k, v) for k, v in long if columns is None or k in columns),
+                          long[0])
+        shown = text if len(text) <= 60 else text[:60] + "..."
+        raise DataFileError(
+            f"column {name!r} of {source.path!r} holds the integer {shown} at row "
+            f"{row} (line {number_of_line:,}), beyond 64 bits, which pandas' JSON "
+            f"reader cannot read: write it with a decimal point if its nearest float "
+            f"is meant, or use CSV or Parquet")
+    bad = [(k, v) for k, v in record.items() if isinstance(v, _Unreadable)]
+    if bad:
+        name, text = next(((k, v) for k, v in bad if columns is None or k in columns),
+                          bad[0])
+        raise DataFileError(
+            f"column {name!r} of {source.path!r} holds {text} at row {row} (line "
+            f"{number_of_line:,}), a number "
+            f"float64 holds only below its normal range (2.2e-308: a subnormal, or 0) "
+            f"or beyond it (1.8e308: an infinity), which pandas' exact JSON reader "
+            f"cannot read: write it as 0 (or drop the row), or use CSV or Parquet")
 
 
 #: where a JSON line may hold a value after an object (JSON allows spaces before the comma:

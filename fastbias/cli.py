@@ -1068,11 +1068,17 @@ def _run_streaming(args, progress, limit: int):
 
 def _say_undefined(args, caught) -> None:
     import fastbias
-    from fastbias.validate.errors import NoSubgroupWarning, OmittedRowsWarning
+    from fastbias.validate.errors import (
+        NoSubgroupWarning,
+        OmittedRowsWarning,
+        WeightOverflowWarning,
+    )
 
-    for w in caught:  # (and the rows nan_policy="omit" dropped: found by review, unsaid)
+    # (and the rows nan_policy="omit" dropped, and cells' weights past the largest double:
+    # found by review, both unsaid)
+    for w in caught:
         if issubclass(w.category, (fastbias.UndefinedMetricWarning, OmittedRowsWarning,
-                                   NoSubgroupWarning)):
+                                   NoSubgroupWarning, WeightOverflowWarning)):
             _say(args, f"fastbias: warning: {w.message}")
 
 

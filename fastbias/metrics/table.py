@@ -13,7 +13,12 @@ from ..sweep import _kernels as K
 from ..sweep.chunks import combine_chunks
 from ..sweep.counts import SweepCounts
 from ..sweep.double_double import metric_ratios, overall_ratio
-from ..validate.errors import UndefinedMetricWarning, listed, user_stacklevel
+from ..validate.errors import (
+    UndefinedMetricWarning,
+    WeightOverflowWarning,
+    listed,
+    user_stacklevel,
+)
 from .definitions import (
     AEG_METRICS,
     AUC_METRICS,
@@ -193,7 +198,7 @@ def _warn_weight_overflow(table: pd.DataFrame, context: str = "") -> None:
                       f"(1.8e308) and are shown as inf: {listed(over)}. The metrics are exact "
                       f"(their sums were made on the weights divided by a power of two); "
                       f"divide the weights by a constant to see the cells' weights",
-                      UserWarning, stacklevel=user_stacklevel())
+                      WeightOverflowWarning, stacklevel=user_stacklevel())
 
 
 

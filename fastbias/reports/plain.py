@@ -8,6 +8,8 @@ draw text without mathtext, see ``plots._plain_text``.)
 """
 from __future__ import annotations
 
+import unicodedata
+
 from ..validate.errors import visible
 
 
@@ -25,6 +27,53 @@ def terminal_text(text, *, keep_newlines: bool = False) -> str:
     'two\\nlines'
     """
     return visible(text, keep_newlines=keep_newlines)
+
+
+def name_cell(name) -> str:
+    """A name as a cell of a text table: :func:`terminal_text`, with spaces at either edge
+    escaped (``\\x20``: a table pads its cells with spaces, so "a" and "a " read alike;
+    found by review).
+
+    Examples
+    --------
+    >>> name_cell("a "), name_cell("a b")
+    ('a\\\\x20', 'a b')
+    """
+    text = terminal_text(name)
+    stripped = text.strip()
+    if stripped == text:
+        return text
+    start = text.index(stripped[0]) if stripped else len(text)
+    end = start + len(stripped)
+    return _escaped(text[:start]) + stripped + _escaped(text[end:])
+
+
+def _escaped(blanks: str) -> str:
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+                   for c in blanks)
+
+
+def display_width(text: str) -> int:
+    """Terminal cells ``text`` takes: two for a wide or full-width character (CJK), none for
+    a combining mark, one for the rest (found by review: widths in code points pushed a
+    table of CJK names past its width and out of line).
+
+    Examples
+    --------
+    >>> display_width("ab"), display_width("\u6f22\u5b57"), display_width("e\u0301")
+    (2, 4, 1)
+    """
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def padded(text: str, width: int, left: bool = True) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells (:func:`display_width`), on the
+    right (``left``-aligned) or on the left."""
+    pad = " " * max(0, width - display_width(text))
+    return text + pad if left else pad + text
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")

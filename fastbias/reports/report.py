@@ -38,7 +38,7 @@ from ..metrics.definitions import (
 )
 from ..validate.settings import check_undefined
 from .histograms import ScoreHistograms, score_histograms
-from .plain import spreadsheet_cell, terminal_text
+from .plain import display_width, name_cell, padded, spreadsheet_cell, terminal_text
 from .plots import (
     AEG_COLOR_STOPS,
     AEG_METRICS,
@@ -197,14 +197,13 @@ def _csv_text(frame: pd.DataFrame) -> str:
 def _aligned_table(columns: list, rows: list, width: int | None) -> str:
     """Plain-text table: the first column left-aligned, the others right-aligned, two spaces
     apart, a rule under the header; wrapped to ``width`` (see :func:`_column_groups`)."""
-    widths = [max(len(columns[j]), *(len(r[j]) for r in rows)) if rows else len(columns[j])
-              for j in range(len(columns))]
+    widths = [max(display_width(columns[j]), *(display_width(r[j]) for r in rows)) if rows
+              else display_width(columns[j]) for j in range(len(columns))]
     parts = []
     for keep in _column_groups(widths, width):
 
         def line(cells):
-            return "  ".join(cells[j].ljust(widths[j]) if j == 0
-                             else cells[j].rjust(widths[j]) for j in keep).rstrip()
+            return "  ".join(padded(cells[j], widths[j], left=j == 0) for j in keep).rstrip()
 
         parts.append("\n".join([line(columns), "  ".join("-" * widths[j] for j in keep),
                                 *(line(r) for r in rows)]))
@@ -464,9 +463,15 @@ class BiasReport:
         note = significance_note(self.result)
         tested = note is not None
         zero_width = undefined_overall = 0
-        blocks = []
+        blocks, ties = [], []
         for model in self.result.models:
             order = self.worst_subgroups(max_subgroups, model=model)
+            tied = self._tied_past_cut(max_subgroups, model)
+            if tied:
+                whose = f"for {terminal_text(model)}, " if len(self.result.models) > 1 else ""
+                ties.append(f"{whose}{len(tied)} more tie with the last shown "
+                            f"({', '.join(name_cell(g) for g in tied[:5])}"
+                            f"{', ...' if len(tied) > 5 else ''})")
             part = self.result.for_model(model).reindex(order)
             overall = summary.at[model, "overall_auc"]
             head = f"{terminal_text(model)}  overall AUC {_fmt_metric(overall, '')}"
@@ -485,7 +490,7 @@ class BiasReport:
             flags = significant_flags(part, METRIC_COLUMNS)
             rows = []
             for (name, row), row_flags in zip(part.iterrows(), flags):
-                cells = [terminal_text(name)] + [_fmt_count(row[c]) for c in COUNT_COLUMNS]
+                cells = [name_cell(name)] + [_fmt_count(row[c]) for c in COUNT_COLUMNS]
                 for metric, flagged in zip(METRIC_COLUMNS, row_flags):
                     text = _fmt_metric(row[metric], metric) + ("*" if flagged else "")
                     if metric in ci_metrics and not _is_nan(row[metric]):
@@ -511,17 +516,26 @@ class BiasReport:
             blocks.append("\n".join(body))
         text = "\n\n".join(blocks)
         if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
+            # (a cut within a tie said: found by review, t2 and t3 as bad as the last shown)
+            tie_note = f"; {'; '.join(ties)}" if ties else ""
             text += (f"\n\n({max_subgroups} worst of {len(self.result.subgroups)} subgroups "
-                     f"shown for each model, ranked by that model's own lowest AUC)")
+                     f"shown for each model, ranked by that model's own lowest AUC{tie_note})")
         n_undefined = int(self.summary()["undefined_values"].sum())
-        if n_undefined:
+        n_gaps = self._undefined_threshold_gaps()
+        if n_undefined or n_gaps:
             # (with --top, of every row: some may be in rows not shown; found by review)
             where = (" in all the rows, those not shown included"
                      if max_subgroups is not None and max_subgroups < len(self.result.subgroups)
                      else "")
-            text += (f"\n\nn/a: {n_undefined} undefined value(s){where}: the metric compares "
-                     f"two cells and one of them is empty or, weighted, of zero total weight "
-                     f"(see the report for each reason)")
+            # (the threshold table's counted and explained too: found by review)
+            parts = ([f"{n_undefined} metric value(s): the metric compares two cells and one "
+                      f"of them is empty or, weighted, of zero total weight (see the report "
+                      f"for each reason)"] if n_undefined else []) + \
+                ([f"{n_gaps} threshold gap(s): a rate of the subgroup or of its background "
+                  f"with no row to count (e.g. a precision where no row scores at or above "
+                  f"the threshold)"] if n_gaps else [])
+            text += (f"\n\nn/a: {n_undefined + n_gaps} undefined value(s){where}: "
+                     + "; ".join(parts))
         if undefined_overall:  # (found by review: shown as "nan", unexplained)
             text += (f"\n\noverall AUC n/a ({undefined_overall} model(s)): the model's rows hold "
                      f"no negative or no positive (or, weighted, one class of zero total weight)")
@@ -533,12 +547,34 @@ class BiasReport:
             text += "\n\n" + note
         return text
 
+    def _tied_past_cut(self, n: int | None, model) -> list:
+        """The subgroups past the first ``n`` of ``model``'s ranking whose lowest AUC equals
+        the last shown's (none where the list is not cut, or the last is undefined)."""
+        ranked = worst_first(self.result, [model])
+        if n is None or n <= 0 or n >= len(ranked):
+            return []
+        lowest = self.result.for_model(model)[list(AUC_METRICS)].min(axis=1, skipna=True)
+        last = lowest.get(ranked[n - 1], np.nan)
+        if _is_nan(last):
+            return []
+        return [g for g in ranked[n:] if lowest.get(g, np.nan) == last]
+
+    def _undefined_threshold_gaps(self) -> int:
+        """How many of the gaps the text's threshold tables show are n/a (every model and
+        subgroup)."""
+        if self.result.thresholds is None:
+            return 0
+        at = self.result.thresholds
+        at = at[at["model"].isin(list(self.result.models))
+                & at["subgroup"].isin(list(self.result.subgroups))]
+        return int(at[list(_THRESHOLD_GAPS)].isna().to_numpy().sum())
+
     def _threshold_text(self, model, order: list, width: int | None) -> str:
         """The plain-text table of a model's threshold metrics (``evaluate(...,
         thresholds=...)``): per subgroup (in ``order``) and threshold, the gaps between the
         subgroup's rates and its background's, with their intervals when computed."""
         columns = ["subgroup", "threshold", *_THRESHOLD_GAPS.values()]
-        rows = [[terminal_text(name), threshold, *gaps]
+        rows = [[name_cell(name), threshold, *gaps]
                 for name, threshold, gaps in self._threshold_rows(model, order)]
         return (f"threshold metrics ({_THRESHOLD_NOTE})\n" + _aligned_table(columns, rows, width))
 

@@ -7,18 +7,26 @@ import warnings
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
-# C0 and C1 control characters, DEL, the Unicode line and paragraph separators, and the
+# C0 and C1 control characters, DEL, the Unicode line and paragraph separators, and every
+# character a terminal draws as nothing (Unicode's format characters, category Cf: the
 # bidirectional marks, overrides and isolates that can make a line read differently from
-# what it holds
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_BUT_NEWLINE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# what it holds, zero-width spaces and joiners, the byte order mark, the tag characters
+# that can smuggle text; the variation selectors and the Hangul fillers): found by review,
+# subgroups "gay" and "gay\u200b" printed as two identical rows
+_INVISIBLE = ("\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+              "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
+              "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd"
+              "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+              "\U000e0000-\U000e0fff")
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_UNSAFE_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 def _escape(match) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def visible(text, *, keep_newlines: bool = False) -> str:
@@ -39,6 +47,11 @@ def user_stacklevel() -> int:
 
 class UndefinedMetricWarning(RuntimeWarning):
     """A metric is undefined (empty or one-class cell) and was set to NaN."""
+
+
+class WeightOverflowWarning(UserWarning):
+    """Cells' total weights add up past the largest float64 and are shown as inf (the
+    metrics stay exact)."""
 
 
 class OmittedRowsWarning(UserWarning):

@@ -57,7 +57,9 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_report_statements_reference", "test_security_session32_reference",
                      "test_dask_columns_reference", "test_json_lines_reference",
                      "test_reports_out_of_core_reference", "test_fuzz_session32_reference",
-                     "test_session32_late_reference", "test_sensitive_features_late_reference"}
+                     "test_session32_late_reference", "test_sensitive_features_late_reference",
+                     "test_first_call_tier_reference", "test_terminal_reference",
+                     "test_cli_options_reference", "test_late_mutants_reference"}
 
 
 def pytest_collection_modifyitems(config, items):

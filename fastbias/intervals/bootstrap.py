@@ -331,9 +331,17 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
             bar.close()
     # all replicates' metrics at once: the replicates stacked as rows of one SweepCounts
     k = m.n_groups
-    stacked = SweepCounts(list(m.names) * n_boot, counts.reshape(n_boot * k, K.N_COUNT_COLUMNS),
-                          np.repeat(class_totals[:, 0], k), np.repeat(class_totals[:, 1], k),
-                          0.0, np.tile(m.cell_rows, (n_boot, 1)), m.class_rows, True,
+    # unweighted, the replicates' counts are integers (held in float64, exact below 2**53):
+    # their metrics then come from the exact ratios, correctly rounded, as the point
+    # estimate's (an AEG as 0.5 - p in float was an ulp off; noted by review)
+    exact = base is None and bool((np.abs(counts) < 2.0 ** 53).all()
+                                  and (class_totals < 2.0 ** 53).all())
+    kind = np.int64 if exact else np.float64
+    stacked = SweepCounts(list(m.names) * n_boot,
+                          counts.reshape(n_boot * k, K.N_COUNT_COLUMNS).astype(kind),
+                          np.repeat(class_totals[:, 0], k).astype(kind),
+                          np.repeat(class_totals[:, 1], k).astype(kind),
+                          0.0, np.tile(m.cell_rows, (n_boot, 1)), m.class_rows, not exact,
                           None if backgrounds is None else backgrounds.reshape(n_boot * k, 2))
     values = {metric: v.reshape(n_boot, k) for metric, v in metrics_from_counts(stacked).items()}
     if base is not None:

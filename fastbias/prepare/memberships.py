@@ -26,6 +26,7 @@ from ..validate.categories import (
     is_categorical,
     warn_features_without_values,
 )
+from ..validate.columns import from_foreign
 from ..validate.settings import check_threshold
 from ..validate.spec import check_unique_names
 from ..validate.subgroups import IdentityValues, identity_values, subgroup_columns
@@ -391,13 +392,16 @@ def check_categories_alone(subgroups, intersections, threshold=None) -> None:
 
 def has_categories(subgroups, threshold=None) -> bool:
     """Whether a subgroup container (a DataFrame, dict or Series) has a categorical column
-    (:func:`~fastbias.validate.categories.is_categorical` under ``threshold``)."""
+    (:func:`~fastbias.validate.categories.is_categorical` under ``threshold``); polars and
+    pyarrow containers and columns are read as pandas reads them (found by review: their
+    text and category columns were refused)."""
+    subgroups = from_foreign(subgroups)
     if isinstance(subgroups, pd.DataFrame):
         columns = [subgroups.iloc[:, j] for j in range(subgroups.shape[1])]
     elif isinstance(subgroups, pd.Series):
         columns = [subgroups]
     elif isinstance(subgroups, dict):
-        columns = list(subgroups.values())
+        columns = [from_foreign(c) for c in subgroups.values()]
     else:
         return False
     return any(is_categorical(c, threshold) for c in columns)

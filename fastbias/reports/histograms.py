@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..validate.categories import category_codes
-from ..validate.columns import names_column
+from ..validate.columns import from_foreign, names_column
 from ..validate.subgroups import identity_values
 from ..validate.values import as_labels
 
@@ -108,6 +108,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     """
     if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 1:
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    df = from_foreign(df)  # (a polars or pyarrow frame, as evaluate took it: found by review)
     settings = result.settings
     n = df.shape[0]
     # rows evaluate() left out under nan_policy="omit" (missing label or weight, non-finite

@@ -238,7 +238,7 @@ def subgroup_columns(subgroups, n: int | None = None):
         columns = [subgroups]
     elif isinstance(subgroups, Mapping):
         names = [str(k) for k in subgroups.keys()]
-        columns = list(subgroups.values())
+        columns = [from_foreign(c) for c in subgroups.values()]
     else:
         # (a masked array's columns keep their masks: masked entries are missing)
         arr = (subgroups if isinstance(subgroups, np.ma.MaskedArray) else

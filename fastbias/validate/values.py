@@ -209,6 +209,10 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                              f"(its values are {_shown_values(distinct)})")
         return positive
     kind = arr.dtype.kind
+    mixed = booleans_and_numbers(arr) if kind == "O" else None
+    if mixed is not None:  # (named as with pos_label: found by review, "e.g. a non-numeric
+        # value" named nothing)
+        raise TypeError(f"{name} holds both booleans and numbers ({mixed}); write it one way")
     if kind in "OUS":
         shown = (first_non_numeric(arr, booleans=True) if kind == "O"
                  else f"{_plain(arr[0])!r} at {_at(0)}")

@@ -55,8 +55,9 @@ def _escaped(blanks: str) -> str:
 
 def display_width(text: str) -> int:
     """Terminal cells ``text`` takes: two for a wide or full-width character (CJK), none for
-    a combining mark, one for the rest (found by review: widths in code points pushed a
-    table of CJK names past its width and out of line).
+    a non-spacing or enclosing mark (Devanagari's and Thai's vowel signs too), one for the
+    rest (found by review: widths in code points pushed a table of CJK names past its width
+    and out of line).
 
     Examples
     --------
@@ -65,7 +66,7 @@ def display_width(text: str) -> int:
     """
     if text.isascii():
         return len(text)
-    return sum(0 if unicodedata.combining(c) else
+    return sum(0 if unicodedata.category(c) in ("Mn", "Me") else
                2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 

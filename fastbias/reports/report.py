@@ -20,6 +20,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import warnings
 from dataclasses import dataclass, field
@@ -1206,8 +1207,13 @@ def _extreme_cell(value, stops, fmt, metric, subgroup, ties: int = 0) -> str:
 def _html_name(name) -> str:
     """A name from the data as HTML text: escaped, its control characters and bidi overrides
     shown as the terminal shows them (``\\u202e``), and isolated (``<bdi>``) so that no
-    name, right-to-left script included, reorders the text around it."""
-    return f"<bdi>{html.escape(terminal_text(str(name)))}</bdi>"
+    name, right-to-left script included, reorders the text around it. Its edge spaces are
+    escaped as in the text tables (:func:`~fastbias.reports.plain.name_cell`) and a run of
+    spaces inside keeps its width (a browser collapses it: found by review, "x  y" and
+    "x y" read alike)."""
+    text = html.escape(name_cell(str(name)))
+    return "<bdi>" + re.sub(r"  +", lambda m: " " + "&nbsp;" * (len(m.group()) - 1), text) + \
+        "</bdi>"
 
 
 def _colored(value, stops, fmt) -> str:

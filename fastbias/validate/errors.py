@@ -11,9 +11,11 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # character a terminal draws as nothing (Unicode's format characters, category Cf: the
 # bidirectional marks, overrides and isolates that can make a line read differently from
 # what it holds, zero-width spaces and joiners, the byte order mark, the tag characters
-# that can smuggle text; the variation selectors and the Hangul fillers): found by review,
-# subgroups "gay" and "gay\u200b" printed as two identical rows
-_INVISIBLE = ("\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+# that can smuggle text; the variation selectors and the Hangul fillers), and every space but
+# U+0020 (a no-break space reads as one): found by review, subgroups "gay" and "gay\u200b",
+# or "a b" and "a\u00a0b", printed as two identical rows
+_INVISIBLE = ("\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+              "\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
               "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
               "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd"
               "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"

@@ -413,13 +413,18 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
         return value
 
     with open_text(source.path, source.compression, line_limit=source.line_limit) as stream:
-        row = -1
+        row, lines_of_batch = -1, 0
         for number_of_line, line in enumerate(io.TextIOWrapper(stream, encoding="utf-8-sig"),
                                               start=1):
+            if row + 1 >= start:
+                # pandas' batches are of lines, blank ones and lines of several objects
+                # included (found by review: a batch of 3 lines held 4 rows, and the 4th's
+                # number went unnamed): the batch's lines are looked at, with a margin
+                lines_of_batch += 1
+                if lines_of_batch > 2 * batch_rows + 1:
+                    return
             if not line.strip():
                 continue
-            if row + 1 >= start + batch_rows:
-                return
             try:  # (a line's objects, as pandas joins them: a row each; found by review, a
                 # line of two objects was one row here, later rows misnamed or not found)
                 records = json.loads("[" + line + "]", parse_float=number, parse_int=integer)
@@ -427,7 +432,7 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                 return
             for record in records:
                 row += 1
-                if start <= row < start + batch_rows:
+                if row >= start:
                     _refuse_unreadable_record(record, source, columns, row, number_of_line)
 
 

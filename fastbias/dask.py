@@ -62,7 +62,7 @@ from .validate.categories import (
     feature_summary,
     merge_feature_summaries,
 )
-from .validate.columns import PieceWhere
+from .validate.columns import PieceWhere, booleans_and_numbers
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.settings import check_sample_seed
 from .validate.spec import ColumnSpec, column_spec, score_dtype
@@ -119,6 +119,48 @@ def _check_score_dtypes(frame, spec: ColumnSpec, score_dtypes: list, where: str)
                             f"in the Dask DataFrame's meta (its files store different types?); "
                             f"give it one type first, e.g. ddf[{model!r}] = "
                             f"ddf[{model!r}].astype('float64')")
+
+
+def _refuse_duplicate_columns(columns, spec: ColumnSpec) -> None:
+    """A column asked for that the Dask DataFrame holds twice is a ValueError naming the
+    argument and the name, as :func:`fastbias.evaluate` says it (found by review: "the truth
+    value of a Series is ambiguous")."""
+    counts = pd.Index(columns).value_counts()
+    asked = [("label", spec.label), *(("scores", m) for m in spec.models),
+             *(("subgroups", g) for g in spec.subgroups),
+             *(("sensitive_features", f) for f in spec.features),
+             *([("sample_weight", spec.sample_weight)] if spec.weighted else [])]
+    for argument, name in asked:
+        if counts.get(name, 0) > 1:
+            raise ValueError(f"{argument}: the DataFrame has {int(counts[name])} columns named "
+                             f"{name!r}; rename them so that each name says which one is meant")
+
+
+class _Failure:
+    """A refusal of one partition or piece, kept until every one has run (:func:`_in_order`)."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _captured(function, *args):
+    """``function(*args)``, or its ValueError/TypeError/KeyError as a :class:`_Failure`: the
+    partitions' checks run in the scheduler's order, and the first refusal met there need
+    not be the first bad row (found by review: a NaN score in partition 2 was named where
+    partition 1 held an earlier one)."""
+    try:
+        return function(*args)
+    except (ValueError, TypeError, KeyError) as error:
+        return _Failure(error)
+
+
+def _in_order(results: list) -> list:
+    """The partitions' results, or the refusal of the first partition (in the frame's order)
+    that refused."""
+    for result in results:
+        if isinstance(result, _Failure):
+            raise result.error
+    return results
 
 
 def _meta_kinds(spec: ColumnSpec, dtypes) -> tuple:
@@ -178,6 +220,12 @@ def _frame_summary(frame, spec: ColumnSpec, sample_rows: int, seed: int, where: 
     """``(ScoreSummary or None for no rows, column_kinds of kind_columns)`` of one piece."""
     if score_dtypes is not None:
         _check_score_dtypes(frame, spec, score_dtypes, where)
+    for name in kind_columns:  # (one partition of both: named as in memory, found by review)
+        if name in frame and frame[name].dtype == object:
+            mixed = booleans_and_numbers(frame[name].to_numpy())
+            if mixed is not None:
+                raise TypeError(f"column {name!r} holds both booleans and numbers ({mixed}) "
+                                f"{where}; write it one way")
     kinds = column_kinds(frame, kind_columns)
     if len(frame) == 0:
         return None, kinds
@@ -698,6 +746,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
     if isinstance(data, dd.DataFrame):
         spec = column_spec(data.columns, **settings, source="the Dask DataFrame",
                            sensitive_features=sensitive_features)
+        _refuse_duplicate_columns(data.columns, spec)
         dtypes = data.dtypes
         for model in spec.models:
             dtype = dtypes[model]
@@ -826,16 +875,16 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
         """``on_frame(partition, spec, where)`` of every partition of the Dask DataFrame
         (only ``columns``), or ``on_piece(piece, parquet, spec)`` of every Parquet piece."""
         if parquet is None:
-            return [dask.delayed(on_frame)(part, spec, f"in Dask partition {i}")
+            return [dask.delayed(_captured)(on_frame, part, spec, f"in Dask partition {i}")
                     for i, part in enumerate(data[list(dict.fromkeys(columns))].to_delayed())]
-        return [dask.delayed(on_piece)(piece, parquet, spec) for piece in pieces]
+        return [dask.delayed(_captured)(on_piece, piece, parquet, spec) for piece in pieces]
 
     # 0. the intersections, chosen on all rows (each piece counts its rows' combinations)
     if spec.intersections is not None:
         total = None
-        for cells in _compute(client, each_piece([spec.label, *spec.subgroups], _frame_cells,
-                                                 _piece_cells),
-                              show, worker_timeout, stall_timeout):
+        for cells in _in_order(_compute(client, each_piece([spec.label, *spec.subgroups],
+                                                           _frame_cells, _piece_cells),
+                                        show, worker_timeout, stall_timeout)):
             total = add_combination_cells(total, cells)
         spec = spec.with_combinations(choose_combinations(total, list(spec.subgroups),
                                                           spec.min_subgroup_size))
@@ -843,9 +892,9 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
     # 0b. the sensitive features' values and combinations, found on all rows
     if spec.features:
         summary = None
-        for part in _compute(client, each_piece([spec.label, *spec.features], _frame_features,
-                                                _piece_features),
-                             show, worker_timeout, stall_timeout):
+        for part in _in_order(_compute(client, each_piece([spec.label, *spec.features],
+                                                          _frame_features, _piece_features),
+                                       show, worker_timeout, stall_timeout)):
             summary = merge_feature_summaries(summary, part)
         spec = spec.with_features(*chosen_features(summary, list(spec.features),
                                                    spec.min_subgroup_size))
@@ -861,15 +910,15 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
         if parquet is None:
             columns = list(dict.fromkeys([spec.label, *spec.models, *by_values,
                                           *([spec.sample_weight] if spec.weighted else [])]))
-            tasks = [dask.delayed(_frame_summary)(part, spec, sample_rows, random_state + i,
-                                                  f"in Dask partition {i}", score_dtypes,
-                                                  by_values)
+            tasks = [dask.delayed(_captured)(_frame_summary, part, spec, sample_rows,
+                                             random_state + i, f"in Dask partition {i}",
+                                             score_dtypes, by_values)
                      for i, part in enumerate(data[columns].to_delayed())]
         else:
-            tasks = [dask.delayed(_piece_summary)(piece, parquet, spec, sample_rows,
-                                                  random_state + i)
+            tasks = [dask.delayed(_captured)(_piece_summary, piece, parquet, spec, sample_rows,
+                                             random_state + i)
                      for i, piece in enumerate(pieces)]
-        found = _compute(client, tasks, show, worker_timeout, stall_timeout)
+        found = _in_order(_compute(client, tasks, show, worker_timeout, stall_timeout))
         checker = spec.batch_kinds()
         for i, (_, kinds) in enumerate(found):
             checker.check_kinds(kinds, f"in Dask partition {i}")
@@ -912,6 +961,18 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
     flat = [task for tasks in per_model_tasks for task in tasks]
     try:
         chunks = iter(_compute(client, flat, show, worker_timeout, stall_timeout))
+    except (ValueError, TypeError, KeyError):
+        # a partition refused as it was encoded (no first pass looked at it: divisions given):
+        # the first that refuses, in the frame's order, is named (found by review)
+        if parquet is None:
+            tasks = [dask.delayed(_captured)(_encode_partition, part, spec, score_dtypes,
+                                             meta_kinds[0], {"number": i})
+                     for i, part in enumerate(data[spec.columns].to_delayed())]
+        else:
+            tasks = [dask.delayed(_captured)(_read_and_encode, piece, parquet, spec)
+                     for piece in pieces]
+        _in_order(_compute(client, tasks, show, worker_timeout, stall_timeout))
+        raise
     finally:
         if persist and client is not None:  # (the persisted frame's memory, freed now)
             from distributed import futures_of

@@ -60,7 +60,8 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_session32_late_reference", "test_sensitive_features_late_reference",
                      "test_first_call_tier_reference", "test_terminal_reference",
                      "test_cli_options_reference", "test_late_mutants_reference",
-                     "test_session33_diff_reference"}
+                     "test_session33_diff_reference", "test_dask_messages_reference",
+                     "test_foreign_inputs_reference"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -961,9 +961,10 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
     flat = [task for tasks in per_model_tasks for task in tasks]
     try:
         chunks = iter(_compute(client, flat, show, worker_timeout, stall_timeout))
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError):
         # a partition refused as it was encoded (no first pass looked at it: divisions given):
-        # the first that refuses, in the frame's order, is named (found by review)
+        # the first that refuses, in the frame's order, is named (found by review; a lacking
+        # column's KeyError is named by evaluate, reading the partitions once more)
         if parquet is None:
             tasks = [dask.delayed(_captured)(_encode_partition, part, spec, score_dtypes,
                                              meta_kinds[0], {"number": i})

@@ -141,13 +141,24 @@ def with_combination_codes(codes: np.ndarray, combinations) -> np.ndarray:
     return out
 
 
+#: the most entries of :func:`_combination_tables`' dense look-up tables (256 MiB of int64:
+#: up to 5,792 identity columns with pairs, 322 with triples)
+MOST_LOOKUP_ENTRIES = 2 ** 25
+
+
 @functools.lru_cache(maxsize=8)
 def _combination_tables(k: int, combinations: tuple) -> tuple:
     """The look-up tables of :func:`with_combination_codes` (made once per set of
     combinations, not once per batch)."""
     c = len(combinations)
-    lookup2 = np.full((k, k), -1, dtype=np.int64)
     order = max((len(combo) for combo in combinations), default=2)
+    if k ** order > MOST_LOOKUP_ENTRIES:  # (found by review: 3.2 GB at 20,000 subgroups)
+        raise ValueError(f"intersections={order} out of core with {k:,} identity columns: "
+                         f"its look-up table of the chosen combinations would hold "
+                         f"{k:,}**{order} entries ({k ** order * 8 / 2 ** 30:,.1f} GiB), more "
+                         f"than {MOST_LOOKUP_ENTRIES:,}; evaluate the rows in memory, or give "
+                         f"fewer identity columns")
+    lookup2 = np.full((k, k), -1, dtype=np.int64)
     lookup3 = np.full((k, k, k) if order >= 3 else (0, 0, 0), -1, dtype=np.int64)
     parts = np.zeros((c, 3), dtype=np.int64)
     n_parts = np.zeros(c, dtype=np.int64)

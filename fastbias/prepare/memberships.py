@@ -9,7 +9,6 @@ place that groups subgroups by the rows they may be compared with
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import threading
 from dataclasses import dataclass
@@ -487,17 +486,17 @@ def intersections_of(memberships: Memberships, order: int, min_size: int = 1) ->
         entries = _combination_entries(m, r)
         if entries is None:
             continue
-        combos, index, owners = entries
-        cells = np.bincount(2 * index + m.identity_labels[owners], minlength=2 * len(combos))
+        keys, index, owners = entries
+        cells = np.bincount(2 * index + m.identity_labels[owners], minlength=2 * len(keys))
         kept = chosen_cells(cells.reshape(-1, 2), min_size)
         keep_entry = kept[index]
         index, owners = index[keep_entry], owners[keep_entry]
         by_combo = np.lexsort((owners, index))
         index, rows = index[by_combo], m.identity_rows[owners[by_combo]]
         kept_ids = np.flatnonzero(kept)
-        bounds = np.searchsorted(index, np.append(kept_ids, len(combos)))
-        for j, c in enumerate(kept_ids):
-            members_out.append(combos[c])
+        bounds = np.searchsorted(index, np.append(kept_ids, len(keys)))
+        for j, combo in enumerate(combinations_of_keys(keys[kept_ids], m.n_groups, r)):
+            members_out.append(combo)
             rows_out.append(rows[bounds[j]:bounds[j + 1]])
     return members_out, rows_out
 
@@ -509,21 +508,23 @@ def chosen_cells(cells: np.ndarray, min_size: int) -> np.ndarray:
 
 
 def combination_cells(memberships: Memberships, order: int) -> list:
-    """``[(combos, cells)]`` for r = 2..``order``: every combination of r subgroups
-    (lexicographic, as :func:`intersections_of` lists them) and its (negative, positive)
-    row counts, (C(k, r), 2) int64. Sums over pieces of the data give the whole data's
-    counts, so out-of-core paths choose the same intersections as one pass would."""
+    """``[(keys, cells)]`` for r = 2..``order``: the combinations of r subgroups that some
+    row holds, as increasing keys (:func:`combinations_of_keys`; lexicographic, as
+    :func:`intersections_of` lists them), and their (negative, positive) row counts,
+    (len(keys), 2) int64. Sums over pieces of the data (:func:`add_combination_cells`)
+    give the whole data's counts, so out-of-core paths choose the same intersections as one
+    pass would. Only combinations that occur are listed (found by review: all C(k, r) of
+    2,000 subgroups' triples ran out of memory where one row held three)."""
     out = []
     for r in range(2, order + 1):
-        combos, _ = _all_combinations(memberships.n_groups, r)
         entries = _combination_entries(memberships, r)
         if entries is None:
-            out.append((combos, np.zeros((len(combos), 2), dtype=np.int64)))
+            out.append((np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.int64)))
             continue
-        _, index, owners = entries
+        keys, index, owners = entries
         cells = np.bincount(2 * index + memberships.identity_labels[owners],
-                            minlength=2 * len(combos))
-        out.append((combos, cells.reshape(-1, 2).astype(np.int64)))
+                            minlength=2 * len(keys))
+        out.append((keys, cells.reshape(-1, 2).astype(np.int64)))
     return out
 
 
@@ -538,7 +539,14 @@ def add_combination_cells(total, cells):
     """Sum two results of :func:`combination_cells` (either may be None)."""
     if total is None or cells is None:
         return cells if total is None else total
-    return [(combos, a + b) for (combos, a), (_, b) in zip(total, cells)]
+    out = []
+    for (a_keys, a_cells), (b_keys, b_cells) in zip(total, cells):
+        keys = np.union1d(a_keys, b_keys)
+        summed = np.zeros((len(keys), 2), dtype=np.int64)
+        np.add.at(summed, np.searchsorted(keys, a_keys), a_cells)
+        np.add.at(summed, np.searchsorted(keys, b_keys), b_cells)
+        out.append((keys, summed))
+    return out
 
 
 def choose_combinations(total, names: list, min_size: int) -> list:
@@ -547,18 +555,22 @@ def choose_combinations(total, names: list, min_size: int) -> list:
     :func:`intersections_of` chooses them on all rows at once); their names ``"a & b"``
     must not be subgroup names."""
     chosen = []
-    for combos, cells in total or []:
+    for r, (keys, cells) in enumerate(total or [], start=2):
         kept = chosen_cells(cells, min_size)
-        chosen += [combo for combo, keep in zip(combos, kept) if keep]
+        chosen += combinations_of_keys(keys[kept], len(names), r)
     check_unique_names(list(names) + [" & ".join(str(names[j]) for j in c) for c in chosen])
     return chosen
 
 
 def _combination_entries(m: Memberships, r: int):
-    """``(combos, index, owners)``: for every (identity row, combination of r of its
-    subgroups), the combination's position in ``combos`` (all combinations of
-    range(k), lexicographic) and the identity row; None when no row has r subgroups."""
+    """``(keys, index, owners)``: the increasing keys of the combinations of r subgroups
+    that some row holds (:func:`combinations_of_keys`), and for every (identity row,
+    combination of r of its subgroups) the combination's position in ``keys`` and the
+    identity row; None when no row has r subgroups."""
     k = m.n_groups
+    if k ** r >= 2 ** 62:
+        raise ValueError(f"intersections={r} of {k:,} subgroups: too many subgroups to key "
+                         f"their combinations")
     per_row = np.diff(m.row_ptr)
     eligible = np.flatnonzero(per_row >= r)
     if eligible.size == 0 or k < r:
@@ -580,22 +592,18 @@ def _combination_entries(m: Memberships, r: int):
         owner_parts.append(eligible[:count])
     if not keys_parts:
         return None
-    keys = np.concatenate(keys_parts)
-    owners = np.concatenate(owner_parts)
-    combos, all_keys = _all_combinations(k, r)
-    return combos, np.searchsorted(all_keys, keys), owners
+    keys, index = np.unique(np.concatenate(keys_parts), return_inverse=True)
+    return keys, index.reshape(-1), np.concatenate(owner_parts)
 
 
-@functools.lru_cache(maxsize=16)
-def _all_combinations(k: int, r: int) -> tuple:
-    """Every combination of r of range(k), lexicographic, and their keys (increasing); made
-    once, not once per batch of out-of-core data."""
-    combos = tuple(itertools.combinations(range(k), r))
-    all_keys = np.zeros(len(combos), dtype=np.int64)
-    for i in range(r):
-        all_keys = all_keys * k + np.fromiter((c[i] for c in combos), np.int64, len(combos))
-    all_keys.flags.writeable = False
-    return combos, all_keys
+def combinations_of_keys(keys: np.ndarray, k: int, r: int) -> list:
+    """The combinations (increasing tuples of r subgroup indices) of their keys: the indices
+    as the digits of a base-``k`` number, so increasing keys are lexicographic order."""
+    digits, rest = [], np.asarray(keys, dtype=np.int64)
+    for _ in range(r):
+        digits.append(rest % k)
+        rest = rest // k
+    return list(zip(*(d.tolist() for d in reversed(digits)))) if len(keys) else []
 
 
 def group_rows_of(memberships: Memberships) -> list:

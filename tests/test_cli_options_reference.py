@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from fastbias import cli
+from tests._fuzz_harness import cli_streaming
 
 KEYS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 COUNTS = ["subgroup_size", "subgroup_negatives", "subgroup_positives",
@@ -86,13 +87,9 @@ def _cli(argv, stream=False):
     """Run the CLI in process: (status, stdout, stderr). ``stream`` forces the out-of-core
     path in tiny batches and buckets (as tests/_fuzz_harness.py does)."""
     out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
+    with cli_streaming(11 if stream else None) as extra:
         if stream:
-            mp.setattr(cli, "_resident_memory", lambda: 0)
-            mp.setattr(cli, "KERNEL_RESERVE", 0)
-            mp.setattr(cli, "_row_bytes", lambda args, n: 10 ** 9)
-            mp.setattr(cli, "_streaming_settings", lambda *a, **k: (11, 7))
-            argv = [a for a in argv if a != "-q"] + ["--max-memory", "64M", "--progress", "never"]
+            argv = [a for a in argv if a != "-q"] + extra + ["--progress", "never"]
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = cli.main(argv)
     if stream and status == 0:

@@ -32,6 +32,7 @@ import pytest
 import fastbias
 from fastbias import cli
 from fastbias.report import BiasReport
+from tests._fuzz_harness import cli_streaming
 
 
 def _quiet(function, *args, **kwargs):
@@ -53,13 +54,8 @@ def _ref_width(text: str) -> int:
 
 def _cli(argv, stream=False):
     out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
-        if stream:
-            mp.setattr(cli, "_resident_memory", lambda: 0)
-            mp.setattr(cli, "KERNEL_RESERVE", 0)
-            mp.setattr(cli, "_row_bytes", lambda args, n: 10 ** 9)
-            mp.setattr(cli, "_streaming_settings", lambda *a, **k: (11, 7))
-            argv = argv + ["--max-memory", "64M"]
+    with cli_streaming(11 if stream else None) as extra:
+        argv = argv + extra
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 status = cli.main(argv + ["--progress", "never"])

@@ -256,8 +256,9 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
 NUMPY_REPLICATES_SECONDS = 10.0
 
 
-#: the most memory a bootstrap's replicates may keep: each its seed (about 1.5 KB) and its
-#: counts and metrics of every subgroup (7 counts, three copies at most, 168 bytes)
+#: the most memory a bootstrap's replicates may keep, for one model: each its seed (about
+#: 1.5 KB) and its counts and metrics of every subgroup (7 counts, three copies at most, 168
+#: bytes)
 MOST_BOOTSTRAP_BYTES = 2 ** 31
 
 
@@ -268,7 +269,8 @@ def check_bootstrap_memory(n_boot: int, n_groups: int) -> None:
     needed = n_boot * (1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3)
     if needed > MOST_BOOTSTRAP_BYTES:
         most = MOST_BOOTSTRAP_BYTES // (1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3)
-        raise ValueError(f"n_boot={n_boot:,} replicates of {n_groups:,} subgroups would keep "
+        raise ValueError(f"n_boot={n_boot:,} replicates of {n_groups:,} "
+                         f"subgroup{'' if n_groups == 1 else 's'} would keep "
                          f"about {needed / 2 ** 30:,.1f} GiB (at most "
                          f"{MOST_BOOTSTRAP_BYTES / 2 ** 30:.0f} GiB: {most:,} replicates here); "
                          f"ask for fewer replicates")

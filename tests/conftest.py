@@ -62,7 +62,7 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_cli_options_reference", "test_late_mutants_reference",
                      "test_session33_diff_reference", "test_dask_messages_reference",
                      "test_foreign_inputs_reference", "test_limits_reference",
-                     "test_session33_late_reference"}
+                     "test_session33_late_reference", "test_delong_near_one_reference"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -254,24 +254,11 @@ def test_delong_paired_test_light_positive_class(light):
 
 # --- the numpy first-call tier (forced as tests/test_first_call.py does) -----------------
 
-@pytest.fixture
-def compiling(monkeypatch):
-    from fastbias import _numba_cache
-    from fastbias.sweep import first_call
-    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "1")
-    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
-    monkeypatch.setattr(_numba_cache, "_ready", set())
-    monkeypatch.setattr(first_call, "_children", {})
-    monkeypatch.setattr(first_call, "_requested", [])
-    monkeypatch.setattr(first_call, "_runner", [])
-    monkeypatch.setattr(_numba_cache, "_pending", {})
-    monkeypatch.setattr(first_call, "_start_children", lambda: first_call._runner.clear())
-    yield
-    first_call.wait_until_compiled()
+from tests.test_first_call import cold, compiling  # noqa: E402,F401 (the suite's fixtures)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_delong_se_light_cell_numpy_first_call_tier(case, compiling):
+def test_delong_se_light_cell_numpy_first_call_tier(case, compiling):  # noqa: F811
     name, metric, y, s, g, w = _case(case)
     want = _exact_se(y, s, g, w, metric)
     got = _got(_bias_metrics(y, s, g, w), metric)

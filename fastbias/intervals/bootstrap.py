@@ -266,9 +266,10 @@ def check_bootstrap_memory(n_boot: int, n_groups: int) -> None:
     """A ValueError naming ``n_boot`` where its replicates would keep more than
     MOST_BOOTSTRAP_BYTES, before any is drawn (found by review: n_boot=10**9 ran out of
     memory making its seeds, 10**5 replicates of 200 subgroups after 74 s of work)."""
-    needed = n_boot * (1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3)
+    per_replicate = 1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3
+    needed = n_boot * per_replicate
     if needed > MOST_BOOTSTRAP_BYTES:
-        most = MOST_BOOTSTRAP_BYTES // (1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3)
+        most = MOST_BOOTSTRAP_BYTES // per_replicate
         raise ValueError(f"n_boot={n_boot:,} replicates of {n_groups:,} "
                          f"subgroup{'' if n_groups == 1 else 's'} would keep "
                          f"about {needed / 2 ** 30:,.1f} GiB (at most "

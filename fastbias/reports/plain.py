@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..validate.errors import visible
+from ..validate.errors import escaped, visible
 
 
 def terminal_text(text, *, keep_newlines: bool = False) -> str:
@@ -45,12 +45,7 @@ def name_cell(name) -> str:
         return text
     start = text.index(stripped[0]) if stripped else len(text)
     end = start + len(stripped)
-    return _escaped(text[:start]) + stripped + _escaped(text[end:])
-
-
-def _escaped(blanks: str) -> str:
-    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
-                   for c in blanks)
+    return escaped(text[:start]) + stripped + escaped(text[end:])
 
 
 def display_width(text: str) -> int:

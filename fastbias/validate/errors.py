@@ -24,11 +24,16 @@ _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
 _UNSAFE_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
+def escaped(text: str) -> str:
+    """Every character of ``text`` as its visible escape (``\\x20``, ``\\u200b``,
+    ``\\U000e0041``)."""
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x100 else
+                   f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+                   for c in text)
+
+
 def _escape(match) -> str:
-    code = ord(match.group())
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return escaped(match.group())
 
 
 def visible(text, *, keep_newlines: bool = False) -> str:

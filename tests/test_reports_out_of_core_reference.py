@@ -273,3 +273,36 @@ def test_histogram_edges_finite_when_score_range_overflows():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report.to_html()
+
+
+def test_from_result_refuses_weights_the_result_did_not_use():
+    """Weights beside a result that did not use them were read for nothing (or not at all):
+    an unweighted result with sample_weight=, another weight column than the one evaluated,
+    or weights whose missing rows are not those the result left out. Each is refused by name
+    (found by review: they passed without a word)."""
+    df = pd.DataFrame({"y": [0, 1, 0, 1, 0, 1, 0, 1], "s": [.1, .9, .3, .7, .2, .8, .4, .6],
+                       "w": [1, 1, np.nan, 1, 1, 1, 1, 2.0], "v": [1.0] * 8,
+                       "g": [1, 1, 0, 0, 1, 0, 1, 0]})
+    plain = fastbias.evaluate(df, label="y", scores="s", subgroups=["g"])
+    with pytest.raises(ValueError, match=r"sample_weight=3 was given, but the result was "
+                                         r"evaluated without weights"):
+        BiasReport.from_result(df, plain, sample_weight=3)
+    with pytest.raises(ValueError, match="without weights"):
+        BiasReport.from_result(df, plain, sample_weight="v")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
+                                     sample_weight="w", nan_policy="omit")
+        by_array = fastbias.evaluate(df, label="y", scores="s", subgroups=["g"],
+                                     sample_weight=df["w"].to_numpy(), nan_policy="omit")
+    with pytest.raises(ValueError, match="evaluated with the weight column 'w'"):
+        BiasReport.from_result(df, weighted, sample_weight="v")
+    # weights with no missing value, where the result left one row out: refused
+    with pytest.raises(ValueError, match=r"0 missing value\(s\) in 8 rows, but the result "
+                                         r"left out 1 row\(s\)"):
+        BiasReport.from_result(df, by_array, sample_weight=df["v"].to_numpy())
+    with pytest.raises(ValueError, match=r"in 7 rows"):
+        BiasReport.from_result(df, by_array, sample_weight=df["w"].to_numpy()[:7])
+    # the same weights: the histograms leave the row out (1 + 6 kept = 7 rows counted)
+    kept = BiasReport.from_result(df, by_array, sample_weight=df["w"].to_numpy())
+    assert int(kept.histograms.counts.sum()) == 7

@@ -115,6 +115,17 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     # score) are left out here too: they go to a discard bin
     label_column = df[result.label]
     label_ok = ~label_column.isna().to_numpy()
+    if sample_weight is not None and settings.get("weighted") is False:
+        # (the weights would be read for nothing: the report would look weighted while its
+        # table is not; found by review)
+        raise ValueError(f"sample_weight={sample_weight!r} was given, but the result was "
+                         "evaluated without weights: leave sample_weight out, or evaluate "
+                         "with it")
+    recorded = settings.get("weight_column")
+    if (recorded is not None and sample_weight is not None
+            and isinstance(sample_weight, str) and sample_weight != recorded):
+        raise ValueError(f"sample_weight={sample_weight!r}, but the result was evaluated "
+                         f"with the weight column {recorded!r}")
     if settings.get("missing_weight_rows"):
         # (rows of missing weight were left out of every model: found by review, they were
         # drawn in the figures of cells the table calls empty)
@@ -125,9 +136,16 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
                              "pass sample_weight= (the weights given to evaluate) so that the "
                              "histograms leave out the same rows")
         weights = df[sample_weight] if names_column(df, sample_weight) else sample_weight
-        label_ok &= ~np.asarray(pd.isna(pd.Series(np.asarray(weights, dtype=object)
-                                                  if not isinstance(weights, pd.Series)
-                                                  else weights)), dtype=bool)
+        missing = np.asarray(pd.isna(pd.Series(np.asarray(weights, dtype=object)
+                                               if not isinstance(weights, pd.Series)
+                                               else weights)), dtype=bool)
+        if missing.shape != label_ok.shape or int(missing.sum()) != settings[
+                "missing_weight_rows"]:
+            raise ValueError(f"sample_weight has {int(missing.sum())} missing value(s) in "
+                             f"{missing.shape[0]} rows, but the result left out "
+                             f"{settings['missing_weight_rows']} row(s) of missing weight in "
+                             f"{n}: pass the weights given to evaluate")
+        label_ok &= ~missing
     labels = np.zeros(n, dtype=bool)
     pos_label = settings.get("pos_label")
     labels[label_ok] = as_labels(label_column[label_ok], f"label column {result.label!r}",

@@ -83,10 +83,15 @@ def bernstein_halfwidth(n, *, sigma2, max_cost=1.0, gamma, confidence: float = 0
     confidence = check_confidence(confidence)
     n_arr = _check_positive(n, "n")
     sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
-    log_term = _log_half_alpha(confidence)
-    b = 2.0 * max_cost * log_term / (3.0 * gamma)
-    t = (b + np.sqrt(b * b + 8.0 * n_arr * sigma2 * log_term)) / (2.0 * n_arr)
+    t = halfwidths(n_arr, sigma2, max_cost, gamma, _log_half_alpha(confidence))
     return _scalar_or_array(t, n)
+
+
+def halfwidths(n, sigma2, max_cost, gamma, log_term: float):
+    """:func:`bernstein_halfwidth`'s formula, elementwise over checked arrays (or floats) of
+    ``n``, ``sigma2``, ``max_cost`` and ``gamma``, ``log_term`` its ``L``."""
+    b = 2.0 * max_cost * log_term / (3.0 * gamma)
+    return (b + np.sqrt(b * b + 8.0 * n * sigma2 * log_term)) / (2.0 * n)
 
 
 def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: float = 0.95):

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.thresholds import THRESHOLD_RATES, rate_sets
-from .bernstein import bernstein_halfwidth
+from .bernstein import _log_half_alpha, halfwidths
 
 RATE_INTERVALS = ("wilson", "exact")
 GAP_INTERVALS = ("bernstein",)
@@ -193,14 +193,16 @@ def bernstein_gap(k_a, n_a, k_b, n_b, n, confidence: float):
                              for v in (k_a, n_a, k_b, n_b, n))
     low = np.full(k_a.shape, np.nan)
     high = np.full(k_a.shape, np.nan)
-    for i in np.flatnonzero((n_a > 0) & (n_b > 0) & (n >= 2)):
-        g_a, g_b = n_a[i] / n[i], n_b[i] / n[i]
-        mean = (k_a[i] / g_a - k_b[i] / g_b) / n[i]  # the amortized disparities' mean
-        squares = k_a[i] / (g_a * g_a) + k_b[i] / (g_b * g_b)
-        sigma2 = max((squares - n[i] * mean * mean) / (n[i] - 1.0), 0.0)
-        t = bernstein_halfwidth(int(n[i]), sigma2=sigma2, max_cost=1.0, gamma=min(g_a, g_b),
-                                confidence=confidence)
-        low[i], high[i] = mean - t, mean + t
+    at = np.flatnonzero((n_a > 0) & (n_b > 0) & (n >= 2))
+    # (elementwise over the rows at once: a loop of bernstein_halfwidth calls took 20 s for
+    # 20,000 thresholds x 10 subgroups; the same operations in the same order, so the same bits)
+    k_a, n_a, k_b, n_b, n = k_a[at], n_a[at], k_b[at], n_b[at], n[at]
+    g_a, g_b = n_a / n, n_b / n
+    mean = (k_a / g_a - k_b / g_b) / n  # the amortized disparities' mean
+    squares = k_a / (g_a * g_a) + k_b / (g_b * g_b)
+    sigma2 = np.maximum((squares - n * mean * mean) / (n - 1.0), 0.0)
+    t = halfwidths(n, sigma2, 1.0, np.minimum(g_a, g_b), _log_half_alpha(confidence))
+    low[at], high[at] = mean - t, mean + t
     return low, high
 
 

@@ -62,7 +62,7 @@ from .validate.categories import (
     feature_summary,
     merge_feature_summaries,
 )
-from .validate.columns import PieceWhere, booleans_and_numbers
+from .validate.columns import PieceWhere, booleans_and_numbers, first_non_numeric
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.settings import check_sample_seed
 from .validate.spec import ColumnSpec, column_spec, score_dtype
@@ -119,6 +119,24 @@ def _check_score_dtypes(frame, spec: ColumnSpec, score_dtypes: list, where: str)
                             f"in the Dask DataFrame's meta (its files store different types?); "
                             f"give it one type first, e.g. ddf[{model!r}] = "
                             f"ddf[{model!r}].astype('float64')")
+
+
+#: partitions read for an example of a column refused by its dtype (an error's path only)
+EXAMPLE_PARTITIONS = 4
+
+
+def _example_of(column) -> str:
+    """`` (e.g. <value> at position <i> of Dask partition <p>)`` for a Dask column refused by
+    its dtype alone: the first value that is not a number in the first partitions that hold
+    one (as evaluate names one in memory; found by review: the message had no value), or
+    nothing where those partitions hold none."""
+    for number in range(min(column.npartitions, EXAMPLE_PARTITIONS)):
+        values = column.partitions[number].compute()
+        example = first_non_numeric(np.asarray(values.to_numpy(dtype=object, na_value=None),
+                                               dtype=object))
+        if example != "a non-numeric value":  # (none in this partition)
+            return f" (e.g. {example} of Dask partition {number})"
+    return ""
 
 
 def _refuse_duplicate_columns(columns, spec: ColumnSpec) -> None:
@@ -751,7 +769,8 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         for model in spec.models:
             dtype = dtypes[model]
             if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
-                raise TypeError(f"score column {model!r} must be numeric scores, got dtype {dtype}")
+                raise TypeError(f"score column {model!r} must be numeric scores, got dtype "
+                                f"{dtype}{_example_of(data[model])}")
         score_dtypes = [score_dtype(dtypes[m]) for m in spec.models]
         meta_kinds = _meta_kinds(spec, dtypes)
         n_input = data.npartitions

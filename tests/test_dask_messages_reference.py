@@ -431,3 +431,27 @@ def test_omit_counts_in_memory_match_own_count():
     with pytest.raises(TypeError, match="nan_policy"):
         fdask.evaluate(dd.from_pandas(d, 3), label="y", scores="s", subgroups=["g"],
                        nan_policy="omit")
+
+
+def test_score_column_refused_by_dtype_names_a_value():
+    """A Dask score column of text (string[pyarrow]) or booleans is refused from its dtype
+    before any partition is read; the message now names a value and its place, as memory's
+    does (found by review: it gave the dtype alone). Where the first partition holds no
+    value, the next that holds one is named; none at all: the dtype alone."""
+    y = [0, 1, 0, 1] * 3
+    g = [True, False] * 6
+    cases = [(["0.1", "0.9", "0.3", "x"] * 3, r"\(e\.g\. 'x' at position 3 of Dask partition 0\)"),
+             ([None] * 4 + ["0.1", "0.9", "x", "0.3"] * 2,
+              r"\(e\.g\. 'x' at position 2 of Dask partition 1\)"),
+             ([None] * 12, r"$")]
+    for values, message in cases:
+        frame = pd.DataFrame({"y": y, "s": pd.array(values, dtype="string"), "g": g})
+        with pytest.raises(TypeError, match=r"score column 's' must be numeric scores, got "
+                                            r"dtype string" + (message if message == "$" else " " + message)):
+            fdask.evaluate(dd.from_pandas(frame, npartitions=3), label="y", scores="s",
+                           subgroups=["g"])
+    frame = pd.DataFrame({"y": y, "s": [False, True] * 6, "g": g})
+    with pytest.raises(TypeError, match=r"got dtype bool \(e\.g\. False at position 0 of Dask "
+                                        r"partition 0\)"):
+        fdask.evaluate(dd.from_pandas(frame, npartitions=3), label="y", scores="s",
+                       subgroups=["g"])

@@ -14,7 +14,13 @@ from ..sort.order import order_scores, sorted_scores
 from ..validate.columns import check_aligned
 from ..validate.errors import warn_listed
 from ..validate.settings import check_confidence
-from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_sample_weight, as_scores
+from ..validate.values import (
+    NO_POS_LABEL_HINT,
+    as_labels,
+    as_sample_weight,
+    as_scores,
+    check_interval_weights_of,
+)
 from . import _kernels as IK
 from .delong import VARIANCE_TOLERANCE, _z_value, rounding_share, weight_bits_of
 
@@ -58,7 +64,8 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
         As for :func:`fastbias.bias_metrics`; without it only the overall AUC
         is compared.
     sample_weight : array-like of shape (n,), optional
-        Frequency weights (a weight of 2 counts a row twice).
+        Frequency weights (a weight of 2 counts a row twice); as for DeLong intervals,
+        the largest between 2**-200 and 2**200, else a ValueError naming it.
     label_threshold, subgroup_threshold : float, optional
     confidence : float, default 0.95
         For the interval of the difference.
@@ -99,6 +106,11 @@ def delong_paired_test(y_true, scores_a, scores_b, subgroups=None, *, sample_wei
     sa = as_scores(scores_a, "scores_a", n)
     sb = as_scores(scores_b, "scores_b", n)
     weights = as_sample_weight(sample_weight, n)
+    # (the weights' scale as DeLong intervals and the significance tests check it: beyond,
+    # the moments' products underflowed or overflowed, and AUCs 7e-9 off, standard errors of 0
+    # and "empty cells" came out; found by review. Rows too light for the running sums need
+    # no refusal here: this test bounds their rounding itself, NaN where it cannot vouch)
+    check_interval_weights_of(weights, "DeLong's paired test")
     w = np.ones(n) if weights is None else weights
     if subgroups is None:
         names, rows = [], []

@@ -223,11 +223,13 @@ def test_threshold_gap_bernstein_interval_by_hand():
                                        gap_interval="bernstein", confidence=0.9)
         row = t.loc[(0.5, "g")]
         pred = (s >= 0.5).astype(float)
-        for k, (sel, c) in {"positive_rate": (np.ones(n, bool), pred), "tpr": (y, pred),
-                            "fpr": (~y, pred), "fnr": (y, 1 - pred)}.items():
+        # (the positive rate's and the TPR's gaps: the paper's cost 1 - y_hat, mirrored)
+        for k, (sel, c, sign) in {"positive_rate": (np.ones(n, bool), 1 - pred, -1),
+                                  "tpr": (y, 1 - pred, -1), "fpr": (~y, pred, 1),
+                                  "fnr": (y, 1 - pred, 1)}.items():
             f = np.where(sel & m, 1, np.where(sel & ~m, -1, 0))
             ga, gb = (f == 1).mean(), (f == -1).mean()
-            z = np.where(f == 1, c / ga, np.where(f == -1, -c / gb, 0.0))
+            z = sign * np.where(f == 1, c / ga, np.where(f == -1, -c / gb, 0.0))
             B = 2 * L / (3 * min(ga, gb))
             h = (B + math.sqrt(B * B + 8 * n * z.var(ddof=1) * L)) / (2 * n)
             assert row[f"{k}_gap"] == pytest.approx(z.mean(), abs=1e-12)

@@ -322,16 +322,17 @@ def test_evaluate_bernstein_gap_interval_matches_reference():
         yy, g = df.y.to_numpy() == 1, df.g.to_numpy() == 1
         for _, row in table.iterrows():
             pred = df.s.to_numpy() >= row.threshold
-            sets = {"positive_rate": (np.ones(n, bool), pred), "tpr": (yy, pred),
-                    "fpr": (~yy, pred), "fnr": (yy, ~pred), "precision": (pred, yy)}
-            for rate, (trial, hit) in sets.items():
+            # (the positive rate's and the TPR's gaps: the paper's cost 1 - y_hat, mirrored)
+            sets = {"positive_rate": (np.ones(n, bool), ~pred, -1), "tpr": (yy, ~pred, -1),
+                    "fpr": (~yy, pred, 1), "fnr": (yy, ~pred, 1), "precision": (pred, yy, 1)}
+            for rate, (trial, hit, sign) in sets.items():
                 codes = np.where(trial & g, 1, np.where(trial & ~g, -1, 0))
                 if (codes == 1).sum() == 0 or (codes == -1).sum() == 0:
                     assert np.isnan(row[rate + "_gap_low"])
                     continue
                 mean, _, _, t = BR.amortized_interval(hit.astype(float).tolist(),
                                                       codes.tolist(), 1.0, conf)
-                m = float(mean)
+                m = sign * float(mean)
                 assert row[rate + "_gap"] == pytest.approx(m, abs=1e-12)
                 assert row[rate + "_gap_low"] == pytest.approx(max(m - float(t), -1.0), abs=1e-9)
                 assert row[rate + "_gap_high"] == pytest.approx(min(m + float(t), 1.0), abs=1e-9)

@@ -113,14 +113,17 @@ def test_bernstein_gap_equals_bernstein_interval_on_rows():
     predicted = s >= 0.5
     for name, member in groups.items():
         row = table.loc[(0.5, name)]
-        sets = {"positive_rate": (np.ones_like(y), predicted), "tpr": (y, predicted),
-                "fpr": (~y, predicted), "fnr": (y, ~predicted), "precision": (predicted, y)}
-        for rate, (in_set, counted) in sets.items():
+        # (the positive rate's and the TPR's gaps: the paper's cost 1 - y_hat, mirrored)
+        sets = {"positive_rate": (np.ones_like(y), ~predicted, -1), "tpr": (y, ~predicted, -1),
+                "fpr": (~y, predicted, 1), "fnr": (y, ~predicted, 1),
+                "precision": (predicted, y, 1)}
+        for rate, (in_set, counted, sign) in sets.items():
             codes = np.where(in_set, np.where(member, 1, -1), 0)
             ref = fastbias.bernstein_interval(counted.astype(float), codes)
+            low, high = sorted([sign * ref.low, sign * ref.high])
             np.testing.assert_allclose([row[f"{rate}_gap"], row[f"{rate}_gap_low"],
                                         row[f"{rate}_gap_high"]],
-                                       [ref.estimate, max(ref.low, -1.0), min(ref.high, 1.0)],
+                                       [sign * ref.estimate, max(low, -1.0), min(high, 1.0)],
                                        rtol=1e-10, err_msg=rate)
 
 

@@ -91,7 +91,11 @@ def reference(y, s, groups, thresholds, w=None, universe=None, conf=0.95, interv
                         r[f"{side}_{rate}_low"], r[f"{side}_{rate}_high"] = f(k, n, conf)
             for rate in RATES:
                 r[f"{rate}_gap"] = r[f"subgroup_{rate}"] - r[f"background_{rate}"]
-                if gap:
+                if gap and rate in ("positive_rate", "tpr"):  # (the paper's 1 - y_hat, mirrored)
+                    (ka, na), (kb, nb) = sets_of["subgroup"][rate], sets_of["background"][rate]
+                    low, high = _bernstein(na - ka, na, nb - kb, nb, u.sum(), conf)
+                    r[f"{rate}_gap_low"], r[f"{rate}_gap_high"] = -high, -low
+                elif gap:
                     r[f"{rate}_gap_low"], r[f"{rate}_gap_high"] = _bernstein(
                         *sets_of["subgroup"][rate], *sets_of["background"][rate], u.sum(), conf)
             rows.append(r)
@@ -169,14 +173,17 @@ def test_bernstein_gap_equals_bernstein_interval_on_rows():
     row = got.iloc[0]
     pred = s >= 0.5
     side = np.where(a, 1, -1)
-    for rate, cost, group in (("fpr", pred, np.where(~y, side, 0)),
-                              ("positive_rate", pred, side),
-                              ("precision", y, np.where(pred, side, 0)),
-                              ("fnr", ~pred, np.where(y, side, 0))):
+    # (the positive rate's and the TPR's gaps: the paper's cost 1 - y_hat, mirrored)
+    for rate, cost, group, sign in (("fpr", pred, np.where(~y, side, 0), 1),
+                                    ("positive_rate", ~pred, side, -1),
+                                    ("tpr", ~pred, np.where(y, side, 0), -1),
+                                    ("precision", y, np.where(pred, side, 0), 1),
+                                    ("fnr", ~pred, np.where(y, side, 0), 1)):
         b = fastbias.bernstein_interval(cost.astype(float), group)
+        low, high = sorted([sign * b.low, sign * b.high])
         np.testing.assert_allclose(
             [row[f"{rate}_gap"], row[f"{rate}_gap_low"], row[f"{rate}_gap_high"]],
-            [b.estimate, max(b.low, -1), min(b.high, 1)], rtol=1e-12)
+            [sign * b.estimate, max(low, -1), min(high, 1)], rtol=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::fastbias.UndefinedMetricWarning")

@@ -6,12 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..metrics.thresholds import check_thresholds
 from ..validate.columns import _to_numpy, check_aligned
 from ..validate.settings import check_confidence
 from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_scores
 
 
 def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
+    if isinstance(value, (bool, np.bool_, str, bytes)) or np.asarray(value).dtype.kind in "bOUS":
+        raise TypeError(f"{name} must be a number (or numbers), got {value!r}")
     arr = np.asarray(value, dtype=np.float64)
     bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
     if bad.any():
@@ -23,6 +26,9 @@ def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
 
 def _bernstein_parameters(sigma2, max_cost, gamma) -> tuple:
     """Checked (sigma2 >= 0, max_cost > 0, gamma in (0, 1]) as floats."""
+    for name, value in (("sigma2", sigma2), ("max_cost", max_cost), ("gamma", gamma)):
+        if np.ndim(value) != 0:  # (float() of a list raised numpy's own words: found by review)
+            raise TypeError(f"{name} must be one number, got {value!r}")
     sigma2 = float(_check_positive(sigma2, "sigma2", allow_zero=True))
     max_cost = float(_check_positive(max_cost, "max_cost"))
     gamma = float(_check_positive(gamma, "gamma"))
@@ -82,6 +88,10 @@ def bernstein_halfwidth(n, *, sigma2, max_cost=1.0, gamma, confidence: float = 0
     """
     confidence = check_confidence(confidence)
     n_arr = _check_positive(n, "n")
+    if not np.all(n_arr == np.floor(n_arr)):  # (a number of examples: found by review)
+        at = np.flatnonzero(n_arr.reshape(-1) != np.floor(n_arr.reshape(-1)))[0]
+        raise ValueError(f"n must be whole numbers of examples, got {float(n_arr.reshape(-1)[at])!r}"
+                         + (f" at position {at}" if np.ndim(n) else ""))
     sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
     t = halfwidths(n_arr, sigma2, max_cost, gamma, _log_half_alpha(confidence))
     return _scalar_or_array(t, n)
@@ -288,8 +298,17 @@ def bernstein_interval(cost, group, *, max_cost=1.0, confidence: float = 0.95,
 
 
 def _predictions(y_score, threshold) -> np.ndarray:
+    """``y_hat``: scores at or above ``threshold``, by the rule of ``thresholds=`` everywhere
+    (the threshold checked, then rounded to the scores' type: a float32 score of 0.7 is at
+    ``numpy.float64(0.7)``; found by review, numpy compared them in float64 here)."""
+    if np.ndim(threshold) != 0:
+        raise TypeError(f"threshold must be one number, got {threshold!r}")
+    try:
+        value = check_thresholds(threshold)[0]
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"threshold must be a number (not NaN), got {threshold!r}") from None
     scores = as_scores(y_score, "y_score")
-    return scores >= threshold
+    return scores >= np.asarray(value).astype(scores.dtype)
 
 
 def demographic_parity_cost(y_score, group, *, threshold: float = 0.5, group_a=1, group_b=-1):

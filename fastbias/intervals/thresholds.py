@@ -206,6 +206,13 @@ def bernstein_gap(k_a, n_a, k_b, n_b, n, confidence: float):
     return low, high
 
 
+#: rates whose gap's Bernstein interval is that of the complement's cost, mirrored: the cost
+#: of Ethayarajh's demographic parity (``fastbias.demographic_parity_cost``) and equal
+#: opportunity (``fastbias.equal_opportunity_cost``) is ``1 - y_hat``, so the positive rate's
+#: and the TPR's gaps take it (the TPR gap's interval is then the FNR gap's, mirrored)
+COMPLEMENT_COSTS = ("positive_rate", "tpr")
+
+
 def attach_threshold_intervals(table: pd.DataFrame, *, interval="wilson",
                                confidence: float = 0.95, gap_interval=None) -> pd.DataFrame:
     """A threshold table (``fastbias.metrics.thresholds.threshold_table``) with
@@ -230,7 +237,15 @@ def attach_threshold_intervals(table: pd.DataFrame, *, interval="wilson",
         n = (table[["subgroup_negatives", "subgroup_positives", "background_negatives",
                     "background_positives"]].to_numpy(dtype=np.float64).sum(axis=1))
         for rate in THRESHOLD_RATES:
-            low, high = bernstein_gap(*sub[rate], *back[rate], n, confidence)
+            if rate in COMPLEMENT_COSTS:
+                # the paper's cost 1 - y_hat, mirrored (its plug-in variance is not the same
+                # for a cost and its complement: the TPR gap's interval held 0 where the FNR
+                # gap's, the same disparity, did not; found by review)
+                (k_a, n_a), (k_b, n_b) = sub[rate], back[rate]
+                low, high = bernstein_gap(n_a - k_a, n_a, n_b - k_b, n_b, n, confidence)
+                low, high = -high, -low
+            else:
+                low, high = bernstein_gap(*sub[rate], *back[rate], n, confidence)
             # (clipped to a gap's range: on a few rows the bound reaches past it, 3.05 for an
             # FNR gap, and stretched the figures' axes; found by review)
             low, high = np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)

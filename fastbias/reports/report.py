@@ -792,7 +792,9 @@ class BiasReport:
                         f"{shown_at!r} (predicted positive: score >= threshold), largest first"
                         f"{among}"
                         f"{'' if len(gap_rows) == len(all_gaps) else f', the {len(gap_rows)} largest of {len(all_gaps)}'}"
-                        f"{'; bars: Bernstein intervals' if 'fpr_gap_low' in self.result.thresholds else ''}.",
+                        + (f"; bars: {percent_text(self.result.settings.get('confidence', 0.95))} "
+                           "Bernstein intervals" if "fpr_gap_low" in self.result.thresholds
+                           else "") + ".",
                         plot_threshold_gaps(self.result, threshold=shown_at,
                                             subgroups=gap_rows)))
             if self.result.thresholds["threshold"].nunique() > 1:
@@ -936,7 +938,12 @@ class BiasReport:
             items.append(("thresholds", f"{', '.join(repr(float(t)) for t in s['thresholds'])} "
                                         f"(rates' intervals: "
                                         f"{s.get('threshold_interval') or 'none'}; "
-                                        f"gaps' intervals: {s.get('gap_interval') or 'none'})"))
+                                        f"gaps' intervals: {s.get('gap_interval') or 'none'}"
+                                        # (their level too, as the AUCs' intervals say theirs:
+                                        # found by review, 80% ones read as 95%)
+                                        + (f"; {percent_text(s.get('confidence', 0.95))}"
+                                           if s.get("threshold_interval")
+                                           or s.get("gap_interval") else "") + ")"))
         if s.get("significance"):
             items.append(("significance", f"{SIGNIFICANCE_NAMES[s['significance']]}-adjusted "
                                           f"tests at level "

@@ -20,7 +20,7 @@ from .intervals.attach import (
     attach_intervals,
     check_ci,
 )
-from .intervals.bootstrap import bootstrap_seed, check_n_boot
+from .intervals.bootstrap import bootstrap_seed, check_n_boot, models_at_once
 from .intervals.significance import (
     add_pvalues,
     adjust_table,
@@ -462,6 +462,9 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
 
     # the models share the threads: each one's sorts and walks get its share of them
     model_threads = resolve_n_jobs(n_jobs, len(models))
+    if ci == "bootstrap":  # (fewer models at once where their replicates would keep more
+        # than the bound together: it bounds a call; each model then has more of the cores)
+        model_threads = models_at_once(n_boot, len(subgroup_names), model_threads)
     model_workers = max(1, resolve_workers(n_jobs) // model_threads)
     # one bootstrap bar for every model and universe (and all the rows, where no universe is
     # of them all): it only counts up

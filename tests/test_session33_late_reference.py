@@ -246,3 +246,38 @@ def test_delong_class_weight_just_above_one_se_exact_or_nan():
     assert abs(t["subgroup_auc"] - float(auc)) <= 1e-12
     se = t["subgroup_auc_se"]
     assert np.isnan(se) or abs(se - float(var) ** 0.5) <= 1e-6 * float(var) ** 0.5, se
+
+
+def test_bootstrap_memory_bound_is_a_calls_not_a_models(monkeypatch):
+    """The 2 GiB bound held per model: evaluate's models run in threads, so ten models at
+    once could keep ten times it (noted in the thirty-third session). Now a call runs only
+    as many models at once as keep their replicates within the bound together (at least
+    one), by the same count of bytes a replicate keeps (_per_replicate, by hand)."""
+    import fastbias.frame as frame
+    from fastbias.intervals.bootstrap import models_at_once
+    per_model = 250_000 * _per_replicate(3)  # 0.47 GiB a model: 4 fit in 2 GiB
+    assert 2 ** 31 // per_model == 4
+    assert models_at_once(250_000, 3, 16) == 4
+    assert models_at_once(250_000, 3, 2) == 2
+    assert models_at_once(1_000_000, 3, 8) == 1  # (1.9 GiB: one at a time)
+    assert models_at_once(1_000, 3, 8) == 8
+    seen = []
+    real = frame.map_in_threads
+
+    def recording(function, items, workers):
+        seen.append(workers)
+        return real(function, items, workers)
+
+    monkeypatch.setattr(frame, "map_in_threads", recording)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": rng.random(60) < 0.5, "a": rng.random(60), "b": rng.random(60),
+                       "c": rng.random(60), "g": rng.random(60) < 0.5})
+    # 3 models, 2 GiB // (n_boot x one subgroup's replicate) = 1 at once at n_boot = 1.2M
+    # would take long: the bound is checked with a small n_boot beside models_at_once above,
+    # and here only that evaluate asks for models_at_once's count
+    monkeypatch.setattr(frame, "models_at_once", lambda n_boot, n_groups, threads: 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fastbias.evaluate(df, label="y", scores=["a", "b", "c"], subgroups=["g"],
+                          ci="bootstrap", n_boot=20, random_state=0, n_jobs=3)
+    assert seen == [1]

@@ -262,11 +262,24 @@ NUMPY_REPLICATES_SECONDS = 10.0
 MOST_BOOTSTRAP_BYTES = 2 ** 31
 
 
+def replicate_bytes(n_groups: int) -> int:
+    """What one replicate of ``n_groups`` subgroups keeps (its seed and its counts and
+    metrics), at most."""
+    return 1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3
+
+
+def models_at_once(n_boot: int, n_groups: int, threads: int) -> int:
+    """How many models' bootstraps may run at once on ``threads`` threads with their
+    replicates within MOST_BOOTSTRAP_BYTES together (at least one: a call's bound, not a
+    model's; found by review, ten models in threads kept ten times it)."""
+    return max(1, min(threads, MOST_BOOTSTRAP_BYTES // (n_boot * replicate_bytes(n_groups))))
+
+
 def check_bootstrap_memory(n_boot: int, n_groups: int) -> None:
     """A ValueError naming ``n_boot`` where its replicates would keep more than
     MOST_BOOTSTRAP_BYTES, before any is drawn (found by review: n_boot=10**9 ran out of
     memory making its seeds, 10**5 replicates of 200 subgroups after 74 s of work)."""
-    per_replicate = 1_500 + max(n_groups, 1) * K.N_COUNT_COLUMNS * 8 * 3
+    per_replicate = replicate_bytes(n_groups)
     needed = n_boot * per_replicate
     if needed > MOST_BOOTSTRAP_BYTES:
         most = MOST_BOOTSTRAP_BYTES // per_replicate

@@ -363,7 +363,8 @@ def _later_json_keys(path: str, compression, keys: tuple, line_limit: int, *_fil
             if not pattern.search(line):
                 continue
             try:  # (as pandas joins the lines: a line may hold several objects)
-                objects = json.loads(b"[" + line + b"]", object_pairs_hook=lambda items: items)
+                objects = json.loads(b"[" + line + b"]", object_pairs_hook=lambda items: items,
+                                     strict=False)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 continue  # (the reading names the line that does not parse)
             # each object's (key, value) pairs; anything else (an array: a list) has no keys
@@ -427,7 +428,8 @@ def _refuse_unreadable_json(source, start: int, batch_rows: int, columns) -> Non
                 continue
             try:  # (a line's objects, as pandas joins them: a row each; found by review, a
                 # line of two objects was one row here, later rows misnamed or not found)
-                records = json.loads("[" + line + "]", parse_float=number, parse_int=integer)
+                records = json.loads("[" + line + "]", parse_float=number, parse_int=integer,
+                                     strict=False)
             except ValueError:
                 return
             for record in records:
@@ -472,7 +474,7 @@ def _objects_only(text: str) -> bool:
     """Whether the text of a JSON line, read as pandas joins lines (its values separated by
     commas), holds objects only (a line that does not parse is pandas' to name)."""
     try:
-        values = json.loads("[" + text + "]")
+        values = json.loads("[" + text + "]", strict=False)
     except ValueError:
         return True
     return all(isinstance(value, dict) for value in values)
@@ -548,13 +550,15 @@ def _json_names(path: str, line: str) -> list:
                             f"convert it, e.g. with pandas: "
                             f"pd.read_json(path).to_json(out, orient='records', lines=True)")
     try:
-        pairs = json.loads(line, object_pairs_hook=lambda items: items)
+        # (strict=False: a raw tab or other control character inside a string, as pandas reads
+        # it on every line; found by review, the first line alone refused it)
+        pairs = json.loads(line, object_pairs_hook=lambda items: items, strict=False)
     except json.JSONDecodeError as exc:
         raise DataFileError(f"{path!r} is not JSON lines: first line does not parse "
                             f"({exc.msg})") from None
     if not isinstance(pairs, list) or (pairs and not isinstance(pairs[0], tuple)):
         raise DataFileError(f"{path!r}: each JSON line must be an object with the columns as "
-                            f"keys, got {type(json.loads(line)).__name__}")
+                            f"keys, got {type(json.loads(line, strict=False)).__name__}")
     return [str(k) for k, _ in pairs]
 
 
@@ -848,7 +852,8 @@ class _WrittenIntegers:
             if not line:
                 continue
             try:
-                piece += json.loads("[" + line + "]", parse_int=str, parse_float=str)
+                piece += json.loads("[" + line + "]", parse_int=str, parse_float=str,
+                                    strict=False)
             except ValueError:
                 raise DataFileError(f"cannot read line {number} of {self.source.path!r} "
                                     f"again as JSON, to check its integers beyond 2**53"

@@ -194,6 +194,19 @@ class _BoostingBiasMetric:
                 f"XGBClassifier.fit) pass the metric copies of the labels, not the sets, so "
                 f"there such sets cannot be bound: use train() for them")
         if data is not None:
+            # an evaluator serves one evaluation set: one already bound to another set still
+            # alive (by its labels or as a pair) does not serve this one too (found by review:
+            # a training set of the validation set's size and labels, given no evaluator of
+            # its own, was scored with the validation set's subgroups, silently)
+            if any(ref() is not None and ref() is not data and evaluator is matching[0]
+                   for ref, evaluator, _ in list(self._bound.values())):
+                raise ValueError(
+                    f"an evaluation set of {n} rows has the size and labels of a "
+                    f"BiasEvaluator that already serves another evaluation set, so it may not "
+                    f"hold that evaluator's subgroups: give each evaluation set its own "
+                    f"evaluator (the training set too if it is evaluated), bound as "
+                    f"(eval_set, evaluator) pairs, e.g. lightgbm_metric([(dtrain, ev_train), "
+                    f"(dvalid, ev_valid)]), or leave the training set out of the evaluated sets")
             self._bind(data, matching[0])
         return matching[0]
 

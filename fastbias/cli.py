@@ -219,7 +219,7 @@ class _OverBudget(Exception):
     def rows_text(self) -> str:
         if self.exact:
             return f"{self.rows:,}"
-        return f"about {self.rows:,}" if self.projected else f"more than {self.rows:,}"
+        return f"about {self.rows:,}" if self.projected else f"at least {self.rows:,}"
 
 
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
@@ -375,8 +375,10 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
             if rows * row_bytes > max_bytes or \
                     projected[0] * row_bytes > PROJECTED_OVER * max_bytes:
                 progress.clear()
-                raise _OverBudget(int(projected[0]), row_bytes,
-                                  exact=False, projected=rows * row_bytes <= max_bytes)
+                # (the rows read are "at least" the file's, the projection "about" them;
+                # found by review: "more than 200 rows" of a file of 200)
+                raise _OverBudget(int(max(projected[0], rows)), row_bytes, exact=False,
+                                  projected=projected[0] > rows)
         parts.append(frame if prepare is None else prepare(frame))
         starts.append(rows - len(frame))
     progress.clear()
@@ -1079,7 +1081,8 @@ def _say_undefined(args, caught) -> None:
     for w in caught:
         if issubclass(w.category, (fastbias.UndefinedMetricWarning, OmittedRowsWarning,
                                    NoSubgroupWarning, WeightOverflowWarning)):
-            _say(args, f"fastbias: warning: {w.message}")
+            # (options named as options, as in errors: found by review)
+            _say(args, f"fastbias: warning: {_in_cli_terms(str(w.message), one_line=False)}")
 
 
 #: the bootstrap's replicates where --n-boot is not given
@@ -1522,9 +1525,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_PYTHON_TO_CLI = [("pass nan_policy='omit'", "pass --nan-policy omit"),
-                  ("nan_policy='omit'", "--nan-policy omit"),
-                  ("pass pos_label", "pass --positive VALUE"),
+_PYTHON_TO_CLI = [("pass pos_label", "pass --positive VALUE"),
                   ("pos_label", "--positive"),
                   ("label_threshold", "--label-threshold"),
                   ("subgroup_threshold", "--subgroup-threshold"),
@@ -1537,17 +1538,29 @@ _PYTHON_TO_CLI = [("pass nan_policy='omit'", "pass --nan-policy omit"),
                   ("sample_weight", "--weight")]
 
 
-def _in_cli_terms(message: str) -> str:
-    """Library error messages name Python arguments; say the command-line option instead."""
+#: a name or value as a message shows it (its repr: quoted, not inside a word, one line)
+_QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\\n]|\\.)*'(?!\w)|(?<!\w)"(?:[^"\\\n]|\\.)*"(?!\w))""")
+
+
+def _in_cli_terms(message: str, one_line: bool = True) -> str:
+    """Library error messages name Python arguments; say the command-line option instead.
+    Names and values from the data (quoted, as reprs) are left as they are (found by review:
+    a score column named 'confidence' was shown as '--confidence'). ``one_line``: the
+    message's white space collapsed (an error's one line)."""
     # ci='delong' or 'bootstrap' -> --ci delong or --ci bootstrap (found by review)
     message = re.sub(r"(?<![\w-])ci='(\w+)'(?: or '(\w+)')?",
                      lambda m: f"--ci {m.group(1)}" + (f" or --ci {m.group(2)}" if m.group(2)
                                                        else ""), message)
     message = re.sub(r"pass it as sensitive_features=\[(['\"])(.*?)\1\]",
                      lambda m: f"pass it as --sensitive-features {m.group(2)}", message)
-    for python_words, cli_words in _PYTHON_TO_CLI:
-        message = re.sub(rf"(?<![\w-]){re.escape(python_words)}(?!\w)", cli_words, message)
-    return " ".join(message.split())
+    message = re.sub(r"(?<![\w-])nan_policy='omit'", "--nan-policy omit", message)
+    parts = _QUOTED.split(message)
+    for at in range(0, len(parts), 2):  # (the odd parts are the quoted ones)
+        for python_words, cli_words in _PYTHON_TO_CLI:
+            parts[at] = re.sub(rf"(?<![\w-]){re.escape(python_words)}(?!\w)", cli_words,
+                               parts[at])
+    message = "".join(parts)
+    return " ".join(message.split()) if one_line else message
 
 
 def main(argv=None) -> int:

@@ -97,6 +97,13 @@ def _boolean_labels(column: pd.Series, label_col) -> np.ndarray:
     return values == 1
 
 
+def _with_convert_hint(err: Exception) -> Exception:
+    """``err`` with the copied code's hint (it takes no threshold: the library's hint to pass
+    one is left out; found by review)."""
+    message = str(err).replace("; pass a subgroup threshold to binarize", "")
+    return type(err)(f"{message}; {_CONVERT_HINT}")
+
+
 def _subgroup_rows(dataset: pd.DataFrame, subgroups: list):
     for name in subgroups:  # (the copied code has no threshold: say what it needs)
         missing = pd.isna(dataset[name]).to_numpy()
@@ -107,7 +114,7 @@ def _subgroup_rows(dataset: pd.DataFrame, subgroups: list):
     try:
         return subgroup_rows(dataset[subgroups], len(dataset))
     except (TypeError, ValueError) as err:
-        raise type(err)(f"{err}; {_CONVERT_HINT}") from err
+        raise _with_convert_hint(err) from err
 
 
 def _scores(column: pd.Series, model) -> np.ndarray:
@@ -159,7 +166,7 @@ def _tables_without_na_rows(dataset, labels, unique, position, models) -> list:
         result = evaluate(frame, label="y", scores=[f"m{k}" for k in range(len(models))],
                           subgroups=names, missing_subgroup="exclude")
     except (TypeError, ValueError) as err:
-        raise type(err)(f"{err}; {_CONVERT_HINT}") from err
+        raise _with_convert_hint(err) from err
     tables = []
     for k in range(len(models)):
         table = result.for_model(f"m{k}").iloc[position]

@@ -13,7 +13,7 @@ from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_scores
 
 
 def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
-    if isinstance(value, (bool, np.bool_, str, bytes)) or np.asarray(value).dtype.kind in "bOUS":
+    if isinstance(value, (bool, np.bool_, str, bytes)) or np.asarray(value).dtype.kind in "bUS":
         raise TypeError(f"{name} must be a number (or numbers), got {value!r}")
     arr = np.asarray(value, dtype=np.float64)
     bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
@@ -89,8 +89,9 @@ def bernstein_halfwidth(n, *, sigma2, max_cost=1.0, gamma, confidence: float = 0
     confidence = check_confidence(confidence)
     n_arr = _check_positive(n, "n")
     if not np.all(n_arr == np.floor(n_arr)):  # (a number of examples: found by review)
-        at = np.flatnonzero(n_arr.reshape(-1) != np.floor(n_arr.reshape(-1)))[0]
-        raise ValueError(f"n must be whole numbers of examples, got {float(n_arr.reshape(-1)[at])!r}"
+        flat = n_arr.reshape(-1)
+        at = np.flatnonzero(flat != np.floor(flat))[0]
+        raise ValueError(f"n must be whole numbers of examples, got {float(flat[at])!r}"
                          + (f" at position {at}" if np.ndim(n) else ""))
     sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
     t = halfwidths(n_arr, sigma2, max_cost, gamma, _log_half_alpha(confidence))

@@ -35,7 +35,7 @@ def _z_value(confidence: float) -> float:
 
 def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=None,
                      rows_y=None, tolerance=None, exact=None, flat=None, with_bound=False,
-                     flat_parts=None):
+                     flat_parts=None, scales=None):
     """DeLong variance from placement sums (frequency-weight semantics).
 
     ``theta = u / (w_x w_y)``; ``S10 = (sq_x / w_y^2 - w_x theta^2) / (w_x - 1)``,
@@ -65,7 +65,10 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     all the same (:func:`flat_parts`): that part is exactly 0, as for a sample of one row.
     ``with_bound``: return ``(variance, bound)``, ``bound`` how far the variance may be
     from the exact one through its sums' rounding (0 where worked out exactly); a
-    difference of variances (a significance test's) needs it.
+    difference of variances (a significance test's) needs it. ``scales``: ``(scale_x,
+    scale_y)``, the size of the sums each sample's weight was made from where it is a
+    difference (a background's: its class's total), so that ``W - 1`` is judged by their
+    rounding (default: the weight itself, a direct sum).
     """
     u, sq_x, sq_y, w_x, w_y = np.broadcast_arrays(
         *(np.asarray(v, dtype=np.float64) for v in (u, sq_x, sq_y, w_x, w_y)))
@@ -122,10 +125,16 @@ def _delong_variance(u, sq_x, sq_y, w_x, w_y, n_terms=None, floors=None, rows_x=
     # a sample weighing just over 1: W - 1 from its rounded sum is only known within the
     # sum's rounding, times W / (W - 1) (found by review: a cell of 1 + 1e-15 gave a standard
     # error 5-6% off, not NaN)
+    # (a background's W is its class's total less the subgroup's: known within the rounding
+    # of the total, not of W; found by review, a background of 1 + 1e-7 in a class of 1e9
+    # gave a standard error 35% low)
     if n_terms is not None:
+        scale_x, scale_y = (wx, wy) if scales is None else (
+            np.maximum(wx, np.asarray(scales[0], dtype=np.float64)),
+            np.maximum(wy, np.asarray(scales[1], dtype=np.float64)))
         unknown = unknown | (~known & (
-            (~one_x & (share * wx / (wx - 1.0) > tolerance / 4))
-            | (~one_y & (share * wy / (wy - 1.0) > tolerance / 4))))
+            (~one_x & (share * scale_x / (wx - 1.0) > tolerance / 4))
+            | (~one_y & (share * scale_y / (wy - 1.0) > tolerance / 4))))
     var = np.where(ok & ~unknown, var, np.nan)
     if not with_bound:
         return var
@@ -587,6 +596,10 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
         ("background", 0): np.where(n_neg_rows - m.cell_rows[:, 0] > 0, total_neg - cells[:, 0], 0.),
         ("background", 1): np.where(n_pos_rows - m.cell_rows[:, 1] > 0, total_pos - cells[:, 1], 0.),
     }
+    # what each cell's weight was made from: a background's, its class's total
+    made_from = {("subgroup", 0): cells[:, 0], ("subgroup", 1): cells[:, 1],
+                 ("background", 0): np.full(m.n_groups, float(total_neg)),
+                 ("background", 1): np.full(m.n_groups, float(total_pos))}
     cell_rows = np.asarray(m.cell_rows)
     rows = cell_rows_of(cell_rows, np.array(m.class_rows))
     # what each subgroup's sums add up: the rows (the classes' prefix sums) and its memberships
@@ -611,7 +624,8 @@ def standard_errors_from_sums(walk: MemberWalk, m: Memberships, sums: np.ndarray
                 [f[:, j] for f in floors], rows[x_cell], rows[y_cell], tolerance,
                 _exact_sums(bits, (total_neg, total_pos), *(f[:, j] for f in floors)),
                 same_score or (separated and metric not in AEG_METRICS),
-                flat_parts=None if parts is None else parts[metric])
+                flat_parts=None if parts is None else parts[metric],
+                scales=(made_from[x_cell], made_from[y_cell]))
             unknown[metric] = np.isnan(var[metric]) & (weight[x_cell] > 1) & (weight[y_cell] > 1)
         return var, unknown
 

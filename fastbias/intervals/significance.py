@@ -249,6 +249,9 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
             return flat_parts_of_spans(sums.spans)
     rows = cell_rows_of(sums.cell_rows, sums.class_rows)
     weight = _cell_weights(sums)
+    # what each cell's weight was made from: a background's, its class's total
+    made_from = {**{("subgroup", label): weight[("subgroup", label)] for label in (0, 1)},
+                 **{("background", label): totals[:, label] for label in (0, 1)}}
     c = sums.cross.T
     made = _metric_cross_sums(c, u_overall)
     # per metric: (sum over X of w c_M c_O, of w c_O), (over Y of w d_M d_O, of w d_O), each
@@ -309,7 +312,8 @@ def difference_standard_errors(sums: PlacementSums, table: pd.DataFrame,
                     [f[:, j] for f in floors], rows[x_cell], rows[y_cell], tolerance,
                     _exact_sums(bits, totals.max(axis=1), *(f[:, j] for f in floors)),
                     same_score or (separated and metric in AUC_METRICS), with_bound=True,
-                    flat_parts=None if parts is None else parts[metric])
+                    flat_parts=None if parts is None else parts[metric],
+                    scales=(made_from[x_cell], made_from[y_cell]))
                 # (NaN with both samples of weight above 1: a part not known within rounding)
                 cancelled[metric] = np.isnan(var) & (w_x > 1) & (w_y > 1)
                 if metric in AUC_METRICS and not own:

@@ -88,6 +88,7 @@ class _BoostingBiasMetric:
     def __init__(self, evaluators, metrics, name_index=0):
         # id(evaluation set) -> (weak reference to it, its evaluator, whether given as a pair)
         self._bound = {}
+        self._displaced = {}  # id -> weak reference of a set whose evaluator went to another
         pairs = []
         if isinstance(evaluators, BiasEvaluator):
             evaluators = [evaluators]
@@ -126,6 +127,7 @@ class _BoostingBiasMetric:
         alike whose evaluators differ, is refused as it is here)."""
         state = dict(self.__dict__)
         state["_bound"] = {}
+        state["_displaced"] = {}
         return state
 
     def _bind(self, data, evaluator, explicit: bool = False) -> None:
@@ -149,6 +151,8 @@ class _BoostingBiasMetric:
         """The evaluator of the evaluation set ``data`` (bound on first use) with ``labels``."""
         labels = np.asarray(labels)
         n = labels.shape[0]
+        if data is not None:
+            self._refuse_displaced(data, n)
         entry = self._bound_to(data) if data is not None else None
         if entry is not None:
             # its size and labels checked every call (found by review: a pair given with
@@ -194,21 +198,47 @@ class _BoostingBiasMetric:
                 f"XGBClassifier.fit) pass the metric copies of the labels, not the sets, so "
                 f"there such sets cannot be bound: use train() for them")
         if data is not None:
-            # an evaluator serves one evaluation set: one already bound to another set still
-            # alive (by its labels or as a pair) does not serve this one too (found by review:
-            # a training set of the validation set's size and labels, given no evaluator of
-            # its own, was scored with the validation set's subgroups, silently)
-            if any(ref() is not None and ref() is not data and evaluator is matching[0]
-                   for ref, evaluator, _ in list(self._bound.values())):
-                raise ValueError(
-                    f"an evaluation set of {n} rows has the size and labels of a "
-                    f"BiasEvaluator that already serves another evaluation set, so it may not "
-                    f"hold that evaluator's subgroups: give each evaluation set its own "
-                    f"evaluator (the training set too if it is evaluated), bound as "
-                    f"(eval_set, evaluator) pairs, e.g. lightgbm_metric([(dtrain, ev_train), "
-                    f"(dvalid, ev_valid)]), or leave the training set out of the evaluated sets")
+            self._take_over(data, matching[0], n)
             self._bind(data, matching[0])
         return matching[0]
+
+    def _take_over(self, data, evaluator, n: int) -> None:
+        """Before ``data`` is bound to ``evaluator`` by its labels: an evaluator paired with
+        another live set does not serve this one; one bound by labels to another live set
+        leaves it (a set of the same rows built again, the first no longer evaluated: a
+        continued training, a search), and that set, if evaluated again, is refused (found by
+        review: a training set of the validation set's size and labels, with no evaluator of
+        its own, was scored with the validation set's subgroups, silently)."""
+        for key, (ref, bound, explicit) in list(self._bound.items()):
+            other = ref()
+            if bound is not evaluator or other is None or other is data:
+                continue
+            if explicit:
+                raise ValueError(
+                    f"an evaluation set of {n} rows has the size and labels of a BiasEvaluator "
+                    f"paired with another evaluation set, so it may not hold that evaluator's "
+                    f"subgroups: pair this set with its own evaluator too (the training set as "
+                    f"well if it is evaluated), or leave it out of the evaluated sets")
+            del self._bound[key]
+            self._displaced[key] = ref
+
+    def _refuse_displaced(self, data, n: int) -> None:
+        """A set whose evaluator went to another live set of the same size and labels, seen
+        again: the two take turns, so which rows the evaluator holds cannot be told."""
+        ref = self._displaced.get(id(data))
+        if ref is None:
+            return
+        if ref() is not data:  # (another object now has that id)
+            del self._displaced[id(data)]
+            return
+        raise ValueError(
+            f"two evaluation sets of {n} rows with the same labels take turns with one "
+            f"BiasEvaluator (e.g. the training set evaluated beside the validation set without "
+            f"an evaluator of its own), so which rows it holds cannot be told (a number of "
+            f"the round before was made with the other set's subgroups): give each set "
+            f"its own evaluator as (eval_set, evaluator) pairs, e.g. lightgbm_metric([(dtrain, "
+            f"ev_train), (dvalid, ev_valid)]), or leave the training set out of the evaluated "
+            f"sets")
 
     def _values(self, labels, preds, data=None) -> dict:
         preds = np.asarray(preds)

@@ -1082,7 +1082,7 @@ def _say_undefined(args, caught) -> None:
         if issubclass(w.category, (fastbias.UndefinedMetricWarning, OmittedRowsWarning,
                                    NoSubgroupWarning, WeightOverflowWarning)):
             # (options named as options, as in errors: found by review)
-            _say(args, f"fastbias: warning: {_in_cli_terms(str(w.message), one_line=False)}")
+            _say(args, f"fastbias: warning: {_in_cli_terms(str(w.message), bare_words=False)}")
 
 
 #: the bootstrap's replicates where --n-boot is not given
@@ -1542,25 +1542,30 @@ _PYTHON_TO_CLI = [("pass pos_label", "pass --positive VALUE"),
 _QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\\n]|\\.)*'(?!\w)|(?<!\w)"(?:[^"\\\n]|\\.)*"(?!\w))""")
 
 
-def _in_cli_terms(message: str, one_line: bool = True) -> str:
+def _in_cli_terms(message: str, bare_words: bool = True) -> str:
     """Library error messages name Python arguments; say the command-line option instead.
     Names and values from the data (quoted, as reprs) are left as they are (found by review:
-    a score column named 'confidence' was shown as '--confidence'). ``one_line``: the
-    message's white space collapsed (an error's one line)."""
+    a score column named 'confidence' was shown as '--confidence'). Without ``bare_words``
+    (a warning, which may list names unquoted: a subgroup named 'n_boot' read '--n-boot')
+    only the keyword forms (``ci='delong'``, ``nan_policy='omit'``) are said as options, and
+    the message keeps its lines; else its white space is collapsed (an error's one line)."""
     # ci='delong' or 'bootstrap' -> --ci delong or --ci bootstrap (found by review)
     message = re.sub(r"(?<![\w-])ci='(\w+)'(?: or '(\w+)')?",
                      lambda m: f"--ci {m.group(1)}" + (f" or --ci {m.group(2)}" if m.group(2)
                                                        else ""), message)
     message = re.sub(r"pass it as sensitive_features=\[(['\"])(.*?)\1\]",
                      lambda m: f"pass it as --sensitive-features {m.group(2)}", message)
-    message = re.sub(r"(?<![\w-])nan_policy='omit'", "--nan-policy omit", message)
+    # name='value' (a keyword argument as Python writes it) -> --name value
+    message = re.sub(r"(?<![\w'\"-])(nan_policy|missing_subgroup)='(\w+)'",
+                     lambda m: f"--{m.group(1).replace('_', '-')} {m.group(2)}", message)
+    if not bare_words:
+        return message
     parts = _QUOTED.split(message)
     for at in range(0, len(parts), 2):  # (the odd parts are the quoted ones)
         for python_words, cli_words in _PYTHON_TO_CLI:
             parts[at] = re.sub(rf"(?<![\w-]){re.escape(python_words)}(?!\w)", cli_words,
                                parts[at])
-    message = "".join(parts)
-    return " ".join(message.split()) if one_line else message
+    return " ".join("".join(parts).split())
 
 
 def main(argv=None) -> int:

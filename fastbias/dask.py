@@ -128,15 +128,20 @@ EXAMPLE_PARTITIONS = 4
 def _example_of(column) -> str:
     """`` (e.g. <value> at position <i> of Dask partition <p>)`` for a Dask column refused by
     its dtype alone: the first value that is not a number in the first partitions that hold
-    one (as evaluate names one in memory; found by review: the message had no value), or
-    nothing where those partitions hold none."""
+    one (as evaluate names one in memory; found by review: the message had no value), a
+    number written as text only where none holds another value, or nothing where those
+    partitions hold none."""
+    as_text = ""  # (numbers written as text: named only where no partition holds a word)
     for number in range(min(column.npartitions, EXAMPLE_PARTITIONS)):
         values = column.partitions[number].compute()
         example = first_non_numeric(np.asarray(values.to_numpy(dtype=object, na_value=None),
                                                dtype=object))
-        if example != "a non-numeric value":  # (none in this partition)
+        if example == "a non-numeric value":  # (none in this partition)
+            continue
+        if not example.endswith("(numbers written as text)"):
             return f" (e.g. {example} of Dask partition {number})"
-    return ""
+        as_text = as_text or f" (e.g. {example} of Dask partition {number})"
+    return as_text
 
 
 def _refuse_duplicate_columns(columns, spec: ColumnSpec) -> None:

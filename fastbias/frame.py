@@ -73,7 +73,7 @@ from .validate.columns import (
     rows_kept,
 )
 from .validate.errors import OmittedRowsWarning, gathered, warn_listed
-from .validate.rows import _score_drop_what, rows_to_omit, score_drop_mask
+from .validate.rows import _score_drop_what, rows_digest, rows_to_omit, score_drop_mask
 from .validate.settings import (
     check_confidence,
     check_label_options,
@@ -560,8 +560,9 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     weight_missing = next((m for what, m, _ in parts[:3] if what.startswith("sample_weight")),
                           None)
     if weight_missing is not None and weight_missing.any():
-        # (what a report's histograms need to leave the same rows out)
+        # (what a report's histograms need to leave the same rows out, and to tell them)
         result_settings["missing_weight_rows"] = int(weight_missing.sum())
+        result_settings["missing_weight_digest"] = rows_digest(weight_missing)
         if names_column(df, sample_weight):
             result_settings["weight_column"] = sample_weight
     if result_settings.get("intersections") is not None:

@@ -15,7 +15,10 @@ from ..validate.values import NO_POS_LABEL_HINT, as_labels, as_scores
 def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
     if isinstance(value, (bool, np.bool_, str, bytes)) or np.asarray(value).dtype.kind in "bUS":
         raise TypeError(f"{name} must be a number (or numbers), got {value!r}")
-    arr = np.asarray(value, dtype=np.float64)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except OverflowError:  # (an int past the largest double)
+        raise ValueError(f"{name} must be finite, got {value!r}") from None
     bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
     if bad.any():
         first = arr.reshape(-1)[np.flatnonzero(bad.reshape(-1))[0]]
@@ -309,7 +312,8 @@ def _predictions(y_score, threshold) -> np.ndarray:
     except (TypeError, ValueError) as error:
         raise type(error)(f"threshold must be a number (not NaN), got {threshold!r}") from None
     scores = as_scores(y_score, "y_score")
-    return scores >= np.asarray(value).astype(scores.dtype)
+    with np.errstate(over="ignore"):  # (1e300 for float32 scores: inf, above them all)
+        return scores >= np.asarray(value).astype(scores.dtype)
 
 
 def demographic_parity_cost(y_score, group, *, threshold: float = 0.5, group_a=1, group_b=-1):

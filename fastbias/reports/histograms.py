@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..validate.categories import category_codes
 from ..validate.columns import from_foreign, names_column
+from ..validate.rows import rows_digest
 from ..validate.subgroups import identity_values
 from ..validate.values import as_labels
 
@@ -145,6 +146,13 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
                              f"{missing.shape[0]} rows, but the result left out "
                              f"{settings['missing_weight_rows']} row(s) of missing weight in "
                              f"{n}: pass the weights given to evaluate")
+        recorded_rows = settings.get("missing_weight_digest")
+        if recorded_rows is not None and rows_digest(missing) != recorded_rows:
+            # (as many missing, on other rows: found by review, drawn in cells the table
+            # counts without them)
+            raise ValueError(f"sample_weight is missing on {int(missing.sum())} row(s), as "
+                             f"many as the result left out, but not on the same rows: pass "
+                             f"the weights given to evaluate")
         label_ok &= ~missing
     labels = np.zeros(n, dtype=bool)
     pos_label = settings.get("pos_label")

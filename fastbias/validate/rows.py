@@ -1,6 +1,7 @@
 """The rows of an array call under ``nan_policy``: validated together, dropped with one warning."""
 from __future__ import annotations
 
+import hashlib
 import warnings
 from typing import NamedTuple
 
@@ -16,6 +17,16 @@ from .values import (
     binary_labels,
     finite_bounds,
 )
+
+
+def rows_digest(mask: np.ndarray) -> str:
+    """A short digest of which rows a boolean mask marks (its length too): what a result
+    records of the rows it left out, so that a later reading can tell the same rows from
+    others of the same count."""
+    mask = np.ascontiguousarray(mask, dtype=bool)
+    digest = hashlib.sha256(np.int64(mask.shape[0]).tobytes())
+    digest.update(np.packbits(mask).tobytes())
+    return digest.hexdigest()[:16]
 
 
 def rows_to_omit(parts: list) -> tuple:

@@ -1,6 +1,7 @@
 """Checks of the settings every entry point takes (thresholds, policies, threads, levels)."""
 from __future__ import annotations
 
+import decimal
 import fractions
 import math
 import numbers
@@ -17,9 +18,13 @@ MISSING_POLICIES = ("background", "exclude")
 
 def check_threshold(threshold, name: str) -> float:
     """A threshold must be a finite real number."""
+    # (an exact Decimal is a number too, as thresholds= and the columns' values take it:
+    # found by review, refused here alone)
     if isinstance(threshold, (str, bytes, bool, np.bool_)) \
-            or not isinstance(threshold, numbers.Real):
+            or not isinstance(threshold, (numbers.Real, decimal.Decimal)):
         raise TypeError(f"{name} must be a number, got {threshold!r}")
+    if isinstance(threshold, decimal.Decimal) and threshold.is_snan():
+        raise ValueError(f"{name} must be finite, got {threshold!r}")
     value = as_float(threshold, name)
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")

@@ -592,3 +592,28 @@ def test_raw_control_characters_in_strings_read_on_every_line(tmp_path, capsys, 
         ref_rows = [(Fraction(s), Fraction(1), y, True if i in (7, 19) else None)
                     for i, (y, s, _) in enumerate(base)]
         assert_matches(result, "s", "h", reference(ref_rows))
+
+
+def test_json_report_says_how_p_values_were_had(tmp_path, capsys, streamed):
+    """The JSON report gave the p-values alone; out of core a cell under 30 rows has
+    Hoeffding's bound, not a test (docs/significance.md), which the HTML and terminal say
+    and the JSON did not (found by review). Each model now carries its counts: here a
+    subgroup of 20 rows (10 of each class) has its 5 p-values as bounds out of core, drawn
+    tests in memory, and the large one DeLong's tests (no permutation)."""
+    rng = random.Random(4)
+    lines = []
+    for i in range(2000):
+        small = i < 20
+        y = i % 2 if small else int(rng.random() < 0.4)
+        lines.append(json.dumps({"y": y, "s": round(rng.random() + 0.3 * y, 3),
+                                 "g": small, "h": rng.random() < 0.4}))
+    path = _write(tmp_path / "sig.jsonl", lines)
+    extra = ["--significance", "holm"]
+    memory = report_json(capsys, path, "y", ["s"], ["g", "h"], tmp_path, *extra, tag="mem")
+    streamed()
+    out = report_json(capsys, path, "y", ["s"], ["g", "h"], tmp_path, *extra, tag="str")
+    got_memory = memory["models"][0]["significance_tests"]
+    got_streamed = out["models"][0]["significance_tests"]
+    assert got_memory["n_tests"] == got_streamed["n_tests"] == 10
+    assert (got_memory["permutation_tests"], got_memory["permutation_bounds"]) == (5, 0)
+    assert (got_streamed["permutation_tests"], got_streamed["permutation_bounds"]) == (0, 5)

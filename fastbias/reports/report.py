@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
+from ..intervals.significance import COUNT_ATTRS
 from ..metrics.aggregates import final_metric
 from ..metrics.definitions import (
     AUC_METRICS,
@@ -690,6 +691,12 @@ class BiasReport:
                 **{k: _json_value(v) for k, v in summary.loc[model].items()},
                 "subgroups": rows,
             })
+            # how the p-values were had (tests, out-of-core bounds, cells untested), as the
+            # HTML and terminal say it (found by review: the JSON gave the p-values alone)
+            attrs = self.result.model_attrs.get(model, {}) if self.result.model_attrs else {}
+            if self.result.settings.get("significance") and "permutation_tests" in attrs:
+                models[-1]["significance_tests"] = {
+                    k: _json_value(attrs[k]) for k in (*COUNT_ATTRS, "n_tests") if k in attrs}
             if self.result.thresholds is not None:  # one record per threshold and subgroup
                 at = self.result.thresholds
                 at = at[at["model"] == model].drop(columns="model")

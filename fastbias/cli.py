@@ -831,11 +831,87 @@ def _resident_memory() -> int:
 
 
 def _memory_limit(args) -> int:
-    """The whole run's memory: --max-memory, or a share of what is available."""
+    """The whole run's memory: --max-memory, or a share of what is available to this
+    process: of the machine's memory, and of what its own limits leave (an address-space
+    rlimit, a cgroup's memory limit: found by review, a file read in memory under
+    ``prlimit --as`` failed to allocate where streaming would have run)."""
     if args.max_memory is not None:
         return args.max_memory
     available = _available_memory()
-    return int(MEMORY_SHARE * available) if available else 4 * 2 ** 30
+    limit = int(MEMORY_SHARE * available) if available else 4 * 2 ** 30
+    headroom = _process_headroom()
+    if headroom is not None:
+        limit = min(limit, _resident_memory() + int(MEMORY_SHARE * headroom))
+    return limit
+
+
+#: a limit at or above this is none (the kernel's "max", 2**63 rounded to pages)
+NO_LIMIT = 2 ** 60
+
+
+def _process_headroom() -> int | None:
+    """Bytes this process may still take under its own limits: its address-space rlimit less
+    its address space, its cgroup's memory limit less the cgroup's use (v2 or v1); None where
+    neither limits it."""
+    found = []
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and 0 < soft < NO_LIMIT:
+            found.append(max(0, soft - _address_space()))
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
+    cgroup = _cgroup_headroom()
+    if cgroup is not None:
+        found.append(cgroup)
+    return min(found) if found else None
+
+
+def _address_space() -> int:
+    """Bytes of address space this process maps now (Linux: VmSize), 0 where unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _cgroup_headroom() -> int | None:
+    """The memory limit of this process's cgroup less what the cgroup uses (Linux cgroup v2
+    ``memory.max``/``memory.current``, or v1 ``memory.limit_in_bytes``/``usage_in_bytes``);
+    None where there is none, or it cannot be read."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    places = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            base = os.path.join("/sys/fs/cgroup", parts[2].lstrip("/"))
+            places.append((base, "memory.max", "memory.current"))
+        elif "memory" in parts[1].split(","):
+            base = os.path.join("/sys/fs/cgroup/memory", parts[2].lstrip("/"))
+            places.append((base, "memory.limit_in_bytes", "memory.usage_in_bytes"))
+    for folder, limit_name, usage_name in places:
+        try:
+            with open(os.path.join(folder, limit_name), encoding="ascii") as handle:
+                text = handle.read().strip()
+            if text == "max" or int(text) >= NO_LIMIT:
+                continue
+            with open(os.path.join(folder, usage_name), encoding="ascii") as handle:
+                used = int(handle.read().strip())
+            return max(0, int(text) - used)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _data_budget(limit: int) -> int:

@@ -190,6 +190,7 @@ def test_out_of_core_refuses_what_needs_the_rows(tmp_path):
         evaluate_csv(path, ci="delong", sample_weight="w", **kwargs)
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 def test_cli_streams_delong_intervals(tmp_path, capsys, monkeypatch):
     from tests.test_bounded_memory import _tied_frame, memory_and_streamed_reports
 

@@ -251,6 +251,7 @@ def _interval_leaves(tree, key="", out=None):
     return out
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 def test_verified_cli_streamed_weighted_delong_equals_memory(tmp_path, capsys, monkeypatch):
     from tests.test_bounded_memory import _tied_frame
 

@@ -50,6 +50,7 @@ def test_parquet_file_with_an_all_null_identity_column_is_evaluated(tmp_path):
                                    expected.table["subgroup_auc"], check_exact=True)
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 @pytest.mark.parametrize("positive", ["true", "True"])
 def test_cli_streamed_csv_boolean_labels_positive_as_in_memory(
         tmp_path, capsys, monkeypatch, positive):

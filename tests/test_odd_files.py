@@ -203,6 +203,7 @@ def test_force_keeps_a_private_report_private(tmp_path, capsys):
 
 # ------------------------------------------------------------------ verified: streamed path
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 def test_streamed_equals_in_memory_on_an_odd_file(tmp_path, capsys, monkeypatch):
     """Verified: a BOM + CRLF CSV with quoted multi-line text, empty and fractional identity
     cells, streamed (--max-memory) gives the in-memory JSON report exactly."""

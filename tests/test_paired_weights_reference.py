@@ -362,6 +362,7 @@ def test_significance_weighted_cells_just_above_one(eps, where):
         assert res.filter(like="_pvalue").isna().to_numpy().sum() >= 2
 
 
+@pytest.mark.jit_heavy  # (exact rational references of weighted cells: too slow as Python)
 @pytest.mark.parametrize("seed", range(3))
 def test_significance_matches_exact_reference_weighted(seed):
     rng = np.random.default_rng(100 + seed)

@@ -145,6 +145,7 @@ def test_settings_label_threshold_with_pos_label_as_in_memory(tmp_path):
             _quiet(call, data, pos_label="toxic", **K, label_threshold=0.3)
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 def test_cli_streamed_positive_in_settings_as_in_memory(tmp_path, capsys, monkeypatch):
     """Integer labels 0/1, --positive 1: the in-memory report's settings say 1, the streamed
     one's 1.0 (read as a float whatever the column's integer type)."""
@@ -283,6 +284,7 @@ def test_dask_empty_partition_and_a_partition_of_the_third_value_alone():
                           pos_label="toxic", **K)
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 @pytest.mark.parametrize("positive", ["true", "TRUE"])
 def test_cli_streamed_jsonl_booleans_with_positive(tmp_path, capsys, monkeypatch, positive):
     df = _frame(40_000, seed=1)
@@ -298,6 +300,7 @@ def test_cli_streamed_jsonl_booleans_with_positive(tmp_path, capsys, monkeypatch
     assert streamed == memory
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 def test_cli_streamed_text_label_whose_first_batch_looks_numeric_is_refused(
         tmp_path, capsys, monkeypatch):
     """Labels "1"/"unk" with only "1" in the first batch: in memory a report; streamed the

@@ -159,6 +159,7 @@ def test_text_words_are_values_numeric_na_is_not_annotated(tmp_path):
     assert row["background_negatives"] == int(((a == "0") & ~y).sum())
 
 
+@pytest.mark.jit_heavy  # (the CLI streaming: its kernels run compiled; too slow as Python)
 def test_cli_memory_and_streamed_keep_text_words(tmp_path, capsys, monkeypatch):
     from fastbias.cli import main
     from tests.test_bounded_memory import _four_mib_for_data

@@ -795,15 +795,23 @@ MEMORY_SHARE = 0.5
 HISTOGRAM_BINS = 40
 
 
-def _available_memory() -> int | None:
-    """Bytes of memory available now (Linux: MemAvailable), or None where unknown."""
+def _proc_bytes(path: str, field: str) -> int | None:
+    """A ``field:  N kB`` line of a Linux /proc file as bytes, or None where unknown."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
+        with open(path, encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available now (Linux: MemAvailable), or None where unknown."""
+    available = _proc_bytes("/proc/meminfo", "MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):
@@ -870,14 +878,7 @@ def _process_headroom() -> int | None:
 
 def _address_space() -> int:
     """Bytes of address space this process maps now (Linux: VmSize), 0 where unknown."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return _proc_bytes("/proc/self/status", "VmSize") or 0
 
 
 def _cgroup_headroom() -> int | None:

@@ -20,12 +20,19 @@ passing ``(eval_set, evaluator)`` pairs, as the error says, with the ``Dataset``
 scikit-learn APIs, ``LGBMClassifier.fit`` and ``XGBClassifier.fit``, hand the
 metric copies of the labels, not the sets: there such sets cannot be told apart,
 and the error says so; use ``train`` for them.) The training set
-needs an evaluator too if it is among the evaluation sets. Row weights come
+needs an evaluator too if it is among the evaluation sets. An evaluator serves one live
+set at a time: another live set of the same size and labels takes it over with a
+``UserWarning`` (right for the same rows built again), and the first set, evaluated
+again, is refused (two sets taking turns). Where the scikit-learn APIs hand label copies,
+two evaluated sets of the same size and labels with one evaluator between them cannot be
+told apart at all: both are scored with its subgroups; give each its own evaluator, or use
+``train``. Row weights come
 from the evaluator: weights attached to the evaluation data are not used
 (bias metrics are usually reported unweighted even when training is weighted).
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -221,6 +228,15 @@ class _BoostingBiasMetric:
                     f"well if it is evaluated), or leave it out of the evaluated sets")
             del self._bound[key]
             self._displaced[key] = ref
+            # (said at once: with a single round, or sets evaluated once each, the refusal
+            # of the next turn never comes; found by review)
+            warnings.warn(
+                f"an evaluation set of {n} rows with the size and labels of another one still "
+                f"alive takes over its BiasEvaluator: right if it holds the same rows (a set "
+                f"built again), but if both are evaluated in one training one of them is scored "
+                f"with the other's subgroups (the next turn of the first is refused); give each "
+                f"evaluated set its own evaluator as (eval_set, evaluator) pairs",
+                UserWarning, stacklevel=4)
 
     def _refuse_displaced(self, data, n: int) -> None:
         """A set whose evaluator went to another live set of the same size and labels, seen

@@ -882,9 +882,13 @@ def _address_space() -> int:
 
 
 def _cgroup_headroom() -> int | None:
-    """The memory limit of this process's cgroup less what the cgroup uses (Linux cgroup v2
-    ``memory.max``/``memory.current``, or v1 ``memory.limit_in_bytes``/``usage_in_bytes``);
-    None where there is none, or it cannot be read."""
+    """The least that the memory limits of this process's cgroup and its ancestors leave (each
+    limit less its cgroup's use: the kernel holds a process to the tightest), from Linux
+    cgroup v2 ``memory.max``/``memory.current`` or v1 ``memory.limit_in_bytes``/
+    ``usage_in_bytes``; None where none limits it or none can be read. The walk up reaches
+    the mount's own root too, which in a container without a cgroup namespace is the
+    container's cgroup though /proc/self/cgroup names a path outside it (found by review:
+    only the process's own cgroup was read)."""
     try:
         with open("/proc/self/cgroup", encoding="utf-8") as handle:
             lines = handle.read().splitlines()
@@ -896,23 +900,26 @@ def _cgroup_headroom() -> int | None:
         if len(parts) != 3:
             continue
         if parts[0] == "0" and parts[1] == "":
-            base = os.path.join("/sys/fs/cgroup", parts[2].lstrip("/"))
-            places.append((base, "memory.max", "memory.current"))
+            places.append(("/sys/fs/cgroup", parts[2], "memory.max", "memory.current"))
         elif "memory" in parts[1].split(","):
-            base = os.path.join("/sys/fs/cgroup/memory", parts[2].lstrip("/"))
-            places.append((base, "memory.limit_in_bytes", "memory.usage_in_bytes"))
-    for folder, limit_name, usage_name in places:
-        try:
-            with open(os.path.join(folder, limit_name), encoding="ascii") as handle:
-                text = handle.read().strip()
-            if text == "max" or int(text) >= NO_LIMIT:
+            places.append(("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes",
+                           "memory.usage_in_bytes"))
+    found = []
+    for root, path, limit_name, usage_name in places:
+        names = [name for name in path.split("/") if name and name not in (".", "..")]
+        for depth in range(len(names), -1, -1):  # (the cgroup, its parents, the root)
+            folder = os.path.join(root, *names[:depth])
+            try:
+                with open(os.path.join(folder, limit_name), encoding="ascii") as handle:
+                    text = handle.read().strip()
+                if text == "max" or int(text) >= NO_LIMIT:
+                    continue
+                with open(os.path.join(folder, usage_name), encoding="ascii") as handle:
+                    used = int(handle.read().strip())
+                found.append(max(0, int(text) - used))
+            except (OSError, ValueError):
                 continue
-            with open(os.path.join(folder, usage_name), encoding="ascii") as handle:
-                used = int(handle.read().strip())
-            return max(0, int(text) - used)
-        except (OSError, ValueError):
-            continue
-    return None
+    return min(found) if found else None
 
 
 def _data_budget(limit: int) -> int:

@@ -97,7 +97,9 @@ def test_one_evaluator_is_not_silently_used_for_a_second_live_set_with_equal_lab
     assert truth_train != pytest.approx(with_valid_groups, abs=1e-6)
     # the training set takes the evaluator over (it may be the same rows built again: a
     # continued training, a search); the two taking turns is refused at the next call
-    feval(s, dtrain)
+    with pytest.warns(UserWarning, match=r"an evaluation set of 3000 rows with the size and "
+                                        r"labels of another one still alive takes over"):
+        feval(s, dtrain)
     with pytest.raises(ValueError, match=r"two evaluation sets of 3000 rows with the same "
                                          r"labels take turns with one BiasEvaluator"):
         feval(s, dvalid)
@@ -122,7 +124,8 @@ def test_one_evaluator_second_live_set_real_lightgbm():
     dva = lgb.Dataset(Xva, y, reference=dtr)
     rec = {}
     params = {"objective": "binary", "metric": "None", "verbose": -1, "num_leaves": 7}
-    with pytest.raises(ValueError, match="take turns with one BiasEvaluator"):
+    with pytest.raises(ValueError, match="take turns with one BiasEvaluator"), \
+            pytest.warns(UserWarning, match="takes over its BiasEvaluator"):
         lgb.train(params, dtr, 3, valid_sets=[dtr, dva], valid_names=["tr", "va"],
                   feval=lightgbm_metric(ev_va), callbacks=[lgb.record_evaluation(rec)])
     ev_tr = fastbias.BiasEvaluator(y, g_tr)

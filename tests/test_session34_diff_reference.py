@@ -396,8 +396,10 @@ def test_xgboost_continued_training_on_a_new_dmatrix_of_the_same_rows():
                       verbose_eval=False)
     dvalid_again = xgb.DMatrix(xv, yv)
     log = {}
-    second = xgb.train(params, dtrain, 2, evals=[(dvalid_again, "v")], custom_metric=metric,
-                       xgb_model=first, evals_result=log, verbose_eval=False)
+    with pytest.warns(UserWarning, match="takes over its BiasEvaluator"):  # (said once)
+        second = xgb.train(params, dtrain, 2, evals=[(dvalid_again, "v")],
+                           custom_metric=metric, xgb_model=first, evals_result=log,
+                           verbose_eval=False)
     pred = second.predict(dvalid_again)
     assert log["v"]["min_bpsn_auc"][-1] == pytest.approx(_min_bpsn_ref(yv, pred, member),
                                                           abs=1e-6)
@@ -418,11 +420,16 @@ def test_lightgbm_search_keeping_boosters_with_fresh_datasets():
         dtrain = lgb.Dataset(xtr, ytr)
         dvalid = lgb.Dataset(xv, yv, reference=dtrain)
         log = {}
-        booster = lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 4,
-                             "learning_rate": rate}, dtrain, num_boost_round=3,
-                            valid_sets=[dvalid], valid_names=["v"], feval=metric,
-                            keep_training_booster=True,
-                            callbacks=[lgb.record_evaluation(log)])
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            booster = lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 4,
+                                 "learning_rate": rate}, dtrain, num_boost_round=3,
+                                valid_sets=[dvalid], valid_names=["v"], feval=metric,
+                                keep_training_booster=True,
+                                callbacks=[lgb.record_evaluation(log)])
+        # (the second run's set takes the evaluator over from the first's: said once)
+        taken = [w for w in seen if "takes over its BiasEvaluator" in str(w.message)]
+        assert len(taken) == (rate == 0.3), [str(w.message) for w in seen]
         kept.append(booster)
         pred = booster.predict(xv)
         assert log["v"]["min_bpsn_auc"][-1] == pytest.approx(

@@ -561,6 +561,30 @@ class BiasReport:
             return []
         return [g for g in ranked[n:] if lowest.get(g, np.nan) == last]
 
+    def _ties_note(self, rows: list, ranked: list) -> str:
+        """``" (and N more tied with the last shown: a, b)"`` where a list of the worst
+        ``rows`` (of ``ranked``) leaves out a subgroup whose lowest AUC equals, in some model,
+        that of the last of the model's ranking shown before its first left out (found by
+        review: the figures' captions called one of two exactly tied subgroups the worst,
+        which the terminal text says)."""
+        shown, among, tied = set(rows), set(ranked), []
+        for model in self.result.models:
+            order = [g for g in worst_first(self.result, [model]) if g in among]
+            prefix = next((k for k, g in enumerate(order) if g not in shown), len(order))
+            if prefix == 0 or prefix == len(order):
+                continue
+            lowest = self.result.for_model(model)[list(AUC_METRICS)].min(axis=1, skipna=True)
+            last = lowest.get(order[prefix - 1], np.nan)
+            if _is_nan(last):
+                continue
+            tied += [g for g in order[prefix:] if g not in shown and g not in tied
+                     and lowest.get(g, np.nan) == last]
+        if not tied:
+            return ""
+        names = ", ".join(terminal_text(str(g)) for g in tied[:5]) + (", ..." if len(tied) > 5
+                                                                       else "")
+        return f" (and {len(tied)} more tied with the last shown: {names})"
+
     def _undefined_threshold_gaps(self) -> int:
         """How many of the gaps the text's threshold tables show are n/a (every model and
         subgroup)."""
@@ -773,6 +797,7 @@ class BiasReport:
         if members:
             shown += f" (the {len(members)} intersections: in their own section)"
         rows = ranked[:limit] if limit else ranked
+        shown += self._ties_note(rows, ranked)
         order_note = "each model's worst first, in turn" if len(self.result.models) > 1 else \
             "worst first"
         out = [
@@ -818,7 +843,7 @@ class BiasReport:
         out.append(("distributions",
                     f"Score distributions of "
                     f"{'the worst subgroup' if len(worst) == 1 else f'the {len(worst)} worst subgroups'}"
-                    f" (line) against "
+                    f"{self._ties_note(worst, ranked)} (line) against "
                     f"their background (grey), negatives and positives separately: a subgroup "
                     f"curve right of the background means higher scores for that subgroup "
                     f"(positive AEG); negatives of a subgroup overlapping the background "

@@ -7,6 +7,7 @@ that share their dropped rows.
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -339,12 +340,17 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                          f"no value on any row: there is no subgroup to evaluate")
     groups = group_by_missing(missing)
     universes = []
+    combined = settings.get("intersection_members") or {}
     for kept, index in groups:
         rows = [rows_of[j] if kept is None else np.searchsorted(kept, rows_of[j]) for j in index]
         sub_labels = labels if kept is None else labels[kept]
-        universes.append((kept, prepare_memberships(sub_labels, rows,
-                                                    [subgroup_names[j] for j in index],
-                                                    compiled)))
+        names = [subgroup_names[j] for j in index]
+        memberships = prepare_memberships(sub_labels, rows, names, compiled)
+        if combined:  # (which are intersections: a bootstrap's final metric leaves them out,
+            # as the point's does; found by review, its replicates and point counted them)
+            memberships = dataclasses.replace(
+                memberships, intersections=tuple(name for name in names if name in combined))
+        universes.append((kept, memberships))
     overall_memberships = (prepare_memberships(labels, [], [], compiled)
                            if all(kept is not None for kept, _ in universes) else None)
     cuts = None if settings.get("thresholds") is None else np.asarray(settings["thresholds"])

@@ -230,8 +230,8 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
         whole = []  # (the table's own intervals: see WHOLE_TABLE_HEAD)
         if np.isfinite(overall_point) and int(count) < n_boot:
             whole.append(f"overall AUC ({n_boot - int(count)})")
-        if memberships.n_groups:
-            keep = identity_mask(memberships.names, memberships.intersections)
+        keep = identity_mask(memberships.names, memberships.intersections)
+        if keep.any():  # (a universe of intersections alone, under exclude: none)
             point = {m_: out[m_].to_numpy(dtype=np.float64)[keep] for m_ in AUC_METRICS}
             final_point = float(final_metric_values(overall_point, point))
             low, high, se, count = _percentile_interval(reps.final_metric, confidence)

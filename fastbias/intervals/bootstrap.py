@@ -384,8 +384,9 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     den = 2.0 * class_totals[:, 0] * class_totals[:, 1]
     overall = np.full(n_boot, np.nan)
     np.divide(twice_overall_u, den, out=overall, where=den > 0)
-    if m.n_groups:  # (over the identities: the intersections are left out, found by review)
-        keep = identity_mask(m.names, m.intersections)
+    keep = identity_mask(m.names, m.intersections)
+    if keep.any():  # (over the identities: the intersections are left out, found by review;
+        # a universe of intersections alone, under exclude, has no final metric)
         final = final_metric_values(overall, {metric: v[:, keep] for metric, v in values.items()})
     else:
         final = np.full(n_boot, np.nan)

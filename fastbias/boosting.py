@@ -212,8 +212,9 @@ class _BoostingBiasMetric:
     def _take_over(self, data, evaluator, n: int) -> None:
         """Before ``data`` is bound to ``evaluator`` by its labels: an evaluator paired with
         another live set does not serve this one; one bound by labels to another live set
-        leaves it (a set of the same rows built again, the first no longer evaluated: a
-        continued training, a search), and that set, if evaluated again, is refused (found by
+        leaves it with a UserWarning (right for a set of the same rows built again, the first
+        no longer evaluated: a continued training, a search), and that set, if evaluated
+        again, is refused (found by
         review: a training set of the validation set's size and labels, with no evaluator of
         its own, was scored with the validation set's subgroups, silently)."""
         for key, (ref, bound, explicit) in list(self._bound.items()):

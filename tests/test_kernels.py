@@ -523,33 +523,41 @@ def test_replicate_weights_by_walk_equal_exact_sums(data, levels, n, n_groups, w
         w = [Fraction(float(np.float64(c) * base[i])) / Fraction(scale)
              for i, c in enumerate(draws)]
 
-        def below(rows_, s, strictly):  # the weight of rows_ below s (or at or below it)
-            return sum((w[i] for i in rows_ if (scores[i] < s if strictly else scores[i] <= s)),
-                       Fraction(0))
+        def twice_below_of(rows_):  # score -> twice the weight of rows_ below it, ties 1/2
+            at_score = {}
+            for i in rows_:
+                at_score[scores[i]] = at_score.get(scores[i], Fraction(0)) + w[i]
+            table, below = {}, Fraction(0)
+            for s in sorted(set(scores.tolist())):
+                at = at_score.get(s, Fraction(0))
+                table[s] = 2 * below + at
+                below += at
+            return table
 
-        def twice_below(rows_, s):  # twice the weight below, ties 1/2
-            return below(rows_, s, True) + below(rows_, s, False)
-
-        def twice_above(rows_, s):
-            return 2 * sum((w[i] for i in rows_), Fraction(0)) - twice_below(rows_, s)
+        def twice_above_of(rows_):  # score -> twice the weight of rows_ above it, ties 1/2
+            total = 2 * sum((w[i] for i in rows_), Fraction(0))
+            return {s: total - v for s, v in twice_below_of(rows_).items()}
 
         totals_exact = [sum((w[i] for i in c), Fraction(0)) for c in classes]
         for c in range(2):
             close(totals[r, c, 0], totals[r, c, 1], totals_exact[c], totals_exact[c])
             assert n_weighted[r, c] == sum(1 for i in classes[c] if w[i] > 0)
+        neg, pos = classes
+        below_neg, above_neg, above_pos = (twice_below_of(neg), twice_above_of(neg),
+                                           twice_above_of(pos))
         close(twice_u[r, 0], twice_u[r, 1],
-              sum((w[x] * twice_below(classes[0], scores[x]) for x in classes[1]), Fraction(0)),
+              sum((w[x] * below_neg[scores[x]] for x in pos), Fraction(0)),
               2 * totals_exact[0] * totals_exact[1])
         for g in range(n_groups):
             cells = [[i for i in c if member[i, g]] for c in classes]
             cell_weights = [sum((w[i] for i in cell), Fraction(0)) for cell in cells]
-            neg, pos = classes
+            below_cell = twice_below_of(cells[0])
             exact = [cell_weights[0], cell_weights[1],
-                     sum((w[x] * twice_below(cells[0], scores[x]) for x in cells[1]), Fraction(0)),
-                     sum((w[y] * twice_above(pos, scores[y]) for y in cells[0]), Fraction(0)),
-                     sum((w[x] * twice_below(neg, scores[x]) for x in cells[1]), Fraction(0)),
-                     sum((w[y] * twice_above(neg, scores[y]) for y in cells[0]), Fraction(0)),
-                     sum((w[x] * twice_above(pos, scores[x]) for x in cells[1]), Fraction(0))]
+                     sum((w[x] * below_cell[scores[x]] for x in cells[1]), Fraction(0)),
+                     sum((w[y] * above_pos[scores[y]] for y in cells[0]), Fraction(0)),
+                     sum((w[x] * below_neg[scores[x]] for x in cells[1]), Fraction(0)),
+                     sum((w[y] * above_neg[scores[y]] for y in cells[0]), Fraction(0)),
+                     sum((w[x] * above_pos[scores[x]] for x in cells[1]), Fraction(0))]
             big = 2 * sum(totals_exact) * sum(cell_weights)
             for column, value in enumerate(exact):
                 close(hi[r, g, column], lo[r, g, column], value, value if column < 2 else big)

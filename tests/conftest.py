@@ -69,7 +69,8 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_cli_options_reference", "test_late_mutants_reference",
                      "test_session33_diff_reference", "test_dask_messages_reference",
                      "test_foreign_inputs_reference", "test_limits_reference",
-                     "test_session33_late_reference", "test_delong_near_one_reference"}
+                     "test_session33_late_reference", "test_delong_near_one_reference",
+                     "test_first_call_tier_session35_reference"}
 
 #: test modules and tests about the kernels whose every kernel line, as Python, is reached by
 #: the tests that stay in the uncompiled run (measured on 2026-11-27 with coverage per test: of
@@ -79,7 +80,7 @@ COVERED_ELSEWHERE = {
     "test_intervals_combinations_reference", "test_intersections_intervals_session34_reference",
     "test_significance_reference", "test_core_properties", "test_memberships_reference",
     "test_paired_bernstein_reference", "test_intervals_out_of_core_reference",
-    "test_thresholds_reference",
+    "test_thresholds_reference", "test_out_of_core_session35_reference",
     "test_pos_label_out_of_core::test_out_of_core_pos_label_equals_evaluate",
     "test_kernels::test_sort_classes_large_inputs",
     "test_core_adversarial_reference::test_evaluator_metrics_and_metrics_many",

@@ -225,7 +225,7 @@ class _OverBudget(Exception):
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
               progress: Progress | None = None, wanted: dict | None = None,
               max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-              text_columns=(), flag_columns=(), literal_columns=()):
+              text_columns=(), flag_columns=(), literal_columns=(), number_columns=()):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
@@ -236,14 +236,16 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     rows (at ``row_bytes`` each) would need more than that. ``prepare(frame)``, when given,
     turns each batch into what is kept (e.g. compact memberships). ``text_columns`` of a
     CSV file are read as text, ``literal_columns`` with only empty fields missing,
-    ``flag_columns`` of a JSON-lines file as the values written (see ``iter_text_batches``).
+    ``flag_columns`` of a JSON-lines file as the values written and its ``number_columns`` as
+    numbers only where written as numbers (see ``iter_text_batches``).
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
                                              progress=progress, wanted=wanted,
                                              max_bytes=max_bytes, row_bytes=row_bytes,
                                              text_columns=text_columns,
                                              flag_columns=flag_columns, prepare=prepare,
-                                             literal_columns=literal_columns))
+                                             literal_columns=literal_columns,
+                                             number_columns=number_columns))
 
 
 def read_header(path: str, *, input_format: str | None = None, sep=None, wanted=()) -> list:
@@ -308,11 +310,12 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
 
 def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
              progress: Progress, projection=None, text_columns=(), flag_columns=(),
-             check_rounded: bool = True, literal_columns=()):
+             check_rounded: bool = True, literal_columns=(), number_columns=()):
     """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
     ``projection(rows)``, when given, learns the rows the file is projected to hold before
     each batch is yielded (text files; Parquet's footer says). ``text_columns``,
-    ``flag_columns`` and ``check_rounded``: as :func:`iter_text_batches` reads them."""
+    ``flag_columns``, ``number_columns`` and ``check_rounded``: as :func:`iter_text_batches`
+    reads them."""
     name = os.path.basename(path)
     if fmt == "parquet":
         pq = _pyarrow_parquet()
@@ -336,13 +339,14 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
     yield from iter_text_batches(source, columns, batch_rows, progress=show,
                                  text_columns=text_columns, flag_columns=flag_columns,
                                  check_rounded=check_rounded,
-                                 literal_columns=literal_columns)
+                                 literal_columns=literal_columns,
+                                 number_columns=number_columns)
 
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
                progress: Progress | None = None, wanted: dict | None = None,
                max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-               text_columns=(), flag_columns=(), literal_columns=()):
+               text_columns=(), flag_columns=(), literal_columns=(), number_columns=()):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -365,7 +369,8 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
                                  projection=lambda n: projected.__setitem__(0, n),
                                  text_columns=text_columns, flag_columns=flag_columns,
-                                 literal_columns=literal_columns):
+                                 literal_columns=literal_columns,
+                                 number_columns=number_columns):
         kinds.check(frame, where)
         rows += len(frame)
         if max_bytes is not None:
@@ -409,6 +414,12 @@ def _flag_columns(args) -> list:
     """The columns whose JSON true/false/null are read as written (see ``iter_text_batches``)
     and then made nullable booleans (:func:`_coerce_object_flags`): the label, the identities."""
     return list(dict.fromkeys((args.label, *args.subgroups)))
+
+
+def _number_columns(args) -> list:
+    """The columns of numbers (scores, the weight) a JSON-lines file holds as numbers only
+    where each value is written as one (see ``iter_text_batches``)."""
+    return list(dict.fromkeys((*args.scores, *([args.weight] if args.weight else []))))
 
 
 def _kept_batch(frame, args):
@@ -469,7 +480,11 @@ def _positive_value(column, label: str, positive: str):
         raise CLIError(f"--positive {positive!r} does not occur in label column {label!r} "
                        f"(values: {shown}{more})")
     if len(values) > 2:
-        raise CLIError(f"label column {label!r} has {len(values)} distinct values ({shown}{more}); "
+        # (the third value in the order of the rows, and where: as the library names it)
+        third = values[2]
+        where = int(np.flatnonzero(pd.factorize(column)[0] == 2)[0])
+        raise CLIError(f"label column {label!r} has {len(values)} distinct values ({shown}{more}; "
+                       f"the third, {str(third)!r}, first at position {where}); "
                        f"--positive needs two-class labels, or every other value would count as "
                        f"negative. Keep only the two classes you mean, or map the others first")
     if len(values) < 2:
@@ -1130,7 +1145,8 @@ def _run_streaming(args, progress, limit: int):
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show,
                                          text_columns=text, flag_columns=_flag_columns(args),
-                                         literal_columns=literal)
+                                         literal_columns=literal,
+                                         number_columns=_number_columns(args))
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
@@ -1259,7 +1275,7 @@ def cmd_report(args) -> int:
                        text_columns=_text_features(args),
                        # (a text label's classes as written: "None" is one, not missing)
                        literal_columns=[args.label] if args.positive is not None else (),
-                       flag_columns=_flag_columns(args),
+                       flag_columns=_flag_columns(args), number_columns=_number_columns(args),
                        prepare=lambda frame: _kept_batch(frame, args))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
@@ -1686,6 +1702,15 @@ def main(argv=None) -> int:
             close_displays(displays)
     except CLIError as exc:
         print(terminal_text(f"fastbias: error: {exc}"), file=sys.stderr)
+    except BrokenPipeError:
+        # the reader of the output left (``fastbias report ... | head``): stop without a
+        # word, status 128 + SIGPIPE as a shell reports such a command; the output points at
+        # /dev/null so that Python's flush at exit cannot fail on the pipe again
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, AttributeError, ValueError):  # (no real stdout: nothing to flush)
+            pass
+        return 141
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(terminal_text(f"fastbias: error: {_in_cli_terms(message)}"),

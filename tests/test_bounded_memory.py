@@ -816,6 +816,28 @@ def test_json_booleans_with_nulls_in_some_batches_read_as_booleans(tmp_path, cap
     _assert_json_report_is(streamed, reference)
 
 
+@pytest.mark.parametrize("column, value", [("s", True), ("t", "1_000"), ("w", False)])
+def test_json_scores_and_weights_written_otherwise_than_as_numbers_are_refused_streamed(
+        tmp_path, capsys, monkeypatch, column, value):
+    """A score or weight written ``true``/``false``, or as text that is no number's ("1_000",
+    which Python's ``float`` reads), among numbers in a later batch of a streamed JSON-lines
+    file, is refused naming its column and value (pandas read them as 1.0/0.0 and 1000.0,
+    and the report was made on them; found by review)."""
+    rng = np.random.default_rng(4)
+    rows = [{"y": int(rng.random() < 0.4), "s": float(rng.random()), "t": float(rng.random()),
+             "w": float(rng.uniform(0.5, 2)), **{g: bool(rng.random() < 0.3) for g in SUBGROUPS}}
+            for _ in range(40_000)]
+    rows[30_000][column] = value
+    path = tmp_path / "d.jsonl"
+    _json_lines(path, rows)
+    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000) + 2 * 2 ** 20  # (7 columns)
+    status = _report(path, tmp_path / "o.json", "--weight", "w", "--max-memory", str(limit))
+    err = capsys.readouterr().err
+    assert status == 1 and "streaming it" in err, err
+    assert f"column {column!r}" in err and f"{value!r} at row 30000" in err, err
+    assert not (tmp_path / "o.json").exists()
+
+
 def test_json_keys_that_only_later_lines_have_are_columns(tmp_path, capsys):
     """A JSON line may leave out a key whose value is missing, the first line too: a column
     is one that some line has as a key (the lines without it: missing values). A key no

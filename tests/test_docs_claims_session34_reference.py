@@ -252,8 +252,9 @@ def test_cli_positive_with_label_threshold_and_four_values(tmp_path):
     r = _cli([str(tmp_path / "d4.csv"), "--label", "verdict", "--positive", "toxic",
               "--scores", "model_a", "--subgroups", "male"], tmp_path)
     assert r.returncode == 1
-    assert ("label column 'verdict' has 4 distinct values ('Toxic', 'fine', 'toxic', 'unknown'); "
-            "--positive needs two-class labels") in r.stderr
+    assert ("label column 'verdict' has 4 distinct values ('Toxic', 'fine', 'toxic', 'unknown'; "
+            "the third, 'Toxic', first at position 3); --positive needs two-class labels"
+            ) in r.stderr
 
 
 def test_cli_synopsis_options_match_help():

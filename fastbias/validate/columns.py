@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import math
 import numbers
+import re
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
@@ -422,13 +423,21 @@ def booleans_and_numbers(values) -> str | None:
     return None
 
 
+#: text a data file's reader reads as a number (ASCII digits, a point, an exponent; infinity
+#: and NaN): Python's ``float`` also reads "1_000" and other scripts' digits, which make the
+#: reader's column text
+NUMBER_TEXT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*",
+                          re.ASCII | re.IGNORECASE)
+
+
 def first_non_numeric(arr: np.ndarray, booleans: bool = False) -> str:
     """'<value> at position <i>' of the first entry of an object array that is not a number
     (nor a boolean, where ``booleans``: a column that may hold booleans instead).
 
     Text that reads as a number (a CSV column with one stray word is all text) is passed
     over, so the value named is the one to fix; if every entry is such text, the first is
-    named as numbers written as text.
+    named as numbers written as text. Text that only Python's ``float`` reads ("1_000", digits
+    of other scripts) is named (found by review: a good "0.1" was named instead).
     """
     first_text = None
     for i, value in enumerate(arr):
@@ -438,9 +447,7 @@ def first_non_numeric(arr: np.ndarray, booleans: bool = False) -> str:
         if booleans and isinstance(value, (bool, np.bool_)):
             continue
         if isinstance(value, str):
-            try:
-                float(value)
-            except ValueError:
+            if not NUMBER_TEXT.fullmatch(value):
                 return f"{value!r} at {_at(i)}"
             if first_text is None:
                 first_text = i

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kernels as K
-from .columns import PieceWhere
+from .columns import NUMBER_TEXT, PieceWhere
 
 #: the longest line read (bytes, after decompression)
 LINE_LIMIT = 16 * 2 ** 20
@@ -625,6 +625,41 @@ _ROUNDED_FROM = 2.0 ** 53
 _BEYOND_INT64 = 2.0 ** 63
 
 
+def _json_numbers(frame, names) -> None:
+    """JSON lines' number columns of a batch (scores, weights), read as the values written
+    (objects), made numbers as pandas makes a column of numbers (int64 where all are
+    integers, else float64; null missing) where every value is a number, written as one or
+    as the text of one (``"0.7"``, ``"12"``: exact, as written); otherwise left as objects, for
+    the scores' and weights' readers to refuse by the first value that is not (``true`` or
+    ``false``: pandas read them as 1.0 and 0.0 beside numbers, found by review; ``"1_000"``)."""
+    import pandas as pd
+
+    for name in names:
+        if name not in frame.columns or frame[name].dtype != object:
+            continue
+        values = frame[name].tolist()
+        numbers = [_json_number(value) for value in values]
+        if not any(number is _NOT_A_NUMBER for number in numbers):
+            column = pd.Series(numbers, index=frame.index, dtype=object)
+            frame[name] = pd.to_numeric(column) if column.notna().any() else \
+                column.astype(np.float64)
+
+
+#: what :func:`_json_number` gives for a value that is not a number
+_NOT_A_NUMBER = object()
+_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*", re.ASCII)
+
+
+def _json_number(value):
+    """A JSON value as the number it is or writes (text read exactly: an integer as an int,
+    a decimal as the nearest float), None for null, else :data:`_NOT_A_NUMBER`."""
+    if value is None or type(value) in (int, float):
+        return value
+    if isinstance(value, str) and NUMBER_TEXT.fullmatch(value):
+        return int(value) if _INTEGER_TEXT.fullmatch(value) else float(value)
+    return _NOT_A_NUMBER
+
+
 def _large_numbers(frame, json: bool) -> dict:
     """``{column: (values, rows, kind)}`` of the batch's columns that hold a finite number of
     2**53 or more in magnitude (``rows``: where), read as floats (``kind`` "f"), as objects
@@ -917,7 +952,7 @@ MISSING_WORDS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "
 
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
                       text_columns=(), flag_columns=(), check_rounded: bool = True,
-                      literal_columns=()):
+                      literal_columns=(), number_columns=()):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
 
     ``text_columns`` of a CSV file are read as the text in the file (only empty fields
@@ -928,7 +963,9 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
     JSON-lines file: each batch has the keys its lines have. ``flag_columns`` of a JSON-lines file
     (labels, identities) are read as the values written, an object column: pandas would
     read true/false as 1.0/0.0 in a batch where some line has null or leaves the key out,
-    and as booleans in one where none does.
+    and as booleans in one where none does. ``number_columns`` of a JSON-lines file (scores,
+    weights) are numbers only where every value is a number or the text of one
+    (:func:`_json_numbers`): pandas would read ``true`` as 1.0 beside numbers.
 
     ``progress(share of the file's bytes read, rows so far, rows the file is projected to
     hold)`` is called before each batch is yielded, when given. A column that may hold
@@ -976,7 +1013,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 reader = pd.read_json(_ObjectLines(stream, source.path), lines=True,
                                       chunksize=batch_rows, precise_float=True,
                                       convert_dates=False, convert_axes=False,
-                                      dtype={c: object for c in (*flag_columns, *text_columns)
+                                      dtype={c: object for c in (*flag_columns, *text_columns,
+                                                                 *number_columns)
                                              if columns is None or c in columns} or True)
         start = 0
         written = _WrittenIntegers(source, batch_rows, columns, text_columns) \
@@ -1007,6 +1045,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     projected = stream.records * size / position if position else float(stop)
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
+                if source.fmt == "jsonl" and number_columns:
+                    _json_numbers(frame, number_columns)
                 if len(frame):
                     large = _large_numbers(frame, source.fmt == "jsonl") \
                         if check_rounded else None

@@ -82,6 +82,7 @@ COVERED_ELSEWHERE = {
     "test_significance_reference", "test_core_properties", "test_memberships_reference",
     "test_paired_bernstein_reference", "test_intervals_out_of_core_reference",
     "test_thresholds_reference", "test_out_of_core_session35_reference",
+    "test_metrics_intervals_mutants_session35_reference",
     "test_pos_label_out_of_core::test_out_of_core_pos_label_equals_evaluate",
     "test_kernels::test_sort_classes_large_inputs",
     "test_core_adversarial_reference::test_evaluator_metrics_and_metrics_many",

@@ -1522,6 +1522,10 @@ class _Parser(argparse.ArgumentParser):
     escape sequences in it (found by review). Subcommands' parsers are of this class too."""
 
     def error(self, message):
+        if "expected one argument" in message or "expected at least one argument" in message \
+                or re.search(r"unrecognized arguments: -[^-]", message):
+            # (argparse takes "-m2" for an option: a column so named is given after "=")
+            message += "; if a column's name starts with '-', give it after '=': --scores=-m2"
         super().error(terminal_text(message, keep_newlines=True))
 
 

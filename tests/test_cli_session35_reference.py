@@ -314,3 +314,16 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141, err
     assert "Broken pipe" not in err and "Exception ignored" not in err, err
+
+
+def test_a_column_named_with_a_leading_dash_is_given_after_an_equals_sign(tmp_path):
+    """argparse takes ``-m2`` for an option: the error says how to name such a column, and
+    ``--scores=-m2`` evaluates it (the AUC by sklearn)."""
+    (tmp_path / "d.csv").write_text("y,-m2,g\n0,0.1,1\n1,0.5,0\n0,0.3,0\n1,0.2,1\n")
+    proc = run_cli("report", "d.csv", "--label", "y", "--scores", "-m2", "--subgroups", "g",
+                   "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "give it after '=': --scores=-m2" in proc.stderr, proc.stderr
+    proc = run_cli("report", "d.csv", "--label", "y", "--scores=-m2", "--subgroups", "g", "-q",
+                   cwd=tmp_path)
+    expected = roc_auc_score([0, 1, 0, 1], [0.1, 0.5, 0.3, 0.2])
+    assert proc.returncode == 0 and f"overall AUC {expected:.4f}" in proc.stdout, proc.stderr

@@ -71,7 +71,7 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_foreign_inputs_reference", "test_limits_reference",
                      "test_session33_late_reference", "test_delong_near_one_reference",
                      "test_first_call_tier_session35_reference",
-                     "test_cli_session35_reference"}
+                     "test_cli_session35_reference", "test_data_files_session35_reference"}
 
 #: test modules and tests about the kernels whose every kernel line, as Python, is reached by
 #: the tests that stay in the uncompiled run (measured on 2026-11-27 with coverage per test: of

@@ -637,12 +637,16 @@ def _json_numbers(frame, names) -> None:
     for name in names:
         if name not in frame.columns or frame[name].dtype != object:
             continue
-        values = frame[name].tolist()
-        numbers = [_json_number(value) for value in values]
-        if not any(number is _NOT_A_NUMBER for number in numbers):
+        column = frame[name]
+        # (in C: numbers alone, or with null, the usual case; booleans or text: one by one)
+        if pd.api.types.infer_dtype(column, skipna=True) not in ("integer", "floating",
+                                                                  "mixed-integer-float"):
+            numbers = [_json_number(value) for value in column.tolist()]
+            if any(number is _NOT_A_NUMBER for number in numbers):
+                continue
             column = pd.Series(numbers, index=frame.index, dtype=object)
-            frame[name] = pd.to_numeric(column) if column.notna().any() else \
-                column.astype(np.float64)
+        frame[name] = pd.to_numeric(column) if column.notna().any() else \
+            column.astype(np.float64)
 
 
 #: what :func:`_json_number` gives for a value that is not a number
@@ -653,7 +657,8 @@ _INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*", re.ASCII)
 def _json_number(value):
     """A JSON value as the number it is or writes (text read exactly: an integer as an int,
     a decimal as the nearest float), None for null, else :data:`_NOT_A_NUMBER`."""
-    if value is None or type(value) in (int, float):
+    if value is None or (isinstance(value, (int, float, np.integer, np.floating))
+                         and not isinstance(value, (bool, np.bool_))):
         return value
     if isinstance(value, str) and NUMBER_TEXT.fullmatch(value):
         return int(value) if _INTEGER_TEXT.fullmatch(value) else float(value)

@@ -11,7 +11,6 @@ sessions' kernel-side changes (DeLong's background W - 1 guard, the bootstrap fi
 without intersections, the mirrored threshold-gap Bernstein costs, the weight-scale refusals).
 """
 import contextlib
-import os
 import warnings
 from fractions import Fraction
 
@@ -20,44 +19,15 @@ import pandas as pd
 import pytest
 
 import fastbias
-from fastbias import _numba_cache
-from fastbias.sweep import first_call
-
-
-@contextlib.contextmanager
-def tier():
-    env = os.environ.get("FASTBIAS_FIRST_CALL")
-    os.environ["FASTBIAS_FIRST_CALL"] = "1"
-    saved = (_numba_cache._needs_compiling, _numba_cache._ready, _numba_cache._pending,
-             first_call._children, first_call._requested, first_call._runner,
-             first_call._start_children)
-    _numba_cache._needs_compiling = lambda dispatcher, kind=None: True
-    _numba_cache._ready, _numba_cache._pending = set(), {}
-    first_call._children, first_call._requested, first_call._runner = {}, [], []
-    first_call._start_children = lambda: first_call._runner.clear()
-    try:
-        yield first_call._requested
-    finally:
-        (_numba_cache._needs_compiling, _numba_cache._ready, _numba_cache._pending,
-         first_call._children, first_call._requested, first_call._runner,
-         first_call._start_children) = saved
-        if env is None:
-            os.environ.pop("FASTBIAS_FIRST_CALL")
-        else:
-            os.environ["FASTBIAS_FIRST_CALL"] = env
+from tests.test_first_call_tier_reference import kernels as compiled_kernels
+from tests.test_first_call_tier_reference import tier
 
 
 @contextlib.contextmanager
 def kernels():
-    env = os.environ.get("FASTBIAS_FIRST_CALL")
-    os.environ["FASTBIAS_FIRST_CALL"] = "0"
-    try:
+    """The kernels' answer (``FASTBIAS_FIRST_CALL=0``); no family asked for."""
+    with compiled_kernels():
         yield []
-    finally:
-        if env is None:
-            os.environ.pop("FASTBIAS_FIRST_CALL")
-        else:
-            os.environ["FASTBIAS_FIRST_CALL"] = env
 
 
 def run_both(fn):

@@ -10,8 +10,6 @@ FASTBIAS_FIRST_CALL=0. The review found the tier and the kernels alike; these te
 sessions' kernel-side changes (DeLong's background W - 1 guard, the bootstrap final metric
 without intersections, the mirrored threshold-gap Bernstein costs, the weight-scale refusals).
 """
-import contextlib
-import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -19,31 +17,7 @@ import pandas as pd
 import pytest
 
 import fastbias
-from tests.test_first_call_tier_reference import kernels as compiled_kernels
-from tests.test_first_call_tier_reference import tier
-
-
-@contextlib.contextmanager
-def kernels():
-    """The kernels' answer (``FASTBIAS_FIRST_CALL=0``); no family asked for."""
-    with compiled_kernels():
-        yield []
-
-
-def run_both(fn):
-    """[(value, error, warnings, families asked for)] for the tier, then the kernels."""
-    out = []
-    for ctx in (tier, kernels):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            with ctx() as requested:
-                try:
-                    value, error = fn(), None
-                except (ValueError, TypeError) as e:
-                    value, error = None, e
-                requested = list(requested)
-        out.append((value, error, sorted(str(w.message) for w in caught), requested))
-    return out
+from tests.test_first_call_tier_reference import run_both
 
 
 def pair_prob(a, b, wa=None, wb=None):

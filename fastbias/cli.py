@@ -1522,7 +1522,8 @@ class _Parser(argparse.ArgumentParser):
     escape sequences in it (found by review). Subcommands' parsers are of this class too."""
 
     def error(self, message):
-        if "expected one argument" in message or "expected at least one argument" in message \
+        if re.search(r"argument (--label|--scores|--subgroups|--weight|--sensitive-features)"
+                     r": expected (one|at least one) argument", message) \
                 or re.search(r"unrecognized arguments: -[^-]", message):
             # (argparse takes "-m2" for an option: a column so named is given after "=")
             message += "; if a column's name starts with '-', give it after '=': --scores=-m2"
@@ -1706,14 +1707,14 @@ def main(argv=None) -> int:
             close_displays(displays)
     except CLIError as exc:
         print(terminal_text(f"fastbias: error: {exc}"), file=sys.stderr)
-    except BrokenPipeError:
+    except BrokenPipeError as exc:
+        if not _stdout_closed():  # (another pipe: an error like any other)
+            print(terminal_text(f"fastbias: error: {exc}"), file=sys.stderr)
+            return 1
         # the reader of the output left (``fastbias report ... | head``): stop without a
         # word, status 128 + SIGPIPE as a shell reports such a command; the output points at
         # /dev/null so that Python's flush at exit cannot fail on the pipe again
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, AttributeError, ValueError):  # (no real stdout: nothing to flush)
-            pass
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -1726,6 +1727,18 @@ def main(argv=None) -> int:
         if notes is not None:
             logging.getLogger("fastbias").removeHandler(notes)
     return 1
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has left (poll says so: POLLERR)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # (no poll, or no real stdout)
+        return False
 
 
 def _notes_on_stderr(args):

@@ -618,6 +618,10 @@ class BiasEvaluator:
         self._check_score_rows(score_matrix, index, "score_matrix")
         for name, column in zip(names, columns):
             self._check_score_rows(column, index, f"scores of model {name!r}")
+        if self._row_index is None:  # (rows without labels: the models' must agree among them;
+            # found by review: two Series in other row orders were scored by position)
+            check_aligned([(f"scores of model {name!r}", column)
+                           for name, column in zip(names, columns)])
 
         def run(j):
             values = self._scores(columns[j], prep, f"scores of model {names[j]!r}")

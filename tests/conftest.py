@@ -71,7 +71,8 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_foreign_inputs_reference", "test_limits_reference",
                      "test_session33_late_reference", "test_delong_near_one_reference",
                      "test_first_call_tier_session35_reference",
-                     "test_cli_session35_reference", "test_data_files_session35_reference"}
+                     "test_cli_session35_reference", "test_data_files_session35_reference",
+                     "test_session35_diff_reference", "test_pandas_inputs_session35_reference"}
 
 #: test modules and tests about the kernels whose every kernel line, as Python, is reached by
 #: the tests that stay in the uncompiled run (measured on 2026-11-27 with coverage per test: of
@@ -82,7 +83,7 @@ COVERED_ELSEWHERE = {
     "test_significance_reference", "test_core_properties", "test_memberships_reference",
     "test_paired_bernstein_reference", "test_intervals_out_of_core_reference",
     "test_thresholds_reference", "test_out_of_core_session35_reference",
-    "test_metrics_intervals_mutants_session35_reference",
+    "test_metrics_intervals_mutants_session35_reference", "test_numeric_edges_session35_reference",
     "test_pos_label_out_of_core::test_out_of_core_pos_label_equals_evaluate",
     "test_kernels::test_sort_classes_large_inputs",
     "test_core_adversarial_reference::test_evaluator_metrics_and_metrics_many",

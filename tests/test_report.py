@@ -456,8 +456,10 @@ def test_plot_subgroup_scores_from_arrays():
     ax = fig.axes[0]
     assert ax.get_title() == "scenario"
     assert len(ax.patches) == 4  # four density curves
-    with pytest.raises(ValueError, match="one length"):
+    with pytest.raises(ValueError, match="y_score has 500 rows but y_true has 499"):
         plot_subgroup_scores(y[:-1], s, g)
+    with pytest.raises(ValueError, match="member has 499 rows but y_true has 500"):
+        plot_subgroup_scores(y, s, g[:-1])
 
 
 def test_color_scale():

@@ -553,7 +553,8 @@ def plot_score_distributions(histograms, *, subgroups, models=None):
 
 @_plain_text
 def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range=(0.0, 1.0),
-                         title: str | None = None, ax=None):
+                         title: str | None = None, ax=None, label_threshold=None,
+                         pos_label=None, subgroup_threshold=None):
     """Score densities of one subgroup and its background from arrays, in one panel.
 
     Four curves: background negatives and positives (filled), subgroup
@@ -571,10 +572,23 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
     title : str, optional
     ax : matplotlib Axes, optional
         Draw into this axes; a new figure otherwise.
+    label_threshold, pos_label : optional
+        Fractional labels are positive at or above ``label_threshold``; two-valued labels
+        (text, categories) are positive where they equal ``pos_label`` (as in
+        :func:`fastbias.bias_metrics`).
+    subgroup_threshold : float, optional
+        A numeric ``member`` is a member at or above it (missing: never a member).
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError, TypeError
+        Inputs ``bias_metrics`` would refuse (labels that are not two classes, scores that
+        are not finite, a membership that is not boolean, pandas inputs whose indexes
+        differ), named with the value and its position.
 
     Examples
     --------
@@ -587,12 +601,18 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
     >>> fig.axes[0].get_title()
     'toy'
     """
-    y = np.asarray(y_true, dtype=bool)
-    s = np.asarray(y_score, dtype=np.float64)
-    g = np.asarray(member, dtype=bool)
-    if not (y.shape == s.shape == g.shape) or y.ndim != 1:
-        raise ValueError(f"y_true, y_score and member must be 1-D of one length, got shapes "
-                         f"{y.shape}, {s.shape}, {g.shape}")
+    from ..validate.columns import check_aligned, check_length
+    from ..validate.subgroups import identity_values
+    from ..validate.values import as_labels, as_scores
+
+    # read and checked as bias_metrics reads them (found by review: text labels, a label 2 or
+    # NaN were drawn as positives, NaN memberships as members, Series paired by position)
+    check_aligned([("y_true", y_true), ("y_score", y_score), ("member", member)])
+    y = as_labels(y_true, threshold=label_threshold, pos_label=pos_label)
+    s = as_scores(y_score, n=y.shape[0]).astype(np.float64)
+    read = identity_values(member, "member", subgroup_threshold, label="member")
+    g = read.member_mask().astype(bool)
+    check_length(g, y.shape[0], "member")
     edges = np.linspace(score_range[0], score_range[1], bins + 1)
     if ax is None:
         Figure, _ = _matplotlib()

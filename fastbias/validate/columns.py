@@ -423,11 +423,12 @@ def booleans_and_numbers(values) -> str | None:
     return None
 
 
-#: text a data file's reader reads as a number (ASCII digits, a point, an exponent; infinity
-#: and NaN): Python's ``float`` also reads "1_000" and other scripts' digits, which make the
-#: reader's column text
-NUMBER_TEXT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*",
-                          re.ASCII | re.IGNORECASE)
+#: text a CSV file's reader (pandas) reads as a number: ASCII digits, a point, an exponent,
+#: blanks around; infinity in any case and NaN as pandas' words for a missing number write
+#: them, no blanks around (found by review: "NAN" and " nan" are text there). Python's
+#: ``float`` also reads "1_000", "NAN" and other scripts' digits, which make the column text
+NUMBER_TEXT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*"
+                         r"|[+-]?(?i:inf(?:inity)?)|-?(?:NaN|nan)", re.ASCII)
 
 
 def first_non_numeric(arr: np.ndarray, booleans: bool = False) -> str:

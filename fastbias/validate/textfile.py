@@ -661,7 +661,12 @@ def _json_number(value):
                          and not isinstance(value, (bool, np.bool_))):
         return value
     if isinstance(value, str) and NUMBER_TEXT.fullmatch(value):
-        return int(value) if _INTEGER_TEXT.fullmatch(value) else float(value)
+        if _INTEGER_TEXT.fullmatch(value):
+            try:
+                return int(value)
+            except ValueError:  # (more digits than Python converts: beyond every float,
+                pass            # infinite as a float, refused so by the readers; found by review)
+        return float(value)
     return _NOT_A_NUMBER
 
 

@@ -323,3 +323,25 @@ def test_decimals_and_big_integers_from_arrow_are_refused_not_rounded():
         fastbias.overall_auc([0, 1], pd.array(d, dtype=pd.ArrowDtype(pa.decimal128(38, 20))))
     with pytest.raises(ValueError, match="beyond 2\\*\\*53"):
         fastbias.overall_auc([0, 1, 1], pa.array([2**53, 2**53 + 1, None]))
+
+
+@pytest.mark.parametrize("make", [lambda v: pd.Series(v), lambda v: pd.Series(v, dtype="category"),
+                                  lambda v: pd.Series(v, dtype="string")])
+def test_text_numbers_under_a_subgroup_threshold_are_refused_not_made_categories(make):
+    """Found by review: a text identity column of numbers ("0.7"/"0.2") with an explicit
+    subgroup_threshold gave subgroups "g=0.2" and "g=0.7" (the threshold not applied) in
+    bias_metrics and BiasEvaluator, where evaluate refuses it; now a TypeError naming the
+    column, a value and its position. Without the threshold: one subgroup per value, sized as
+    counted by hand."""
+    y = np.array([0, 1, 0, 1, 0, 1])
+    s = np.array([.1, .2, .3, .4, .5, .6])
+    g = make([None, "0.2", "0.7", "0.2", "0.7", "0.2"])
+    for call in (lambda: fastbias.bias_metrics(y, s, {"g": g}, subgroup_threshold=0.5),
+                 lambda: fastbias.BiasEvaluator(y, {"g": g}, subgroup_threshold=0.5)):
+        with pytest.raises(TypeError, match=r"subgroup 'g' holds numbers written as text "
+                                            r"\(e.g. '0.2' at position 1\)"):
+            call()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = fastbias.bias_metrics(y, s, {"g": g})
+    assert dict(zip(table.index, table["subgroup_size"])) == {"g=0.2": 3, "g=0.7": 2}

@@ -23,6 +23,7 @@ from .._threads import jobs_for, run_jobs
 from ..validate.categories import (
     category_codes,
     is_categorical,
+    refuse_numbers_as_text,
     warn_features_without_values,
 )
 from ..validate.columns import from_foreign
@@ -761,6 +762,8 @@ def _subgroups_with_categories(subgroups, n: int, labels: np.ndarray, kept, thre
     hint = " or use fastbias.evaluate (missing_subgroup=...)"
     for name, column in zip(names_in, columns):
         if is_categorical(column, threshold):
+            if threshold is not None:
+                refuse_numbers_as_text(column, name, threshold)
             codes = category_codes(column, name, label=f"subgroup {name!r}")
             if kept is not None:  # dropped rows are in no group (nor counted for the sizes)
                 codes = dataclasses.replace(codes, codes=np.where(kept, codes.codes, -1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import booleans_and_numbers, from_foreign, in_piece
+from .columns import NUMBER_TEXT, booleans_and_numbers, from_foreign, in_piece
 from .errors import NoSubgroupWarning, user_stacklevel
 
 #: a sensitive feature with more distinct values than this is refused (a score or an id
@@ -198,6 +198,22 @@ def is_categorical(column, threshold=None) -> bool:
         return len(values) > 0 and any(
             not isinstance(v, (numbers.Number, bool, np.bool_)) for v in values.iloc[:1000])
     return False
+
+
+def refuse_numbers_as_text(column, name: str, threshold) -> None:
+    """A TypeError where a column of categories holds only numbers written as text and a
+    subgroup threshold is given: the caller means to threshold numbers, which one subgroup
+    per value would not do (found by review: ``bias_metrics`` gave subgroups "g=0.2" and
+    "g=0.7" under ``subgroup_threshold=0.5``; ``evaluate`` refuses such a column)."""
+    values = pd.Series(np.asarray(column, dtype=object)).dropna()
+    if len(values) == 0 or not all(isinstance(v, str) and NUMBER_TEXT.fullmatch(v)
+                                   for v in values):
+        return
+    first = int(np.flatnonzero(pd.notna(np.asarray(column, dtype=object)))[0])
+    raise TypeError(f"subgroup {name!r} holds numbers written as text (e.g. {values.iloc[0]!r} "
+                    f"at position {first}) and subgroup_threshold={threshold!r} is given: "
+                    f"convert the column to numbers (pd.to_numeric) to threshold it, or leave "
+                    f"out subgroup_threshold for one subgroup per value")
 
 
 def _plain_value(value):

@@ -942,7 +942,12 @@ class BiasReport:
         rules = ([f"member if &ge; {s.get('subgroup_threshold')}"]
                  if any(g not in named for g in self.result.subgroups) else [])
         if s.get("sensitive_features"):
-            rules.append("a sensitive feature's: one subgroup per value")
+            rules.append("a sensitive feature's: one subgroup per value"
+                         # (found by review: their combinations, subgroups of the final
+                         # metric too, went unsaid)
+                         + ("; with several, each combination of their values with at "
+                            f"least {max(int(s.get('min_subgroup_size') or 1), 1):,} row(s) of "
+                            "each class too" if len(s["sensitive_features"]) > 1 else ""))
         rules.append(f"unannotated rows: {html.escape(str(s.get('missing_subgroup')))}")
         items += [
             ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive"
@@ -963,8 +968,12 @@ class BiasReport:
                 interval += ", none could be computed (see the warnings)"
             if s.get("n_boot"):
                 seed = s.get("random_state")
+                # (a Generator or SeedSequence is kept by its type's name: no seed to rerun
+                # with; found by review: "seed Generator")
                 interval += (f", {int(s['n_boot']):,} replicates, "
-                             + ("no seed (not repeatable)" if seed is None else f"seed {seed}"))
+                             + ("no seed (not repeatable)" if seed is None else
+                                f"drawn from the numpy {html.escape(seed)} given (no seed to "
+                                f"rerun with)" if isinstance(seed, str) else f"seed {seed}"))
             items.append(("intervals", interval))
         if s.get("thresholds") is not None:
             items.append(("thresholds", f"{', '.join(repr(float(t)) for t in s['thresholds'])} "

@@ -205,12 +205,16 @@ def refuse_numbers_as_text(column, name: str, threshold) -> None:
     subgroup threshold is given: the caller means to threshold numbers, which one subgroup
     per value would not do (found by review: ``bias_metrics`` gave subgroups "g=0.2" and
     "g=0.7" under ``subgroup_threshold=0.5``; ``evaluate`` refuses such a column)."""
-    values = pd.Series(np.asarray(column, dtype=object)).dropna()
-    if len(values) == 0 or not all(isinstance(v, str) and NUMBER_TEXT.fullmatch(v)
-                                   for v in values):
+    values = np.asarray(column, dtype=object)
+    text = [isinstance(v, str) for v in values]
+    # (numbers beside their text too: found by review, [0.7, "0.2"] gave "g=0.7" and "g=0.2")
+    if not any(text) or not all(
+            (NUMBER_TEXT.fullmatch(v) if is_text else pd.isna(v) or (
+                isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))))
+            for v, is_text in zip(values, text)):
         return
-    first = int(np.flatnonzero(pd.notna(np.asarray(column, dtype=object)))[0])
-    raise TypeError(f"subgroup {name!r} holds numbers written as text (e.g. {values.iloc[0]!r} "
+    first = text.index(True)
+    raise TypeError(f"subgroup {name!r} holds numbers written as text (e.g. {values[first]!r} "
                     f"at position {first}) and subgroup_threshold={threshold!r} is given: "
                     f"convert the column to numbers (pd.to_numeric) to threshold it, or leave "
                     f"out subgroup_threshold for one subgroup per value")

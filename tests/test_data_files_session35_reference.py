@@ -9,13 +9,13 @@ them alike; these tests pin what held, and the refusals (naming the column, valu
 import csv
 import gzip
 import json
-import os
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from fastbias.cli import main
+from tests.test_bounded_memory import _four_mib_for_data
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -50,18 +50,6 @@ def _run(path, out, *args):
                    "--progress", "never", "-q", "--force", *args])
     assert status == 0
     return json.loads(open(out).read())
-
-
-def _stream_limit(monkeypatch) -> int:
-    import fastbias.cli as cli
-    import fastbias.streaming
-    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
-    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 4_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    return 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(2)
 
 
 def _assert_matches(report, ref, row=0):
@@ -118,7 +106,7 @@ def test_csv_exports_in_memory_and_streamed_equal_the_reference(name, data, tmp_
     ref = _reference(y == 1, s, g == 1)
     _assert_matches(_run(path, tmp_path / "m.json", *extra), ref)
     streamed = _run(path, tmp_path / "s.json", *extra, "--max-memory",
-                    str(_stream_limit(monkeypatch)))
+                    str(_four_mib_for_data(monkeypatch, batch_rows=4_000)))
     assert streamed["settings"]["engine"] == "streaming"
     _assert_matches(streamed, ref)
 
@@ -158,7 +146,7 @@ def test_parquet_exports_in_memory_and_streamed_equal_the_reference(case, data, 
     ref = _reference(y == 1, scores, member)
     _assert_matches(_run(path, tmp_path / "m.json", "--subgroups", "g"), ref)
     streamed = _run(path, tmp_path / "s.json", "--subgroups", "g", "--max-memory",
-                    str(_stream_limit(monkeypatch)))
+                    str(_four_mib_for_data(monkeypatch, batch_rows=4_000)))
     assert streamed["settings"]["engine"] == "streaming"
     _assert_matches(streamed, ref)
 

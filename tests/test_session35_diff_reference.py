@@ -24,6 +24,7 @@ from sklearn.metrics import roc_auc_score
 
 from fastbias.cli import main
 from fastbias.validate.columns import NUMBER_TEXT
+from tests.test_bounded_memory import _four_mib_for_data
 
 
 def _cli(capsys, monkeypatch, cwd, *args):
@@ -148,21 +149,6 @@ def test_jsonl_score_values_refused_by_name(tmp_path, capsys, monkeypatch, value
     assert rc == 1 and words in err, err
 
 
-def _stream_limit(monkeypatch):
-    import os
-
-    import fastbias.cli as cli
-    import fastbias.streaming
-
-    monkeypatch.setattr(cli, "_resident_memory", lambda: 100 * 2 ** 20)
-    monkeypatch.setattr(cli, "KERNEL_RESERVE", 0)
-    monkeypatch.setattr(cli, "CSV_CHUNK_ROWS", 4_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_LEAST", 1_000)
-    monkeypatch.setattr(fastbias.streaming, "SAMPLE_MOST", 1_000)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    return 100 * 2 ** 20 + 4 * 2 ** 20 + fastbias.streaming.sample_memory(1)
-
-
 @pytest.mark.parametrize("bad", [True, "1_000"])
 def test_jsonl_bad_score_in_a_later_batch_named_at_its_file_row_streamed(tmp_path, capsys,
                                                                          monkeypatch, bad):
@@ -172,7 +158,7 @@ def test_jsonl_bad_score_in_a_later_batch_named_at_its_file_row_streamed(tmp_pat
     rows = [{"y": int(a), "s": float(b), "g": int(c)} for a, b, c in zip(y, s, g)]
     rows[140_001]["s"] = bad
     _jsonl(tmp_path / "d.jsonl", rows)
-    limit = _stream_limit(monkeypatch)
+    limit = _four_mib_for_data(monkeypatch, batch_rows=4_000)
     rc, out, err = _cli(capsys, monkeypatch, tmp_path, "report", "d.jsonl", "--label", "y",
                         "--scores", "s", "--subgroups", "g", "--progress", "never",
                         "--max-memory", limit)

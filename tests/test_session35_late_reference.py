@@ -12,7 +12,6 @@ fastbias.
 from __future__ import annotations
 
 import io
-import json
 import os
 import warnings
 
@@ -22,21 +21,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import fastbias
-from fastbias.cli import main
-
-
-def _cli(capsys, monkeypatch, cwd, *args):
-    monkeypatch.chdir(cwd)
-    try:
-        rc = main([str(a) for a in args])
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+from tests.test_session35_diff_reference import _cli, _jsonl
 
 
 def _base(n=10):

@@ -54,6 +54,7 @@ from .validate.columns import booleans_and_numbers, from_foreign
 from .validate.settings import DEFAULT_LABEL_THRESHOLD
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
+    ColumnReading,
     DataFileError,
     TextSource,
     check_unique_names,
@@ -225,7 +226,7 @@ class _OverBudget(Exception):
 def read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
               progress: Progress | None = None, wanted: dict | None = None,
               max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-              text_columns=(), flag_columns=(), literal_columns=(), number_columns=()):
+              reading: ColumnReading = ColumnReading()):
     """Read only ``columns`` of a CSV, Parquet or JSON-lines file into a DataFrame.
 
     ``wanted`` (option -> column names) is checked against the file's header
@@ -234,18 +235,13 @@ def read_data(path: str, columns: list, *, input_format: str | None = None, sep=
     parseable, a line over 16 MiB) is a :class:`CLIError` naming it, never a
     traceback. With ``max_bytes``, reading stops with :class:`_OverBudget` as soon as the
     rows (at ``row_bytes`` each) would need more than that. ``prepare(frame)``, when given,
-    turns each batch into what is kept (e.g. compact memberships). ``text_columns`` of a
-    CSV file are read as text, ``literal_columns`` with only empty fields missing,
-    ``flag_columns`` of a JSON-lines file as the values written and its ``number_columns`` as
-    numbers only where written as numbers (see ``iter_text_batches``).
+    turns each batch into what is kept (e.g. compact memberships). ``reading``: how a text
+    file's columns are read by role (:class:`~fastbias.validate.textfile.ColumnReading`).
     """
     return _reading(path, lambda: _read_data(path, columns, input_format=input_format, sep=sep,
                                              progress=progress, wanted=wanted,
                                              max_bytes=max_bytes, row_bytes=row_bytes,
-                                             text_columns=text_columns,
-                                             flag_columns=flag_columns, prepare=prepare,
-                                             literal_columns=literal_columns,
-                                             number_columns=number_columns))
+                                             prepare=prepare, reading=reading))
 
 
 def read_header(path: str, *, input_format: str | None = None, sep=None, wanted=()) -> list:
@@ -309,13 +305,12 @@ def _file_format(path: str, input_format: str | None, sep) -> tuple:
 
 
 def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: int,
-             progress: Progress, projection=None, text_columns=(), flag_columns=(),
-             check_rounded: bool = True, literal_columns=(), number_columns=()):
+             progress: Progress, projection=None, reading: ColumnReading = ColumnReading(),
+             check_rounded: bool = True):
     """``(DataFrame of columns, where)`` for every batch of rows of the file, with progress;
     ``projection(rows)``, when given, learns the rows the file is projected to hold before
-    each batch is yielded (text files; Parquet's footer says). ``text_columns``,
-    ``flag_columns``, ``number_columns`` and ``check_rounded``: as :func:`iter_text_batches`
-    reads them."""
+    each batch is yielded (text files; Parquet's footer says). ``reading`` and
+    ``check_rounded``: as :func:`iter_text_batches` reads them."""
     name = os.path.basename(path)
     if fmt == "parquet":
         pq = _pyarrow_parquet()
@@ -336,17 +331,14 @@ def _batches(path: str, columns: list, fmt: str, compression, sep, batch_rows: i
             projection(projected)
         progress.update(f"reading {name}: {done:4.0%} ({rows:,} rows)")
 
-    yield from iter_text_batches(source, columns, batch_rows, progress=show,
-                                 text_columns=text_columns, flag_columns=flag_columns,
-                                 check_rounded=check_rounded,
-                                 literal_columns=literal_columns,
-                                 number_columns=number_columns)
+    yield from iter_text_batches(source, columns, batch_rows, progress=show, reading=reading,
+                                 check_rounded=check_rounded)
 
 
 def _read_data(path: str, columns: list, *, input_format: str | None = None, sep=None,
                progress: Progress | None = None, wanted: dict | None = None,
                max_bytes: int | None = None, row_bytes: int = 0, prepare=None,
-               text_columns=(), flag_columns=(), literal_columns=(), number_columns=()):
+               reading: ColumnReading = ColumnReading()):
     import pandas as pd
 
     progress = progress or Progress(False)
@@ -368,9 +360,7 @@ def _read_data(path: str, columns: list, *, input_format: str | None = None, sep
     kinds = BatchKinds(columns, role="data")  # a column must read one way in every batch
     for frame, where in _batches(path, columns, fmt, compression, sep, batch_rows, progress,
                                  projection=lambda n: projected.__setitem__(0, n),
-                                 text_columns=text_columns, flag_columns=flag_columns,
-                                 literal_columns=literal_columns,
-                                 number_columns=number_columns):
+                                 reading=reading):
         kinds.check(frame, where)
         rows += len(frame)
         if max_bytes is not None:
@@ -420,6 +410,23 @@ def _number_columns(args) -> list:
     """The columns of numbers (scores, the weight) a JSON-lines file holds as numbers only
     where each value is written as one (see ``iter_text_batches``)."""
     return list(dict.fromkeys((*args.scores, *([args.weight] if args.weight else []))))
+
+
+def _column_reading(args, fmt: str) -> ColumnReading:
+    """How the report reads the columns of a text data file, one rule whether it is read
+    into memory or streamed: the sensitive features as text (:func:`_text_features`); under
+    ``--positive`` the label with only empty fields missing and, in a CSV file where the
+    positive class is not a number or a boolean, as its text (a batch of only "0" beside
+    "toxic" would otherwise read as numbers: in memory such a file was refused as holding
+    three labels, '0' read twice); JSON's flags and numbers as written."""
+    text = _text_features(args)
+    if (fmt == "csv" and args.positive is not None
+            and not _same_number(args.positive, args.positive)
+            and args.positive.lower() not in ("true", "false")):  # (booleans: read so)
+        text.append(args.label)
+    return ColumnReading(text=tuple(text),
+                         literal=(args.label,) if args.positive is not None else (),
+                         flags=tuple(_flag_columns(args)), numbers=tuple(_number_columns(args)))
 
 
 def _kept_batch(frame, args):
@@ -1123,17 +1130,9 @@ def _run_streaming(args, progress, limit: int):
                                   wanted=[args.label, *args.scores, *args.subgroups,
                                           *([args.weight] if args.weight else []),
                                           *(args.sensitive_features or [])])
-        literal = [args.label] if args.positive is not None else []
-        # a --positive that is not a number names a text class: a CSV label is then read as
-        # its text in every batch (a batch of only "0" beside "toxic" would read as numbers)
-        text = _text_features(args)
-        if (fmt == "csv" and args.positive is not None
-                and not _same_number(args.positive, args.positive)
-                and args.positive.lower() not in ("true", "false")):  # (booleans: read so)
-            text.append(args.label)
+        reading = _column_reading(args, fmt)
         pos_label = args.positive  # (a file without rows: refused as such later)
-        for frame, _ in iter_text_batches(source, [args.label], 1_000, literal_columns=literal,
-                                          text_columns=text, flag_columns=_flag_columns(args)):
+        for frame, _ in iter_text_batches(source, [args.label], 1_000, reading=reading):
             pos_label = _streamed_pos_label(args, frame)
             break
         spec = column_spec(source.names, **options, source=f"the data file {args.data}",
@@ -1144,9 +1143,7 @@ def _run_streaming(args, progress, limit: int):
             passes["n"] += 1
             progress.step(f"streaming {name} (pass {passes['n']} of {passes['of']})")
             yield from iter_text_batches(source, columns, batch_rows, progress=show,
-                                         text_columns=text, flag_columns=_flag_columns(args),
-                                         literal_columns=literal,
-                                         number_columns=_number_columns(args))
+                                         reading=reading)
 
     spec = dataclasses.replace(spec, intersections=args.intersections,
                                min_subgroup_size=args.min_subgroup_size,
@@ -1272,10 +1269,8 @@ def cmd_report(args) -> int:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
-                       text_columns=_text_features(args),
-                       # (a text label's classes as written: "None" is one, not missing)
-                       literal_columns=[args.label] if args.positive is not None else (),
-                       flag_columns=_flag_columns(args), number_columns=_number_columns(args),
+                       reading=_column_reading(args, _file_format(args.data, args.input_format,
+                                                                  args.sep)[0]),
                        prepare=lambda frame: _kept_batch(frame, args))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)

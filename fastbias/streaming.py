@@ -66,7 +66,12 @@ from .validate.columns import PieceWhere
 from .validate.parquet import iter_batches, open_parquet
 from .validate.settings import check_sample_seed, resolve_n_jobs
 from .validate.spec import ColumnSpec, column_spec
-from .validate.textfile import LINE_LIMIT, iter_text_batches, open_text_source
+from .validate.textfile import (
+    LINE_LIMIT,
+    ColumnReading,
+    iter_text_batches,
+    open_text_source,
+)
 
 __all__ = ["evaluate_csv", "evaluate_parquet"]
 
@@ -387,8 +392,9 @@ def evaluate_csv(path, *, label: str, scores, subgroups=None, label_threshold: f
     text = [*(f for f in spec.features if f not in spec.subgroups),
             *([spec.label] if isinstance(pos_label, str) else [])]
     result, _ = stream_evaluate(
-        spec, lambda columns: iter_text_batches(source, columns, batch_rows,
-                                                text_columns=text, literal_columns=literal),
+        spec, lambda columns: iter_text_batches(
+            source, columns, batch_rows,
+            reading=ColumnReading(text=tuple(text), literal=tuple(literal))),
         [np.dtype(np.float64)] * len(spec.models), bucket_rows=bucket_rows, n_jobs=n_jobs,
         temp_dir=temp_dir, random_state=random_state)
     return result

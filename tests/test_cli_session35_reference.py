@@ -234,7 +234,7 @@ def test_jsonl_boolean_score_is_silently_one(tmp_path):
     # boolean beside numbers is refused naming both ("holds both booleans and numbers").
     # Right: exit 1 naming column 's' and position 2. Cause: pd.read_json(dtype=True) in
     # fastbias/validate/textfile.py iter_text_batches coerces the mixed column to float64
-    # before any check sees the boolean (the score is not among flag_columns).
+    # before any check sees the boolean (the score was not among the flag columns).
     rows = [{"label": i % 2, "s": i / 10, "g": i % 3 == 0} for i in range(10)]
     rows[2]["s"] = True
     _write_jsonl(tmp_path / "b.jsonl", rows)

@@ -21,6 +21,7 @@ import pytest
 import fastbias
 from fastbias.streaming import evaluate_csv, evaluate_parquet
 from fastbias.validate.textfile import (
+    ColumnReading,
     DataFileError,
     iter_text_batches,
     open_text_source,
@@ -35,7 +36,7 @@ SAMPLES = {"subgroup_auc": ("gp", "gn"), "bpsn_auc": ("bp", "gn"), "bnsp_auc": (
 def _read(path, columns, limit=1 << 20, text_columns=(), sep=None):
     source = open_text_source(path, line_limit=limit, sep=sep)
     frames = [f for f, _ in iter_text_batches(source, list(columns), 3,
-                                              text_columns=text_columns)]
+                                              reading=ColumnReading(text=tuple(text_columns)))]
     return pd.concat(frames, ignore_index=True)
 
 

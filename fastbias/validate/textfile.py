@@ -960,22 +960,47 @@ MISSING_WORDS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "
                  "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 
 
+@dataclass(frozen=True)
+class ColumnReading:
+    """How the columns of a text file are read, by role (each a tuple of column names; a
+    name not among the columns read is passed over):
+
+    ``text``
+        of a CSV file: the text in the file (only empty fields missing: "None" or "NA" is a
+        value), not whatever type each batch's values look like: a categorical column
+        ("01234", or "1" and "10+") or a text label ("0" and "toxic") then reads alike in
+        every batch.
+    ``literal``
+        of a CSV file (a text label): only empty fields missing too, the type as pandas
+        reads it.
+    ``flags``
+        of a JSON-lines file (labels, identities): the values written, an object column;
+        pandas would read true/false as 1.0/0.0 in a batch where some line has null or
+        leaves the key out, and as booleans in one where none does.
+    ``numbers``
+        of a JSON-lines file (scores, weights): numbers only where every value is a number
+        or the text of one (:func:`_json_numbers`); pandas would read ``true`` as 1.0
+        beside numbers.
+
+    Examples
+    --------
+    >>> ColumnReading(text=("religion",)).text
+    ('religion',)
+    """
+
+    text: tuple = ()
+    literal: tuple = ()
+    flags: tuple = ()
+    numbers: tuple = ()
+
+
 def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, progress=None,
-                      text_columns=(), flag_columns=(), check_rounded: bool = True,
-                      literal_columns=(), number_columns=()):
+                      reading: ColumnReading = ColumnReading(), check_rounded: bool = True):
     """``(DataFrame of columns, where)`` for every ``batch_rows`` rows of the file, in order.
 
-    ``text_columns`` of a CSV file are read as the text in the file (only empty fields
-    missing: "None" or "NA" is a value), not as whatever type each batch's values look like:
-    a categorical column ("01234", or "1" and "10+") then reads alike in every batch.
-    ``literal_columns`` (a text label) have only their empty fields missing too, their type
-    as pandas reads it. ``columns=None`` reads every column of a
-    JSON-lines file: each batch has the keys its lines have. ``flag_columns`` of a JSON-lines file
-    (labels, identities) are read as the values written, an object column: pandas would
-    read true/false as 1.0/0.0 in a batch where some line has null or leaves the key out,
-    and as booleans in one where none does. ``number_columns`` of a JSON-lines file (scores,
-    weights) are numbers only where every value is a number or the text of one
-    (:func:`_json_numbers`): pandas would read ``true`` as 1.0 beside numbers.
+    Each column is read as ``reading`` says for its role (:class:`ColumnReading`).
+    ``columns=None`` reads every column of a JSON-lines file: each batch has the keys its
+    lines have.
 
     ``progress(share of the file's bytes read, rows so far, rows the file is projected to
     hold)`` is called before each batch is yielded, when given. A column that may hold
@@ -998,8 +1023,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                          if "" in source.names else "")
                 raise DataFileError(f"a column of {source.path!r} that is asked for has no "
                                     f"name in the header{where}: give it one to read it")
-            text = [c for c in text_columns if c in wanted]
-            literal = text + [c for c in literal_columns if c in wanted and c not in text]
+            text = [c for c in reading.text if c in wanted]
+            literal = text + [c for c in reading.literal if c in wanted and c not in text]
             # a text column's values are its text: "None", "NA" or "null" are categories (a
             # religion, a country), only an empty field is missing; elsewhere pandas' words
             # for a missing number
@@ -1023,11 +1048,11 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                 reader = pd.read_json(_ObjectLines(stream, source.path), lines=True,
                                       chunksize=batch_rows, precise_float=True,
                                       convert_dates=False, convert_axes=False,
-                                      dtype={c: object for c in (*flag_columns, *text_columns,
-                                                                 *number_columns)
+                                      dtype={c: object for c in (*reading.flags, *reading.text,
+                                                                 *reading.numbers)
                                              if columns is None or c in columns} or True)
         start = 0
-        written = _WrittenIntegers(source, batch_rows, columns, text_columns) \
+        written = _WrittenIntegers(source, batch_rows, columns, reading.text) \
             if check_rounded else None
         with reader, contextlib.closing(written) if written else contextlib.nullcontext():
             while True:
@@ -1055,8 +1080,8 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
                     projected = stream.records * size / position if position else float(stop)
                     progress(min(position / size, 1.0) if size else 1.0, stop,
                              max(projected - (source.fmt == "csv"), float(stop)))
-                if source.fmt == "jsonl" and number_columns:
-                    _json_numbers(frame, number_columns)
+                if source.fmt == "jsonl" and reading.numbers:
+                    _json_numbers(frame, reading.numbers)
                 if len(frame):
                     large = _large_numbers(frame, source.fmt == "jsonl") \
                         if check_rounded else None

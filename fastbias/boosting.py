@@ -89,6 +89,13 @@ def _labels_fit(labels: np.ndarray, evaluator: BiasEvaluator) -> tuple:
     return bool(fits.all()), binary
 
 
+def _labels_reversed(labels: np.ndarray, evaluator: BiasEvaluator) -> bool:
+    """Whether an evaluation set's labels are the evaluator's with the classes swapped (its
+    positive class the library's 0)."""
+    binary = _labels_fit(labels, evaluator)[1]
+    return binary is not None and np.array_equal(binary, ~evaluator.labels)
+
+
 class _BoostingBiasMetric:
     """Shared part: pick the evaluator of an evaluation set and compute the scores."""
 
@@ -191,6 +198,16 @@ class _BoostingBiasMetric:
             if _labels_fit(labels, evaluator)[0]:
                 matching.append(evaluator)
         if not matching:
+            if any(_labels_reversed(labels, e) for e in same_size):
+                # (found by review: "differ" said of the same rows, the classes reversed)
+                raise ValueError(
+                    f"the labels of an evaluation set of {n} rows are those of a BiasEvaluator "
+                    f"of that size with the classes reversed: the boosting library's positive "
+                    f"class (its label 1; the scikit-learn APIs encode the classes in sorted "
+                    f"order, the second one 1) is the evaluator's negative class, and the "
+                    f"model's scores are of the other class. Build the evaluator with the "
+                    f"library's positive class (pos_label= the second class in sorted order, "
+                    f"or labels as the library sees them)")
             raise ValueError(f"the labels of an evaluation set of {n} rows differ from those of "
                              f"every BiasEvaluator of that size; build the evaluator from the "
                              f"same rows, in the same order")

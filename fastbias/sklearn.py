@@ -158,6 +158,13 @@ class _RoutedScore:
                  overall_weight=0.25, undefined="propagate"):
         if self.predicts:
             y_score = _predicted_class_scores(y_score, pos_label)
+        # scikit-learn pairs y and routed metadata with X by position, whatever their own
+        # indexes (found by review: a y Series with a default index beside subgroups with
+        # X's had every fold refused), as the routing-free scorer does
+        if isinstance(y_true, pd.Series):
+            y_true = y_true.to_numpy()
+        if isinstance(sample_weight, pd.Series):
+            sample_weight = sample_weight.to_numpy()
         notes = []
         value = _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label,
                             label_threshold, subgroup_threshold, power, overall_weight,
@@ -206,10 +213,13 @@ def _predicted_class_scores(predicted, positive):
     """Scores from ``predict``'s classes: 1.0 where the positive class is predicted (found by
     review: with ``pos_label`` the first class, the classes taken as scores ranked the
     negatives first, every AUC reversed); ``positive`` None leaves numbers (0/1 classes, a
-    regressor's predictions) as they are."""
+    regressor's predictions) as they are, and makes booleans 1.0 where True (found by
+    review: a routed scorer refused every fold of a model fitted on boolean labels)."""
     predicted = predicted.to_numpy() if isinstance(predicted, pd.Series) else np.asarray(predicted)
     if positive is not None:
         return (predicted == positive).astype(np.float64)
+    if predicted.dtype.kind == "b":
+        return predicted.astype(np.float64)
     if predicted.dtype.kind not in "biuf":
         example = f" (e.g. {predicted.flat[0]!r})" if predicted.size else ""
         raise ValueError(f"response_method='predict' gave classes of dtype "
@@ -241,6 +251,12 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
     True
     """
     methods = _response_methods(response_method)
+    classes = getattr(estimator, "classes_", None)
+    if pos_label is not None and classes is not None and pos_label not in list(classes):
+        # (found by review: the decision function's branch took any other value for the
+        # second class, a typo unnoticed)
+        raise ValueError(f"pos_label={pos_label!r} is not one of the estimator's classes "
+                         f"{list(classes)}")
     for name in methods:
         method = getattr(estimator, name, None)
         if method is not None:
@@ -249,7 +265,6 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
         raise AttributeError(f"{type(estimator).__name__} has none of the response methods "
                              f"{methods}")
     out = np.asarray(method(X))
-    classes = getattr(estimator, "classes_", None)
     if classes is not None and len(classes) != 2:
         raise ValueError(f"bias metrics need a binary classifier; the estimator has "
                          f"{len(classes)} classes")
@@ -257,9 +272,9 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
         if out.ndim == 2:
             column = 1
             if pos_label is not None:
-                if classes is None or pos_label not in list(classes):
-                    raise ValueError(f"pos_label={pos_label!r} is not one of the estimator's "
-                                     f"classes {None if classes is None else list(classes)}")
+                if classes is None:
+                    raise ValueError(f"pos_label={pos_label!r} needs the estimator's classes "
+                                     f"(classes_) to find its column of predict_proba")
                 column = list(classes).index(pos_label)
             out = out[:, column]
     elif name == "decision_function":
@@ -268,9 +283,6 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
         if pos_label is not None and classes is not None and pos_label == classes[0]:
             out = -out
     elif name == "predict" and classes is not None:  # (a classifier: its classes, not scores)
-        if pos_label is not None and pos_label not in list(classes):
-            raise ValueError(f"pos_label={pos_label!r} is not one of the estimator's classes "
-                             f"{list(classes)}")
         out = _predicted_class_scores(out, classes[1] if pos_label is None else pos_label)
     elif name == "predict" and pos_label is not None:
         out = _predicted_class_scores(out, pos_label)

@@ -162,8 +162,13 @@ def test_callables_without_the_libraries(data):
     assert xgboost_metric(ev, metrics=["final", "min_bnsp_auc"]).__name__ == "min_bnsp_auc"
     assert xgboost_metric(ev, metrics=["final", "min_bnsp_auc"])(y[valid], scores) == \
         ev.score(scores, "min_bnsp_auc")
-    with pytest.raises(ValueError, match="labels of an evaluation set of 800 rows differ"):
+    with pytest.raises(ValueError, match="labels of an evaluation set of 800 rows are those "
+                       "of a BiasEvaluator of that size with the classes reversed"):
         lightgbm_metric(ev)(~y[valid], scores)
+    one_other = y[valid].copy()
+    one_other[3] = ~one_other[3]
+    with pytest.raises(ValueError, match="labels of an evaluation set of 800 rows differ"):
+        lightgbm_metric(ev)(one_other, scores)
     with pytest.raises(ValueError, match="one score per row"):
         lightgbm_metric(ev)(y[valid], np.column_stack([scores, scores]))
     with pytest.raises(ValueError, match="metric must be one of"):

@@ -116,7 +116,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
         (Holm or Benjamini-Hochberg over all subgroups x metrics) and
         ``<metric>_significant`` (adjusted p-value <= ``1 - confidence``).
         Metrics with a cell of fewer than 300 rows get a permutation p-value
-        (the normal approximation's tails are poor there). See
+        (the normal approximation's tails are poor there; weighted, cells of
+        fewer than 30 rows, larger ones keep DeLong's). See
         ``docs/significance.md``.
 
     Returns

@@ -304,12 +304,17 @@ def percent_text(fraction: float) -> str:
 def significance_tests(result) -> str:
     """Which tests gave ``result``'s p-values: DeLong's, permutation tests in small cells, and
     out of core (where the smallest cells' tests cannot draw rows) what those cells had."""
-    from ..intervals.significance import PERMUTATION_DRAWS_BELOW
+    from ..intervals.significance import PERMUTATION_BELOW, PERMUTATION_DRAWS_BELOW
 
     counts = {name: sum(int(attrs.get(name, 0) or 0)
                         for attrs in (getattr(result, "model_attrs", None) or {}).values())
               for name in ("permutation_bounds", "permutation_untested")}
-    text = "DeLong test, permutation test in cells under 300 rows"
+    # (weighted, cells of 30-299 rows keep DeLong's test: found by review, said of every cell
+    # under 300 rows)
+    text = (f"DeLong test, permutation test in cells under {PERMUTATION_DRAWS_BELOW} rows "
+            f"(weighted rows: DeLong's in larger cells)"
+            if (getattr(result, "settings", None) or {}).get("weighted") else
+            f"DeLong test, permutation test in cells under {PERMUTATION_BELOW} rows")
     if counts["permutation_bounds"]:
         text += (f"; out of core {counts['permutation_bounds']} p-value(s) of cells under "
                  f"{PERMUTATION_DRAWS_BELOW} rows are Hoeffding's bound on the permutation "

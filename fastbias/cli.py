@@ -1587,7 +1587,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--csv-raw", action="store_true",
                         help="write names into .csv outputs exactly as they are (by default a "
                              "name that a spreadsheet would run as a formula, starting with =, +, "
-                             "-, @ or a tab, gets a ' in front)"),
+                             "-, @ or a tab, gets a ' in front, as does one starting with ')"),
     report.add_argument("--input-format", choices=["csv", "parquet", "jsonl"], default=None,
                         help="format of DATA when its extension does not say")
     report.add_argument("--sep", type=_separator, default=None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..validate.errors import escaped, visible
+from ..validate.errors import escaped, visible, visible_name
 
 
 def terminal_text(text, *, keep_newlines: bool = False) -> str:
@@ -30,16 +30,18 @@ def terminal_text(text, *, keep_newlines: bool = False) -> str:
 
 
 def name_cell(name) -> str:
-    """A name as a cell of a text table: :func:`terminal_text`, with spaces at either edge
+    """A name as shown in a text table, the HTML and the figures: its control characters
+    as :func:`terminal_text` shows them, a backslash that would read as an escape as
+    ``\\x5c`` (:func:`~fastbias.validate.errors.visible_name`), and spaces at either edge
     escaped (``\\x20``: a table pads its cells with spaces, so "a" and "a " read alike;
-    found by review).
+    found by review). No two names are shown alike.
 
     Examples
     --------
     >>> name_cell("a "), name_cell("a b")
     ('a\\\\x20', 'a b')
     """
-    text = terminal_text(name)
+    text = visible_name(name)
     stripped = text.strip()
     if stripped == text:
         return text
@@ -72,13 +74,17 @@ def padded(text: str, width: int, left: bool = True) -> str:
     return text + pad if left else pad + text
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+#: what a cell starts with that gets a ``'`` in front: a spreadsheet's formula, and a ``'``
+#: itself (found by review: "=q" and "'=q" were both written "'=q", two subgroups one name;
+#: with it, taking one ``'`` off a prefixed cell gives the name back)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
 
 
 def spreadsheet_cell(value):
     """A text cell a spreadsheet would evaluate (``=...``, ``+...``, ``-...``, ``@...``, or
-    a tab or line break first) with a ``'`` prefixed, so that it is shown as text.
-    Numbers and other text are returned unchanged.
+    a tab or line break first), or one starting with ``'``, with a ``'`` prefixed, so that
+    it is shown as text and no two names are written alike. Numbers and other text are
+    returned unchanged.
 
     Examples
     --------

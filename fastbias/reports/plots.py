@@ -26,7 +26,7 @@ import textwrap
 import numpy as np
 
 from ..metrics.definitions import AUC_METRICS
-from .plain import terminal_text
+from .plain import name_cell, terminal_text
 
 AEG_METRICS = ["negative_aeg", "positive_aeg"]
 
@@ -94,7 +94,10 @@ def _plain_text(function):
     ``$\\foo$`` are never parsed as mathtext (which would restyle them, or fail after the
     whole evaluation), and their control characters and bidi overrides are drawn as visible
     escapes (``\\x1b``, ``\\u202e``), as the terminal shows them: no missing glyph (whose
-    warning carried the raw character to stderr), no text reordered."""
+    warning carried the raw character to stderr), no text reordered. The figures draw names
+    with :func:`~fastbias.reports.plain.name_cell` (a newline or an edge space shown as an
+    escape, as in the tables: found by review, drawn as a line break or not at all); this
+    pass keeps the line breaks of the figures' own texts."""
     @functools.wraps(function)
     def plain(*args, **kwargs):
         try:
@@ -217,7 +220,7 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     cmap, norm = _colormap(stops, cmap_name)
     n_rows, n_cols = len(subgroups), len(metrics)
     width_per_model = 0.72 * n_cols + 0.3
-    label_width = 0.09 * max(len(str(g)) for g in subgroups) + 0.4
+    label_width = 0.09 * max(len(name_cell(g)) for g in subgroups) + 0.4
     fig = Figure(figsize=(label_width + width_per_model * len(models) + 1.1,
                           1.5 + 0.3 * n_rows), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False, sharey=True)[0]
@@ -243,9 +246,9 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
         ax.set_xticks(range(n_cols), [METRIC_LABELS[m].replace(" ", "\n") for m in metrics],
                       fontsize=8)
         ax.xaxis.tick_top()
-        ax.set_title(str(model), fontsize=10, pad=6)
+        ax.set_title(name_cell(model), fontsize=10, pad=6)
         if k == 0:
-            ax.set_yticks(range(n_rows), [str(g) for g in subgroups], fontsize=8)
+            ax.set_yticks(range(n_rows), [name_cell(g) for g in subgroups], fontsize=8)
         else:
             ax.tick_params(labelleft=False)
         ax.tick_params(length=0)
@@ -362,7 +365,7 @@ def _rows_by_subgroup(Figure, subgroups, models, n_panels: int, panel_width: flo
     """A figure of ``n_panels`` side by side with one row per subgroup (room for the longest
     name): ``(fig, axes, row positions, each model's offset within a row)``."""
     n = len(subgroups)
-    label_width = 0.08 * max(len(str(g)) for g in subgroups) + 0.3
+    label_width = 0.08 * max(len(name_cell(g)) for g in subgroups) + 0.3
     fig = Figure(figsize=(panel_width * n_panels + label_width,
                           1.3 + 0.22 * n * max(1, len(models)) ** 0.5), layout="constrained")
     axes = fig.subplots(1, n_panels, squeeze=False, sharey=True)[0]
@@ -546,10 +549,10 @@ def plot_score_distributions(histograms, *, subgroups, models=None):
             cells = histograms.cells(model, subgroup)
             _density_panel(axes[i, 2 * k], edges, cells["subgroup_negatives"],
                            cells["background_negatives"], NEGATIVE_COLOR,
-                           f"{model} | {subgroup}: negatives")
+                           f"{name_cell(model)} | {name_cell(subgroup)}: negatives")
             _density_panel(axes[i, 2 * k + 1], edges, cells["subgroup_positives"],
                            cells["background_positives"], POSITIVE_COLOR,
-                           f"{model} | {subgroup}: positives")
+                           f"{name_cell(model)} | {name_cell(subgroup)}: positives")
     for ax in axes[-1]:
         ax.set_xlabel("score" if unit == 0 else f"score / 2**{unit}", fontsize=8)
     fig.suptitle("Score distributions: subgroup (line) against background (grey)", fontsize=11)
@@ -713,7 +716,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
             err = np.vstack([mid - low, high - mid])[:, ok]
             ax.errorbar(mid[ok], y[ok] + offsets[k], xerr=np.clip(err, 0, None), fmt="o",
                         markersize=3, capsize=2, linewidth=1, color=palette[k],
-                        label=str(model))
+                        label=name_cell(model))
             # a value without an interval: its point, hollow; an undefined value: "n/a"
             bare = np.isfinite(mid) & ~ok
             if bare.any():
@@ -725,7 +728,7 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", color="#eeeeee")
-    axes[0].set_yticks(y, [str(g) for g in subgroups], fontsize=8)
+    axes[0].set_yticks(y, [name_cell(g) for g in subgroups], fontsize=8)
     axes[0].set_ylim(len(subgroups) - 0.5, -0.5)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                ncols=min(len(models), 6), fontsize=8, frameon=False)
@@ -817,7 +820,7 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
             value = part[gap].to_numpy(dtype=np.float64)
             ok = np.isfinite(value)
             ax.barh(y[ok] + offsets[k], value[ok], height=height, color=palette[k],
-                    label=str(model))
+                    label=name_cell(model))
             if f"{gap}_low" in part:  # (a gap whose interval is undefined keeps its bar)
                 low = part[f"{gap}_low"].to_numpy(dtype=np.float64)
                 high = part[f"{gap}_high"].to_numpy(dtype=np.float64)
@@ -830,7 +833,7 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
         ax.set_title(f"{title} at {threshold:.12g}", fontsize=9)
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", color="#eeeeee")
-    axes[0].set_yticks(y, [str(g) for g in subgroups], fontsize=8)
+    axes[0].set_yticks(y, [name_cell(g) for g in subgroups], fontsize=8)
     axes[0].set_ylim(len(subgroups) - 0.5, -0.5)
     if len(models) > 1:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
@@ -883,7 +886,7 @@ def plot_gap_curves(result, *, subgroups=None, model=None, n_subgroups: int = 4,
         for k, name in enumerate(subgroups):
             part = table[table["subgroup"] == name].sort_values("threshold")
             ax.plot(part["threshold"], part[gap], color=palette[k],
-                    linewidth=1.2, label=str(name))
+                    linewidth=1.2, label=name_cell(name))
         ax.axhline(0.0, color="#555555", linewidth=0.8)
         ax.axvline(shown, color="#999999", linewidth=0.8, linestyle=":")
         ax.set_title(title, fontsize=9)
@@ -892,7 +895,7 @@ def plot_gap_curves(result, *, subgroups=None, model=None, n_subgroups: int = 4,
         ax.grid(color="#eeeeee")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                ncols=min(len(subgroups), 4), fontsize=8, frameon=False)
-    fig.suptitle(f"Gaps across thresholds, {model}", fontsize=11)
+    fig.suptitle(f"Gaps across thresholds, {name_cell(model)}", fontsize=11)
     return fig
 
 

@@ -470,13 +470,13 @@ class BiasReport:
             order = self.worst_subgroups(max_subgroups, model=model)
             tied = self._tied_past_cut(max_subgroups, model)
             if tied:
-                whose = f"for {terminal_text(model)}, " if len(self.result.models) > 1 else ""
+                whose = f"for {name_cell(model)}, " if len(self.result.models) > 1 else ""
                 ties.append(f"{whose}{len(tied)} more tie with the last shown "
                             f"({', '.join(name_cell(g) for g in tied[:5])}"
                             f"{', ...' if len(tied) > 5 else ''})")
             part = self.result.for_model(model).reindex(order)
             overall = summary.at[model, "overall_auc"]
-            head = f"{terminal_text(model)}  overall AUC {_fmt_metric(overall, '')}"
+            head = f"{name_cell(model)}  overall AUC {_fmt_metric(overall, '')}"
             undefined_overall += _is_nan(overall)
             head += _summary_interval(summary, model, "overall_auc")
             if "final_metric" in summary.columns:
@@ -581,7 +581,7 @@ class BiasReport:
                      and lowest.get(g, np.nan) == last]
         if not tied:
             return ""
-        names = ", ".join(terminal_text(str(g)) for g in tied[:5]) + (", ..." if len(tied) > 5
+        names = ", ".join(name_cell(g) for g in tied[:5]) + (", ..." if len(tied) > 5
                                                                        else "")
         return f" (and {len(tied)} more tied with the last shown: {names})"
 
@@ -697,8 +697,9 @@ class BiasReport:
 
         A text cell (a model or subgroup name) that a spreadsheet would run as
         a formula, one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
-        line break, is written with a ``'`` in front so that it shows as text;
-        ``raw=True`` writes every name exactly as it is.
+        line break, is written with a ``'`` in front so that it shows as text
+        (and so is one starting with ``'``, so that no two names are written
+        alike); ``raw=True`` writes every name exactly as it is.
         """
         write_atomically(path, _csv_text(_spreadsheet_safe(self.to_frame(), raw)))
 
@@ -836,7 +837,7 @@ class BiasReport:
                                 f"FPR and FNR gap across the thresholds for the {curves} of "
                                 f"{len(all_gaps)} {'rows (intersections included)' if members else 'subgroups'} "
                                 f"with the largest gaps at {shown_at!r} (dotted line), "
-                                f"{terminal_text(str(model))}.",
+                                f"{name_cell(model)}.",
                                 plot_gap_curves(self.result, model=model,
                                                 threshold=shown_at, n_subgroups=GAP_CURVES)))
         worst = ranked[:n_distributions]
@@ -887,7 +888,7 @@ class BiasReport:
                                 'is not installed. Install it with <code>pip install '
                                 '"fastbias[plot]"</code> and write the report again.</p>')
         body = [
-            f"<h1>{html.escape(self.title)}</h1>",
+            f"<h1>{html.escape(terminal_text(self.title))}</h1>",
             self._html_settings(),
             "<h2>Summary</h2>",
             self._html_summary(),
@@ -910,7 +911,7 @@ class BiasReport:
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">"
-            f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
+            f"<title>{html.escape(terminal_text(self.title))}</title><style>{_CSS}</style></head>"
             f"<body><main>{''.join(body)}</main></body></html>\n")
         if path is not None:
             write_atomically(path, page)
@@ -932,8 +933,8 @@ class BiasReport:
         s = self.result.settings
         h = self.histograms
         items = []
-        if self.source:
-            items.append(("data", self.source))
+        if self.source:  # (a path from anyone: its bidi overrides shown, found by review)
+            items.append(("data", f"<bdi>{html.escape(terminal_text(self.source))}</bdi>"))
         # (rows without a label, left out under nan_policy="omit", are in neither class:
         # said, so that the three numbers add up; found by review)
         unlabelled = h.n_rows - h.n_negatives - h.n_positives
@@ -994,7 +995,7 @@ class BiasReport:
         if s.get("weighted"):
             items.append(("weights", "sample weights used for the metrics; histograms count "
                                      "rows"))
-        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('label', 'subgroups', 'models', 'rows left out') else html.escape(str(v))}</td></tr>"
+        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if k in ('data', 'label', 'subgroups', 'models', 'rows left out') else html.escape(str(v))}</td></tr>"
                        for k, v in items)
         return f'<table class="settings"><tbody>{rows}</tbody></table>'
 

@@ -42,6 +42,25 @@ def visible(text, *, keep_newlines: bool = False) -> str:
     return (_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE).sub(_escape, str(text))
 
 
+# a name's unsafe characters, and a backslash that would read as the start of an escape
+# (followed by x, u or U): found by review, names "a " and "a\\x20" were shown alike
+_UNSAFE_IN_NAME = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]|\\\\(?=[xuU])")
+
+
+def visible_name(name) -> str:
+    """``name`` as :func:`visible` shows it, and every backslash followed by x, u or U
+    shown as ``\\x5c``, so that each ``\\x``, ``\\u`` or ``\\U`` shown is an escape and no
+    two names are shown alike. Apply once, where the name is shown (a second pass would
+    escape the escapes' backslashes).
+
+    Examples
+    --------
+    >>> print(visible_name("a\\\\x20"), visible_name("C:\\\\data"), visible_name("tab\\there"))
+    a\\x5cx20 C:\\data tab\\x09here
+    """
+    return _UNSAFE_IN_NAME.sub(_escape, str(name))
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes a warning raised by the function calling this name the
     first line outside fastbias (the user's), however deep in fastbias the call is (found by

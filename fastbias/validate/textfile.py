@@ -322,7 +322,10 @@ def text_header(path: str, fmt: str, compression: str | None = None, sep: str = 
     a JSON object, or repeated names.
     """
     with open_text(path, compression, line_limit=line_limit) as stream:
-        text = io.TextIOWrapper(stream, encoding="utf-8-sig")  # as pandas, drop a BOM
+        # (as pandas, drop a BOM; newline="": line breaks as written, for the csv module to
+        # read a quoted name holding "\r" as that, found by review: read as "\n", the column
+        # asked for by its name was unknown)
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
         for line in text:
             if not line.strip():  # (blank lines before the header: pandas passes them over)
                 continue

@@ -158,13 +158,6 @@ class _RoutedScore:
                  overall_weight=0.25, undefined="propagate"):
         if self.predicts:
             y_score = _predicted_class_scores(y_score, pos_label)
-        # scikit-learn pairs y and routed metadata with X by position, whatever their own
-        # indexes (found by review: a y Series with a default index beside subgroups with
-        # X's had every fold refused), as the routing-free scorer does
-        if isinstance(y_true, pd.Series):
-            y_true = y_true.to_numpy()
-        if isinstance(sample_weight, pd.Series):
-            sample_weight = sample_weight.to_numpy()
         notes = []
         value = _fold_score(y_true, y_score, subgroups, metric, sample_weight, pos_label,
                             label_threshold, subgroup_threshold, power, overall_weight,

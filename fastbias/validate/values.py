@@ -175,6 +175,14 @@ POS_LABEL_HINT = "pass pos_label to say which value is the positive class"
 NO_POS_LABEL_HINT = "map them to booleans first (y_true == the positive value)"
 
 
+def _same_label(value, pos_label) -> bool:
+    """Whether a label value is ``pos_label`` (as ``arr == pos_label`` compares them)."""
+    try:
+        return bool(value == pos_label)
+    except (TypeError, ValueError):
+        return False
+
+
 def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                   threshold_name: str = "label_threshold", *,
                   pos_label_hint: str = POS_LABEL_HINT, piece: bool = False) -> np.ndarray:
@@ -194,10 +202,15 @@ def binary_labels(arr: np.ndarray, name: str, threshold=None, pos_label=None,
                             f"one way")
         codes, distinct = pd.factorize(arr)
         if len(distinct) > 2:
-            third = int(np.flatnonzero(codes == 2)[0])
+            # the third class is one besides pos_label and the first other value (found by
+            # review: a piece holding "ok", "maybe", "toxic" in that order named the positive
+            # class "toxic" as the third)
+            others = [j for j, value in enumerate(distinct) if not _same_label(value, pos_label)]
+            stray = others[1] if len(others) < len(distinct) else 2
+            third = int(np.flatnonzero(codes == stray)[0])
             raise ValueError(f"{name} has {len(distinct)} distinct values "
                              f"{_shown_values(distinct)} (the third, "
-                             f"{_plain(distinct[2])!r}, first at {_at(third)}); pos_label "
+                             f"{_plain(distinct[stray])!r}, first at {_at(third)}); pos_label "
                              f"needs two-class labels (for one class against the rest pass "
                              f"y_true == value)")
         positive = np.asarray(arr == pos_label)

@@ -14,7 +14,7 @@ from ..metrics.definitions import (
     METRIC_RANGE,
     METRIC_SAMPLES,
 )
-from ..metrics.table import overall_auc_from_counts
+from ..metrics.table import metrics_from_counts, overall_auc_from_counts
 from ..prepare.memberships import Memberships, prepare_subgroups
 from ..sort.order import SortedScores
 from ..sweep.counts import count_sorted
@@ -56,7 +56,9 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
     Parameters
     ----------
     table : pandas.DataFrame
-        The per-subgroup table of :func:`fastbias.bias_metrics` for these inputs.
+        The per-subgroup table of :func:`fastbias.bias_metrics` for these inputs,
+        without intervals. A ValueError where its metrics are not those of the inputs
+        given, or where it has intervals already.
     y_true, y_score, subgroups, sample_weight, label_threshold, subgroup_threshold, pos_label
         The inputs the table was computed from, as for
         :func:`fastbias.bias_metrics` (rows with missing values must have
@@ -140,6 +142,14 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
     missing = [c for c in METRIC_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"table lacks metric column(s) {missing}")
+    had = [c for c in table.columns if str(c).endswith(("_low", "_high", "_se"))]
+    if had or "ci_method" in table.attrs:
+        # (found by review: a second call left the first one's columns beside the new ones,
+        # twice named, and its standard errors under another method's name)
+        raise ValueError(f"table already has intervals ({table.attrs.get('ci_method', 'columns')}"
+                         f"{': ' + ', '.join(map(str, had[:3])) if had else ''}); add_intervals "
+                         f"adds them to a table without: compute it without ci=, or drop "
+                         f"those columns and attrs first")
     if list(map(str, table.index)) != list(memberships.names):
         raise ValueError(f"table index {list(table.index)[:5]} does not match the memberships' "
                          f"subgroups {list(memberships.names)[:5]} (same names, same order)")
@@ -152,13 +162,34 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
         if sample_weight.shape != (memberships.n_rows,):
             raise ValueError(f"sample_weight has shape {sample_weight.shape} but the memberships "
                              f"cover {memberships.n_rows} rows")
-    return attach_intervals(table, method=method,
-                            sorted_scores=SortedScores(scores, memberships,
-                                                       with_rows=method == "bootstrap",
-                                                       workers=resolve_workers(n_jobs)),
+    sorted_scores = SortedScores(scores, memberships, with_rows=method == "bootstrap",
+                                 workers=resolve_workers(n_jobs))
+    _check_table_of(table, metrics_from_counts(
+        counts_in_numpy(scores, memberships, sample_weight)
+        if intervals_in_numpy_now(method, False, memberships.n_rows)
+        else count_sorted(sorted_scores, sample_weight)))
+    return attach_intervals(table, method=method, sorted_scores=sorted_scores,
                             sample_weight=sample_weight, confidence=confidence, n_boot=n_boot,
                             random_state=random_state, progress=progress, n_jobs=n_jobs,
                             bernstein_variance=bernstein_variance)
+
+
+def _check_table_of(table: pd.DataFrame, values: dict) -> None:
+    """A ValueError where ``table``'s metrics are not those of the inputs given (``values``:
+    metric -> the inputs' values per subgroup): found by review, intervals of other scores
+    were put beside the table's estimates, far outside them, without a word."""
+    for metric in METRIC_COLUMNS:
+        given = table[metric].to_numpy(dtype=np.float64)
+        own = np.asarray(values[metric], dtype=np.float64)
+        # (to far more than rounding: weighted sums may differ in their last bits between
+        # the entry points that made the table)
+        same = (np.abs(given - own) <= 1e-9) | (np.isnan(given) & np.isnan(own))
+        if not same.all():
+            j = int(np.flatnonzero(~same)[0])
+            raise ValueError(f"table is not of these inputs: its {metric} of subgroup "
+                             f"{table.index[j]!r} is {given[j]!r}, the inputs give {own[j]!r}; "
+                             f"pass the y_true, y_score, subgroups, sample_weight and "
+                             f"thresholds the table was computed from")
 
 
 #: the ``attrs`` of the overall AUC's interval, and of the final metric's (the bootstrap's)

@@ -50,7 +50,7 @@ from .progress import (
     ticking,
 )
 from .reports.plain import terminal_text
-from .validate.columns import booleans_and_numbers, from_foreign
+from .validate.columns import NUMBER_TEXT, booleans_and_numbers, from_foreign
 from .validate.settings import DEFAULT_LABEL_THRESHOLD
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
@@ -416,12 +416,13 @@ def _column_reading(args, fmt: str) -> ColumnReading:
     """How the report reads the columns of a text data file, one rule whether it is read
     into memory or streamed: the sensitive features as text (:func:`_text_features`); under
     ``--positive`` the label with only empty fields missing and, in a CSV file where the
-    positive class is not a number or a boolean, as its text (a batch of only "0" beside
-    "toxic" would otherwise read as numbers: in memory such a file was refused as holding
-    three labels, '0' read twice); JSON's flags and numbers as written."""
+    positive class is not a boolean, as its text (a part of only "0" beside "toxic" or "ok"
+    would otherwise read as numbers: such a file was refused as holding three labels, '0'
+    read twice; found by review, for a number ``--positive`` too); a number ``--positive``
+    then names the classes written as that number (:func:`_names_positive`); JSON's flags
+    and numbers as written."""
     text = _text_features(args)
     if (fmt == "csv" and args.positive is not None
-            and not _same_number(args.positive, args.positive)
             and args.positive.lower() not in ("true", "false")):  # (booleans: read so)
         text.append(args.label)
     return ColumnReading(text=tuple(text),
@@ -429,10 +430,37 @@ def _column_reading(args, fmt: str) -> ColumnReading:
                          flags=tuple(_flag_columns(args)), numbers=tuple(_number_columns(args)))
 
 
+def _label_numbers(frame, args) -> None:
+    """Under a number ``--positive``, a label read as text (:func:`_column_reading`) with its
+    number texts made numbers, value by value (so alike in every batch: "0" is 0 beside
+    "ok", and "1" and "1.0" are one class, as pandas reads a column of numbers)."""
+    import pandas as pd
+
+    positive = args.positive
+    if (positive is None or args.label not in frame
+            or not (frame[args.label].dtype == object
+                    or pd.api.types.is_string_dtype(frame[args.label].dtype))
+            or not NUMBER_TEXT.fullmatch(positive) or not _same_number(positive, positive)):
+        return
+    column = frame[args.label].astype(object)
+    text = column.map(lambda v: isinstance(v, str) and NUMBER_TEXT.fullmatch(v) is not None)
+    if not text.any():
+        return
+    numbers = pd.to_numeric(column[text])
+    if text.all():
+        frame[args.label] = numbers
+        return
+    values = column.copy()
+    values[text] = numbers.astype(object)
+    frame[args.label] = values
+
+
 def _kept_batch(frame, args):
     """A batch of rows as the in-memory report keeps it: JSON true/false/null columns as
-    nullable booleans or numbers, then the identity columns compacted."""
+    nullable booleans or numbers, a text label's numbers as numbers (:func:`_label_numbers`),
+    then the identity columns compacted."""
     _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
+    _label_numbers(frame, args)
     # (a column that is a sensitive feature too keeps its values: they name its groups)
     return _compact_memberships(frame, [c for c in args.subgroups
                                         if c not in (args.label, *args.scores, args.weight,
@@ -480,16 +508,20 @@ def _positive_value(column, label: str, positive: str):
     values = pd.unique(column.dropna())
     shown = ", ".join(repr(str(v)) for v in sorted(values, key=str)[:8])
     more = f", ... ({len(values)} in all)" if len(values) > 8 else ""
-    match = [v for v in values if str(v) == positive
-             or (isinstance(v, (bool, np.bool_)) and positive.lower() == str(bool(v)).lower())
-             or (not isinstance(v, (bool, np.bool_, str)) and _same_number(v, positive))]
+    at = [j for j, v in enumerate(values) if _names_positive(v, positive)]
+    if len(at) > 1:  # ("1" and "1.0" of a text label: one class written two ways)
+        at = [j for j in at if str(values[j]) == positive] or at
+    match = [values[j] for j in at]
     if not match:
         raise CLIError(f"--positive {positive!r} does not occur in label column {label!r} "
                        f"(values: {shown}{more})")
     if len(values) > 2:
-        # (the third value in the order of the rows, and where: as the library names it)
-        third = values[2]
-        where = int(np.flatnonzero(pd.factorize(column)[0] == 2)[0])
+        # (the third value in the order of the rows, and where: one besides the positive
+        # class and the first other value, as the library names it)
+        others = [j for j in range(len(values)) if j not in at]
+        stray = others[1] if len(others) > 1 else at[1]  # (else the class written twice)
+        third = values[stray]
+        where = int(np.flatnonzero(pd.factorize(column)[0] == stray)[0])
         raise CLIError(f"label column {label!r} has {len(values)} distinct values ({shown}{more}; "
                        f"the third, {str(third)!r}, first at position {where}); "
                        f"--positive needs two-class labels, or every other value would count as "
@@ -498,6 +530,19 @@ def _positive_value(column, label: str, positive: str):
         raise CLIError(f"label column {label!r} holds only {shown}: every row would be positive "
                        f"and no AUC is defined")
     return match[0]
+
+
+def _names_positive(value, positive: str) -> bool:
+    """Whether a label value is the class ``--positive`` names: written so; a boolean named
+    true/false in any case; a number, or the text of a number (a CSV label read as text),
+    equal to a number ``--positive``."""
+    if isinstance(value, (bool, np.bool_)):
+        return positive.lower() == str(bool(value)).lower()
+    if str(value) == positive:
+        return True
+    if isinstance(value, str) and not NUMBER_TEXT.fullmatch(value):
+        return False
+    return _same_number(value, positive)
 
 
 def _refuse_mixed_label(column, label: str) -> None:
@@ -1051,6 +1096,7 @@ def _streamed_pos_label(args, first_frame):
     import pandas as pd
 
     _coerce_object_flags(first_frame, [args.label])
+    _label_numbers(first_frame, args)
     column = first_frame[args.label]
     _refuse_mixed_label(column, args.label)
     positive = args.positive
@@ -1077,7 +1123,9 @@ def _streamed_pos_label(args, first_frame):
         raise CLIError(f"label column {args.label!r} is not numeric (values like "
                        f"{', '.join(repr(v) for v in values)}); say which value is the "
                        f"positive class with --positive VALUE")
-    return positive
+    # (a number --positive names the class as the file writes it: "1.0" for --positive 1)
+    written = [v for v in pd.unique(column.dropna()) if _names_positive(v, positive)]
+    return positive if positive in written or len(written) != 1 else written[0]
 
 
 def _run_streaming(args, progress, limit: int):
@@ -1153,6 +1201,7 @@ def _run_streaming(args, progress, limit: int):
 
     def prepare(frame):  # a pass may read only some of the columns
         _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
+        _label_numbers(frame, args)
         return frame
 
     with warnings.catch_warnings(record=True) as caught:

@@ -45,3 +45,27 @@ def test_text_label_reads_as_text_in_memory_as_streamed(tmp_path, capsys, monkey
     assert out.overall_auc.iloc[0] == pytest.approx(roc_auc_score(y, s), abs=1e-15)
     assert out.subgroup_auc.iloc[0] == pytest.approx(
         roc_auc_score(y[member], s[member]), abs=1e-15)
+
+
+@pytest.mark.parametrize("positive", ["1", "1.0", "0", "ok"])
+def test_label_of_numbers_written_two_ways_beside_text(tmp_path, capsys, positive):
+    """A text label read as text under --positive: number texts are numbers value by value,
+    so "1" and "1.0" are one class (as pandas reads a column of numbers) and "0" is 0 beside
+    "ok"; a label of 0/1 written "1" and "1.0" stays two classes."""
+    rng = np.random.default_rng(5)
+    n = 60
+    y = rng.random(n) < 0.5
+    labels = np.where(y, np.where(np.arange(n) % 2, "1", "1.0"), "0")
+    df = pd.DataFrame({"y": labels, "s": np.round(rng.random(n), 1), "g": rng.random(n) < 0.4})
+    if positive == "ok":
+        df["y"] = np.where(y, "0", "ok")
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    rc = main(["report", str(path), "--label", "y", "--positive", positive, "--scores", "s",
+               "--subgroups", "g", "--out", str(tmp_path / "o.csv"), "--progress", "never"])
+    err = capsys.readouterr().err
+    if positive in ("ok", "0"):  # the positives are then the rows written so
+        y = ~y
+    assert rc == 0, err
+    out = pd.read_csv(tmp_path / "o.csv")
+    assert out.overall_auc.iloc[0] == pytest.approx(roc_auc_score(y, df["s"]), abs=1e-15)

@@ -443,16 +443,15 @@ def _label_numbers(frame, args) -> None:
             or not NUMBER_TEXT.fullmatch(positive) or not _same_number(positive, positive)):
         return
     column = frame[args.label].astype(object)
-    text = column.map(lambda v: isinstance(v, str) and NUMBER_TEXT.fullmatch(v) is not None)
-    if not text.any():
+    # (by distinct value: a label has few)
+    distinct = [v for v in pd.unique(column) if isinstance(v, str) and NUMBER_TEXT.fullmatch(v)]
+    if not distinct:
         return
-    numbers = pd.to_numeric(column[text])
-    if text.all():
-        frame[args.label] = numbers
+    if len(distinct) == column.nunique(dropna=True) and not column.isna().any():
+        frame[args.label] = pd.to_numeric(column)  # (numbers alone: as pandas reads them)
         return
-    values = column.copy()
-    values[text] = numbers.astype(object)
-    frame[args.label] = values
+    as_number = dict(zip(distinct, pd.to_numeric(pd.Series(distinct, dtype=object)).tolist()))
+    frame[args.label] = column.map(lambda v: as_number.get(v, v) if isinstance(v, str) else v)
 
 
 def _kept_batch(frame, args):

@@ -296,6 +296,16 @@ def test_unweighted_counts_exact(dtype, kind, path, monkeypatch):
     assert int(twice_u) == expect_u
 
 
+def _many_weighted_pieces(monkeypatch):
+    """The pool paths at any size, with many pieces of the class walks and of the identity
+    rows, cut between tied blocks."""
+    monkeypatch.setattr(C, "PARALLEL_WEIGHTED_MIN_ROWS", 1)
+    monkeypatch.setattr(C, "WEIGHTED_PIECE_ROWS", 37)
+    monkeypatch.setattr(C, "WEIGHTED_PIECE_IDENTITY_ROWS", 23)
+    monkeypatch.setattr(O, "PARALLEL_ORDER_MIN_ROWS", 1)
+    monkeypatch.setattr(O, "PARALLEL_SORT_MIN_KEYS", 1)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["ties", "narrow"])
 @pytest.mark.parametrize("workers", [1, 2])
@@ -306,12 +316,7 @@ def test_weighted_counts_exact(dtype, kind, workers, monkeypatch):
     weights = rng.integers(0, 6, scores.shape[0]).astype(np.float64)
     expect, expect_u = _reference_counts(scores, labels, matrix, weights)
     if workers == 2:
-        monkeypatch.setattr(C, "PARALLEL_WEIGHTED_MIN_ROWS", 1)
-        # many pieces of the class walks and of the identity rows, cut between tied blocks
-        monkeypatch.setattr(C, "WEIGHTED_PIECE_ROWS", 37)
-        monkeypatch.setattr(C, "WEIGHTED_PIECE_IDENTITY_ROWS", 23)
-        monkeypatch.setattr(O, "PARALLEL_ORDER_MIN_ROWS", 1)
-        monkeypatch.setattr(O, "PARALLEL_SORT_MIN_KEYS", 1)
+        _many_weighted_pieces(monkeypatch)
     sc = C.sweep_counts(scores, m, sample_weight=weights, workers=workers)
     scale = sc.weight_scale
     got = _as_ints(sc.counts, sc.low.counts)
@@ -512,12 +517,7 @@ def test_weighted_counts_double_double(workers, monkeypatch):
     scores, labels, matrix, m, weights = _weighted_case(31)
     expect, expect_u = _reference_counts_exact(scores, labels, matrix, weights)
     if workers == 2:
-        monkeypatch.setattr(C, "PARALLEL_WEIGHTED_MIN_ROWS", 1)
-        # many pieces of the class walks and of the identity rows, cut between tied blocks
-        monkeypatch.setattr(C, "WEIGHTED_PIECE_ROWS", 37)
-        monkeypatch.setattr(C, "WEIGHTED_PIECE_IDENTITY_ROWS", 23)
-        monkeypatch.setattr(O, "PARALLEL_ORDER_MIN_ROWS", 1)
-        monkeypatch.setattr(O, "PARALLEL_SORT_MIN_KEYS", 1)
+        _many_weighted_pieces(monkeypatch)
     sc = C.sweep_counts(scores, m, sample_weight=weights, workers=workers)
     s = sc.weight_scale
     for g in range(m.n_groups):

@@ -430,36 +430,47 @@ def _column_reading(args, fmt: str) -> ColumnReading:
                          flags=tuple(_flag_columns(args)), numbers=tuple(_number_columns(args)))
 
 
-def _label_numbers(frame, args) -> None:
-    """Under a number ``--positive``, a label read as text (:func:`_column_reading`) with its
-    number texts made numbers, value by value (so alike in every batch: "0" is 0 beside
-    "ok", and "1" and "1.0" are one class, as pandas reads a column of numbers)."""
+def _label_numbers(frame, args, fmt: str) -> None:
+    """Under a number ``--positive``, a CSV label read as text (:func:`_column_reading`) with
+    its number texts made numbers, value by value (so alike in every batch: "0" is 0 beside
+    "ok", and "1" and "1.0" are one class, as pandas reads a column of numbers). "NaN" stays
+    text (under ``--positive`` only an empty field is missing: a third class, named so)."""
     import pandas as pd
 
     positive = args.positive
-    if (positive is None or args.label not in frame
+    if (fmt != "csv" or positive is None or args.label not in frame
             or not (frame[args.label].dtype == object
                     or pd.api.types.is_string_dtype(frame[args.label].dtype))
             or not NUMBER_TEXT.fullmatch(positive) or not _same_number(positive, positive)):
         return
     column = frame[args.label].astype(object)
-    # (by distinct value: a label has few)
-    distinct = [v for v in pd.unique(column) if isinstance(v, str) and NUMBER_TEXT.fullmatch(v)]
-    if not distinct:
+    # (by distinct value: a label has few; found by review, "NaN" beside numbers gave
+    # pandas' parse error)
+    as_number = {v: _label_number(v) for v in pd.unique(column)
+                 if isinstance(v, str) and NUMBER_TEXT.fullmatch(v) and float(v) == float(v)}
+    if not as_number:
         return
-    if len(distinct) == column.nunique(dropna=True) and not column.isna().any():
-        frame[args.label] = pd.to_numeric(column)  # (numbers alone: as pandas reads them)
-        return
-    as_number = dict(zip(distinct, pd.to_numeric(pd.Series(distinct, dtype=object)).tolist()))
-    frame[args.label] = column.map(lambda v: as_number.get(v, v) if isinstance(v, str) else v)
+    mapped = column.map(lambda v: as_number.get(v, v) if isinstance(v, str) else v)
+    if len(as_number) == column.nunique(dropna=True) and not column.isna().any():
+        mapped = pd.to_numeric(mapped)  # (numbers alone: a column of numbers, as pandas reads)
+    frame[args.label] = mapped
 
 
-def _kept_batch(frame, args):
+def _label_number(text: str):
+    """A number text as pandas reads it in a column of numbers: an integer where written as
+    one, else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _kept_batch(frame, args, fmt: str):
     """A batch of rows as the in-memory report keeps it: JSON true/false/null columns as
     nullable booleans or numbers, a text label's numbers as numbers (:func:`_label_numbers`),
     then the identity columns compacted."""
     _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
-    _label_numbers(frame, args)
+    _label_numbers(frame, args, fmt)
     # (a column that is a sensitive feature too keeps its values: they name its groups)
     return _compact_memberships(frame, [c for c in args.subgroups
                                         if c not in (args.label, *args.scores, args.weight,
@@ -1087,7 +1098,7 @@ def _passes_text(args) -> str:
     return {2: "two", 3: "three", 4: "four"}[n]
 
 
-def _streamed_pos_label(args, first_frame):
+def _streamed_pos_label(args, first_frame, fmt: str):
     """The label value ``--positive`` names under streaming (None without it), in the type of
     the label column's first rows (``first_frame``); a text label without ``--positive`` is
     refused before a pass over the file. The library then checks every batch's values: at
@@ -1095,7 +1106,7 @@ def _streamed_pos_label(args, first_frame):
     import pandas as pd
 
     _coerce_object_flags(first_frame, [args.label])
-    _label_numbers(first_frame, args)
+    _label_numbers(first_frame, args, fmt)
     column = first_frame[args.label]
     _refuse_mixed_label(column, args.label)
     positive = args.positive
@@ -1162,7 +1173,7 @@ def _run_streaming(args, progress, limit: int):
         spec, parquet = open_parquet(args.data, **options, pos_label=args.positive)
         n_rows, dtypes = parquet.n_rows, parquet.score_dtypes
         spec = dataclasses.replace(
-            spec, pos_label=_streamed_pos_label(args, parquet.empty_frame()))
+            spec, pos_label=_streamed_pos_label(args, parquet.empty_frame(), fmt))
 
         def read(columns):
             passes["n"] += 1
@@ -1180,7 +1191,7 @@ def _run_streaming(args, progress, limit: int):
         reading = _column_reading(args, fmt)
         pos_label = args.positive  # (a file without rows: refused as such later)
         for frame, _ in iter_text_batches(source, [args.label], 1_000, reading=reading):
-            pos_label = _streamed_pos_label(args, frame)
+            pos_label = _streamed_pos_label(args, frame, fmt)
             break
         spec = column_spec(source.names, **options, source=f"the data file {args.data}",
                            pos_label=pos_label)
@@ -1200,7 +1211,7 @@ def _run_streaming(args, progress, limit: int):
 
     def prepare(frame):  # a pass may read only some of the columns
         _coerce_object_flags(frame, [c for c in _flag_columns(args) if c in frame])
-        _label_numbers(frame, args)
+        _label_numbers(frame, args, fmt)
         return frame
 
     with warnings.catch_warnings(record=True) as caught:
@@ -1313,13 +1324,13 @@ def cmd_report(args) -> int:
                                wanted=columns), wanted)
     progress.step(f"reading {os.path.basename(args.data)}")
     over = None
+    fmt = _file_format(args.data, args.input_format, args.sep)[0]
     try:
         df = read_data(args.data, columns, input_format=args.input_format, sep=args.sep,
                        progress=progress, wanted=wanted, max_bytes=budget,
                        row_bytes=_row_bytes(args, len(columns)),
-                       reading=_column_reading(args, _file_format(args.data, args.input_format,
-                                                                  args.sep)[0]),
-                       prepare=lambda frame: _kept_batch(frame, args))
+                       reading=_column_reading(args, fmt),
+                       prepare=lambda frame: _kept_batch(frame, args, fmt))
     except _OverBudget as exc:  # stream outside this block: its traceback holds the rows read
         over = _OverBudget(exc.rows, exc.row_bytes, exc.exact, exc.projected)
     if over is not None:

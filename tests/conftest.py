@@ -80,7 +80,7 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
                      "test_dask_session36_reference",
                      # (an interval review through the public API; uncompiled it ran > 10 min)
                      "test_intervals_session36_reference",
-                     "test_session36_diff_reference"}
+                     "test_session36_diff_reference", "test_session36_late_reference"}
 
 #: test modules and tests about the kernels whose every kernel line, as Python, is reached by
 #: the tests that stay in the uncompiled run (measured on 2026-11-27 with coverage per test: of

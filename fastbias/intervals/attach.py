@@ -164,7 +164,7 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                              f"cover {memberships.n_rows} rows")
     sorted_scores = SortedScores(scores, memberships, with_rows=method == "bootstrap",
                                  workers=resolve_workers(n_jobs))
-    _check_table_of(table, metrics_from_counts(
+    _check_table_of(table, memberships, metrics_from_counts(
         counts_in_numpy(scores, memberships, sample_weight)
         if intervals_in_numpy_now(method, False, memberships.n_rows)
         else count_sorted(sorted_scores, sample_weight)))
@@ -174,10 +174,24 @@ def add_intervals(table: pd.DataFrame, y_true=None, y_score=None, subgroups=None
                             bernstein_variance=bernstein_variance)
 
 
-def _check_table_of(table: pd.DataFrame, values: dict) -> None:
-    """A ValueError where ``table``'s metrics are not those of the inputs given (``values``:
-    metric -> the inputs' values per subgroup): found by review, intervals of other scores
-    were put beside the table's estimates, far outside them, without a word."""
+def _check_table_of(table: pd.DataFrame, memberships: Memberships, values: dict) -> None:
+    """A ValueError where ``table``'s metrics or cells' rows are not those of the inputs given
+    (``values``: metric -> the inputs' values per subgroup): found by review, intervals of
+    other scores were put beside the table's estimates, far outside them, and intervals of
+    the rows given twice beside its counts, without a word."""
+    cells = np.asarray(memberships.cell_rows, dtype=np.int64).reshape(-1, 2)
+    classes = np.asarray(memberships.class_rows, dtype=np.int64).reshape(-1)
+    rows = {"subgroup_negatives": cells[:, 0], "subgroup_positives": cells[:, 1],
+            "background_negatives": classes[0] - cells[:, 0],
+            "background_positives": classes[1] - cells[:, 1]}
+    for column, own in rows.items():
+        if column in table.columns:
+            given = table[column].to_numpy()
+            if not np.array_equal(given, own):
+                j = int(np.flatnonzero(given != own)[0])
+                raise ValueError(f"table is not of these inputs: its {column} of subgroup "
+                                 f"{table.index[j]!r} is {given[j]!r}, the inputs give "
+                                 f"{int(own[j])!r}{_TABLE_OF_HINT}")
     for metric in METRIC_COLUMNS:
         given = table[metric].to_numpy(dtype=np.float64)
         own = np.asarray(values[metric], dtype=np.float64)
@@ -187,9 +201,15 @@ def _check_table_of(table: pd.DataFrame, values: dict) -> None:
         if not same.all():
             j = int(np.flatnonzero(~same)[0])
             raise ValueError(f"table is not of these inputs: its {metric} of subgroup "
-                             f"{table.index[j]!r} is {given[j]!r}, the inputs give {own[j]!r}; "
-                             f"pass the y_true, y_score, subgroups, sample_weight and "
-                             f"thresholds the table was computed from")
+                             f"{table.index[j]!r} is {given[j]!r}, the inputs give "
+                             f"{own[j]!r}{_TABLE_OF_HINT}")
+
+
+#: what a table of other inputs is told (found by review: a table of
+#: ``missing_subgroup="exclude"`` was told to pass inputs no call can take)
+_TABLE_OF_HINT = ("; pass the y_true, y_score, subgroups, sample_weight and thresholds the "
+                  "table was computed from (a table of missing_subgroup='exclude' or of "
+                  "intersections gets its intervals from ci= of the call that made it)")
 
 
 #: the ``attrs`` of the overall AUC's interval, and of the final metric's (the bootstrap's)

@@ -518,9 +518,7 @@ def _positive_value(column, label: str, positive: str):
     values = pd.unique(column.dropna())
     shown = ", ".join(repr(str(v)) for v in sorted(values, key=str)[:8])
     more = f", ... ({len(values)} in all)" if len(values) > 8 else ""
-    at = [j for j, v in enumerate(values) if _names_positive(v, positive)]
-    if len(at) > 1:  # ("1" and "1.0" of a text label: one class written two ways)
-        at = [j for j in at if str(values[j]) == positive] or at
+    at = _positive_at(values, positive)
     match = [values[j] for j in at]
     if not match:
         raise CLIError(f"--positive {positive!r} does not occur in label column {label!r} "
@@ -540,6 +538,14 @@ def _positive_value(column, label: str, positive: str):
         raise CLIError(f"label column {label!r} holds only {shown}: every row would be positive "
                        f"and no AUC is defined")
     return match[0]
+
+
+def _positive_at(values, positive: str) -> list:
+    """Where among distinct label ``values`` is the class ``--positive`` names
+    (:func:`_names_positive`): the value written exactly so where there is one among several
+    ("1" and "1.0" of a text label, one class written two ways)."""
+    at = [j for j, v in enumerate(values) if _names_positive(v, positive)]
+    return ([j for j in at if str(values[j]) == positive] or at) if len(at) > 1 else at
 
 
 def _names_positive(value, positive: str) -> bool:
@@ -1134,8 +1140,9 @@ def _streamed_pos_label(args, first_frame, fmt: str):
                        f"{', '.join(repr(v) for v in values)}); say which value is the "
                        f"positive class with --positive VALUE")
     # (a number --positive names the class as the file writes it: "1.0" for --positive 1)
-    written = [v for v in pd.unique(column.dropna()) if _names_positive(v, positive)]
-    return positive if positive in written or len(written) != 1 else written[0]
+    values = pd.unique(column.dropna())
+    at = _positive_at(values, positive)
+    return values[at[0]] if len(at) == 1 else positive
 
 
 def _run_streaming(args, progress, limit: int):

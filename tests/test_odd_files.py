@@ -419,3 +419,23 @@ def test_parquet_nullable_bool_and_dictionary_identities(tmp_path, capsys):
                              batch_rows=2, bucket_rows=2).table.set_index("subgroup")
     for key, want in ref.items():
         assert table.loc["g", key] == pytest.approx(want) or (math.isnan(want))
+
+
+def test_mixed_kind_column_is_refused_without_pandas_advice(tmp_path):
+    """A column of numbers that turns to text after pandas' first internal blocks (about
+    2**18 lines) is refused naming the column, the value and its row, and pandas'
+    DtypeWarning ("set low_memory=False") does not reach the user beside it."""
+    import warnings
+
+    import fastbias
+
+    n = 300_000
+    path = tmp_path / "mixed.csv"
+    rows = "".join(f"{i % 2},{(i % 97) / 97},{i % 3 == 0:d}\n" for i in range(n))
+    path.write_text("y,s,g\n" + rows + "1,0.5,x\n")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError, match=r"'g'.*'x' at row 300000"):
+            fastbias.evaluate_csv(path, label="y", scores="s", subgroups=["g"],
+                                  batch_rows=10**6)
+    assert [str(w.message) for w in seen if "mixed types" in str(w.message)] == []

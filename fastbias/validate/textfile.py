@@ -1060,7 +1060,12 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
         with reader, contextlib.closing(written) if written else contextlib.nullcontext():
             while True:
                 try:
-                    frame = next(reader)
+                    with warnings.catch_warnings():
+                        # a column of numbers and text reads as values of both kinds, then
+                        # is refused (or read as text where text is wanted) with a message
+                        # naming it: pandas' advice to set dtype or low_memory is noise here
+                        warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+                        frame = next(reader)
                 except StopIteration:
                     break
                 except (pd.errors.ParserError, ValueError, TypeError,

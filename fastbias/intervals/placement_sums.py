@@ -319,8 +319,39 @@ class _Classes:
             values, cumulative = sides[:2]
             rows = np.empty((values.shape[0], 3 if cumulative.size else 2))
             self._sums_of(*sides, label == 0, _NO_PREFIX, rows, _NO_MOMENTS)
+            if rows.shape[1] > 2:  # weighted: rows tied in score in one order, by weight
+                tied = tied_rows(values)
+                if tied.size:
+                    rows[tied] = rows[tied[by_weight_within_ties(values[tied],
+                                                                 rows[tied, 2])]]
             self.packed[label] = rows
         return self.packed[label]
+
+
+def tied_rows(keys: np.ndarray) -> np.ndarray:
+    """The positions of the rows of sorted ``keys`` that tie with a neighbour."""
+    tied = np.zeros(keys.shape[0], dtype=bool)
+    same = keys[1:] == keys[:-1]
+    tied[1:] |= same
+    tied[:-1] |= same
+    return np.flatnonzero(tied)
+
+
+def by_weight_within_ties(keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The order that sorts the rows of sorted ``keys`` by weight among rows of one key,
+    each key's rows kept in their place: weighted rows tied in score, in whatever order
+    they came, are then drawn alike by a permutation test (found by review: shuffled, they
+    drew other subsets).
+
+    Examples
+    --------
+    >>> by_weight_within_ties(np.array([1, 1, 2, 3, 3]), np.array([2.0, 1.0, 5.0, 4.0, 3.0]))
+    array([1, 0, 2, 4, 3])
+    """
+    if keys.shape[0] < 2:
+        return np.arange(keys.shape[0])
+    block = np.concatenate([[0], np.cumsum(keys[1:] != keys[:-1])])
+    return np.lexsort((weights, block))
 
 
 #: what :class:`_Classes` passes ``class_sums`` for the rows or the prefix sums not to make

@@ -82,6 +82,7 @@ from .placement_sums import (
     OVERALL_U,
     PlacementSums,
     bits_of,
+    by_weight_within_ties,
     class_flat_parts,
     flat_parts_of_spans,
     placement_sums,
@@ -740,9 +741,10 @@ def _drawn_pvalues(walk, classes, memberships, values: dict, overall_auc: float,
                      np.concatenate([[0.0], np.cumsum(weights[starts[fixed]:starts[fixed + 1]])]))
             size = int(rows[g, label])
             redrawn = 2 * g + label
-            seed = draw_seed(label, keys[starts[redrawn]:starts[redrawn + 1]],
-                             None if weights is None else
-                             weights[starts[redrawn]:starts[redrawn + 1]])
+            cell = slice(starts[redrawn], starts[redrawn + 1])
+            cell_weights = None if weights is None else \
+                weights[cell][by_weight_within_ties(keys[cell], weights[cell])]
+            seed = draw_seed(label, keys[cell], cell_weights)
             class_keys, other_total = (walk.neg, w_pos) if label == 0 else (walk.pos, w_neg)
             p = np.full(3, np.nan)
             observed = np.array([abs(values[metrics[0]][g] - overall_auc),

@@ -44,7 +44,7 @@ def madlibs_dir(shared_data) -> Path:
 #: that stay (measured with coverage on 2026-11-25: the same lines of every ``_kernels.py``
 #: covered with and without them, 98-99%), and leaving them out takes about two fifths off the
 #: uncompiled run
-NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
+NOT_ABOUT_KERNELS = {"test_files_session37_reference", "test_aggregates", "test_architecture", "test_boosting",
                      "test_bounded_memory", "test_browser", "test_cli", "test_compat",
                      "test_dask", "test_docs", "test_docstrings", "test_evaluate",
                      "test_first_call", "test_fuzz", "test_hostile_names", "test_limits",
@@ -87,6 +87,7 @@ NOT_ABOUT_KERNELS = {"test_aggregates", "test_architecture", "test_boosting",
 #: the 12,238 kernel lines that run reaches, none is reached only by these, taken together;
 #: they took half of its time, about two minutes of CI). They run compiled, as every test does
 COVERED_ELSEWHERE = {
+    "test_weights_session37_reference",
     "test_intervals_combinations_reference", "test_intersections_intervals_session34_reference",
     "test_significance_reference", "test_core_properties", "test_memberships_reference",
     "test_paired_bernstein_reference", "test_intervals_out_of_core_reference",

@@ -135,14 +135,18 @@ def at_or_above(values: np.ndarray, threshold: float) -> np.ndarray:
     return values >= threshold
 
 
-def _exact_float64(arr: np.ndarray, name: str) -> np.ndarray:
+def _exact_float64(arr: np.ndarray, name: str,
+                   consequence: str = "ties would change") -> np.ndarray:
     """A float array of another width (long double) -> float64, refusing rounded values."""
-    converted = arr.astype(np.float64)
+    with np.errstate(over="ignore"):  # (beyond float64's range: infinite, then refused)
+        converted = arr.astype(np.float64)
     lost = (converted.astype(arr.dtype) != arr) & ~np.isnan(arr)
     if lost.any():
+        first = _first(lost)
+        shown = np.format_float_scientific(arr[first], trim="-")  # (every digit it has)
         raise ValueError(f"{name} has {int(lost.sum())} {arr.dtype} value(s) that float64 "
-                         f"cannot hold exactly (first at {_at(_first(lost))}); ties "
-                         f"would change: cast them yourself")
+                         f"cannot hold exactly (e.g. {shown} at {_at(first)}); "
+                         f"{consequence}: cast them yourself")
     return converted
 
 
@@ -381,6 +385,8 @@ def _weights_array(arr: np.ndarray, name: str, missing: np.ndarray | None,
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}{shown}")
     if arr.dtype.kind in "iu" and missing is None:  # (with missing entries: refused already)
         arr = _ints_to_float(arr, name, consequence="the weights would be rounded")
+    elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # long double (found by review:
+        arr = _exact_float64(arr, name, "the weights would be rounded")  # rounded silently)
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if missing is not None:
         raise ValueError(_missing_message(missing, name, "NaN or missing", omit))

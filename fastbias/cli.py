@@ -50,7 +50,12 @@ from .progress import (
     ticking,
 )
 from .reports.plain import terminal_text
-from .validate.columns import NUMBER_TEXT, booleans_and_numbers, from_foreign
+from .validate.columns import (
+    NUMBER_TEXT,
+    booleans_and_numbers,
+    first_non_numeric,
+    from_foreign,
+)
 from .validate.settings import DEFAULT_LABEL_THRESHOLD
 from .validate.subgroups import BatchKinds
 from .validate.textfile import (
@@ -588,8 +593,9 @@ def _prepare_label(df, label: str, positive):
     if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
         values = sorted(map(str, pd.unique(col.dropna())))[:6]
         raise CLIError(f"label column {label!r} is not numeric (dtype {col.dtype}, values like "
-                       f"{', '.join(repr(v) for v in values)}); say which value is the positive "
-                       f"class with --positive VALUE")
+                       f"{', '.join(repr(v) for v in values)}; e.g. "
+                       f"{first_non_numeric(col.to_numpy(dtype=object))}); say which value is "
+                       f"the positive class with --positive VALUE")
     return None
 
 

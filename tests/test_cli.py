@@ -435,3 +435,23 @@ def test_a_text_identity_column_points_to_the_cli_option(tmp_path, capsys):
                  "-q"]) == 1
     err = capsys.readouterr().err
     assert "pass it as --sensitive-features race" in err and "sensitive_features=" not in err
+
+
+def test_a_text_value_in_a_label_of_numbers_is_named_with_its_row(tmp_path, capsys):
+    """A label column of numbers with one word far down (pandas then reads it all as text)
+    is refused naming the word and its row; the row named holds it in the file."""
+    import csv
+
+    rng = np.random.default_rng(2)
+    rows = [[int(rng.random() < 0.3), rng.random(), int(rng.random() < 0.2)]
+            for _ in range(40_000)]
+    rows[35_123][0] = "toxic"
+    path = tmp_path / "late_word.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([["y", "s", "g"], *rows])
+    status, _, err = run_main(capsys, "report", str(path), "--label", "y", "--scores", "s",
+                              "--subgroups", "g", "-q")
+    assert status == 1
+    assert "label column 'y' is not numeric" in err and "'toxic' at position 35123" in err, err
+    with open(path, newline="") as f:
+        assert list(csv.reader(f))[1 + 35_123][0] == "toxic"

@@ -171,6 +171,16 @@ def write_jsonl(path, rows):
             f.write(json.dumps(r) + "\n")
 
 
+def write_any(path, rows, fmt):
+    """Write ``rows`` as CSV, JSON lines or Parquet."""
+    if fmt == "csv":
+        write_csv(path, rows)
+    elif fmt == "jsonl":
+        write_jsonl(path, rows)
+    else:
+        frame_of(rows).to_parquet(path)
+
+
 def frame_of(rows):
     df = pd.DataFrame(rows)
     df["frac"] = df["frac"].astype(float)
@@ -294,12 +304,7 @@ def test_boolean_labels(tmp_path, fmt):
     for r in rows:
         r["y"] = bool(r["y"])
     path = tmp_path / f"b.{fmt}"
-    if fmt == "csv":
-        write_csv(path, rows)
-    elif fmt == "jsonl":
-        write_jsonl(path, rows)
-    else:
-        frame_of(rows).to_parquet(path)
+    write_any(path, rows, fmt)
     out = tmp_path / "o.csv"
     code, _, err = run_cli(["report", path, "--label", "y", "--scores", "s", "--subgroups",
                             *IDS, "--out", out, "--csv-raw", "-q"])
@@ -743,12 +748,7 @@ def test_pos_label_numeric_classes_cli(tmp_path, fmt):
     for r in rows:
         r["y"] = 2 if r["y"] else 0
     path = tmp_path / f"p.{fmt}"
-    if fmt == "csv":
-        write_csv(path, rows)
-    elif fmt == "jsonl":
-        write_jsonl(path, rows)
-    else:
-        frame_of(rows).to_parquet(path)
+    write_any(path, rows, fmt)
     out = tmp_path / "o.csv"
     code, _, err = run_cli(["report", path, "--label", "y", "--scores", "s", "--subgroups",
                             "flag", "frac", "--positive", "2", "--out", out, "--csv-raw", "-q"])

@@ -101,12 +101,15 @@ def _power_means_near_zero(x: np.ndarray, p: float) -> tuple:
     # multiple of ln 2, not as a difference of two numbers near 690)
     fraction, exponent = np.frexp(x)
     logs = np.where((x > 0) & np.isfinite(x), exponent + np.log2(fraction), np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # (a row of no such value)
-        centre = np.nanmean(logs, axis=-1)
-        k = np.clip(np.round(np.nan_to_num(centre)), -1022, 1023)
-        centred = p * (np.log(fraction) + (exponent - np.expand_dims(k, -1)) * _LN2)
-        good = ~(np.abs(np.where(np.isfinite(logs), centred, 0.0)) > 1.0).any(axis=-1)
+    # the mean of each row's finite logs (a row of none: NaN), without np.nanmean, whose
+    # warning for such a row would need warnings.catch_warnings: process-wide state, which
+    # calls in threads undo for each other (found by review: UndefinedMetricWarning, a
+    # RuntimeWarning, was then ignored for good)
+    finite = np.isfinite(logs)
+    centre = np.sum(np.where(finite, logs, 0.0), axis=-1) / np.sum(finite, axis=-1)
+    k = np.clip(np.round(np.nan_to_num(centre)), -1022, 1023)
+    centred = p * (np.log(fraction) + (exponent - np.expand_dims(k, -1)) * _LN2)
+    good = ~(np.abs(np.where(finite, centred, 0.0)) > 1.0).any(axis=-1)
     t = np.log1p(np.mean(np.expm1(centred), axis=-1)) / p  # ln(mean / 2**k)
     # 2**k e**t with the power of two of e**t taken out first: e**t alone may leave the
     # floats where the mean does not (e**-948 x 2**346, a mean of 2.2e-308)
@@ -214,6 +217,22 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     >>> round(fastbias.final_metric(t, 0.8, power=1, overall_weight=0.5), 4)
     0.8167
     """
+    value, note = final_metric_and_note(table, overall_auc, power=power,
+                                        overall_weight=overall_weight, undefined=undefined,
+                                        nan_policy=nan_policy)
+    lead = f"{context}: " if context else ""
+    if note:
+        warnings.warn(lead + note, UndefinedMetricWarning, stacklevel=2)
+    return value
+
+
+def final_metric_and_note(table, overall_auc=None, *, power: float = -5,
+                          overall_weight: float = 0.25, undefined: str = "propagate",
+                          nan_policy: str | None = None) -> tuple:
+    """``(value, note)``: :func:`final_metric` checked and computed, and the sentence its
+    warning would say (None: no warning), for a caller that shows it its own way (a report
+    of several models: no ``warnings.catch_warnings``, whose process-wide filters calls in
+    threads undo for each other)."""
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame with columns {AUC_METRICS}, "
                         f"got {type(table).__name__}")
@@ -243,12 +262,7 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
     if len(table) == 0:
         raise ValueError("table has no rows (no subgroups)")
     table = identity_subgroup_rows(table)
-    value, note = final_metric_noted(table, overall_auc, power, overall_weight,
-                                     undefined_policy)
-    lead = f"{context}: " if context else ""
-    if note:
-        warnings.warn(lead + note, UndefinedMetricWarning, stacklevel=2)
-    return value
+    return final_metric_noted(table, overall_auc, power, overall_weight, undefined_policy)
 
 
 def identity_subgroup_rows(table: pd.DataFrame) -> pd.DataFrame:

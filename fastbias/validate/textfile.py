@@ -940,9 +940,8 @@ def joined_batches(parts: list, starts: list, path: str):
                 continue
             if values.min() > -2 ** 53 and values.max() < 2 ** 53:
                 continue
-            with np.errstate(invalid="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # (2**63 cast back)
-                rounded = values.astype(np.float64)
+            with np.errstate(invalid="ignore"):  # (2**63 cast back; no catch_warnings,
+                rounded = values.astype(np.float64)  # whose filters threads undo)
                 lost = (rounded >= 2.0 ** 64) | (rounded < -2.0 ** 63) | \
                     (rounded.astype(values.dtype) != values)
             if lost.any():
@@ -1031,7 +1030,12 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
             # a text column's values are its text: "None", "NA" or "null" are categories (a
             # religion, a country), only an empty field is missing; elsewhere pandas' words
             # for a missing number
-            reader = pd.read_csv(stream, usecols=wanted, sep=source.sep,
+            # low_memory=False: each batch's columns typed at once, not in blocks of about
+            # 2**18 lines (a column of numbers and text then read as values of both kinds,
+            # with pandas' DtypeWarning beside fastbias' own refusal; suppressing it took
+            # warnings.catch_warnings, whose process-wide filters calls in threads undo for
+            # each other: found by review); a batch is read whole either way
+            reader = pd.read_csv(stream, usecols=wanted, sep=source.sep, low_memory=False,
                                  chunksize=batch_rows, encoding="utf-8",
                                  dtype={c: str for c in text} or None,
                                  keep_default_na=not literal,
@@ -1060,12 +1064,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
         with reader, contextlib.closing(written) if written else contextlib.nullcontext():
             while True:
                 try:
-                    with warnings.catch_warnings():
-                        # a column of numbers and text reads as values of both kinds, then
-                        # is refused (or read as text where text is wanted) with a message
-                        # naming it: pandas' advice to set dtype or low_memory is noise here
-                        warnings.simplefilter("ignore", pd.errors.DtypeWarning)
-                        frame = next(reader)
+                    frame = next(reader)
                 except StopIteration:
                     break
                 except (pd.errors.ParserError, ValueError, TypeError,

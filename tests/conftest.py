@@ -44,7 +44,9 @@ def madlibs_dir(shared_data) -> Path:
 #: that stay (measured with coverage on 2026-11-25: the same lines of every ``_kernels.py``
 #: covered with and without them, 98-99%), and leaving them out takes about two fifths off the
 #: uncompiled run
-NOT_ABOUT_KERNELS = {"test_files_session37_reference", "test_aggregates", "test_architecture", "test_boosting",
+NOT_ABOUT_KERNELS = {"test_files_session37_reference", "test_threads_session37_reference",
+                     "test_omit_session37_reference",
+                     "test_aggregates", "test_architecture", "test_boosting",
                      "test_bounded_memory", "test_browser", "test_cli", "test_compat",
                      "test_dask", "test_docs", "test_docstrings", "test_evaluate",
                      "test_first_call", "test_fuzz", "test_hostile_names", "test_limits",

@@ -33,7 +33,10 @@ class ScoreHistograms:
         ``missing_subgroup="exclude"``).
     models, subgroups : list of str
     n_rows, n_negatives, n_positives : int
-        Rows of the data set, and its negatives and positives (rows with a label).
+        Rows of the data set, and its negatives and positives (rows with a label and,
+        where ``nan_policy="omit"`` left out rows of missing weight, a weight).
+    n_without_weight : int
+        Rows with a label left out for a missing weight (``nan_policy="omit"``).
     """
 
     edges: np.ndarray
@@ -43,6 +46,7 @@ class ScoreHistograms:
     n_rows: int
     n_negatives: int
     n_positives: int
+    n_without_weight: int = 0
 
     def cells(self, model: str, subgroup: str) -> dict:
         """The four histograms of one (model, subgroup), keyed by cell name."""
@@ -116,6 +120,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     # score) are left out here too: they go to a discard bin
     label_column = df[result.label]
     label_ok = ~label_column.isna().to_numpy()
+    n_without_weight = 0  # rows with a label left out for a missing weight
     if sample_weight is not None and settings.get("weighted") is False:
         # (the weights would be read for nothing: the report would look weighted while its
         # table is not; found by review)
@@ -153,6 +158,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
             raise ValueError(f"sample_weight is missing on {int(missing.sum())} row(s), as "
                              f"many as the result left out, but not on the same rows: pass "
                              f"the weights given to evaluate")
+        n_without_weight = int(np.count_nonzero(label_ok & missing))
         label_ok &= ~missing
     labels = np.zeros(n, dtype=bool)
     pos_label = settings.get("pos_label")
@@ -211,7 +217,8 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     n_labelled = int(label_ok.sum())
     return ScoreHistograms(edges=edges, counts=counts, models=list(result.models),
                            subgroups=list(result.subgroups), n_rows=n,
-                           n_negatives=n_labelled - n_pos, n_positives=n_pos)
+                           n_negatives=n_labelled - n_pos, n_positives=n_pos,
+                           n_without_weight=n_without_weight)
 
 
 def histogram_edges(lo: float, hi: float, bins: int, *, widen: bool = True) -> np.ndarray:

@@ -22,7 +22,6 @@ import math
 import os
 import re
 import stat
-import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -31,7 +30,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..intervals.significance import COUNT_ATTRS
-from ..metrics.aggregates import final_metric
+from ..metrics.aggregates import final_metric_and_note
 from ..metrics.definitions import (
     AUC_METRICS,
     COUNT_COLUMNS,
@@ -367,12 +366,10 @@ class BiasReport:
         """
         undefined = check_undefined(undefined, nan_policy, where="BiasReport.final_metrics")
         values = {}
-        for model in self.result.models:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                values[model] = final_metric(self.result.for_model(model),
-                                             float(self.result.overall_auc[model]),
-                                             undefined=undefined)
+        for model in self.result.models:  # (undefined ones: NaN, warned by the evaluation)
+            values[model], _ = final_metric_and_note(self.result.for_model(model),
+                                                     float(self.result.overall_auc[model]),
+                                                     undefined=undefined)
         return pd.Series(values, name="final_metric", dtype=np.float64)
 
     def summary(self) -> pd.DataFrame:
@@ -937,7 +934,9 @@ class BiasReport:
             items.append(("data", f"<bdi>{html.escape(terminal_text(self.source))}</bdi>"))
         # (rows without a label, left out under nan_policy="omit", are in neither class:
         # said, so that the three numbers add up; found by review)
-        unlabelled = h.n_rows - h.n_negatives - h.n_positives
+        # (rows with a label left out for a missing weight are not unlabelled: found by review)
+        unweighed = h.n_without_weight
+        unlabelled = h.n_rows - h.n_negatives - h.n_positives - unweighed
         # (identity columns' membership rule only where there are identity columns)
         named = set(s.get("sensitive_members") or {}) | set(s.get("intersection_members") or {})
         rules = ([f"member if &ge; {s.get('subgroup_threshold')}"]
@@ -952,7 +951,8 @@ class BiasReport:
         rules.append(f"unannotated rows: {html.escape(str(s.get('missing_subgroup')))}")
         items += [
             ("rows", f"{h.n_rows:,} ({h.n_negatives:,} negative, {h.n_positives:,} positive"
-                     + (f", {unlabelled:,} without a label" if unlabelled else "") + ")"),
+                     + (f", {unlabelled:,} without a label" if unlabelled else "")
+                     + (f", {unweighed:,} without a weight" if unweighed else "") + ")"),
             ("label", f"{_html_name(self.result.label)} ({self._label_rule()})"),
             ("models", ", ".join(_html_name(m) for m in self.result.models)),
             ("subgroups", f"{self._subgroup_count()} ({'; '.join(rules)})"),

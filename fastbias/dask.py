@@ -63,6 +63,7 @@ from .validate.categories import (
     merge_feature_summaries,
 )
 from .validate.columns import PieceWhere, booleans_and_numbers, first_non_numeric
+from .validate.errors import collected_warnings
 from .validate.parquet import ParquetPiece, ParquetSource, open_parquet, read_piece
 from .validate.settings import check_sample_seed
 from .validate.spec import ColumnSpec, column_spec, score_dtype
@@ -361,12 +362,11 @@ def _combine_lazily(spec: ColumnSpec, per_model_chunks) -> EvaluationResult:
     (undefined metrics) are warned there and kept on the result, which warns them again
     where it is unpickled, in the client (they had stayed in the worker's log; found by
     review)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with collected_warnings() as caught:  # (no catch_warnings: see there)
         result = _combine(spec, per_model_chunks)
-    for w in caught:  # (a scheduler of this process: warned here, as compute=True does)
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    result._replay = (os.getpid(), [(str(w.message), w.category) for w in caught])
+    for message, category in caught:  # (a scheduler of this process: warned here, as
+        warnings.warn(message, category, stacklevel=2)  # compute=True does)
+    result._replay = (os.getpid(), caught)
     return result
 
 

@@ -482,3 +482,40 @@ def test_plain_calls_in_threads_leave_filters_alone():
     calls = _calls(SMALL, 2)
     added = _leaks_filters(lambda: [f() for f in calls.values()], rounds=1, per_round=8)
     assert added == []
+
+
+def test_lazy_dask_evaluations_computed_together_leave_the_filters_alone():
+    """Lazy Dask evaluations computed together on the threaded scheduler combine in threads
+    side by side: their warnings are gathered without ``catch_warnings`` (found while fixing
+    the above: they left ``always`` before the user's ``error``, at the first round), and a
+    subgroup with no positives still warns, once per evaluation, naming it."""
+    import dask
+    import dask.dataframe as dd
+
+    import fastbias.dask as fdask
+
+    rng = np.random.default_rng(7)
+    n = 2000
+    frame = pd.DataFrame({"y": rng.random(n) < 0.3, "s": rng.random(n),
+                          "g": rng.random(n) < 0.2})
+    frame["h"] = frame["g"] & ~frame["y"]  # no positives: its subgroup AUC is undefined
+    ddf = dd.from_pandas(frame, npartitions=2)
+    want = ref_metrics(frame["y"].to_numpy(), frame["s"].to_numpy(),
+                       {"g": frame["g"].to_numpy()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = list(warnings.filters)
+        for _ in range(8):
+            lazies = [fdask.evaluate(ddf, label="y", scores="s", subgroups=["g"],
+                                     compute=False) for _ in range(6)]
+            for result in dask.compute(*lazies, scheduler="threads"):
+                got = result.for_model("s").loc["g", "subgroup_auc"]
+                assert got == pytest.approx(want.loc["g", "subgroup_auc"], abs=1e-15)
+            assert list(warnings.filters) == before
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lazies = [fdask.evaluate(ddf, label="y", scores="s", subgroups=["g", "h"],
+                                 compute=False) for _ in range(3)]
+        dask.compute(*lazies, scheduler="threads")
+    undefined = [str(w.message) for w in seen if issubclass(w.category, UndefinedMetricWarning)]
+    assert len(undefined) == 3 and all("h" in m for m in undefined), undefined

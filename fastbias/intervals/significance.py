@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -48,7 +47,7 @@ from ..metrics.definitions import (
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.double_double import dd_sum_error_bound
-from ..validate.errors import UndefinedMetricWarning, listed
+from ..validate.errors import UndefinedMetricWarning, listed, warn
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
 from .delong import (
@@ -1224,9 +1223,9 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
                           f"first call, whose exact sums were still compiling (the next call "
                           f"makes them)")
         why = "; or ".join(causes)
-        warnings.warn(f"{lead}{len(untested)} metric(s) not tested for significance ({why}; "
-                      f"p-value NaN, never significant): {shown}",
-                      UndefinedMetricWarning, stacklevel=stacklevel)
+        warn(f"{lead}{len(untested)} metric(s) not tested for significance ({why}; "
+             f"p-value NaN, never significant): {shown}",
+             UndefinedMetricWarning, stacklevel=stacklevel)
     out.attrs = {**table.attrs, "significance": method, "significance_level": alpha,
                  "n_tests": int(np.isfinite(stacked).sum())}
     return out

@@ -4,8 +4,6 @@ The thin layer between the sweep's counts and every table fastbias shows.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
@@ -18,6 +16,7 @@ from ..validate.errors import (
     WeightOverflowWarning,
     listed,
     user_stacklevel,
+    warn,
 )
 from .definitions import (
     AEG_METRICS,
@@ -170,9 +169,9 @@ def warn_undefined(table: pd.DataFrame, context: str = "") -> None:
     if problems:
         where = f" for {context}" if context else ""
         weighted = " or, weighted, of zero weight" if WEIGHT_COLUMNS[0] in table else ""
-        warnings.warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
-                      f"one-class cell{weighted}), set to NaN: {listed(problems)}",
-                      UndefinedMetricWarning, stacklevel=user_stacklevel())
+        warn(f"{len(problems)} metric value(s) undefined{where} (an empty or "
+             f"one-class cell{weighted}), set to NaN: {listed(problems)}",
+             UndefinedMetricWarning, stacklevel=user_stacklevel())
     _warn_weight_overflow(table, context)
 
 
@@ -194,11 +193,11 @@ def _warn_weight_overflow(table: pd.DataFrame, context: str = "") -> None:
             for name in table.index[np.isinf(table[column].to_numpy(dtype=np.float64))]]
     if over:
         where = f" for {context}" if context else ""
-        warnings.warn(f"{len(over)} cell weight(s){where} add up past the largest float64 "
-                      f"(1.8e308) and are shown as inf: {listed(over)}. The metrics are exact "
-                      f"(their sums were made on the weights divided by a power of two); "
-                      f"divide the weights by a constant to see the cells' weights",
-                      WeightOverflowWarning, stacklevel=user_stacklevel())
+        warn(f"{len(over)} cell weight(s){where} add up past the largest float64 "
+             f"(1.8e308) and are shown as inf: {listed(over)}. The metrics are exact "
+             f"(their sums were made on the weights divided by a power of two); "
+             f"divide the weights by a constant to see the cells' weights",
+             WeightOverflowWarning, stacklevel=user_stacklevel())
 
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +24,7 @@ from ..sweep import _kernels as SK
 from ..sweep.double_double import dd_prefix_sums
 from ..sweep.first_call import class_orders
 from ..sweep.walk import member_walk
-from ..validate.errors import UndefinedMetricWarning, listed
+from ..validate.errors import UndefinedMetricWarning, listed, user_stacklevel, warn
 from ..validate.settings import as_float, refuse_inexact
 from ..validate.values import (
     THRESHOLD_RESOLUTION_BITS,
@@ -365,6 +364,6 @@ def warn_undefined_rates(table: pd.DataFrame, context: str = "") -> None:
     if undefined:
         shown = listed(undefined, 8)  # (names escaped: found by review)
         lead = f"{context}: " if context else ""
-        warnings.warn(f"{lead}{len(undefined)} threshold rate(s) undefined (no row in their "
-                      f"set, e.g. no predicted positive for a precision), set to NaN: {shown}",
-                      UndefinedMetricWarning, stacklevel=3)
+        warn(f"{lead}{len(undefined)} threshold rate(s) undefined (no row in their "
+             f"set, e.g. no predicted positive for a precision), set to NaN: {shown}",
+             UndefinedMetricWarning, stacklevel=user_stacklevel())  # (the user's line)

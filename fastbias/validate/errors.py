@@ -1,11 +1,50 @@
 """The warnings fastbias raises (its errors are the built-in ValueError, TypeError, KeyError),
 and names from the data made visible in messages."""
+import contextlib
+import contextvars
 import os
 import re
 import sys
+import threading
 import warnings
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+#: held by the ``warnings.catch_warnings`` block that remains (around pandas' reader of JSON
+#: lines): such a block saves the process-wide filters and puts them back, so two that
+#: overlap in threads put back each other's and one stays for good; one at a time, fastbias'
+#: own cannot (see :func:`collected_warnings` for what fastbias uses instead)
+WARNING_FILTERS_LOCK = threading.RLock()
+
+#: the list that :func:`warn` appends to instead of warning, in this thread's context
+_COLLECTOR = contextvars.ContextVar("fastbias_collected_warnings", default=None)
+
+
+def warn(message: str, category: type, stacklevel: int = 1) -> None:
+    """``warnings.warn(message, category, stacklevel)`` (``stacklevel`` as the caller would
+    give it), or, inside :func:`collected_warnings` in this thread, kept for the caller of
+    that to warn."""
+    caught = _COLLECTOR.get()
+    if caught is not None:
+        caught.append((str(message), category))
+        return
+    warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+@contextlib.contextmanager
+def collected_warnings():
+    """The ``(message, category)`` of each fastbias warning (:func:`warn`) given in this
+    thread meanwhile, kept rather than warned: where the warnings are to be warned elsewhere
+    (a lazy Dask result, combined on a worker, warns them where it is read). Unlike
+    ``warnings.catch_warnings`` it leaves the process-wide filters alone (found by review:
+    lazy evaluations computed together in threads put back each other's filters, leaving
+    ``always`` before the user's ``error``)."""
+    caught = []
+    token = _COLLECTOR.set(caught)
+    try:
+        yield caught
+    finally:
+        _COLLECTOR.reset(token)
 
 # C0 and C1 control characters, DEL, the Unicode line and paragraph separators, and every
 # character a terminal draws as nothing (Unicode's format characters, category Cf: the
@@ -104,8 +143,8 @@ def warn_listed(found: dict, context: str = "", stacklevel: int = 2) -> None:
     lead = f"{context}: " if context else ""
     for head, entries in found.items():
         if entries:
-            warnings.warn(f"{lead}{len(entries)} {head}: {listed(entries)}",
-                          UndefinedMetricWarning, stacklevel=stacklevel + 1)
+            warn(f"{lead}{len(entries)} {head}: {listed(entries)}",
+                 UndefinedMetricWarning, stacklevel=stacklevel + 1)
 
 
 def gathered(parts: list) -> dict:

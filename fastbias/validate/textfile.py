@@ -30,6 +30,7 @@ import numpy as np
 
 from . import _kernels as K
 from .columns import NUMBER_TEXT, PieceWhere
+from .errors import WARNING_FILTERS_LOCK
 
 #: the longest line read (bytes, after decompression)
 LINE_LIMIT = 16 * 2 ** 20
@@ -1046,7 +1047,7 @@ def iter_text_batches(source: TextSource, columns: list, batch_rows: int, *, pro
             # ulp apart would tie); convert_dates: columns named *_at, date, ... stay values
             # (pandas >= 3.1 deprecates convert_dates for dtype=False, which would also
             # leave numbers written as strings unparsed: same values on every pandas)
-            with warnings.catch_warnings():
+            with WARNING_FILTERS_LOCK, warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*'convert_dates' keyword")
                 # convert_axes=False: keys written as numbers ("1") stay the keys asked for
                 # (found by review: a batch of such keys read as integers, its rows missing);

@@ -591,7 +591,7 @@ def _prepare_label(df, label: str, positive):
     if positive is not None:
         return _positive_value(col, label, positive)
     if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
-        values = sorted(map(str, pd.unique(col.dropna())))[:6]
+        values = sorted(set(map(str, pd.unique(col.dropna()))))[:6]  # ('0' and 0: one)
         raise CLIError(f"label column {label!r} is not numeric (dtype {col.dtype}, values like "
                        f"{', '.join(repr(v) for v in values)}; e.g. "
                        f"{first_non_numeric(col.to_numpy(dtype=object))}); say which value is "
@@ -1784,7 +1784,9 @@ def main(argv=None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except (KeyError, ValueError, TypeError, ImportError, OSError, MemoryError) as exc:
+        # (a KeyError's message is its key, as given: a tuple key too, found by review)
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        message = message if isinstance(message, str) else repr(message)
         print(terminal_text(f"fastbias: error: {_in_cli_terms(message)}"),
               file=sys.stderr)
     except KeyboardInterrupt:

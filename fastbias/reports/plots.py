@@ -149,7 +149,9 @@ def worst_first(result, models=None) -> list:
     """Subgroups ordered from the lowest AUC to the highest.
 
     A subgroup's rank is its lowest Subgroup, BPSN or BNSP AUC over the given
-    models (all by default); subgroups with every AUC undefined come last.
+    models (all by default); subgroups with every AUC undefined come last. Only the
+    subgroups that one of these models has are listed (under ``intersections=`` or
+    several sensitive features, each model keeps those large enough on its own rows).
 
     Parameters
     ----------
@@ -175,9 +177,13 @@ def worst_first(result, models=None) -> list:
         table = table[table["model"].isin(list(models))]
     lowest = table.set_index("subgroup")[AUC_METRICS].min(axis=1, skipna=True)
     lowest = lowest.groupby(level=0, sort=False).min()
-    lowest = lowest.reindex(result.subgroups)
+    # the subgroups these models have (each model keeps the intersections and combinations
+    # of values large enough on its own rows: found by review, a model was shown another's)
+    present = set(table["subgroup"])
+    names = [g for g in result.subgroups if g in present]
+    lowest = lowest.reindex(names)
     order = np.argsort(lowest.fillna(np.inf).to_numpy(), kind="stable")
-    return [result.subgroups[i] for i in order]
+    return [names[i] for i in order]
 
 
 def _select(result, subgroups, models, max_subgroups):

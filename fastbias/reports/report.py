@@ -514,10 +514,14 @@ class BiasReport:
                 body += ["", self._threshold_text(model, order, width)]
             blocks.append("\n".join(body))
         text = "\n\n".join(blocks)
-        if max_subgroups is not None and max_subgroups < len(self.result.subgroups):
+        # each model's own subgroups (models may keep different intersections: found by review)
+        n_own = {m: len(self.worst_subgroups(model=m)) for m in self.result.models}
+        if max_subgroups is not None and max_subgroups < max(n_own.values()):
             # (a cut within a tie said: found by review, t2 and t3 as bad as the last shown)
             tie_note = f"; {'; '.join(ties)}" if ties else ""
-            text += (f"\n\n({max_subgroups} worst of {len(self.result.subgroups)} subgroups "
+            of = (f"{max(n_own.values())}" if len(set(n_own.values())) == 1 else
+                  ", ".join(f"{n} ({name_cell(m)})" for m, n in n_own.items()))
+            text += (f"\n\n({max_subgroups} worst of {of} subgroups "
                      f"shown for each model, ranked by that model's own lowest AUC{tie_note})")
         n_undefined = int(self.summary()["undefined_values"].sum())
         n_gaps = self._undefined_threshold_gaps()

@@ -484,7 +484,7 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
             bar.close()
     if settings["significance"] is not None:  # each model's p-values adjusted together
         results = [(adjust_table(table, method=settings["significance"], confidence=confidence,
-                                 context=f"model {model!r}", stacklevel=4), auc, at)
+                                 context=f"model {model!r}"), auc, at)
                    for model, (table, auc, at) in zip(models, results)]
     by_threshold = None
     if cuts is not None:

@@ -45,7 +45,8 @@ def madlibs_dir(shared_data) -> Path:
 #: covered with and without them, 98-99%), and leaving them out takes about two fifths off the
 #: uncompiled run
 NOT_ABOUT_KERNELS = {"test_files_session37_reference", "test_threads_session37_reference",
-                     "test_omit_session37_reference",
+                     "test_omit_session37_reference", "test_outputs_session37_reference",
+                     "test_session37_diff_reference",
                      "test_aggregates", "test_architecture", "test_boosting",
                      "test_bounded_memory", "test_browser", "test_cli", "test_compat",
                      "test_dask", "test_docs", "test_docstrings", "test_evaluate",

@@ -47,7 +47,7 @@ from ..metrics.definitions import (
 from ..sort.order import SortedScores
 from ..sweep import _kernels as SK
 from ..sweep.double_double import dd_sum_error_bound
-from ..validate.errors import UndefinedMetricWarning, listed, warn
+from ..validate.errors import UndefinedMetricWarning, listed, user_stacklevel, warn
 from ..validate.values import check_interval_weights_of
 from . import _kernels as IK
 from .delong import (
@@ -126,8 +126,9 @@ def draw_seed(label: int, cell_keys: np.ndarray, cell_weights: np.ndarray | None
     digest = hashlib.blake2b(digest_size=8, person=b"fastbias-draws")
     digest.update(PERMUTATION_SEED.to_bytes(8, "little") + bytes([label]))
     digest.update(np.ascontiguousarray(cell_keys).tobytes())
-    if cell_weights is not None:
-        digest.update(np.ascontiguousarray(cell_weights, dtype=np.float64).tobytes())
+    if cell_weights is not None:  # (+ 0.0: a weight of -0.0 is 0, whose bytes differ; found
+        # by review, the seed followed the order of rows weighing -0.0 and 0 tied in score)
+        digest.update((np.asarray(cell_weights, dtype=np.float64) + 0.0).tobytes())
     return int.from_bytes(digest.digest(), "little") >> 1  # (an int64 for the kernels)
 
 
@@ -792,7 +793,7 @@ def attach_significance(table: pd.DataFrame, *, method: str, sorted_scores: Sort
     return adjust_table(add_pvalues(table, sorted_scores=sorted_scores,
                                     sample_weight=sample_weight, confidence=confidence,
                                     scores=scores, memberships=memberships),
-                        method=method, confidence=confidence, stacklevel=4)
+                        method=method, confidence=confidence)
 
 
 def add_pvalues(table: pd.DataFrame, *, sorted_scores: SortedScores | None, sample_weight=None,
@@ -1179,7 +1180,7 @@ def pvalues_from_sums(table: pd.DataFrame, sums: PlacementSums, draw=None,
 
 
 def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
-                 context: str = "", stacklevel: int = 2) -> pd.DataFrame:
+                 context: str = "") -> pd.DataFrame:
     """Adjust the ``<metric>_pvalue`` columns of one model's table together.
 
     Adds ``<metric>_pvalue_adjusted`` and ``<metric>_significant`` after each
@@ -1225,7 +1226,7 @@ def adjust_table(table: pd.DataFrame, *, method: str, confidence: float = 0.95,
         why = "; or ".join(causes)
         warn(f"{lead}{len(untested)} metric(s) not tested for significance ({why}; "
              f"p-value NaN, never significant): {shown}",
-             UndefinedMetricWarning, stacklevel=stacklevel)
+             UndefinedMetricWarning, stacklevel=user_stacklevel())  # (the user's line)
     out.attrs = {**table.attrs, "significance": method, "significance_level": alpha,
                  "n_tests": int(np.isfinite(stacked).sum())}
     return out

@@ -329,7 +329,7 @@ def significance_from_chunks(table: pd.DataFrame, sums, spec: ColumnSpec,
     universe = None if spec.exclude_missing else overall_auc
     return adjust_table(pvalues_from_sums(table, sums, universe_auc=universe),
                         method=spec.significance,
-                        confidence=spec.confidence, context=f"model {model!r}", stacklevel=5)
+                        confidence=spec.confidence, context=f"model {model!r}")
 
 
 def checked_extras(significance, confidence, thresholds, threshold_interval="wilson",

@@ -675,21 +675,3 @@ def test_evaluator_drawn_pvalues_same_for_shuffled_rows(seed):
               significance="holm")
     assert a.attrs["permutation_tests"] > 0
     np.testing.assert_array_equal(pvalues(a), pvalues(b))
-
-
-# (last: the module's LocalCluster client stays the default client after it)
-def test_dask_process_cluster_lazy_warns_once_in_the_client(client):
-    dd = pytest.importorskip("dask.dataframe")
-    import fastbias.dask as fd
-    y, s, h = _undefined_data()
-    ddf = dd.from_pandas(pd.DataFrame({"y": y, "s": s, "h": h}), npartitions=3)
-    kw = dict(label="y", scores="s", subgroups=["h"], progress=False)
-    eager = _recorded(lambda: fd.evaluate(ddf, **kw))
-    assert len(eager) == 1
-    lazy = fd.evaluate(ddf, compute=False, **kw)
-    box = {}
-    later = _recorded(lambda: box.setdefault("r", lazy.compute()))
-    assert [str(w.message) for w in later] == [str(eager[0].message)]
-    # the result itself: exact against sklearn
-    assert box["r"].table["bpsn_auc"].iloc[0] == pytest.approx(
-        roc_auc_score(np.r_[np.zeros(4), y[4:][y[4:]]], np.r_[s[:4], s[4:][y[4:]]]))

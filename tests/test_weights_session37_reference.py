@@ -517,7 +517,7 @@ def test_unit_weights_bootstrap_equals_unweighted():
 
 # ----------------------------------------------------------------------------- row order
 @pytest.mark.parametrize("tied", [True, False])
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(1))
 def test_row_order_invariance_weighted_metrics_delong_and_significance(seed, tied):
     """Metrics and the overall AUC are bit-identical under any row order. The DeLong
     standard errors and p-values are too where no weighted rows tie in score; with ties they

@@ -584,8 +584,40 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
                                  ignore_index=True)
     return evaluation_result(models, [by_model[m][0] for m in models],
                              [by_model[m][1] for m in models], label=label,
-                             subgroups=list(dict.fromkeys(g for r in results for g in r.subgroups)),
+                             subgroups=merged_order([r.subgroups for r in results]),
                              settings=result_settings, warn=False, thresholds=by_threshold)
+
+
+def merged_order(lists: list) -> list:
+    """The names of every list, once, in an order that keeps each list's own: models
+    evaluated on their own rows list their subgroups in the documented order, but one may
+    keep an intersection or a combination of values that another drops, and that name goes
+    where the lists that hold it put it, not last (found by review).
+
+    Examples
+    --------
+    >>> merged_order([["a", "b", "a & b"], ["a", "b", "a & c", "a & b"]])
+    ['a', 'b', 'a & c', 'a & b']
+    """
+    lists = [list(names) for names in lists]
+    where = [{name: i for i, name in enumerate(names)} for names in lists]
+    at = [0] * len(lists)
+    out, seen = [], set()
+
+    def later_in_another(name, j) -> bool:
+        return any(k != j and where[k].get(name, -1) > at[k] for k in range(len(lists)))
+
+    while True:
+        for j, names in enumerate(lists):  # (skip what is out already)
+            while at[j] < len(names) and names[at[j]] in seen:
+                at[j] += 1
+        heads = [(j, names[at[j]]) for j, names in enumerate(lists) if at[j] < len(names)]
+        if not heads:
+            return out
+        # the first head no other list holds further on (the lists' orders agree: one exists)
+        name = next((name for j, name in heads if not later_in_another(name, j)), heads[0][1])
+        out.append(name)
+        seen.add(name)
 
 
 __all__ = ["evaluate", "EvaluationResult"]

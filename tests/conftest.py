@@ -46,7 +46,7 @@ def madlibs_dir(shared_data) -> Path:
 #: uncompiled run
 NOT_ABOUT_KERNELS = {"test_files_session37_reference", "test_threads_session37_reference",
                      "test_omit_session37_reference", "test_outputs_session37_reference",
-                     "test_session37_diff_reference",
+                     "test_session37_diff_reference", "test_permodel_session37_reference",
                      "test_aggregates", "test_architecture", "test_boosting",
                      "test_bounded_memory", "test_browser", "test_cli", "test_compat",
                      "test_dask", "test_docs", "test_docstrings", "test_evaluate",

@@ -37,6 +37,10 @@ class ScoreHistograms:
         where ``nan_policy="omit"`` left out rows of missing weight, a weight).
     n_without_weight : int
         Rows with a label left out for a missing weight (``nan_policy="omit"``).
+    absent : frozenset
+        ``(model, subgroup)`` pairs of subgroups a model does not have (each model keeps
+        the intersections and combinations of values large enough on its own rows): their
+        counts are of those rows, but no metric of the model is.
     """
 
     edges: np.ndarray
@@ -47,6 +51,7 @@ class ScoreHistograms:
     n_negatives: int
     n_positives: int
     n_without_weight: int = 0
+    absent: frozenset = frozenset()
 
     def cells(self, model: str, subgroup: str) -> dict:
         """The four histograms of one (model, subgroup), keyed by cell name."""
@@ -218,7 +223,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     return ScoreHistograms(edges=edges, counts=counts, models=list(result.models),
                            subgroups=list(result.subgroups), n_rows=n,
                            n_negatives=n_labelled - n_pos, n_positives=n_pos,
-                           n_without_weight=n_without_weight)
+                           n_without_weight=n_without_weight, absent=absent_subgroups(result))
 
 
 def histogram_edges(lo: float, hi: float, bins: int, *, widen: bool = True) -> np.ndarray:
@@ -284,6 +289,14 @@ class HistogramCounter:
                                subgroups=self.subgroups, n_rows=self.n_rows,
                                n_negatives=self.n_rows - self.n_positives,
                                n_positives=self.n_positives)
+
+
+def absent_subgroups(result) -> frozenset:
+    """The ``(model, subgroup)`` pairs of ``result`` whose model does not have the subgroup
+    (found by review: a figure drew a model's scores in a subgroup it did not keep)."""
+    kept = set(zip(result.table["model"], result.table["subgroup"]))
+    return frozenset((m, g) for m in result.models for g in result.subgroups
+                     if (m, g) not in kept)
 
 
 def _value_membership(df, parts: list, codes: dict):

@@ -206,13 +206,15 @@ def _select(result, subgroups, models, max_subgroups):
     return subgroups, models
 
 
-def _order_note(given, shown: list, result, order: str = "worst first") -> str:
+def _order_note(given, shown: list, result, order: str = "worst first",
+                models=None) -> str:
     """What a figure's title says of its rows: the order this module chose (not where the
     caller gave the rows: found by review, "(worst first)" over rows in the caller's
-    order), and how many of the table's it shows where it cut them."""
+    order), and how many of the table's it shows where it cut them (of the subgroups
+    ``models`` have, all by default)."""
     if given is not None:
         return ""
-    total = len(result.subgroups)
+    total = len(worst_first(result, models))
     cut = f", {len(shown)} of {total}" if len(shown) < total else ""
     return f" ({order}{cut})"
 
@@ -222,7 +224,7 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     Figure, _ = _matplotlib()
     given = subgroups
     subgroups, models = _select(result, subgroups, models, max_subgroups)
-    title += _order_note(given, subgroups, result)
+    title += _order_note(given, subgroups, result, models=models)
     cmap, norm = _colormap(stops, cmap_name)
     n_rows, n_cols = len(subgroups), len(metrics)
     width_per_model = 0.72 * n_cols + 0.3
@@ -552,6 +554,14 @@ def plot_score_distributions(histograms, *, subgroups, models=None):
     edges, unit = _axis_edges(histograms.edges)
     for i, subgroup in enumerate(subgroups):
         for k, model in enumerate(models):
+            if (model, subgroup) in getattr(histograms, "absent", ()):
+                for ax in axes[i, 2 * k:2 * k + 2]:  # (not a subgroup of this model's)
+                    ax.text(0.5, 0.5, "not a subgroup of this model\n(too few rows of a "
+                            "class in its rows)", transform=ax.transAxes, ha="center",
+                            va="center", fontsize=8, color="#666666")
+                    ax.set_title(f"{name_cell(model)} | {name_cell(subgroup)}", fontsize=8.5)
+                    ax.set_yticks([])
+                continue
             cells = histograms.cells(model, subgroup)
             _density_panel(axes[i, 2 * k], edges, cells["subgroup_negatives"],
                            cells["background_negatives"], NEGATIVE_COLOR,
@@ -743,7 +753,8 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     label = f"{method} intervals" if method else "intervals"
     if confidence:
         label = f"{percent_text(confidence)} {label}"
-    fig.suptitle(f"Metrics with {label}{_order_note(given, subgroups, result)}", fontsize=11)
+    fig.suptitle(f"Metrics with {label}{_order_note(given, subgroups, result, models=models)}",
+                 fontsize=11)
     return fig
 
 
@@ -771,9 +782,11 @@ def worst_gaps(result, threshold: float, models=None) -> list:
     if models is not None:
         part = part[part["model"].isin(list(models))]
     size = part[["fpr_gap", "fnr_gap"]].abs().max(axis=1, skipna=True)
-    size = size.groupby(part["subgroup"].to_numpy(), sort=False).max().reindex(result.subgroups)
+    present = set(part["subgroup"])  # (the subgroups these models have: see worst_first)
+    names = [g for g in result.subgroups if g in present]
+    size = size.groupby(part["subgroup"].to_numpy(), sort=False).max().reindex(names)
     order = np.argsort(-size.fillna(-np.inf).to_numpy(), kind="stable")
-    return [result.subgroups[i] for i in order]
+    return [names[i] for i in order]
 
 
 @_plain_text
@@ -845,7 +858,7 @@ def plot_threshold_gaps(result, *, threshold=None, subgroups=None, models=None,
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                    ncols=min(len(models), 6), fontsize=8, frameon=False)
     fig.suptitle("Error-rate gaps, subgroup minus background"
-                 + _order_note(given, subgroups, result, "largest first"), fontsize=11)
+                 + _order_note(given, subgroups, result, "largest first", models), fontsize=11)
     return fig
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import json
 import math
 import os
@@ -353,7 +354,10 @@ class BiasReport:
             order = worst_first(self.result, [model])
         else:
             rankings = [worst_first(self.result, [m]) for m in self.result.models]
-            order = list(dict.fromkeys(g for tier in zip(*rankings) for g in tier))
+            # (zip_longest: models may keep different subgroups, and zip stopped at the
+            # shortest ranking, leaving out what only some models have; found by review)
+            order = list(dict.fromkeys(g for tier in itertools.zip_longest(*rankings)
+                                       for g in tier if g is not None))
         return order if n is None else order[:n]
 
     def final_metrics(self, undefined: str = "propagate", *,
@@ -833,10 +837,11 @@ class BiasReport:
                                             subgroups=gap_rows)))
             if self.result.thresholds["threshold"].nunique() > 1:
                 for model in self.result.models:
-                    curves = min(GAP_CURVES, len(all_gaps))
+                    own = worst_gaps(self.result, shown_at, [model])  # (the model's own rows)
+                    curves = min(GAP_CURVES, len(own))
                     out.append((f"gap-curves-{self.result.models.index(model)}",
                                 f"FPR and FNR gap across the thresholds for the {curves} of "
-                                f"{len(all_gaps)} {'rows (intersections included)' if members else 'subgroups'} "
+                                f"{len(own)} {'rows (intersections included)' if members else 'subgroups'} "
                                 f"with the largest gaps at {shown_at!r} (dotted line), "
                                 f"{name_cell(model)}.",
                                 plot_gap_curves(self.result, model=model,

@@ -294,9 +294,8 @@ class HistogramCounter:
 def absent_subgroups(result) -> frozenset:
     """The ``(model, subgroup)`` pairs of ``result`` whose model does not have the subgroup
     (found by review: a figure drew a model's scores in a subgroup it did not keep)."""
-    kept = set(zip(result.table["model"], result.table["subgroup"]))
-    return frozenset((m, g) for m in result.models for g in result.subgroups
-                     if (m, g) not in kept)
+    return frozenset((m, g) for m in result.models
+                     for g in set(result.subgroups) - set(result.subgroups_of([m])))
 
 
 def _value_membership(df, parts: list, codes: dict):

@@ -179,8 +179,7 @@ def worst_first(result, models=None) -> list:
     lowest = lowest.groupby(level=0, sort=False).min()
     # the subgroups these models have (each model keeps the intersections and combinations
     # of values large enough on its own rows: found by review, a model was shown another's)
-    present = set(table["subgroup"])
-    names = [g for g in result.subgroups if g in present]
+    names = result.subgroups_of(models)
     lowest = lowest.reindex(names)
     order = np.argsort(lowest.fillna(np.inf).to_numpy(), kind="stable")
     return [names[i] for i in order]
@@ -782,8 +781,7 @@ def worst_gaps(result, threshold: float, models=None) -> list:
     if models is not None:
         part = part[part["model"].isin(list(models))]
     size = part[["fpr_gap", "fnr_gap"]].abs().max(axis=1, skipna=True)
-    present = set(part["subgroup"])  # (the subgroups these models have: see worst_first)
-    names = [g for g in result.subgroups if g in present]
+    names = result.subgroups_of(models)  # (the subgroups these models have)
     size = size.groupby(part["subgroup"].to_numpy(), sort=False).max().reindex(names)
     order = np.argsort(-size.fillna(-np.inf).to_numpy(), kind="stable")
     return [names[i] for i in order]

@@ -519,7 +519,7 @@ class BiasReport:
             blocks.append("\n".join(body))
         text = "\n\n".join(blocks)
         # each model's own subgroups (models may keep different intersections: found by review)
-        n_own = {m: len(self.worst_subgroups(model=m)) for m in self.result.models}
+        n_own = {m: len(self.result.subgroups_of([m])) for m in self.result.models}
         if max_subgroups is not None and max_subgroups < max(n_own.values()):
             # (a cut within a tie said: found by review, t2 and t3 as bad as the last shown)
             tie_note = f"; {'; '.join(ties)}" if ties else ""

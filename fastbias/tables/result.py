@@ -151,6 +151,27 @@ class EvaluationResult:
             out.attrs["intersections"] = list(self.settings["intersection_members"])
         return out
 
+    def subgroups_of(self, models=None) -> list:
+        """The subgroups any of ``models`` has (all models by default), in the order of
+        :attr:`subgroups`. Under ``nan_policy="omit"`` each model is evaluated on its own
+        rows and keeps the intersections and combinations of values large enough there, so
+        models may have different ones.
+
+        Examples
+        --------
+        >>> import fastbias
+        >>> df = fastbias.make_jigsaw_like(n_rows=20_000, n_identities=4, random_state=0)
+        >>> res = fastbias.evaluate(df, label="toxicity", scores=["model_fair", "model_biased"],
+        ...                         subgroups=["male", "female"])
+        >>> res.subgroups_of(["model_fair"])
+        ['male', 'female']
+        """
+        table = self.table
+        if models is not None:
+            table = table[table["model"].isin(list(models))]
+        present = set(table["subgroup"])
+        return [g for g in self.subgroups if g in present]
+
     def wide(self, metrics=None) -> pd.DataFrame:
         """Models side by side: index subgroup, columns (metric, model).
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .intervals.attach import attach_intervals, check_ci
+from .intervals.bootstrap import keeps_numpy_plan
 from .intervals.significance import attach_significance, check_significance
 from .metrics.aggregates import (
     PINNED_METHODS,
@@ -152,7 +153,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
     confidence = check_confidence(confidence)
     order, min_size = check_intersections(intersections, min_subgroup_size)
     check_categories_alone(subgroups, order, subgroup_threshold)
-    memberships, sorted_scores, sc = sort_and_count(
+    memberships, sorted_scores, sc, plan = sort_and_count(
         scores, None,
         lambda threads, compiled=True: with_intersections(
             prepare_subgroups(labels, subgroups, subgroup_threshold, kept, workers=threads,
@@ -160,7 +161,8 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
             compiled),
         labels, weights, workers=workers, with_rows=ci == "bootstrap", score_bounds=bounds,
         numpy_if_cold=True, families=families_for(weights is not None, ci,
-                                                  significance=significance is not None))
+                                                  significance=significance is not None),
+        numpy_plan=keeps_numpy_plan(ci, n_boot, scores.shape[0], weights is not None))
     table = table_from_counts(sc)
     table.attrs["overall_auc"] = overall_auc_from_counts(sc)
     if memberships.intersections:
@@ -170,7 +172,7 @@ def bias_metrics(y_true, y_score, subgroups, *, sample_weight=None,
             table = attach_intervals(table, method=ci, sorted_scores=sorted_scores,
                                      sample_weight=weights, confidence=confidence,
                                      n_boot=n_boot, random_state=random_state, n_jobs=n_jobs,
-                                     scores=scores, memberships=memberships)
+                                     scores=scores, memberships=memberships, plan=plan)
         if significance is not None:
             table = attach_significance(table, method=significance,
                                         sorted_scores=sorted_scores, sample_weight=weights,

@@ -21,7 +21,12 @@ from .intervals.attach import (
     attach_intervals,
     check_ci,
 )
-from .intervals.bootstrap import bootstrap_seed, check_n_boot, models_at_once
+from .intervals.bootstrap import (
+    bootstrap_seed,
+    check_n_boot,
+    keeps_numpy_plan,
+    models_at_once,
+)
 from .intervals.significance import (
     add_pvalues,
     adjust_table,
@@ -53,6 +58,7 @@ from .sweep.counts import count_sorted, sweep_counts
 from .sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
     compile_in_background,
+    counts_and_plan,
     counts_in_numpy,
     families_for,
 )
@@ -375,8 +381,10 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         for kept, memberships in universes:
             s = values if kept is None else values[kept]
             w = weights if weights is None or kept is None else weights[kept]
+            plan = None  # (the numpy tier's, for a bootstrap's replicates in numpy)
             if not compiled:
-                sc = counts_in_numpy(s, memberships, w)
+                sc, plan = counts_and_plan(s, memberships, w, keep=keeps_numpy_plan(
+                    ci, n_boot, s.shape[0], w is not None))
             elif early_classes is not None and kept is None:
                 sorted_scores = SortedScores(s, memberships, early_classes.result(),
                                              workers=model_workers)
@@ -391,7 +399,8 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
                 table = attach_intervals(table, method=ci, scores=s, memberships=memberships,
                                          sorted_scores=sorted_scores if compiled else None,
                                          sample_weight=w, confidence=confidence, n_boot=n_boot,
-                                         random_state=random_state, progress=bar, warn=False)
+                                         random_state=random_state, progress=bar, warn=False,
+                                         plan=plan)
                 found = table.attrs.pop("undefined_intervals")
                 if len(universes) > 1 or kept is not None:  # (see below)
                     found[WHOLE_TABLE_HEAD] = _overall_only(found, kept)
@@ -456,15 +465,17 @@ def _evaluate_prepared(df, label, models, subgroup_names, labels, weights, n, su
         if compiled:
             sorted_all = SortedScores(values, overall_memberships, with_rows=ci == "bootstrap",
                                       workers=model_workers)
-            sc = count_sorted(sorted_all, weights)
+            sc, plan = count_sorted(sorted_all, weights), None
         else:
-            sorted_all, sc = None, counts_in_numpy(values, overall_memberships, weights)
+            sorted_all = None
+            sc, plan = counts_and_plan(values, overall_memberships, weights, keep=keeps_numpy_plan(
+                ci, n_boot, values.shape[0], weights is not None))
         table = table_from_counts(sc, warn=False)
         table.attrs["overall_auc"] = overall_auc_from_counts(sc)
         return attach_intervals(table, method=ci, scores=values, memberships=overall_memberships,
                                 sorted_scores=sorted_all, sample_weight=weights,
                                 confidence=confidence, n_boot=n_boot, random_state=random_state,
-                                progress=bar, warn=False)
+                                progress=bar, warn=False, plan=plan)
 
     # the models share the threads: each one's sorts and walks get its share of them
     model_threads = resolve_n_jobs(n_jobs, len(models))

@@ -382,7 +382,7 @@ def test_numpy_replicates_equal_the_kernels(seed):
 @pytest.mark.parametrize("sizes", [[0], [3], [0, 0], [0, 2, 0, 0, 5, 0], [4, 0, 1], [1, 1, 1],
                                    [0, 0, 7]])
 def test_subgroup_sums_of_empty_and_filled_ranges(sizes):
-    from fastbias.intervals.first_call import subgroup_sums
+    from fastbias.sweep.first_call import subgroup_sums
 
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     values = (np.arange(bounds[-1], dtype=np.int64) + 1) * 2**40  # past float64's exact sums
@@ -1183,3 +1183,105 @@ def test_the_warm_up_compiles_for_writable_and_read_only_inputs():
     seen = {(scores.dtype, scores.flags.writeable, weights.flags.writeable)
             for scores, _, weights in warm_up._each_input(np.random.default_rng(0))}
     assert seen == {(np.dtype(d), w, w) for d in (np.float32, np.float64) for w in (True, False)}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_counts_plan_counts_each_row_as_often_as_drawn(data):
+    """:class:`CountsPlan` against the rows repeated as often as drawn (counted by
+    :func:`counts_in_numpy`'s own sorts of the scores, not of rows), and with no draws
+    against :func:`counts_in_numpy` on the rows themselves: the same integers."""
+    from fastbias.sweep.first_call import CountsPlan
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    n = data.draw(st.integers(1, 120))
+    k = data.draw(st.integers(1, 4))
+    levels = data.draw(st.sampled_from([1, 2, 5, 1000]))
+    y = rng.random(n) < data.draw(st.sampled_from([0.0, 0.4, 1.0]))
+    s = ((rng.integers(0, levels, n) - levels // 2) / 3).astype(
+        data.draw(st.sampled_from([np.float32, np.float64])))
+    s[rng.random(n) < 0.1] = -0.0
+    groups = rng.random((n, k)) < rng.choice([0.0, 0.3, 1.0], k)
+    m = prepare_subgroups(y, groups, compiled=False)
+    plan = CountsPlan(s, m)
+    assert_same_counts(plan.counts(), counts_in_numpy(s, m))
+    draws = rng.integers(0, data.draw(st.sampled_from([1, 3, 7])) + 1, n).astype(np.uint8)
+    rows = np.repeat(np.arange(n), draws)
+    got = plan.counts(draws)
+    if not rows.size:
+        assert not got.counts.any() and (got.total_neg, got.total_pos) == (0, 0)
+        return
+    repeated = prepare_subgroups(y[rows], groups[rows], compiled=False)
+    assert_same_counts(got, counts_in_numpy(s[rows], repeated))
+    with pytest.raises(ValueError, match="draws must be uint8"):
+        plan.counts(draws.astype(np.int64))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_cold_bootstrap_sorts_its_classes_once(compiling, weighted, monkeypatch):
+    """A first call's bootstrap replicates in numpy read the sorts the point estimate made
+    (a second set took 0.5-0.9 s at 1.8M x 24): the classes are sorted once, for
+    ``bias_metrics`` and for each universe of ``evaluate``; where the replicates would not
+    start in numpy (too many), an unweighted point estimate sorts the scores alone (quicker
+    than their rows), as without a bootstrap. The answers are those of
+    the kernels (unweighted, the same bits)."""
+    from fastbias.intervals import bootstrap
+    from fastbias.intervals import first_call as interval_tier
+
+    sorts, plans = [], []  # (each class sort; the plan each set of numpy replicates is given)
+    monkeypatch.setattr(first_call, "class_orders",
+                        lambda *a, f=first_call.class_orders: sorts.append(1) or f(*a))
+    monkeypatch.setattr(interval_tier.NumpyReplicates, "__init__",
+                        lambda self, *a, plan=None, f=interval_tier.NumpyReplicates.__init__:
+                        plans.append(plan) or f(self, *a, plan=plan))
+    rng = np.random.default_rng(21)
+    n = 3_000
+    y, s = rng.random(n) < 0.35, (rng.integers(0, 40, n) / 40).astype(np.float32)
+    groups = rng.random((n, 3)) < 0.3
+    kwargs = dict(ci="bootstrap", n_boot=25, random_state=6,
+                  sample_weight=rng.random(n) if weighted else None)
+    got = fastbias.bias_metrics(y, s, groups, **kwargs)
+    assert len(sorts) == 1 and len(plans) == 1 and plans[0] is not None
+    df = pd.DataFrame({"y": y, "s": s, "w": rng.random(n), "a": groups[:, 0],
+                       "b": groups[:, 1].astype(float)})
+    df.loc[df.index[::7], "b"] = np.nan  # two universes under exclude
+    frame_kwargs = dict(label="y", scores=["s"], subgroups=["a", "b"], ci="bootstrap",
+                        n_boot=25, random_state=6, sample_weight="w" if weighted else None)
+    sorts.clear()
+    got_frame = fastbias.evaluate(df, **frame_kwargs, missing_subgroup="exclude")
+    assert len(sorts) == 2 and len(plans) == 3 and None not in plans
+    monkeypatch.setattr(bootstrap, "NUMPY_REPLICATES_SECONDS", 1e-9)  # the kernels at once
+    sorts.clear()
+    at_once = fastbias.bias_metrics(y, s, groups, **kwargs)
+    assert sorts == ([1] if weighted else [])  # (weighted counts sort rows in any case)
+    monkeypatch.setattr(first_call, "_requested", [])
+    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: False)
+    expected = fastbias.bias_metrics(y, s, groups, **kwargs)
+    assert_same_results(got, expected, exact=not weighted)
+    assert_same_results(at_once, expected, exact=not weighted)
+    assert_same_results(got_frame.table,
+                        fastbias.evaluate(df, **frame_kwargs, missing_subgroup="exclude").table,
+                        exact=not weighted)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_weighted_plan_weighs_draws_as_their_products_bit_for_bit(seed):
+    """``WeightedCountsPlan.counts(w, draws=d)`` (the classes' weights gathered once, the
+    draws each time) gives the counts of the products ``d * w`` weighed directly, the same
+    floats; a second base of weights is gathered anew, not read from the first's."""
+    from fastbias.sweep.first_call import WeightedCountsPlan
+
+    rng = np.random.default_rng(seed)
+    y, s, groups, w = tied_case(rng, int(rng.integers(2, 400)), 4)
+    m = prepare_subgroups(y, groups, compiled=False)
+    plan = WeightedCountsPlan(s, m)
+    for base in (w, rng.random(len(y)) * 2.0 ** 900, np.ldexp(w, -1070)):
+        for _ in range(3):
+            draws = rng.integers(0, 5, len(y)).astype(np.uint8)
+            got, want = plan.counts(base, draws=draws), plan.counts(draws * base)
+            for name in ("counts", "background"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+            assert (got.total_neg, got.total_pos, got.twice_overall_u, got.weight_scale) == \
+                (want.total_neg, want.total_pos, want.twice_overall_u, want.weight_scale)
+    with pytest.raises(ValueError, match="draws must be uint8"):
+        plan.counts(w, draws=np.ones(len(y)))

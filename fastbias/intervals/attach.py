@@ -227,7 +227,8 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
                      n_boot: int = 1000, random_state=None, progress=None,
                      n_jobs: int | None = None,
                      bernstein_variance: str = "adaptive", scores: np.ndarray | None = None,
-                     memberships: Memberships | None = None, warn: bool = True) -> pd.DataFrame:
+                     memberships: Memberships | None = None, warn: bool = True,
+                     plan=None) -> pd.DataFrame:
     """:func:`add_intervals` from the sorts the point estimate made (validated inputs).
 
     ``warn=False``: the undefined intervals are not warned of but kept in
@@ -239,7 +240,9 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     estimate counted in numpy on a first call (:mod:`fastbias.sweep.first_call`) passes
     no sorts but its ``scores`` and ``memberships``; the intervals are then computed in
     numpy too (:mod:`fastbias.intervals.first_call`), as they are while their own kernels
-    compile.
+    compile; ``plan``, the numpy plan those counts were read from
+    (:func:`~fastbias.sweep.first_call.counts_and_plan`), spares the bootstrap's replicates
+    in numpy sorting again.
     """
     if sorted_scores is not None:
         scores, memberships = sorted_scores.scores, sorted_scores.memberships
@@ -266,7 +269,7 @@ def attach_intervals(table: pd.DataFrame, *, method: str, sorted_scores: SortedS
     elif method == "bootstrap":
         reps = replicates(sorted_scores, sample_weight, n_boot=n_boot,
                           random_state=random_state, progress=progress, n_jobs=n_jobs,
-                          first_call=(scores, memberships) if in_numpy else None)
+                          first_call=(scores, memberships, plan) if in_numpy else None)
         undefined = []
         for metric in METRIC_COLUMNS:
             low, high, se, count = _percentile_interval(reps.metrics[metric], confidence)

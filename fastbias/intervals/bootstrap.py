@@ -256,6 +256,24 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
 NUMPY_REPLICATES_SECONDS = 10.0
 
 
+def numpy_replicates_seconds(n_boot: int, n_rows: int, weighted: bool) -> float:
+    """About what ``n_boot`` replicates of ``n_rows`` rows take in numpy (30 ns a row a
+    replicate, 100 ns weighted; measured on 2 cores), guessed before one is timed: past
+    NUMPY_REPLICATES_SECONDS a first call's bootstrap compiles its kernels at once."""
+    return n_boot * (1e-7 if weighted else 3e-8) * n_rows
+
+
+def keeps_numpy_plan(ci, n_boot, n_rows: int, weighted: bool) -> bool:
+    """Whether a point estimate counted in numpy keeps the plan its counts were read from
+    (:func:`~fastbias.sweep.first_call.counts_and_plan`): a bootstrap follows whose
+    replicates start in numpy, and read the same sorts. (``n_boot`` is checked here: a bad
+    one is refused before the counts.)"""
+    if ci != "bootstrap":
+        return False
+    return numpy_replicates_seconds(check_n_boot(n_boot), n_rows, weighted) \
+        <= NUMPY_REPLICATES_SECONDS
+
+
 #: the most memory a bootstrap's replicates may keep, for one model: each its seed (about
 #: 1.5 KB) and its counts and metrics of every subgroup (7 counts, three copies at most, 168
 #: bytes)
@@ -301,7 +319,9 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     subgroup whose sums it cannot certify counted again from its cells, as the point
     estimate's weighted sweep does. Either walks REPLICATE_LANES replicates at once.
     ``first_call``: ``(scores,
-    memberships)`` of a first call whose kernels still compile in the background
+    memberships)``, or ``(scores, memberships, plan)`` with the point estimate's numpy plan
+    (:func:`~fastbias.sweep.first_call.counts_and_plan`; None: made here), of a first call
+    whose kernels still compile in the background
     (:mod:`fastbias.intervals.first_call`): replicates are counted in numpy
     (the same counts, unweighted) until the kernels are ready, then by them
     (``sorted_scores`` may then be None: they sort when they take over); when the
@@ -325,17 +345,16 @@ def replicates(sorted_scores: SortedScores | None, sample_weight: np.ndarray | N
     bar, own_bar = bootstrap_bar(progress, n_boot)  # opened where the finally closes it
     try:
         done = 0
-        # about what a replicate takes in numpy (30 ns a row, 100 ns weighted, measured on 2
-        # cores), before timing one: a long bootstrap compiles at once, without building the
-        # numpy ranks
+        # a long bootstrap compiles at once, without building the numpy ranks
         in_numpy = first_call is not None
-        guess = n_boot * (3e-8 if base is None else 1e-7) * n
+        guess = numpy_replicates_seconds(n_boot, n, base is not None)
         if in_numpy and guess > NUMPY_REPLICATES_SECONDS:
             logger.info("compiling the bootstrap kernels now: %d replicates would take about "
                         "%.0f s in numpy", n_boot, guess)
             in_numpy = False
         if in_numpy:
-            numpy_replicates = NumpyReplicates(*first_call, base)
+            scores, _, *plan = first_call
+            numpy_replicates = NumpyReplicates(scores, m, base, plan=plan[0] if plan else None)
             start = time.perf_counter()
             while done < n_boot and still_compiling("bootstrap"):
                 key = replicate_key(seeds[done])

@@ -32,6 +32,7 @@ from ..sweep.counts import SweepCounts
 from ..sweep.double_double import two_sum
 from ..sweep.first_call import (
     FIRST_CALL_MAX_ROWS,
+    CountsPlan,
     WeightedCountsPlan,
     class_orders,
     compile_in_background,
@@ -297,108 +298,41 @@ def poisson_counts_in_numpy(key: np.uint64, n: int, chunk_rows: int = POISSON_CH
 
 
 class NumpyReplicates:
-    """Each bootstrap replicate's counts in numpy, from ranks found once.
+    """Each bootstrap replicate's counts in numpy, from sorts made once.
 
-    Unweighted, a replicate weighs each row by its Poisson(1) count, so its
-    counts are integer sums: the same int64 as the kernels give (the ranks of
+    Unweighted, a replicate counts each row as often as its Poisson(1) draw, so
+    its counts are integer sums: the same int64 as the kernels give (the ranks of
     each identity row in the classes, and of each subgroup's positives among
     its negatives, do not change between replicates; only the prefix sums of the
-    counts do). Weighted, each replicate is a weighted count in numpy
+    draws do: :class:`~fastbias.sweep.first_call.CountsPlan`). Weighted, each
+    replicate is a weighted count in numpy
     (:func:`fastbias.sweep.first_call.weighted_counts_in_numpy`, certified as the
     kernels' replicates are), equal to the kernels' to rounding: the sorts made once
     (:class:`~fastbias.sweep.first_call.WeightedCountsPlan`), each replicate only weighs.
+    ``plan``: the one the point estimate's counts were read from
+    (:func:`~fastbias.sweep.first_call.counts_and_plan`), so that the call sorts once;
+    None: made here.
     """
 
     def __init__(self, scores: np.ndarray, memberships: Memberships,
-                 sample_weight: np.ndarray | None = None):
-        m = self.m = memberships
-        self.scores, self.base, self.scaled_base = scores, sample_weight, None
-        if sample_weight is not None:
-            # the sorts, once (before the replicates are timed: what they take each decides
-            # whether the kernels compile at once)
-            self.plan = WeightedCountsPlan(scores, m)
-            return
-        self.classes = class_orders(scores, m.labels)  # (int32: kept for every replicate)
-        # each class's prefix sums of the draws, made into these for every replicate (int32
-        # where no class can draw 2**31: a draw is at most len(POISSON_ONE_THRESHOLDS))
-        draws_fit = m.n_rows * len(IK.POISSON_ONE_THRESHOLDS) < 2**31
-        self.cumulative = tuple(np.zeros(rows.shape[0] + 1,
-                                         dtype=np.int32 if draws_fit else np.int64)
-                                for rows in self.classes)
-        index = np.int32 if m.n_rows < 2**31 else np.int64  # ranks, rows, memberships
-
-        def ranks(sorted_values, queries):
-            return tuple(np.searchsorted(sorted_values, queries, side).astype(index)
-                         for side in ("left", "right"))
-
-        neg_sorted = scores[self.classes[0]]
-        id_scores = scores[m.identity_rows]
-        self.neg_ranks = ranks(neg_sorted, id_scores)
-        pos_sorted = scores[self.classes[1]]
-        self.overall_ranks = ranks(neg_sorted, pos_sorted)
-        del neg_sorted
-        self.pos_ranks = ranks(pos_sorted, id_scores)
-        by_group = np.argsort(m.row_groups, kind="stable")
-        # each membership's identity row, subgroup by subgroup
-        self.owner = m.owners[by_group].astype(index)
-        self.bounds = np.searchsorted(m.row_groups[by_group], np.arange(m.n_groups + 1))
-        del by_group
-        self.subgroups = []  # per subgroup: its negatives by score, its positives' ranks there
-        for g in range(m.n_groups):
-            mine = self.owner[self.bounds[g]:self.bounds[g + 1]]
-            positive = m.identity_labels[mine]
-            negatives = mine[~positive][np.argsort(id_scores[mine[~positive]], kind="stable")]
-            positives = mine[positive]
-            self.subgroups.append((negatives, positives,
-                                   *ranks(id_scores[negatives], id_scores[positives])))
+                 sample_weight: np.ndarray | None = None, plan=None):
+        self.m = memberships
+        self.base, self.scaled_base = sample_weight, None
+        kind = CountsPlan if sample_weight is None else WeightedCountsPlan
+        if plan is not None and (type(plan) is not kind or plan.m is not memberships):
+            raise ValueError(f"plan is a {type(plan).__name__} of other memberships or "
+                             f"weighting; these replicates need a {kind.__name__} of theirs")
+        # the sorts, once (before the replicates are timed: what they take each decides
+        # whether the kernels compile at once)
+        self.plan = kind(scores, memberships) if plan is None else plan
 
     def counts(self, key) -> tuple:
-        """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``.
-
-        Exact int64 sums throughout; the per-row arrays are made one column at a
-        time, and each subgroup's sums taken without a running sum of all
-        memberships (the tier's peak memory)."""
-        m = self.m
+        """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
         if self.base is not None:
             sc = self.weighted_sweep(key)
             return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
-        draws = poisson_counts_in_numpy(key, m.n_rows)
-        for rows, cumulative in zip(self.classes, self.cumulative):
-            np.cumsum(draws[rows], dtype=cumulative.dtype, out=cumulative[1:])
-        neg_cum, pos_cum = self.cumulative
-        total_neg, total_pos = int(neg_cum[-1]), int(pos_cum[-1])
-
-        def twice_below(cumulative, ranks):  # 2 x the draws below a row + those tied with it
-            out = cumulative[ranks[0]].astype(np.int64)
-            out += cumulative[ranks[1]]
-            return out
-
-        c = draws[m.identity_rows].astype(np.int64)
-        positive = m.identity_labels
-        c_neg = np.where(positive, 0, c)  # an identity row's draws in its own class's cell
-        c_pos = c - c_neg
-        del c
-        counts = np.zeros((m.n_groups, SK.N_COUNT_COLUMNS), dtype=np.int64)
-        counts[:, SK.CELL_SUBGROUP_NEG] = self._per_subgroup(c_neg)
-        counts[:, SK.CELL_SUBGROUP_POS] = self._per_subgroup(c_pos)
-        nb = twice_below(neg_cum, self.neg_ranks)
-        counts[:, SK.TWICE_BNSP_U] = self._per_subgroup(c_pos * nb)
-        counts[:, SK.TWICE_NEG_BG_ABOVE_U] = self._per_subgroup(c_neg * (2 * total_neg - nb))
-        del nb
-        pa = 2 * total_pos - twice_below(pos_cum, self.pos_ranks)
-        counts[:, SK.TWICE_BPSN_U] = self._per_subgroup(c_neg * pa)
-        counts[:, SK.TWICE_POS_BG_ABOVE_U] = self._per_subgroup(c_pos * pa)
-        del pa
-        for g, (negatives, positives, lt, le) in enumerate(self.subgroups):
-            below = np.concatenate([[0], np.cumsum(c_neg[negatives])])
-            counts[g, SK.TWICE_SUBGROUP_U] = int(np.sum(c_pos[positives] * (below[lt] + below[le])))
-        counts[:, SK.TWICE_BPSN_U] -= counts[:, SK.TWICE_SUBGROUP_U]
-        counts[:, SK.TWICE_BNSP_U] -= counts[:, SK.TWICE_SUBGROUP_U]
-        counts[:, SK.TWICE_NEG_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_NEG] ** 2
-        counts[:, SK.TWICE_POS_BG_ABOVE_U] -= counts[:, SK.CELL_SUBGROUP_POS] ** 2
-        twice_u = int(np.sum(draws[self.classes[1]].astype(np.int64)
-                             * twice_below(neg_cum, self.overall_ranks)))
-        return counts, total_neg, total_pos, twice_u
+        sc = self.plan.counts(poisson_counts_in_numpy(key, self.m.n_rows))
+        return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
 
     def weighted_sweep(self, key) -> SweepCounts:
         """The weighted counts of the replicate ``key`` (certified, as the kernels' are), the
@@ -406,25 +340,8 @@ class NumpyReplicates:
         1.8e308 times a count would overflow; the metrics are the same)."""
         if self.scaled_base is None:
             self.scaled_base = self.base / power_of_two_scale(self.base)  # (exact)
-        draws = poisson_counts_in_numpy(key, self.m.n_rows)
-        return self.plan.counts(draws * self.scaled_base)
-
-    def _per_subgroup(self, per_row: np.ndarray) -> np.ndarray:
-        """Each subgroup's exact int64 sum of ``per_row`` (one value per identity row) over its
-        memberships."""
-        return subgroup_sums(per_row[self.owner], self.bounds)
-
-
-def subgroup_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """``values[bounds[g]:bounds[g + 1]].sum()`` for each g, exact in int64 (``bounds``
-    non-decreasing, from 0 to ``len(values)``); an empty range sums to 0 (``reduceat``
-    alone would give the value at its start)."""
-    starts, stops = bounds[:-1], bounds[1:]
-    sums = np.zeros(starts.shape[0], dtype=np.int64)
-    filled = starts < stops
-    if filled.any():
-        sums[filled] = np.add.reduceat(values, starts[filled], dtype=np.int64)
-    return sums
+        return self.plan.counts(self.scaled_base,
+                                draws=poisson_counts_in_numpy(key, self.m.n_rows))
 
 
 def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bool,

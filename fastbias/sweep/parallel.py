@@ -23,7 +23,7 @@ from .counts import count_sorted
 from .first_call import (
     FIRST_CALL_MAX_ROWS,
     compile_in_background,
-    counts_in_numpy,
+    counts_and_plan,
     families_for,
     still_compiling,
     tier_enabled,
@@ -65,8 +65,8 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
                    labels: np.ndarray | None = None, sample_weight: np.ndarray | None = None,
                    workers: int = 1, with_rows: bool = False,
                    numpy_if_cold: bool = False, families: list | None = None,
-                   score_bounds: tuple | None = None) -> tuple:
-    """Sort once and count: ``(memberships, sorted scores, counts)``.
+                   score_bounds: tuple | None = None, numpy_plan: bool = False) -> tuple:
+    """Sort once and count: ``(memberships, sorted scores, counts, numpy plan)``.
 
     ``prepare(workers, compiled=True)`` builds the memberships on that many
     threads when ``memberships`` is None. The sorts and the counting walk
@@ -81,7 +81,9 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
     kernels must still compile counts in numpy while they compile in a
     background process (see :mod:`fastbias.sweep.first_call`; ``families``: the
     kernel families to compile, default those of the counts); its sorted scores
-    are then None.
+    are then None, and with ``numpy_plan`` the fourth item is the numpy plan the counts
+    were read from (:func:`~fastbias.sweep.first_call.counts_and_plan`), for a
+    bootstrap's replicates in numpy to read instead of sorting again (else None).
 
     Unweighted, with memberships still to build (``prepare`` and the
     ``labels``) and enough rows, the class sort (it needs only the labels
@@ -96,7 +98,8 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
         for family in families or families_for(sample_weight is not None):
             compile_in_background(family)
         memberships = prepare(1, False)
-        return memberships, None, counts_in_numpy(scores, memberships, sample_weight)
+        return (memberships, None, *counts_and_plan(scores, memberships, sample_weight,
+                                                     keep=numpy_plan))
     # (where the sorts run on Numba's threads, each round takes every thread: no overlap)
     overlap = (memberships is None and labels is not None and sample_weight is None
                and not with_rows and workers >= 2 and scores.shape[0] >= CONCURRENT_SWEEP_MIN_ROWS
@@ -105,7 +108,7 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
         memberships = prepare(workers) if memberships is None else memberships
         sorted_scores = SortedScores(scores, memberships, with_rows=with_rows, workers=workers,
                                      score_bounds=score_bounds)
-        return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight)
+        return memberships, sorted_scores, count_sorted(sorted_scores, sample_weight), None
     key_range = score_key_range(scores, workers, score_bounds)
     class_workers = workers // 2
     share = SharedJobs()  # the class sort's last phase, which this thread joins when done
@@ -120,7 +123,7 @@ def sort_and_count(scores: np.ndarray, memberships: Memberships | None, prepare=
             share.close()  # (on an error here, the sort stops taking jobs)
         sorted_scores = SortedScores(scores, memberships, classes.result(), members,
                                      workers=workers)
-    return memberships, sorted_scores, count_sorted(sorted_scores)
+    return memberships, sorted_scores, count_sorted(sorted_scores), None
 
 
 def _sort_classes_sharing(share: SharedJobs, *args) -> SortedClasses:

@@ -659,3 +659,46 @@ def test_colorbar_spans_the_heatmap_and_density_axes_are_labelled(n_subgroups):
 def test_distribution_caption_counts_in_words(report):
     assert "Score distributions of the 3 worst subgroups (line)" in report.to_html()
     assert "Score distributions of the worst subgroup (line)" in report.to_html(n_distributions=1)
+
+
+def test_figures_mark_a_subgroup_a_model_lacks_absent_not_undefined():
+    """Under ``nan_policy="omit"`` with ``intersections=2`` each model keeps the intersections
+    large enough on its own rows: here m1 (its positives of a & b mostly missing) keeps 2
+    positives there, below ``min_subgroup_size=5``, and m2 keeps it. The heatmaps and interval
+    figures of both models show m1's a & b row "absent" (not a hatched "n/a": nothing was
+    undefined) with a note saying so; a value that is undefined still reads "n/a"."""
+    from fastbias.plotting import plot_aeg_heatmap, plot_auc_heatmap, plot_intervals
+
+    rng = np.random.default_rng(0)
+    n = 600
+    a, b, y = rng.random(n) < 0.3, rng.random(n) < 0.3, rng.random(n) < 0.4
+    df = pd.DataFrame({"y": y, "a": a, "b": b, "m1": np.round(rng.random(n) + 0.3 * y, 2),
+                       "m2": np.round(rng.random(n) + 0.2 * y, 2)})
+    both_pos = np.flatnonzero(a & b & y)
+    df.loc[both_pos[:-2], "m1"] = np.nan  # m1 keeps 2 positives of a & b
+    df["c"] = False
+    df.loc[df.index[y][:3], "c"] = True  # c: positives alone, its subgroup AUC undefined
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fastbias.evaluate(df, label="y", scores=["m1", "m2"], subgroups=["a", "b", "c"],
+                                intersections=2, min_subgroup_size=5, nan_policy="omit",
+                                ci="delong")
+    assert "a & b" in res.for_model("m2").index and "a & b" not in res.for_model("m1").index
+    for plot in (plot_auc_heatmap, plot_aeg_heatmap):
+        fig = plot(res, subgroups=["a & b", "c", "a"])
+        for ax, model in zip(fig.axes, ["m1", "m2"]):
+            by_row = {}
+            for text in ax.texts:
+                by_row.setdefault(round(text.get_position()[1]), []).append(text.get_text())
+            assert by_row[0] == ["absent"] * len(by_row[0]) if model == "m1" else \
+                "absent" not in by_row[0] and "n/a" not in by_row[0]
+            if plot is plot_auc_heatmap:  # (c's subgroup AUC: no negatives)
+                assert by_row[1][0] == "n/a"
+            assert "absent" not in by_row[1] + by_row[2]
+        assert "absent: that model has no such subgroup" in fig.get_supxlabel()
+    fig = plot_intervals(res, subgroups=["a & b", "c", "a"])
+    first = fig.axes[0]  # the subgroup AUC
+    # (rows 0, 1, 2; m1 drawn 0.25 above each row's middle, m2 0.25 below)
+    marks = {round(t.get_position()[1], 2): t.get_text() for t in first.texts}
+    assert marks == {-0.25: "absent", 0.75: "n/a", 1.25: "n/a"}
+    assert "absent" not in plot_auc_heatmap(res, models=["m2"]).get_supxlabel()

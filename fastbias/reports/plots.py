@@ -38,6 +38,12 @@ AUC_COLOR_STOPS = [(0.5, "#a50026"), (0.7, "#f46d43"), (0.8, "#fdae61"), (0.9, "
 #: background, white at 0, red when it is scored higher.
 AEG_COLOR_STOPS = [(-0.5, "#2166ac"), (-0.25, "#92c5de"), (0.0, "#f7f7f7"),
                    (0.25, "#f4a582"), (0.5, "#b2182b")]
+#: A figure of several models marks a subgroup that a model does not have (under
+#: ``intersections=`` or several sensitive features each model keeps those large enough on
+#: its own rows) so, not as an undefined value.
+ABSENT_TEXT = "absent"
+ABSENT_NOTE = ("absent: that model has no such subgroup (each keeps the subgroups large "
+               "enough on the rows it was evaluated on).")
 #: Hatched grey marks an undefined (NaN) cell in every figure.
 UNDEFINED_COLOR = "#d9d9d9"
 
@@ -233,14 +239,22 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     axes = fig.subplots(1, len(models), squeeze=False, sharey=True)[0]
     image = None
     marked = significance_note(result)
+    any_absent = False
     for k, (ax, model) in enumerate(zip(axes, models)):
         part = result.table[result.table["model"] == model].set_index("subgroup")
         values = part.reindex(subgroups)[metrics].to_numpy(dtype=np.float64)
         flags = significant_flags(part.reindex(subgroups), metrics)
+        absent = ~np.isin(np.asarray(subgroups, dtype=object),
+                          np.asarray(result.subgroups_of([model]), dtype=object))
+        any_absent |= bool(absent.any())
         image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto",
                           interpolation="nearest")
         for (i, j), v in np.ndenumerate(values):
-            if np.isfinite(v):
+            if absent[i]:  # (not undefined: the model has no such subgroup; found by review)
+                ax.add_patch(_absent_patch(j, i))
+                ax.text(j, i, ABSENT_TEXT, ha="center", va="center", fontsize=6.5,
+                        color="#777777", fontstyle="italic")
+            elif np.isfinite(v):
                 flagged = bool(flags[i, j])
                 ax.text(j, i, number_text(v, value_format) + ("*" if flagged else ""), ha="center",
                         va="center", fontsize=8, color=text_color_on(color_for(v, stops)),
@@ -267,8 +281,9 @@ def _heatmap(result, metrics, stops, cmap_name, title, colorbar_label, subgroups
     bar.set_label(colorbar_label, fontsize=8)
     bar.ax.tick_params(labelsize=7)
     fig.suptitle(title, fontsize=11)
-    if marked:
-        fig.supxlabel(textwrap.fill(marked, 120), fontsize=7.5, color="#444444")
+    notes = [note for note in (marked, ABSENT_NOTE if any_absent else None) if note]
+    if notes:
+        fig.supxlabel(textwrap.fill(" ".join(notes), 120), fontsize=7.5, color="#444444")
     return fig
 
 
@@ -356,15 +371,15 @@ def series_colors(n: int) -> list:
     return [colors.to_hex(hues(i / n)) for i in range(n)]
 
 
-def _mark_undefined(ax, rows, color) -> None:
-    """An "n/a" at the left edge of each row (data coordinates ``rows``) whose value is
-    undefined, in the model's color: a row drawn empty would read as a value of 0 (found by
-    review)."""
+def _mark_undefined(ax, rows, color, text: str = "n/a") -> None:
+    """An "n/a" (or ``text``) at the left edge of each row (data coordinates ``rows``) whose
+    value is undefined, in the model's color: a row drawn empty would read as a value of 0
+    (found by review)."""
     from matplotlib.transforms import blended_transform_factory
 
     where = blended_transform_factory(ax.transAxes, ax.transData)
     for y in np.asarray(rows, dtype=np.float64).tolist():
-        ax.text(0.01, y, "n/a", transform=where, fontsize=6, color=color, ha="left",
+        ax.text(0.01, y, text, transform=where, fontsize=6, color=color, ha="left",
                 va="center")
 
 
@@ -385,6 +400,13 @@ def _outline_patch(x, y):
 
     return Rectangle((x - 0.46, y - 0.44), 0.92, 0.88, facecolor="none", edgecolor="#111111",
                      linewidth=1.4)
+
+
+def _absent_patch(x, y):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor="white", edgecolor="#dddddd",
+                     linewidth=0.5)
 
 
 def _hatch_patch(x, y):
@@ -737,7 +759,10 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
             if bare.any():
                 ax.plot(mid[bare], y[bare] + offsets[k], "o", markersize=3,
                         markerfacecolor="none", color=palette[k])
-            _mark_undefined(ax, y[~np.isfinite(mid)] + offsets[k], palette[k])
+            absent = ~np.isin(np.asarray(subgroups, dtype=object),
+                              np.asarray(result.subgroups_of([model]), dtype=object))
+            _mark_undefined(ax, y[~np.isfinite(mid) & ~absent] + offsets[k], palette[k])
+            _mark_undefined(ax, y[absent] + offsets[k], palette[k], ABSENT_TEXT)
         if metric not in AUC_METRICS:  # AUC axes zoom on the data; AEGs show where 0 is
             ax.axvline(0.0, color="#999999", linewidth=0.8, linestyle=":")
         ax.set_title(METRIC_LABELS[metric], fontsize=9)

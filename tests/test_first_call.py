@@ -1266,9 +1266,9 @@ def test_a_cold_bootstrap_sorts_its_classes_once(compiling, weighted, monkeypatc
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_weighted_plan_weighs_draws_as_their_products_bit_for_bit(seed):
-    """``WeightedCountsPlan.counts(w, draws=d)`` (the classes' weights gathered once, the
-    draws each time) gives the counts of the products ``d * w`` weighed directly, the same
-    floats; a second base of weights is gathered anew, not read from the first's."""
+    """``WeightedCountsPlan.replicate_counts`` (the weights gathered once along the classes,
+    ``weights_in_order``; the draws each time) gives the counts of the products ``d * w``
+    weighed directly, the same floats, for weights from tiny to huge."""
     from fastbias.sweep.first_call import WeightedCountsPlan
 
     rng = np.random.default_rng(seed)
@@ -1278,10 +1278,11 @@ def test_a_weighted_plan_weighs_draws_as_their_products_bit_for_bit(seed):
     for base in (w, rng.random(len(y)) * 2.0 ** 900, np.ldexp(w, -1070)):
         for _ in range(3):
             draws = rng.integers(0, 5, len(y)).astype(np.uint8)
-            got, want = plan.counts(base, draws=draws), plan.counts(draws * base)
+            got = plan.replicate_counts(plan.weights_in_order(base), draws)
+            want = plan.counts(draws * base)
             for name in ("counts", "background"):
                 np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
             assert (got.total_neg, got.total_pos, got.twice_overall_u, got.weight_scale) == \
                 (want.total_neg, want.total_pos, want.twice_overall_u, want.weight_scale)
     with pytest.raises(ValueError, match="draws must be uint8"):
-        plan.counts(w, draws=np.ones(len(y)))
+        plan.replicate_counts(plan.weights_in_order(w), np.ones(len(y)))

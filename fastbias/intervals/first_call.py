@@ -317,7 +317,7 @@ class NumpyReplicates:
     def __init__(self, scores: np.ndarray, memberships: Memberships,
                  sample_weight: np.ndarray | None = None, plan=None):
         self.m = memberships
-        self.base, self.scaled_base = sample_weight, None
+        self.base, self.in_order = sample_weight, None
         kind = CountsPlan if sample_weight is None else WeightedCountsPlan
         if plan is not None and (type(plan) is not kind or plan.m is not memberships):
             raise ValueError(f"plan is a {type(plan).__name__} of other memberships or "
@@ -338,10 +338,10 @@ class NumpyReplicates:
         """The weighted counts of the replicate ``key`` (certified, as the kernels' are), the
         weights scaled by a power of two before the counts multiply them (weights near
         1.8e308 times a count would overflow; the metrics are the same)."""
-        if self.scaled_base is None:
-            self.scaled_base = self.base / power_of_two_scale(self.base)  # (exact)
-        return self.plan.counts(self.scaled_base,
-                                draws=poisson_counts_in_numpy(key, self.m.n_rows))
+        if self.in_order is None:  # (the base weights gathered once, scaled: exact)
+            self.in_order = self.plan.weights_in_order(self.base / power_of_two_scale(self.base))
+        return self.plan.replicate_counts(self.in_order,
+                                          poisson_counts_in_numpy(key, self.m.n_rows))
 
 
 def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bool,

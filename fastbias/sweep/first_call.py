@@ -301,7 +301,6 @@ class WeightedCountsPlan:
     def __init__(self, scores: np.ndarray, memberships: Memberships):
         m = self.m = memberships
         self.scores = scores
-        self._gathered = None  # (the replicates' base weights, each class in its order)
         self.neg_rows, self.pos_rows = class_orders(scores, m.labels)
         id_scores = scores[m.identity_rows]
         self.positive = positive = m.identity_labels
@@ -311,6 +310,8 @@ class WeightedCountsPlan:
         self.in_neg = _ranks(neg_sorted, id_scores, scores[self.pos_rows])
         del neg_sorted
         self.in_pos = _ranks(scores[self.pos_rows], id_scores)
+        self._rows_of = {"identity": m.identity_rows, "neg": self.neg_rows,
+                         "pos": self.pos_rows}
         by_group = m.owners[np.argsort(m.row_groups, kind="stable")]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(m.row_groups,
                                                             minlength=m.n_groups))])
@@ -325,49 +326,61 @@ class WeightedCountsPlan:
                                _ranks(id_scores[by_score], id_scores[sub_pos])))
 
     def counts(self, sample_weight: np.ndarray, certify: bool = True,
-               weight_scale: float | None = None,
-               draws: np.ndarray | None = None) -> SweepCounts:
+               weight_scale: float | None = None) -> SweepCounts:
         """The weighted counts of the rows weighed by ``sample_weight`` (as
-        :func:`weighted_counts_in_numpy`); with ``draws`` (one uint8 a row: a bootstrap
-        replicate's), by ``draws * sample_weight``, the same products: ``sample_weight`` in
-        each class's order is gathered once for every replicate (a weight of a row in
-        score order is a read far from the last; a draw, a byte, is near: five times
-        quicker on a 2-core VM)."""
-        m, scores, positive = self.m, self.scores, self.positive
+        :func:`weighted_counts_in_numpy`)."""
         weights = np.asarray(sample_weight, dtype=np.float64)
-        neg_rows, pos_rows = self.neg_rows, self.pos_rows
-        if draws is None:
-            def gather(rows, _):
-                return weights[rows]
-        else:
-            if draws.dtype != np.uint8 or draws.shape != weights.shape:
-                raise ValueError(f"draws must be uint8 of shape {weights.shape}, got "
-                                 f"{draws.dtype} of shape {draws.shape}")
-            if self._gathered is None or self._gathered[0] is not sample_weight:
-                self._gathered = (sample_weight, {
-                    which: weights[rows] for which, rows in (
-                        ("identity", m.identity_rows), ("neg", neg_rows), ("pos", pos_rows))})
-            by_class = self._gathered[1]
-            weights = draws * weights  # (each row's product, as gathered below)
-
-            def gather(rows, which):
-                return draws[rows] * by_class[which]
         scale = power_of_two_scale(weights) if weight_scale is None else weight_scale
+        return self._counts(lambda which: weights[self._rows_of[which]], scale, certify)
 
-        def scaled_weights(rows, which):
-            w = gather(rows, which)
+    def weights_in_order(self, sample_weight: np.ndarray) -> dict:
+        """``sample_weight`` at the identity rows and along each class in score order, for
+        :meth:`replicate_counts`: gathered once for every replicate (a weight of a row in
+        score order is a read far from the last; a replicate's draw, a byte, is near: five
+        times quicker on a 2-core VM). A copy: the replicates weigh these weights, whatever
+        becomes of ``sample_weight`` afterwards."""
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        return {which: weights[rows] for which, rows in self._rows_of.items()}
+
+    def replicate_counts(self, in_order: dict, draws: np.ndarray,
+                         certify: bool = True) -> SweepCounts:
+        """The weighted counts of the rows weighed by ``draws * sample_weight`` (``draws``:
+        one uint8 a row, a bootstrap replicate's; ``in_order``: :meth:`weights_in_order` of
+        ``sample_weight``): the same products, so the same counts as
+        ``counts(draws * sample_weight)``, bit for bit."""
+        if draws.dtype != np.uint8 or draws.shape != (self.m.n_rows,):
+            raise ValueError(f"draws must be uint8 of shape ({self.m.n_rows},), got "
+                             f"{draws.dtype} of shape {draws.shape}")
+        products = {which: draws[self._rows_of[which]] * in_order[which]
+                    for which in ("neg", "pos")}  # (the classes hold every row once)
+        scale = power_of_two_scale(np.array([p.max() for p in products.values() if p.size]))
+
+        def weights_of(which):  # (each class's products made above are read first, once)
+            made = products.pop(which, None)
+            return made if made is not None else draws[self._rows_of[which]] * in_order[which]
+        return self._counts(weights_of, scale, certify)
+
+    def _counts(self, weights_of, scale: float, certify: bool) -> SweepCounts:
+        """The weighted counts, each row's weight read by ``weights_of(which)`` (a new array
+        of the weights at the identity rows, ``"identity"``, or along a class in score
+        order, ``"neg"`` or ``"pos"``), all divided by ``scale`` (a power of two)."""
+        m, scores, positive = self.m, self.scores, self.positive
+        neg_rows, pos_rows = self.neg_rows, self.pos_rows
+
+        def scaled_weights(which):
+            w = weights_of(which)
             w /= scale  # (exact: a power of two; in place, no second array of the class)
             return w
 
-        id_w = scaled_weights(m.identity_rows, "identity")
+        id_w = scaled_weights("identity")
         # twice the weight of each class below each identity row, ties 1/2, and above it (the
         # negatives also below each positive, for the overall U); the negatives' weights (the
         # larger class) are let go as soon as they are read
-        neg_w = scaled_weights(neg_rows, "neg")
+        neg_w = scaled_weights("neg")
         n_weighted_neg = int(np.count_nonzero(neg_w > 0))
         (nb, below_pos), tn = _twice_weight_below_sets(neg_w, self.in_neg)
         del neg_w
-        pos_w = scaled_weights(pos_rows, "pos")
+        pos_w = scaled_weights("pos")
         n_weighted_pos = int(np.count_nonzero(pos_w > 0))
         (pb,), tp = _twice_weight_below_sets(pos_w, self.in_pos)
         pa = dd_add(2.0 * tp[0], 2.0 * tp[1], -pb[0], -pb[1])
@@ -412,10 +425,11 @@ class WeightedCountsPlan:
         def explicit(g: int) -> tuple:
             member = group_mask(m, g)
             cells = []
-            for rows in (neg_rows, pos_rows):
+            for which, rows in (("neg", neg_rows), ("pos", pos_rows)):
                 inside = member[rows]
-                cells.append((scores[rows[inside]], weights[rows[inside]] / scale))
-                cells.append((scores[rows[~inside]], weights[rows[~inside]] / scale))
+                w = scaled_weights(which)
+                cells.append((scores[rows[inside]], w[inside]))
+                cells.append((scores[rows[~inside]], w[~inside]))
             (sn, sn_w), (bn, bn_w), (sp, sp_w), (bp, bp_w) = cells
             c_hi, c_lo = np.zeros(K.N_COUNT_COLUMNS), np.zeros(K.N_COUNT_COLUMNS)
             c_hi[K.CELL_SUBGROUP_NEG], c_lo[K.CELL_SUBGROUP_NEG] = dd_total(sn_w)

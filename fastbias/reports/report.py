@@ -806,17 +806,23 @@ class BiasReport:
         shown += self._ties_note(rows, ranked)
         order_note = "each model's worst first, in turn" if len(self.result.models) > 1 else \
             "worst first"
+        # (a model that does not keep a row's subgroup: said apart from an undefined value,
+        # found by review)
+        absent = any(set(rows) - set(self.result.subgroups_of([model]))
+                     for model in self.result.models)
+        absent_note = "; absent = not a subgroup of that model" if absent else ""
         out = [
             ("aucs", f"Subgroup, BPSN and BNSP AUC per subgroup and model, {shown}, "
-                     f"{order_note} (scale 0.5-1; hatched n/a = undefined).",
+                     f"{order_note} (scale 0.5-1; hatched n/a = undefined{absent_note}).",
              self.plot_aucs(subgroups=rows)),
             ("aegs", f"Negative and Positive AEG, {shown} in the same order (diverging scale "
                      f"-0.5..0.5; red = the subgroup is scored higher than the background of "
-                     f"the same class, blue = lower).",
+                     f"the same class, blue = lower{absent_note}).",
              self.plot_aegs(subgroups=rows)),
         ]
         if interval_metrics(self.result.table):
-            out.append(("intervals", f"Point estimates and intervals, {shown}.",
+            out.append(("intervals", f"Point estimates and intervals, {shown}"
+                                     f"{' (absent = not a subgroup of that model)' if absent else ''}.",
                         self.plot_intervals(subgroups=rows)))
         if self.result.thresholds is not None:
             shown_at = threshold_shown(self.result, self.threshold)

@@ -148,7 +148,10 @@ class EvaluationResult:
         out.attrs.update(self.model_attrs.get(model, {}))
         out.attrs["overall_auc"] = float(self.overall_auc[model])
         if self.settings.get("intersection_members"):
-            out.attrs["intersections"] = list(self.settings["intersection_members"])
+            # (this model's own, in the table's order: under nan_policy="omit" each model
+            # keeps those large enough on its rows; found by review, another's were listed)
+            members = self.settings["intersection_members"]
+            out.attrs["intersections"] = [g for g in out.index if g in members]
         return out
 
     def subgroups_of(self, models=None) -> list:

@@ -195,10 +195,9 @@ def numpy_tier(monkeypatch):
     monkeypatch.setattr(first_call, "_requested", [])
     monkeypatch.setattr(first_call, "_runner", [])
     monkeypatch.setattr(first_call, "_start_children", lambda: first_call._runner.clear())
-    used = []
-    from fastbias.sweep import parallel
-    original = parallel.counts_in_numpy
-    monkeypatch.setattr(parallel, "counts_in_numpy",
+    used = []  # (each count in numpy: counts_and_plan's, without a bootstrap to follow)
+    original = first_call.counts_in_numpy
+    monkeypatch.setattr(first_call, "counts_in_numpy",
                         lambda *a, **k: (used.append(1), original(*a, **k))[1])
     yield used
 

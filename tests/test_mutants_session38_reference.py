@@ -9,7 +9,6 @@ in fractions.Fraction, or hand counts.
 from fractions import Fraction
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from fastbias.metrics.table import metrics_from_counts
@@ -17,6 +16,7 @@ from fastbias.prepare.memberships import prepare_subgroups
 from fastbias.sweep import counts as sweep_counts
 from fastbias.sweep.first_call import WeightedCountsPlan
 
+from .test_permodel_session38_reference import _feature_frame
 from .test_tier_session38_reference import brute_counts
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
@@ -218,21 +218,6 @@ def test_keeps_numpy_plan_at_the_boundary_where_replicates_stay_in_numpy(monkeyp
         assert not bootstrap.keeps_numpy_plan("delong", n_boot, n_rows, weighted)
 
 
-def _absent_frame(seed=3, n=300):
-    """m1 keeps 2 positives of race=r1 & sex=f (under min_subgroup_size=5 once its NaN
-    scores are omitted); m2 keeps the combination: counted by hand below."""
-    rng = np.random.default_rng(seed)
-    race = rng.choice(["r1", "r2"], n)
-    sex = rng.choice(["f", "m"], n)
-    y = rng.random(n) < 0.45
-    df = pd.DataFrame({"y": y, "race": race, "sex": sex,
-                       "m1": np.round(rng.random(n) + 0.3 * y, 2),
-                       "m2": np.round(rng.random(n) + 0.2 * y, 2)})
-    sel = np.flatnonzero((race == "r1") & (sex == "f") & y)
-    df.loc[sel[:-2], "m1"] = np.nan
-    return df
-
-
 def test_report_aeg_and_auc_captions_say_what_absent_means():
     """Both heatmaps' captions (AUC and AEG) say what "absent" means when a model lacks a
     shown subgroup, and neither does when every model has every shown row. Kills: the AEG
@@ -243,7 +228,7 @@ def test_report_aeg_and_auc_captions_say_what_absent_means():
     import fastbias
     from fastbias.report import BiasReport
 
-    df = _absent_frame()
+    df = _feature_frame()
     combo = (df.race == "r1") & (df.sex == "f")
     kept = df.m1.notna()
     assert int((combo & kept & df.y).sum()) == 2  # by hand: m1 keeps 2 positives there

@@ -25,24 +25,11 @@ from fastbias.sweep import _kernels as K
 from fastbias.sweep import first_call
 from fastbias.sweep.first_call import CountsPlan, WeightedCountsPlan, counts_and_plan
 
+from . import test_first_call as tier_fixtures
 
-# ---------------------------------------------------------------- fixtures (as test_first_call)
-@pytest.fixture
-def cold(monkeypatch):
-    monkeypatch.setenv("FASTBIAS_FIRST_CALL", "1")
-    monkeypatch.setattr(_numba_cache, "_needs_compiling", lambda dispatcher: True)
-    monkeypatch.setattr(_numba_cache, "_ready", set())
-    monkeypatch.setattr(first_call, "_children", {})
-    monkeypatch.setattr(first_call, "_requested", [])
-    monkeypatch.setattr(first_call, "_runner", [])
-    monkeypatch.setattr(_numba_cache, "_pending", {})
-    yield
-    first_call.wait_until_compiled()
-
-
-@pytest.fixture
-def compiling(cold, monkeypatch):
-    monkeypatch.setattr(first_call, "_start_children", lambda: first_call._runner.clear())
+# ---------------------------------------------------------------- fixtures
+# (test_first_call's: kernels that look uncompiled, background compilations that never end)
+cold, compiling = tier_fixtures.cold, tier_fixtures.compiling
 
 
 def warm(monkeypatch):

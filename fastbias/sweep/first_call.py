@@ -224,8 +224,9 @@ class CountsPlan:
         if draws.dtype != np.uint8 or draws.shape != (m.n_rows,):
             raise ValueError(f"draws must be uint8 of shape ({m.n_rows},), got {draws.dtype} "
                              f"of shape {draws.shape}")
-        # each class's prefix sums of the draws (int32 where no class can draw 2**31)
-        width = np.int32 if m.n_rows * 255 < 2**31 else np.int64
+        # each class's prefix sums of the draws (int32 where no class can draw 2**31: a
+        # replicate's draws are small, a class's sum at most its rows times the largest)
+        width = np.int32 if m.n_rows * max(int(draws.max(initial=0)), 1) < 2**31 else np.int64
         neg_cum, pos_cum = cumulative = [np.empty(rows.shape[0] + 1, dtype=width)
                                          for rows in self.classes]
         for rows, running in zip(self.classes, cumulative):

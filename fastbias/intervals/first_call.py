@@ -328,10 +328,8 @@ class NumpyReplicates:
 
     def counts(self, key) -> tuple:
         """(counts (n_groups, 7), total neg, total pos, twice U) of the replicate ``key``."""
-        if self.base is not None:
-            sc = self.weighted_sweep(key)
-            return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
-        sc = self.plan.counts(poisson_counts_in_numpy(key, self.m.n_rows))
+        sc = (self.weighted_sweep(key) if self.base is not None
+              else self.plan.counts(poisson_counts_in_numpy(key, self.m.n_rows)))
         return sc.counts, sc.total_neg, sc.total_pos, sc.twice_overall_u
 
     def weighted_sweep(self, key) -> SweepCounts:

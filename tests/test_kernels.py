@@ -443,7 +443,9 @@ def test_replicate_counts_by_walk_equal_prefix_sums_and_pair_counts(data, levels
     pos_keys = np.sort(rng.integers(0, levels, n_pos)).astype(np.uint32)
     member_keys = np.sort(rng.integers(0, levels, n_members)).astype(np.uint32)
     member_codes = rng.integers(0, 2 * n_groups, n_members).astype(np.int32)
-    member_rows = rng.integers(0, n_rows, n_members).astype(np.int32)
+    # (int64 member rows, int32 class rows: the dtypes the bootstrap passes, so the test
+    # compiles the version the library runs rather than one of its own)
+    member_rows = rng.integers(0, n_rows, n_members).astype(np.int64)
     keys = rng.integers(0, 2**63, IK.REPLICATE_LANES, dtype=np.uint64)
     walked, total_neg, total_pos, twice_u = IK.replicate_counts_by_walk(
         member_keys, member_codes, member_rows, neg_keys, neg_rows, pos_keys, pos_rows, keys,
@@ -501,12 +503,15 @@ def test_replicate_weights_by_walk_equal_exact_sums(data, levels, n, n_groups, w
     classes = [np.flatnonzero(labels == c) for c in (False, True)]
     neg_rows, pos_rows = (rows[np.argsort(scores[rows], kind="stable")] for rows in classes)
     keys = rng.integers(0, 2**63, IK.REPLICATE_LANES, dtype=np.uint64)
+    # (int32 class rows and read-only base weights: the version the bootstrap compiles)
+    read_only_base = base.copy()
+    read_only_base.setflags(write=False)
 
     def walk(lanes):
         return IK.replicate_weights_by_walk(
             scores[at], at.astype(np.int64), labels[at], id_ptr, id_groups, scores[neg_rows],
-            neg_rows.astype(np.int64), scores[pos_rows], pos_rows.astype(np.int64), base,
-            scale, lanes, n_groups)
+            neg_rows.astype(np.int32), scores[pos_rows], pos_rows.astype(np.int32),
+            read_only_base, scale, lanes, n_groups)
 
     hi, lo, rows, totals, n_weighted, twice_u = walk(keys)
     fewer = walk(keys[3:3 + IK.MIN_REPLICATE_LANES])

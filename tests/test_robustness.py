@@ -34,26 +34,38 @@ skip_without_jit = pytest.mark.skipif(NO_JIT, reason="too slow with NUMBA_DISABL
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 
 # computed in a child process, printed as JSON, compared with the parent's numbers
+# (CHILD_ONE_KERNEL=1: the child compiles and caches one small kernel, not every kernel of a
+# call: enough to show where the cache goes, for a fraction of the time; one read-only test
+# and the pure-Python one still compute whole tables)
 CHILD_CODE = """
 import json, os, warnings, numpy as np, fastbias
-import fastbias.sweep.parallel
-# compile here, only what this call needs (the test is about where kernels are cached), instead
-# of the first call's numpy tier and a background child compiling every kernel of its family
-fastbias.sweep.parallel.FIRST_CALL_MAX_ROWS = 0
-warnings.simplefilter("ignore")
-with_weights = os.environ.get("CHILD_WITH_WEIGHTS") == "1"
-rng = np.random.default_rng(3)
-y = rng.random(300) < 0.4
-s = np.round(rng.random(300), 2)
-groups = {"a": rng.random(300) < 0.3, "b": rng.random(300) < 0.6}
-w = rng.uniform(0.1, 3.0, 300)
-plain = fastbias.bias_metrics(y, s, groups)
-weighted = fastbias.bias_metrics(y, s, groups, sample_weight=w) if with_weights else None
 import numba
-print(json.dumps({"file": fastbias.__file__, "cache_dir": numba.config.CACHE_DIR,
-                  "plain": plain[%(metrics)r].to_numpy().tolist(),
-                  "weighted": weighted[%(metrics)r].to_numpy().tolist() if with_weights else None,
-                  "overall": plain.attrs["overall_auc"]}))
+if os.environ.get("CHILD_ONE_KERNEL") == "1":
+    # (every kernel module imported: numba finds each one's cache locator as it decorates)
+    import fastbias.intervals._kernels, fastbias.sort._kernels, fastbias.sweep._kernels
+    import fastbias.validate._kernels
+    from fastbias.prepare._kernels import count_row_starts
+    out = {"distinct": int(count_row_starts(np.array([0, 0, 2, 5, 5, 7], dtype=np.int64)))}
+else:
+    import fastbias.sweep.parallel
+    # compile here, only what this call needs (the test is about where kernels are cached),
+    # instead of the first call's numpy tier and a background child compiling every kernel
+    # of its family
+    fastbias.sweep.parallel.FIRST_CALL_MAX_ROWS = 0
+    warnings.simplefilter("ignore")
+    with_weights = os.environ.get("CHILD_WITH_WEIGHTS") == "1"
+    rng = np.random.default_rng(3)
+    y = rng.random(300) < 0.4
+    s = np.round(rng.random(300), 2)
+    groups = {"a": rng.random(300) < 0.3, "b": rng.random(300) < 0.6}
+    w = rng.uniform(0.1, 3.0, 300)
+    plain = fastbias.bias_metrics(y, s, groups)
+    weighted = fastbias.bias_metrics(y, s, groups, sample_weight=w) if with_weights else None
+    out = {"plain": plain[%(metrics)r].to_numpy().tolist(),
+           "weighted": weighted[%(metrics)r].to_numpy().tolist() if with_weights else None,
+           "overall": plain.attrs["overall_auc"]}
+out.update(file=fastbias.__file__, cache_dir=numba.config.CACHE_DIR)
+print(json.dumps(out))
 """ % {"metrics": METRICS}
 
 
@@ -77,7 +89,7 @@ def expected_child_numbers():
 def run_child(env_updates, cwd):
     # only the plain (unweighted) path in the read-only children: each compiles from scratch
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("NUMBA_") and k != "CHILD_WITH_WEIGHTS"}
+           if not k.startswith("NUMBA_") and k not in ("CHILD_WITH_WEIGHTS", "CHILD_ONE_KERNEL")}
     env.update(PYTHONDONTWRITEBYTECODE="1", **env_updates)
     result = subprocess.run([sys.executable, "-c", CHILD_CODE], env=env, cwd=cwd,
                             capture_output=True, text=True, timeout=600)
@@ -87,6 +99,9 @@ def run_child(env_updates, cwd):
 
 def assert_child_matches_parent(output, site):
     assert Path(output["file"]).resolve().parent == (site / "fastbias").resolve()
+    if "distinct" in output:  # (one kernel: the distinct rows of 0 0 2 5 5 7)
+        assert output["distinct"] == 4
+        return
     plain, weighted, overall = expected_child_numbers()
     np.testing.assert_array_equal(np.array(output["plain"], dtype=float), plain)
     if output["weighted"] is not None:
@@ -142,7 +157,8 @@ def test_read_only_install_without_writable_cache_uses_temp_dir(read_only_copy, 
     temp = tmp_path / "tmp"
     temp.mkdir()
     output = run_child({"PYTHONPATH": str(read_only_copy), "HOME": str(blocked),
-                        "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp)},
+                        "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp),
+                        "CHILD_ONE_KERNEL": "1"},
                        cwd=tmp_path)
     assert_child_matches_parent(output, read_only_copy)
     assert list(temp.glob("fastbias-numba-cache-*/**/*.nbi"))
@@ -157,7 +173,8 @@ def test_unwritable_numba_cache_dir_does_not_break_the_import(read_only_copy, tm
     temp.mkdir()
     output = run_child({"PYTHONPATH": str(read_only_copy), "HOME": str(blocked),
                         "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp),
-                        "NUMBA_CACHE_DIR": str(blocked / "numba")}, cwd=tmp_path)
+                        "NUMBA_CACHE_DIR": str(blocked / "numba"),
+                        "CHILD_ONE_KERNEL": "1"}, cwd=tmp_path)
     assert_child_matches_parent(output, read_only_copy)
     assert Path(output["cache_dir"]).parent == temp
 
@@ -206,7 +223,8 @@ def test_cache_directory_others_can_write_is_never_used(tmp_path):
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     output = run_child({"PYTHONPATH": str(PACKAGE_DIR.parent), "NUMBA_CACHE_DIR": str(planted),
-                        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")},
+                        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+                        "CHILD_ONE_KERNEL": "1"},
                        cwd=tmp_path)
     assert_child_matches_parent(output, PACKAGE_DIR.parent)
     assert output["cache_dir"] == str(home / ".cache" / "fastbias-numba")
@@ -225,7 +243,8 @@ def test_predictable_fallback_planted_by_another_user_is_not_trusted(read_only_c
     planted.mkdir()
     planted.chmod(0o777)
     output = run_child({"PYTHONPATH": str(read_only_copy), "HOME": str(blocked),
-                        "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp)},
+                        "XDG_CACHE_HOME": str(blocked / "cache"), "TMPDIR": str(temp),
+                        "CHILD_ONE_KERNEL": "1"},
                        cwd=tmp_path)
     assert_child_matches_parent(output, read_only_copy)
     used = Path(output["cache_dir"])

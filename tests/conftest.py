@@ -41,17 +41,24 @@ def madlibs_dir(shared_data) -> Path:
 #: the uncompiled run (``NUMBA_DISABLE_JIT=1``, the CI's second run) keeps only the tests of
 #: :data:`tests.uncompiled_selection.KERNEL_LINE_TESTS`, which reach every kernel line the whole
 #: suite reaches, each by three of them (measured with coverage; the module says how to measure
-#: it again); ``FASTBIAS_UNCOMPILED_ALL=1`` keeps every test. Tests marked ``jit_heavy`` skip
-#: either way. Every test runs compiled.
+#: it again); ``FASTBIAS_UNCOMPILED_ALL=1`` keeps every test, as does a run of test files or
+#: tests named on the command line. Tests marked ``jit_heavy`` skip either way. Every test runs
+#: compiled.
 UNCOMPILED = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
-SELECTED = UNCOMPILED and os.environ.get("FASTBIAS_UNCOMPILED_ALL", "0") in ("", "0")
 SELECTED_MODULES = {unit.split("::")[0] for unit in KERNEL_LINE_TESTS}
+
+
+def _selected(config) -> bool:
+    """Whether this run keeps only the selection: uncompiled, not FASTBIAS_UNCOMPILED_ALL=1,
+    and run as a whole (folders, not test files or tests named: those run as asked)."""
+    return (UNCOMPILED and os.environ.get("FASTBIAS_UNCOMPILED_ALL", "0") in ("", "0")
+            and all(Path(arg.split("::")[0]).is_dir() for arg in config.args))
 
 
 def pytest_ignore_collect(collection_path, config):
     """Uncompiled, a test module none of whose tests is kept is not even imported."""
-    if (SELECTED and collection_path.suffix == ".py" and collection_path.name.startswith("test_")
-            and collection_path.stem not in SELECTED_MODULES):
+    if (collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+            and collection_path.stem not in SELECTED_MODULES and _selected(config)):
         return True
     return None
 
@@ -60,7 +67,7 @@ def pytest_collection_modifyitems(config, items):
     """Uncompiled, skip the tests marked jit_heavy and deselect those not kept."""
     if not UNCOMPILED:
         return
-    if SELECTED:
+    if _selected(config):
         kept = [item for item in items if unit_of(item.nodeid) in KERNEL_LINE_TESTS]
         dropped = [item for item in items if unit_of(item.nodeid) not in KERNEL_LINE_TESTS]
         if dropped:

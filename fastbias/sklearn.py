@@ -413,7 +413,9 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
         this is a scikit-learn scorer that requests the ``subgroups`` metadata
         (metadata routing must be enabled). To route ``sample_weight`` too, call
         ``.set_score_request(subgroups=True, sample_weight=True)`` on it
-        (scikit-learn replaces the whole request on each call). With
+        (scikit-learn replaces the whole request on each call); until then a
+        ``sample_weight`` routed to it is refused, as by scikit-learn's own scorers
+        (``sample_weight=False``: scored unweighted). With
         ``subgroups``/``subgroup_columns`` and routing on, a ``sample_weight``
         routed to it is refused (by scikit-learn, as for its own scorers) until
         ``.set_score_request(sample_weight=True)`` (or False) says whether to take it.
@@ -479,7 +481,10 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
     scorer = make_scorer(_RoutedScore(metric, predicts=methods == ("predict",)),
                          response_method=response_method, greater_is_better=True,
                          metric=metric, **kwargs)
-    return scorer.set_score_request(subgroups=True)
+    # (sample_weight unset, as in scikit-learn's own scorers: a weight routed to it is refused
+    # until set_score_request says whether to take it; a routed scorer left it out, so a
+    # weighted fit was scored unweighted without a word; found by review)
+    return scorer.set_score_request(subgroups=True, sample_weight=None)
 
 
 __all__ = ["make_bias_scorer", "bias_score", "final_metric_score", "positive_class_scores",

@@ -783,8 +783,9 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
 
 
 def threshold_shown(result, threshold=None) -> float:
-    """The threshold a figure shows: the evaluated one equal to the one given (up to
-    rounding: ``numpy.linspace`` makes 0.30000000000000004), else the one nearest 0.5."""
+    """The threshold a figure shows: the evaluated one equal to the one given, or else the
+    nearest within rounding (``numpy.linspace`` makes 0.30000000000000004 of 0.3); with none
+    given, the one nearest 0.5."""
     if result.thresholds is None:
         raise ValueError("no threshold metrics; evaluate with thresholds=[...] first")
     grid = np.asarray(sorted(result.thresholds["threshold"].unique()), dtype=np.float64)
@@ -795,7 +796,10 @@ def threshold_shown(result, threshold=None) -> float:
         raise ValueError(f"threshold {threshold!r} was not evaluated; thresholds are "
                          f"{[float(f'{t:.12g}') for t in grid[:10]]}"
                          f"{' ...' if grid.shape[0] > 10 else ''}")
-    return float(grid[near[0]])
+    # the nearest of them: an evaluated threshold equal to the one given, where there is one
+    # (0.3 and 0.1 * 3 evaluated side by side: the second was shown as the first; found by
+    # review)
+    return float(grid[near[np.argmin(np.abs(grid[near] - float(threshold)))]])
 
 
 def worst_gaps(result, threshold: float, models=None) -> list:

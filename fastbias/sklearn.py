@@ -411,14 +411,12 @@ def make_bias_scorer(metric: str = "final", *, subgroups=None, subgroup_columns=
     callable
         ``scorer(estimator, X, y)``. Without ``subgroups``/``subgroup_columns``
         this is a scikit-learn scorer that requests the ``subgroups`` metadata
-        (metadata routing must be enabled). To route ``sample_weight`` too, call
+        (metadata routing must be enabled); to route ``sample_weight`` too, call
         ``.set_score_request(subgroups=True, sample_weight=True)`` on it
-        (scikit-learn replaces the whole request on each call); until then a
-        ``sample_weight`` routed to it is refused, as by scikit-learn's own scorers
-        (``sample_weight=False``: scored unweighted). With
-        ``subgroups``/``subgroup_columns`` and routing on, a ``sample_weight``
-        routed to it is refused (by scikit-learn, as for its own scorers) until
-        ``.set_score_request(sample_weight=True)`` (or False) says whether to take it.
+        (scikit-learn replaces the whole request on each call). With routing on,
+        every such scorer, as scikit-learn's own, refuses a routed ``sample_weight``
+        until ``.set_score_request(sample_weight=True)`` (or False: unweighted) says
+        whether to take it.
 
     Examples
     --------

@@ -810,7 +810,8 @@ class BiasReport:
         # found by review)
         absent = any(set(rows) - set(self.result.subgroups_of([model]))
                      for model in self.result.models)
-        absent_note = "; absent = not a subgroup of that model" if absent else ""
+        absent_is = "absent = not a subgroup of that model"
+        absent_note = f"; {absent_is}" if absent else ""
         out = [
             ("aucs", f"Subgroup, BPSN and BNSP AUC per subgroup and model, {shown}, "
                      f"{order_note} (scale 0.5-1; hatched n/a = undefined{absent_note}).",
@@ -822,7 +823,7 @@ class BiasReport:
         ]
         if interval_metrics(self.result.table):
             out.append(("intervals", f"Point estimates and intervals, {shown}"
-                                     f"{' (absent = not a subgroup of that model)' if absent else ''}.",
+                                     f"{f' ({absent_is})' if absent else ''}.",
                         self.plot_intervals(subgroups=rows)))
         if self.result.thresholds is not None:
             shown_at = threshold_shown(self.result, self.threshold)

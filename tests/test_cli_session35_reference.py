@@ -1,5 +1,6 @@
 """An independent review's tests (2026-11-27) of the ``fastbias`` command line and its
-progress output, run as a real process with stdout and stderr captured apart (pipes).
+progress output, stdout and stderr captured apart (in process through ``fastbias.cli.main``,
+as ``python -m fastbias`` runs it; in a process of its own where the test is about pipes).
 
 Every expected value comes from an independent reference: brute-force pair counts on rows picked
 by hand (``_pair``), scikit-learn's ``roc_auc_score``, or hand computation. Found by review
@@ -19,14 +20,14 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from . import cli_runner
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 
 
-def run_cli(*args, cwd=None, timeout=300):
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "fastbias.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+def run_cli(*args, cwd=None):
+    return cli_runner.run_cli(args, cwd)
 
 
 def _pair(neg, wneg, pos, wpos):

@@ -7,47 +7,20 @@ this file's own reader (``csv`` / ``json`` from the standard library). No defect
 these are pins.
 """
 
-import contextlib
 import csv
 import io
 import json
 import math
 import os
-import subprocess
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import cli_runner
 
 
 def run_cli(args, cwd, check_rc=None, process=False):
-    """Run the command line on ``args`` in ``cwd``: in this process through
-    ``fastbias.cli.main``, what ``python -m fastbias`` calls (its output and exit status
-    captured), or, with ``process=True``, as ``python -m fastbias`` in a process of its own."""
-    args = [str(a) for a in args]
-    if process:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT)
-        env.setdefault("FASTBIAS_FIRST_CALL", "0")
-        proc = subprocess.run([sys.executable, "-m", "fastbias", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=300)
-    else:
-        from fastbias.cli import main
-
-        out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
-        os.chdir(cwd)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    status = main(args)
-                except SystemExit as stop:  # (argparse's usage errors)
-                    status = stop.code
-        finally:
-            os.chdir(here)
-        proc = subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+    proc = cli_runner.run_cli(args, cwd, process=process)
     if check_rc is not None:
         assert proc.returncode == check_rc, (proc.returncode, proc.stdout, proc.stderr)
     return proc

@@ -23,6 +23,8 @@ import textwrap
 
 import pytest
 
+from . import cli_runner
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "fastbias")
 
@@ -203,9 +205,13 @@ def _data(tmp_path):
 
 
 def _cli(tmp_path, *argv, umask=None):
+    """``fastbias report ARGV -q`` in ``tmp_path``: in this process (tests/cli_runner.py), or,
+    with a ``umask``, in a process of its own started under it."""
+    if umask is None:
+        return cli_runner.run_cli(["report", *argv, "-q"], tmp_path)
+
     def pre():
-        if umask is not None:
-            os.umask(umask)
+        os.umask(umask)
     return subprocess.run([sys.executable, "-m", "fastbias", "report", *argv, "-q"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env=_env(PYTHONPATH=ROOT, NUMBA_CACHE_DIR=_cache(tmp_path)),

@@ -7,10 +7,7 @@ scipy, hand computation, the text of the docs), never from fastbias itself. Foun
 a refusal to stream said "more than 200 rows" of a file of 200; and (found while fixing the
 first) a data column named like an argument ('confidence') was shown as '--confidence'.
 """
-import os
 import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -22,16 +19,15 @@ from sklearn.metrics import roc_auc_score
 
 import fastbias
 
+from . import cli_runner
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(args, cwd):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     if args[0] not in ("report", "demo"):
         args = ["report", *args]
-    return subprocess.run([sys.executable, "-m", "fastbias", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return cli_runner.run_cli(args, cwd)
 
 
 def _csv(tmp_path, n=200, nan_rows=()):

@@ -7,14 +7,14 @@ file and the rows. Dask runs here on its local threaded scheduler (no cluster:
 seconds); tests/test_dask.py runs the same code on a LocalCluster.
 """
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import fastbias
+
+from . import cli_runner
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -245,10 +245,9 @@ def test_a_label_of_2_is_refused_on_every_path(entry, tmp_path):
 def test_a_label_of_2_is_refused_by_the_cli(tmp_path):
     _, path = labels_with_a_two(tmp_path)
     for data in (path, tmp_path / "two.csv"):
-        done = subprocess.run([sys.executable, "-m", "fastbias", "report", str(data),
-                               "--label", "toxicity", "--scores", "score", "--subgroups",
-                               "male", "female", "--out", str(tmp_path / "r.html")],
-                              capture_output=True, text=True, timeout=300)
+        done = cli_runner.run_cli(["report", data, "--label", "toxicity", "--scores", "score",
+                                   "--subgroups", "male", "female", "--out",
+                                   tmp_path / "r.html"])
         assert done.returncode != 0
         assert "outside [0, 1]" in done.stderr and "2.0 at position 321" in done.stderr
         assert not (tmp_path / "r.html").exists()

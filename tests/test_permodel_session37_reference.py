@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import subprocess
 import sys
 import warnings
 from fractions import Fraction
@@ -28,6 +27,8 @@ import pytest
 
 import fastbias
 from fastbias.reports.plots import worst_gaps
+
+from . import cli_runner
 
 matplotlib = pytest.importorskip("matplotlib")
 from fastbias.plotting import (  # noqa: E402
@@ -442,7 +443,7 @@ def test_cli_outputs_per_model(tmp_path):
            "m1", "m2", "--subgroups", "a", "b", "--intersections", "2", "--min-subgroup-size",
            str(MIN_SIZE), "--nan-policy", "omit", "--top", "1", "--out", str(out_csv),
            "--out", str(out_json), "--out", str(out_html)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = cli_runner.run_cli(cmd[3:])
     assert r.returncode == 0, r.stderr
     groups = ref_groups_intersections(df, ["a", "b"], 2)
     table = pd.read_csv(out_csv)

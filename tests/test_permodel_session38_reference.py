@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 import warnings
 from fractions import Fraction
 
@@ -26,6 +24,8 @@ import pandas as pd
 import pytest
 
 import fastbias
+
+from . import cli_runner
 
 MIN = 5
 AUCS = ["subgroup_auc", "bpsn_auc", "bnsp_auc"]
@@ -352,8 +352,7 @@ def test_dask_intersections_exact_and_nan_refused():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "fastbias", *args], capture_output=True,
-                          text=True, timeout=300)
+    return cli_runner.run_cli(args)
 
 
 def test_cli_report_csv_omit_per_model_json(tmp_path):

@@ -16,8 +16,6 @@ differ. The seed now reads ``w + 0.0``.
 """
 import csv
 import os
-import subprocess
-import sys
 import warnings
 from fractions import Fraction
 
@@ -31,6 +29,8 @@ from sklearn.metrics import roc_auc_score
 import fastbias
 from fastbias.intervals.placement_sums import by_weight_within_ties, tied_rows
 from tests.test_first_call import cold, compiling  # noqa: E402,F401 (the suite's fixtures)
+
+from . import cli_runner
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -513,11 +513,9 @@ def test_cli_report_counts_rows(tmp_path):
     data = tmp_path / "d.csv"
     df.to_csv(data, index=False)
     out = tmp_path / "r.html"
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, "-m", "fastbias", "report", str(data), "--label", "y",
-                           "--scores", "s", "t", "--subgroups", "g", "--weight", "w",
-                           "--nan-policy", "omit", "--out", str(out), "-q"],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    proc = cli_runner.run_cli(["report", data, "--label", "y", "--scores", "s", "t",
+                               "--subgroups", "g", "--weight", "w", "--nan-policy", "omit",
+                               "--out", out, "-q"], ROOT)
     assert proc.returncode == 0, proc.stderr
     assert _rows_line(neg, pos, n, no_label, no_weight) in out.read_text()
 
@@ -579,10 +577,8 @@ def test_cli_label_with_a_word_far_down(tmp_path):
     df.loc[777, "y"] = "toxic"
     path = tmp_path / "lab.csv"
     df.to_csv(path, index=False)
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, "-m", "fastbias", "report", str(path), "--label", "y",
-                           "--scores", "s", "--subgroups", "g", "-q"],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    proc = cli_runner.run_cli(["report", path, "--label", "y", "--scores", "s", "--subgroups",
+                               "g", "-q"], ROOT)
     assert proc.returncode == 1
     assert "'toxic' at position 777" in proc.stderr, proc.stderr
     assert "DtypeWarning" not in proc.stderr

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 import warnings
 from fractions import Fraction as F
 
@@ -28,6 +25,8 @@ import pandas as pd
 import pytest
 
 import fastbias
+
+from . import cli_runner
 
 RATES = ["positive_rate", "tpr", "fpr", "fnr", "precision"]
 _NUM = {"positive_rate": ("pp", "al"), "tpr": ("tp", "pos"), "fpr": ("fp", "neg"),
@@ -259,12 +258,11 @@ def test_cli_thresholds_negative_inf_duplicate_with_weights_exclude_omit(tmp_pat
     df.to_parquet(tmp_path / "d.parquet")
     ths = ["-0.5", "0.7", "0.3", "0.7", "inf", "0.69999999999999996"]
     out = tmp_path / "r.csv"
-    p = subprocess.run([sys.executable, "-m", "fastbias", "report", str(tmp_path / "d.parquet"),
-                        "--label", "y", "--scores", "m1", "m2", "--subgroups", "a", "b",
-                        "--thresholds", *ths, "--missing-subgroup", "exclude",
-                        "--nan-policy", "omit", "--intersections", "2", "--weight", "w",
-                        "--out", str(out), "--out", str(tmp_path / "r.json"), "-q"],
-                       capture_output=True, text=True, env=dict(os.environ))
+    p = cli_runner.run_cli(["report", tmp_path / "d.parquet", "--label", "y", "--scores", "m1",
+                            "m2", "--subgroups", "a", "b", "--thresholds", *ths,
+                            "--missing-subgroup", "exclude", "--nan-policy", "omit",
+                            "--intersections", "2", "--weight", "w", "--out", out, "--out",
+                            tmp_path / "r.json", "-q"])
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(tmp_path / "r.thresholds.csv")
     assert sorted(table.threshold.unique()) == [-0.5, 0.3, 0.7, math.inf]

@@ -13,8 +13,6 @@ Found by review (failed before its fix): long double weights that float64 cannot
 long double scores are, naming ``sample_weight``, the value and its position.
 """
 import math
-import subprocess
-import sys
 import warnings
 from fractions import Fraction as F
 
@@ -26,6 +24,8 @@ from hypothesis import strategies as st
 
 import fastbias
 from fastbias.intervals import replicate_counts
+
+from . import cli_runner
 
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 REL = F(2) ** -50
@@ -650,9 +650,8 @@ def test_csv_and_cli_weighted_exact(tmp_path):
     for m in METRICS:
         assert_close(float(t.loc["a", m]), want[m], f"csv {m}")
     out = tmp_path / "o.csv"
-    p = subprocess.run([sys.executable, "-m", "fastbias", "report", str(path), "--label", "y",
-                        "--scores", "s", "--subgroups", "a", "--weight", "w", "--out", str(out),
-                        "--csv-raw", "-q"], capture_output=True, text=True)
+    p = cli_runner.run_cli(["report", path, "--label", "y", "--scores", "s", "--subgroups", "a",
+                            "--weight", "w", "--out", out, "--csv-raw", "-q"])
     assert p.returncode == 0, p.stderr
     o = pd.read_csv(out)
     for m in METRICS:
@@ -660,9 +659,8 @@ def test_csv_and_cli_weighted_exact(tmp_path):
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"y": y.astype(int), "s": s, "a": a,
                   "w": np.where(np.arange(n) == 7, -2.5, w)}).to_csv(bad, index=False)
-    p = subprocess.run([sys.executable, "-m", "fastbias", "report", str(bad), "--label", "y",
-                        "--scores", "s", "--subgroups", "a", "--weight", "w", "--out",
-                        str(tmp_path / "o2.csv"), "-q"], capture_output=True, text=True)
+    p = cli_runner.run_cli(["report", bad, "--label", "y", "--scores", "s", "--subgroups", "a",
+                            "--weight", "w", "--out", tmp_path / "o2.csv", "-q"])
     assert p.returncode == 1
     assert "'w'" in p.stderr and "-2.5" in p.stderr and "7" in p.stderr, p.stderr
 

@@ -21,6 +21,8 @@ from fastbias.validate.categories import MAX_CATEGORIES, category_codes
 from fastbias.validate.errors import UndefinedMetricWarning
 from tests.every_path import evaluate_on_every_path
 
+from . import cli_runner
+
 COUNTS = ["subgroup_size", "subgroup_negatives", "subgroup_positives", "background_negatives",
           "background_positives"]
 
@@ -243,14 +245,11 @@ def test_bias_metrics_takes_a_categorical_column_as_subgroups():
 
 
 def test_cli_sensitive_features(tmp_path):
-    import subprocess
-    import sys
     df = people(n=3000, seed=6)
     df.to_csv(tmp_path / "d.csv", index=False)
-    proc = subprocess.run([sys.executable, "-m", "fastbias.cli", "report", str(tmp_path / "d.csv"),
-                           "--label", "y", "--scores", "s", "--sensitive-features", "race",
-                           "gender", "--out", str(tmp_path / "r.csv")],
-                          capture_output=True, text=True, timeout=240)
+    proc = cli_runner.run_cli(["report", tmp_path / "d.csv", "--label", "y", "--scores", "s",
+                               "--sensitive-features", "race", "gender", "--out",
+                               tmp_path / "r.csv"])
     assert proc.returncode == 0, proc.stderr
     out = pd.read_csv(tmp_path / "r.csv").set_index("subgroup")
     ref = fastbias.evaluate(df, label="y", scores="s",

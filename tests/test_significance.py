@@ -23,6 +23,8 @@ from fastbias.intervals.significance import PERMUTATION_BELOW, adjust_pvalues
 from fastbias.metrics import METRIC_COLUMNS
 from fastbias.validate.errors import UndefinedMetricWarning
 
+from . import cli_runner
+
 
 def kernel_matrix(above, below):
     a = np.asarray(above, dtype=np.float64)[:, None]
@@ -518,14 +520,11 @@ def test_heatmap_marks_significant_cells():
 
 
 def test_cli_significance(tmp_path):
-    import subprocess
-    import sys
     df = biased_frame()
     df.to_csv(tmp_path / "d.csv", index=False)
-    proc = subprocess.run([sys.executable, "-m", "fastbias.cli", "report", str(tmp_path / "d.csv"),
-                           "--label", "label", "--scores", "score", "--subgroups", "a", "b",
-                           "--significance", "bh", "--out", str(tmp_path / "r.csv")],
-                          capture_output=True, text=True, timeout=240)
+    proc = cli_runner.run_cli(["report", tmp_path / "d.csv", "--label", "label", "--scores",
+                               "score", "--subgroups", "a", "b", "--significance", "bh", "--out",
+                               tmp_path / "r.csv"])
     assert proc.returncode == 0, proc.stderr
     assert "Benjamini-Hochberg" in proc.stdout
     out = pd.read_csv(tmp_path / "r.csv")

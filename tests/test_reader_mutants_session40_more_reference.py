@@ -8,7 +8,6 @@ counts in ``fractions.Fraction`` and the documented refusals, never from fastbia
 defect was found in the code itself."""
 import csv
 import json
-from fractions import Fraction
 
 import pytest
 
@@ -16,14 +15,9 @@ import fastbias.streaming as streaming
 from fastbias.streaming import evaluate_csv
 
 from . import cli_runner
-
-
-def pair_auc(pos, neg):
-    if not pos or not neg:
-        return float("nan")
-    gt = sum(1 for p in pos for n in neg if p > n)
-    eq = sum(1 for p in pos for n in neg if p == n)
-    return float(Fraction(2 * gt + eq, 2 * len(pos) * len(neg)))
+from .test_reader_mutants_session40_reference import (
+    pair_auc,  # (pair counts in fractions)
+)
 
 
 def brute(rows):

@@ -21,32 +21,12 @@ from sklearn.metrics import roc_auc_score
 import fastbias
 from fastbias.report import BiasReport
 
+from .test_report_statements_reference import _reference  # (pair counts in fractions)
+
 METRICS = ["subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg"]
 AUCS = METRICS[:3]
 LABELS = {"subgroup_auc": "Subgroup AUC", "bpsn_auc": "BPSN AUC", "bnsp_auc": "BNSP AUC"}
 SUBGROUPS = ["ga", "gb", "gc"]
-
-
-def _auc(neg, pos):
-    """P(pos > neg) + 1/2 P(tie) by counting every pair; None when a side is empty."""
-    if len(neg) == 0 or len(pos) == 0:
-        return None
-    total = Fraction(0)
-    for p in pos:
-        for q in neg:
-            total += 1 if p > q else (Fraction(1, 2) if p == q else 0)
-    return total / (len(neg) * len(pos))
-
-
-def _reference(y, s, member):
-    y, s, member = np.asarray(y), np.asarray(s), np.asarray(member, dtype=bool)
-    dn, dp = s[~member & (y == 0)], s[~member & (y == 1)]
-    gn, gp = s[member & (y == 0)], s[member & (y == 1)]
-    out = {"subgroup_auc": _auc(gn, gp), "bpsn_auc": _auc(gn, dp), "bnsp_auc": _auc(dn, gp)}
-    neg, pos = _auc(gn, dn), _auc(gp, dp)
-    out["negative_aeg"] = None if neg is None else Fraction(1, 2) - neg
-    out["positive_aeg"] = None if pos is None else Fraction(1, 2) - pos
-    return out
 
 
 def _quiet(fn, *args, **kwargs):

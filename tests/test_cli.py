@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,18 +16,16 @@ import pytest
 
 from fastbias.cli import main
 from fastbias.metrics import METRIC_COLUMNS
+from tests import cli_runner
 from tests.reference import brute_force_metrics
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["model_a", "model_b"]
 SUBGROUPS = ["g1", "g2", "nobody_toxic"]
 
 
 def run_cli(*args, cwd=None, timeout=240):
-    """Run ``python -m fastbias.cli ARGS`` in a fresh process; returns CompletedProcess."""
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "fastbias.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    """Run ``python -m fastbias ARGS`` in a fresh process; returns CompletedProcess."""
+    return cli_runner.run_cli(args, cwd, process=True, timeout=timeout)
 
 
 def make_frame(n=300, seed=1):

@@ -511,7 +511,18 @@ def test_lazy_dask_evaluations_computed_together_leave_the_filters_alone():
             for result in dask.compute(*lazies, scheduler="threads"):
                 got = result.for_model("s").loc["g", "subgroup_auc"]
                 assert got == pytest.approx(want.loc["g", "subgroup_auc"], abs=1e-15)
-            assert list(warnings.filters) == before
+            # fastbias adds and removes no filter. Dask's shuffle in these graphs sets one of
+            # its own (ignore "DataFrame is highly fragmented") under catch_warnings in its
+            # threads, which is not thread-safe: seen once in the whole suite (2026-11-28),
+            # that entry outlived its block, before the user's "error"; it is Dask's, not one
+            # of ours, so it is let through and the filters put back for the next round
+            added = [f for f in warnings.filters if f not in before]
+            assert [f for f in before if f not in warnings.filters] == []
+            assert all(f[0] == "ignore" and f[2] is pd.errors.PerformanceWarning
+                       and f[1] is not None and "fragmented" in f[1].pattern
+                       for f in added), added
+            warnings.filters[:] = before
+            warnings._filters_mutated()  # (what the warnings module's own setters call)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         lazies = [fdask.evaluate(ddf, label="y", scores="s", subgroups=["g", "h"],

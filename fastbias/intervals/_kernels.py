@@ -258,6 +258,30 @@ REPLICATE_COLUMNS = ("subgroup_negatives", "subgroup_positives", "twice_subgroup
                      "twice_positive_background_above_u")
 
 
+# (the walks copy, clear and negate their rows of replicates with these loops, not with
+# ``a[:] = b``, ``a[:] = 0.0`` or ``a *= -1.0``: numba compiles each such array statement into a
+# generic routine of its own, which made the two walks take twice as long to compile)
+@njit(cache=True, nogil=True)
+def _copy_into(dst, src):
+    """``dst[:] = src``."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True, nogil=True)
+def _zero(a):
+    """``a[:] = 0``."""
+    for i in range(a.shape[0]):
+        a[i] = 0
+
+
+@njit(cache=True, nogil=True)
+def _negate(a):
+    """``a *= -1`` (exact)."""
+    for i in range(a.shape[0]):
+        a[i] = -a[i]
+
+
 @njit(inline="always")
 def _scan_to(keys, k, q, inclusive):
     """The first index from ``k`` on whose key is above ``q`` (``inclusive``) or not below
@@ -322,7 +346,7 @@ def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, n
         end = _scan_to(neg_keys, neg_k, key, False)
         _add_draws(keys, neg_rows, neg_k, end, neg_lt, neg_window, neg_at)
         neg_end = _scan_to(neg_keys, end, key, True)
-        neg_le[:] = neg_lt
+        _copy_into(neg_le, neg_lt)
         _add_draws(keys, neg_rows, end, neg_end, neg_le, neg_window, neg_at)
         if t < n_members and member_keys[t] == key:
             n_touched = 0
@@ -341,7 +365,7 @@ def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, n
             end = _scan_to(pos_keys, pos_k, key, False)
             _add_draws(keys, pos_rows, pos_k, end, pos_lt, pos_window, pos_at)
             pos_end = _scan_to(pos_keys, end, key, True)
-            pos_le[:] = pos_lt
+            _copy_into(pos_le, pos_lt)
             _add_draws(keys, pos_rows, end, pos_end, pos_le, pos_window, pos_at)
             for jj in range(n_touched):
                 g = touched[jj]
@@ -363,14 +387,14 @@ def replicate_counts_by_walk(member_keys, member_codes, member_rows, neg_keys, n
                     pos_in_block[g, r] = 0
                 is_touched[g] = False
             pos_k = pos_end
-            pos_lt[:] = pos_le
+            _copy_into(pos_lt, pos_le)
         while j < n_pos and pos_keys[j] == key:
             q = _window_at(keys, pos_rows, j, u_window, u_at)
             for r in range(lanes):
                 twice_u[r] += np.int64(u_window[q, r]) * (neg_lt[r] + neg_le[r])
             j += 1
         neg_k = neg_end
-        neg_lt[:] = neg_le
+        _copy_into(neg_lt, neg_le)
     # the rest of each class: its totals
     _add_draws(keys, neg_rows, neg_k, neg_rows.shape[0], neg_lt, neg_window, neg_at)
     _add_draws(keys, pos_rows, pos_k, pos_rows.shape[0], pos_lt, pos_window, pos_at)
@@ -461,8 +485,8 @@ def _weights_to(keys, sorted_scores, rows, base, scale, k, key, running, at_row,
     _add_weights(keys, rows, base, scale, k, end, lt_hi, lt_lo, n_weighted, window,
                  base_window, at)
     stop = _scan_to(sorted_scores, end, key, True)
-    le_hi[:] = lt_hi
-    le_lo[:] = lt_lo
+    _copy_into(le_hi, lt_hi)
+    _copy_into(le_lo, lt_lo)
     _add_weights(keys, rows, base, scale, end, stop, le_hi, le_lo, n_weighted, window,
                  base_window, at)
     two_hi, two_lo = running[0, 4 + at_row // 2], running[1, 4 + at_row // 2]
@@ -576,27 +600,27 @@ def replicate_weights_by_walk(id_sorted, id_rows, id_labels, id_ptr, id_groups, 
                     _add_products(h[4], l_[4], pb_hi, pb_lo, n2_hi, n2_lo, lanes)
                     # (less twice the class total times the cell, here and below: added at
                     # the end)
-                    pb_hi *= -1.0
-                    pb_lo *= -1.0
+                    _negate(pb_hi)
+                    _negate(pb_lo)
                     _add_products(h[6], l_[6], pb_hi, pb_lo, p2_hi, p2_lo, lanes)
-                    pb_hi[:] = 0.0
-                    pb_lo[:] = 0.0
+                    _zero(pb_hi)
+                    _zero(pb_lo)
                 if has[g, 0]:
                     for r in range(lanes):
                         h[0, r], l_[0, r] = _dd_add(h[0, r], l_[0, r], nb_hi[r], nb_lo[r])
                         below_hi[r], below_lo[r] = _dd_add(below_hi[r], below_lo[r], nb_hi[r],
                                                            nb_lo[r])
-                    nb_hi *= -1.0
-                    nb_lo *= -1.0
+                    _negate(nb_hi)
+                    _negate(nb_lo)
                     _add_products(h[3], l_[3], nb_hi, nb_lo, p2_hi, p2_lo, lanes)
                     _add_products(h[5], l_[5], nb_hi, nb_lo, n2_hi, n2_lo, lanes)
-                    nb_hi[:] = 0.0
-                    nb_lo[:] = 0.0
+                    _zero(nb_hi)
+                    _zero(nb_lo)
                 has[g, 0] = False
                 has[g, 1] = False
             pos_k = pos_end
-            pos_lt_hi[:] = pos_le_hi
-            pos_lt_lo[:] = pos_le_lo
+            _copy_into(pos_lt_hi, pos_le_hi)
+            _copy_into(pos_lt_lo, pos_le_lo)
         while j < n_pos and pos_sorted[j] == key:
             q = _weighted_window_at(keys, pos_rows, base, scale, j, u_window, u_base, u_at)
             b = u_base[q]
@@ -605,8 +629,8 @@ def replicate_weights_by_walk(id_sorted, id_rows, id_labels, id_ptr, id_groups, 
                 u_hi[r], u_lo[r] = _dd_add(u_hi[r], u_lo[r], p_hi, p_lo)
             j += 1
         neg_k = neg_end
-        neg_lt_hi[:] = neg_le_hi
-        neg_lt_lo[:] = neg_le_lo
+        _copy_into(neg_lt_hi, neg_le_hi)
+        _copy_into(neg_lt_lo, neg_le_lo)
     # the rest of each class: its totals
     _add_weights(keys, neg_rows, base, scale, neg_k, neg_rows.shape[0], neg_lt_hi, neg_lt_lo,
                  n_weighted[0], neg_window, neg_base, neg_at)

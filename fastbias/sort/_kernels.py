@@ -510,11 +510,15 @@ def sort_keys_pieces(bits, labels, row_starts, row_stops, identity_rows, identit
     class_counts = np.empty((pieces, 2 * TOP_BUCKETS), dtype=np.int64)
     member_counts = np.empty((pieces, TOP_BUCKETS), dtype=np.int64)
     for j in prange(pieces):
-        class_counts[j] = class_top_digit_counts(bits, labels, row_starts[j], row_stops[j],
-                                                 low, shift)
-        member_counts[j] = member_top_digit_counts(bits, identity_rows, row_ptr,
-                                                   member_starts[j], member_stops[j], low,
-                                                   shift)
+        # (rows copied in loops: an array assigned to a row compiles into a large generic
+        # routine, here inside the threads' function, which doubled this kernel's compile)
+        counts = class_top_digit_counts(bits, labels, row_starts[j], row_stops[j], low, shift)
+        for d in range(2 * TOP_BUCKETS):
+            class_counts[j, d] = counts[d]
+        counts = member_top_digit_counts(bits, identity_rows, row_ptr, member_starts[j],
+                                         member_stops[j], low, shift)
+        for d in range(TOP_BUCKETS):
+            member_counts[j, d] = counts[d]
     class_start, class_slot = bucket_slots(class_counts)
     member_start, member_slot = bucket_slots(member_counts)
     no_rows = np.empty(0, dtype=np.int32)  # (the rows travel with the pool's class sort only)
@@ -525,7 +529,7 @@ def sort_keys_pieces(bits, labels, row_starts, row_stops, identity_rows, identit
                             member_starts[j], member_stops[j], low, shift, member_slot[j],
                             keys, codes)
     runs = bucket_runs(class_start, member_start, pieces)
-    no_payload = np.empty(0, dtype=np.int64)
+    no_payload = np.empty(0, dtype=np.int32)  # (as the codes: one sort_buckets compiled)
     for j in prange(pieces):
         sort_buckets(out, no_payload, out_scratch, no_payload, class_start, runs[j, 0],
                      runs[j, 1], low, shift)

@@ -265,9 +265,12 @@ def member_counts_pieces(member_keys, member_codes, bounds, neg_sorted, pos_sort
             twice_u[j] = twice_auc_numerator_sorted(
                 neg_sorted, pos_sorted[pos_bounds[j]:pos_bounds[j + 1]], none, none)
         else:
-            parts[j] = member_counts_in_range(member_keys, member_codes, bounds[j],
-                                              bounds[j + 1], neg_sorted, pos_sorted, n_groups,
-                                              none, none, none)
+            counts = member_counts_in_range(member_keys, member_codes, bounds[j],
+                                            bounds[j + 1], neg_sorted, pos_sorted, n_groups,
+                                            none, none, none)
+            for g in range(n_groups):  # (in loops: see sort_keys_pieces)
+                for c in range(N_COUNT_COLUMNS):
+                    parts[j, g, c] = counts[g, c]
     joined = parts[0].copy()
     for j in range(1, pieces):
         joined = add_member_counts(joined, parts[j])

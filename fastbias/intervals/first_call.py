@@ -106,7 +106,8 @@ def walk_in_numpy(scores: np.ndarray, memberships: Memberships,
     w = np.asarray(sample_weight, dtype=np.float64)
     neg_cum, pos_cum = (np.concatenate([[0.0], np.cumsum(w[r])]) for r in classes)
     weights = w[rows]
-    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
+    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).astype(
+        np.float64, copy=False).reshape(m.n_groups, 2)  # (float64 as the kernels' walk's)
     return MemberWalk(keys, codes, weights, neg, pos, neg_cum, pos_cum, cells,
                       (float(neg_cum[-1]), float(pos_cum[-1])),
                       read_ratios_of(w, (neg_rows, neg_cum), (pos_rows, pos_cum)))

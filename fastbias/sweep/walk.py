@@ -66,7 +66,10 @@ def weighted_walk(sorted_scores: SortedScores, sample_weight: np.ndarray) -> Mem
     codes *= 2
     codes += m.identity_labels[identity]
     weights = np.ascontiguousarray(sample_weight[m.identity_rows[identity]], dtype=np.float64)
-    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).reshape(m.n_groups, 2)
+    # (float64 also where there are no memberships: numpy's bincount of nothing is int64,
+    # which compiled the walks once more for such a chunk)
+    cells = np.bincount(codes, weights, minlength=2 * m.n_groups).astype(
+        np.float64, copy=False).reshape(m.n_groups, 2)
     del identity, first, groups  # (before the keys: not all at once)
     keys = sortable_keys_in_place(np.repeat(order.id_sorted, per_row))  # (in order: no gather)
     return MemberWalk(keys, codes, weights,

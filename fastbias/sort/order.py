@@ -200,8 +200,10 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
     run_jobs(scatter, range(pieces), workers)
     out_scratch, keys_scratch, codes_scratch = (np.empty_like(a) for a in (out, keys, codes))
-    carried = _NO_CARRIED if class_rows is None else class_rows
-    carried_scratch = _NO_CARRIED if class_rows is None else np.empty_like(class_rows)
+    # (no rows carried: an empty int32 payload, as the membership sort's codes, so that the
+    # two sorts share one compiled sort_buckets per key width)
+    carried = _NO_ROWS if class_rows is None else class_rows
+    carried_scratch = _NO_ROWS if class_rows is None else np.empty_like(class_rows)
 
     def sort_buckets(run):
         if run[1] > run[0]:
@@ -223,9 +225,6 @@ def sort_keys(scores: np.ndarray, labels: np.ndarray | None = None,
 
 _NO_BUCKETS = np.zeros(1, dtype=np.int64)  # the bucket starts of a sort not made: none
 _NO_PAYLOAD = np.empty(0, dtype=np.int64)
-# (the class sort's payload when it carries no rows: int32 as the membership sort's codes, so
-# that the two sorts share one compiled sort_buckets per key width)
-_NO_CARRIED = np.empty(0, dtype=np.int32)
 _NO_ROWS = np.empty(0, dtype=np.int32)  # the class sort's rows, not carried
 
 

@@ -16,29 +16,22 @@ from sklearn.metrics import roc_auc_score
 
 import fastbias
 
-
-def _auc(neg, pos):
-    """Tie-aware AUC of (score, weight) lists, exact; None when a side is empty."""
-    num = den = Fraction(0)
-    for sn, wn in neg:
-        for sp, wp in pos:
-            w = Fraction(wn) * Fraction(wp)
-            den += w
-            num += w * (1 if sp > sn else Fraction(1, 2) if sp == sn else 0)
-    return None if den == 0 else num / den
+from .reference import pair_fraction
 
 
 def ref_metrics(y, s, member, background, w=None):
-    """Subgroup/BPSN/BNSP AUC with exact Fractions (scores compared as Python floats)."""
-    n = len(y)
-    w = [1] * n if w is None else list(w)
-    s = [Fraction(float(v)) for v in s]
+    """Subgroup/BPSN/BNSP AUC as exact Fractions (tests/reference.py's pair counts; None
+    where a side is empty)."""
+    y = np.asarray(y, dtype=bool)
+    s = np.asarray(s, dtype=np.float64)
+    w = np.ones(len(y)) if w is None else np.array([float(x) for x in w])
+    member, background = np.asarray(member, dtype=bool), np.asarray(background, dtype=bool)
 
-    def rows(mask, cls):
-        return [(s[i], w[i]) for i in range(n) if mask[i] and bool(y[i]) == cls]
-    return {"subgroup_auc": _auc(rows(member, False), rows(member, True)),
-            "bpsn_auc": _auc(rows(member, False), rows(background, True)),
-            "bnsp_auc": _auc(rows(background, False), rows(member, True))}
+    def auc(negatives, positives):
+        neg, pos = negatives & ~y, positives & y
+        return pair_fraction(s[pos], s[neg], w[pos], w[neg])
+    return {"subgroup_auc": auc(member, member), "bpsn_auc": auc(member, background),
+            "bnsp_auc": auc(background, member)}
 
 
 def _check(row, expected):

@@ -397,6 +397,23 @@ def test_streamed_delong_se_with_weights_scaled_back(batch_rows, bucket_rows, po
     assert table.attrs["overall_auc_se"] == pytest.approx(want, rel=1e-9)
 
 
+def _light_rows(sb):
+    """Model a's scores and model b's ``sb`` on six rows, two of them of weight 1e-30: the
+    overall row of the paired test, and the exact DeLong (var_a, var_b, cov) in Fractions."""
+    y = np.array([1, 1, 1, 0, 0, 0])
+    sa = np.array([0.5, 2, 2, 0, 0, 1.0])
+    sb = np.array(sb)
+    w = np.array([1e-30, 1, 1, 1, 1, 1e-30])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fastbias.delong_paired_test(y, sa, sb, sample_weight=w)
+    pos, neg = [0, 1, 2], [3, 4, 5]
+    fr = lambda v, rows: [F(float(v[i])) for i in rows]
+    _, _, var_a, var_b, cov = _delong_pair(fr(sa, pos), fr(sb, pos), fr(w, pos),
+                                           fr(sa, neg), fr(sb, neg), fr(w, neg))
+    return res.loc[("overall", "overall_auc")], var_a, var_b, cov
+
+
 def test_paired_standard_error_is_not_zero_where_the_exact_variance_is_not():
     """Weights of 1e-30 beside 1s: every float placement is the same (2.0), but the exact ones
     differ by 1e-30, so DeLong's exact variance is positive (worked out here in Fractions). A
@@ -404,18 +421,7 @@ def test_paired_standard_error_is_not_zero_where_the_exact_variance_is_not():
     value within 1% of the exact one. Kills the mutant returning 0 whenever the float variance
     is 0, whatever its rounding bound (observed se_a = 0.0 there, expected NaN or 5e-46), and
     the mutant skipping a side whose float terms are all alike where the sums are not exact."""
-    y = np.array([1, 1, 1, 0, 0, 0])
-    sa = np.array([0.5, 2, 2, 0, 0, 1.0])
-    sb = np.array([0.5, 2, 3, 0, 0.1, 1.0])
-    w = np.array([1e-30, 1, 1, 1, 1, 1e-30])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = fastbias.delong_paired_test(y, sa, sb, sample_weight=w)
-    row = res.loc[("overall", "overall_auc")]
-    pos, neg = [0, 1, 2], [3, 4, 5]
-    fr = lambda v, rows: [F(float(v[i])) for i in rows]
-    _, _, var_a, var_b, _ = _delong_pair(fr(sa, pos), fr(sb, pos), fr(w, pos),
-                                         fr(sa, neg), fr(sb, neg), fr(w, neg))
+    row, var_a, var_b, _ = _light_rows([0.5, 2, 3, 0, 0.1, 1.0])
     for col, var in (("se_a", var_a), ("se_b", var_b)):
         assert var > 0
         exact = math.sqrt(float(var))
@@ -434,18 +440,7 @@ def test_paired_difference_se_is_not_zero_where_the_models_order_rows_differentl
     must give NaN or the exact standard error within 1%. Kills the mutants that drop the
     same-order check, ignore b's order, or ignore the ties in it (observed difference_se 0.0,
     interval [0, 0], z 0, p 1)."""
-    y = np.array([1, 1, 1, 0, 0, 0])
-    sa = np.array([0.5, 2, 2, 0, 0, 1.0])
-    sb = np.array(sb)
-    w = np.array([1e-30, 1, 1, 1, 1, 1e-30])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = fastbias.delong_paired_test(y, sa, sb, sample_weight=w)
-    row = res.loc[("overall", "overall_auc")]
-    pos, neg = [0, 1, 2], [3, 4, 5]
-    fr = lambda v, rows: [F(float(v[i])) for i in rows]
-    _, _, var_a, var_b, cov = _delong_pair(fr(sa, pos), fr(sb, pos), fr(w, pos),
-                                           fr(sa, neg), fr(sb, neg), fr(w, neg))
+    row, var_a, var_b, cov = _light_rows(sb)
     var_d = var_a + var_b - 2 * cov
     assert var_d > 0
     exact = math.sqrt(float(var_d))

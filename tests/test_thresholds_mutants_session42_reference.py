@@ -7,12 +7,10 @@ not refused by ``attach_threshold_intervals``) are killed here. No defect was fo
 Every expected number here comes from plain-Python counts of ``score >= t`` (the threshold
 rounded to the scores' dtype, as docs/thresholds.md promises), exact Fractions for weighted
 sums, sklearn's confusion_matrix, scipy's beta quantiles and the Wilson / Bernstein formulas
-written out again. Small data, few cases.
+(the loops and formulas of tests/test_threshold_costs_reference.py). Small data, few cases.
 """
 import math
 import warnings
-from fractions import Fraction
-from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -20,70 +18,55 @@ import pytest
 import fastbias
 from fastbias.validate.errors import UndefinedMetricWarning
 
+from .test_threshold_costs_reference import (
+    _clopper_pearson,
+    _ref_bernstein,
+    _ref_counts,
+    _wilson,
+)
+
 RATES = ("positive_rate", "tpr", "fpr", "fnr", "precision")
 
 
-def _ratio(a, b):
-    return None if b == 0 else Fraction(a) / Fraction(b)
-
-
 def reference(y, s, groups, thresholds, w=None):
-    """{(t, name): dict of exact counts (Fractions) and rates (Fraction or None)}: for each
-    threshold, rows with ``score >= t`` where t is rounded to the scores' dtype."""
-    y = [bool(v) for v in y]
+    """{(t, name): counts (Fractions) and rates (floats, NaN where undefined)}: for each
+    threshold, rows with ``score >= t`` where t is first rounded to the scores' dtype (the
+    loops of tests/test_threshold_costs_reference.py, on the scores and the rounded threshold
+    as Python floats: comparing them is comparing in the scores' dtype)."""
     s = np.asarray(s)
-    n = len(y)
-    weights = [Fraction(1)] * n if w is None else [Fraction(float(v)) for v in w]
+    scores = [float(v) for v in s]
     out = {}
     for t in sorted(set(float(v) for v in thresholds)):
-        cut = s.dtype.type(t) if s.dtype != np.float16 else np.float32(t)
-        pred = [bool(s[i] >= cut) for i in range(n)]
+        cut = float(s.dtype.type(t))
         for name, g in groups.items():
-            g = [bool(v) for v in g]
-            row = {}
-            for side, member in (("subgroup", g), ("background", [not v for v in g])):
-                def total(cond):
-                    return sum((weights[i] for i in range(n) if member[i] and cond(i)),
-                               Fraction(0))
-                neg = total(lambda i: not y[i])
-                pos = total(lambda i: y[i])
-                tp = total(lambda i: y[i] and pred[i])
-                fp = total(lambda i: (not y[i]) and pred[i])
-                row.update({f"{side}_negatives": neg, f"{side}_positives": pos,
-                            f"{side}_tp": tp, f"{side}_fp": fp,
-                            f"{side}_positive_rate": _ratio(tp + fp, neg + pos),
-                            f"{side}_tpr": _ratio(tp, pos), f"{side}_fpr": _ratio(fp, neg),
-                            f"{side}_fnr": _ratio(pos - tp, pos),
-                            f"{side}_precision": _ratio(tp, tp + fp)})
-            out[(t, name)] = row
+            out[(t, name)] = _ref_counts([bool(v) for v in y], scores, [bool(v) for v in g],
+                                         cut, None if w is None else [float(v) for v in w])
     return out
 
 
-def check_against(table, ref, weighted=False, rtol=0.0):
+def check_against(table, ref, rtol=0.0):
     assert list(table.index) == list(ref), (list(table.index), list(ref))
     for key, row in ref.items():
         got = table.loc[key]
         for col in ("negatives", "positives", "tp", "fp"):
             for side in ("subgroup", "background"):
                 name = f"{side}_{col}"
-                want = float(row[name])
-                assert got[name] == pytest.approx(want, rel=rtol, abs=0), (key, name)
+                assert got[name] == pytest.approx(float(row[name]), rel=rtol, abs=0), (key, name)
         for side in ("subgroup", "background"):
             for rate in RATES:
-                want = row[f"{side}_{rate}"]
-                value = got[f"{side}_{rate}"]
-                if want is None:
+                want, value = row[f"{side}_{rate}"], got[f"{side}_{rate}"]
+                if math.isnan(want):
                     assert np.isnan(value), (key, side, rate, value)
                 else:
-                    assert value == pytest.approx(float(want), rel=max(rtol, 1e-15), abs=0), \
-                        (key, side, rate, value, float(want))
+                    assert value == pytest.approx(want, rel=max(rtol, 1e-15), abs=0), \
+                        (key, side, rate, value, want)
         for rate in RATES:
             a, b = row[f"subgroup_{rate}"], row[f"background_{rate}"]
             value = got[f"{rate}_gap"]
-            if a is None or b is None:
+            if math.isnan(a) or math.isnan(b):
                 assert np.isnan(value), (key, rate)
             else:
-                assert value == pytest.approx(float(a - b), rel=1e-12, abs=1e-15), (key, rate)
+                assert value == pytest.approx(a - b, rel=1e-12, abs=1e-15), (key, rate)
 
 
 def _data(seed, n=60, k=3, dtype=np.float64, weighted=False):
@@ -137,7 +120,7 @@ def test_weighted_counts_and_rates_equal_exact_fractions(seed):
     table = _quiet(fastbias.threshold_metrics, y, s, groups, thresholds=thresholds,
                    sample_weight=w, interval=None)
     # weights are multiples of 2**-10 below 2**10: every sum is exact in float64
-    check_against(table, reference(y, s, groups, thresholds, w), weighted=True)
+    check_against(table, reference(y, s, groups, thresholds, w))
     assert table["subgroup_tp"].dtype == np.float64
 
 
@@ -202,33 +185,26 @@ def test_numpy_tier_table_equals_plain_counts(weighted):
     thresholds = np.unique([float(s[1]), 0.3, 1.2, -0.7, 0.0])
     table = _quiet(threshold_table, threshold_counts_in_numpy(s, m, w, thresholds),
                    list(groups))
-    check_against(table, reference(y, s, groups, thresholds, w), weighted=weighted)
+    check_against(table, reference(y, s, groups, thresholds, w))
 
 
-def test_single_undefined_rate_is_nan_with_one_warning():
-    """One subgroup without negatives: its FPR alone is undefined -> NaN and one warning."""
-    y = np.array([1, 1, 0, 0, 1, 0], bool)
+@pytest.mark.parametrize("labels, member, column, named", [
+    ([1, 1, 0, 0, 1, 0], [1, 1, 0, 0, 0, 0], "subgroup_fpr", "subgroup fpr"),
+    ([1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0], "background_tpr", "background tpr"),
+], ids=["subgroup-without-negatives", "background-without-positives"])
+def test_an_undefined_rate_is_nan_with_one_warning_naming_it(labels, member, column, named):
+    """A subgroup without negatives (its FPR alone undefined) or a background without
+    positives (its TPR and FNR): NaN, and one warning that names the rate."""
+    y = np.array(labels, bool)
     s = np.array([0.9, 0.2, 0.8, 0.1, 0.7, 0.6])
-    g = {"g": np.array([1, 1, 0, 0, 0, 0], bool)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        table = fastbias.threshold_metrics(y, s, g, thresholds=[0.5], interval=None)
-    undefined = [c for c in caught if issubclass(c.category, UndefinedMetricWarning)]
-    assert len(undefined) == 1 and "subgroup fpr" in str(undefined[0].message)
-    assert np.isnan(table.iloc[0]["subgroup_fpr"]) and np.isnan(table.iloc[0]["fpr_gap"])
-
-
-def test_undefined_background_rate_is_warned():
-    """The background without positives: its TPR/FNR are NaN and named in the warning."""
-    y = np.array([1, 1, 0, 0, 0, 0], bool)
-    s = np.array([0.9, 0.2, 0.8, 0.1, 0.7, 0.6])
-    g = {"g": np.array([1, 1, 1, 0, 0, 0], bool)}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        table = fastbias.threshold_metrics(y, s, g, thresholds=[0.5], interval=None)
+        table = fastbias.threshold_metrics(y, s, {"g": np.array(member, bool)}, thresholds=[0.5],
+                                           interval=None)
     messages = [str(c.message) for c in caught if issubclass(c.category, UndefinedMetricWarning)]
-    assert len(messages) == 1 and "background tpr" in messages[0]
-    assert np.isnan(table.iloc[0]["background_tpr"])
+    assert len(messages) == 1 and named in messages[0]
+    assert np.isnan(table.iloc[0][column])
+    assert np.isnan(table.iloc[0][column.split("_", 1)[1] + "_gap"])
 
 
 @pytest.mark.parametrize("bad, kind, text", [
@@ -244,58 +220,26 @@ def test_bad_thresholds_are_refused_naming_the_position(bad, kind, text):
         fastbias.threshold_metrics(y, s, g, thresholds=bad)
 
 
-def _wilson(k, n, conf):
-    z = NormalDist().inv_cdf(0.5 + conf / 2)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 @pytest.mark.parametrize("conf", [0.9, 0.95])
 def test_wilson_and_exact_intervals_equal_their_formulas(conf):
-    from scipy.stats import beta
-
     y, s, groups, _ = _data(8, n=70, k=2)
     wil = _quiet(fastbias.threshold_metrics, y, s, groups, thresholds=[0.4], confidence=conf)
     ex = _quiet(fastbias.threshold_metrics, y, s, groups, thresholds=[0.4], confidence=conf,
                 interval="exact")
-    ref = reference(y, s, groups, [0.4])
-    for key, row in ref.items():
+    for key, row in reference(y, s, groups, [0.4]).items():
         for side in ("subgroup", "background"):
-            for rate in RATES:
-                p = row[f"{side}_{rate}"]
-                if p is None:
+            tp, fp = row[f"{side}_tp"], row[f"{side}_fp"]
+            neg, pos = row[f"{side}_negatives"], row[f"{side}_positives"]
+            trials = {"positive_rate": (tp + fp, neg + pos), "tpr": (tp, pos), "fpr": (fp, neg),
+                      "fnr": (pos - tp, pos), "precision": (tp, tp + fp)}
+            for rate, (k, n) in trials.items():
+                if n == 0:
                     continue
-                n = {"positive_rate": row[f"{side}_negatives"] + row[f"{side}_positives"],
-                     "tpr": row[f"{side}_positives"], "fpr": row[f"{side}_negatives"],
-                     "fnr": row[f"{side}_positives"],
-                     "precision": row[f"{side}_tp"] + row[f"{side}_fp"]}[rate]
-                k = p * n
-                lo, hi = _wilson(float(k), float(n), conf)
-                got = wil.loc[key]
-                assert got[f"{side}_{rate}_low"] == pytest.approx(lo, rel=1e-12, abs=1e-15)
-                assert got[f"{side}_{rate}_high"] == pytest.approx(hi, rel=1e-12, abs=1e-15)
-                a = 1 - conf
-                elo = 0.0 if k == 0 else beta.ppf(a / 2, float(k), float(n - k + 1))
-                ehi = 1.0 if k == n else beta.ppf(1 - a / 2, float(k + 1), float(n - k))
-                got = ex.loc[key]
-                assert got[f"{side}_{rate}_low"] == pytest.approx(elo, rel=1e-9, abs=1e-15)
-                assert got[f"{side}_{rate}_high"] == pytest.approx(ehi, rel=1e-9, abs=1e-15)
-
-
-def _bernstein(cost, group, conf):
-    """Ethayarajh's interval written out: z_i = c_i f_i / gamma_{f_i}."""
-    n = len(cost)
-    ga = sum(1 for v in group if v == 1) / n
-    gb = sum(1 for v in group if v == -1) / n
-    z = [c / ga if v == 1 else (-c / gb if v == -1 else 0.0) for c, v in zip(cost, group)]
-    mean = sum(z) / n
-    var = max(sum((v - mean) ** 2 for v in z) / (n - 1), 0.0)
-    L = math.log(2 / (1 - conf))
-    b = 2 * L / (3 * min(ga, gb))
-    t = (b + math.sqrt(b * b + 8 * n * var * L)) / (2 * n)
-    return max(-1.0, mean - t), min(1.0, mean + t)
+                for table, (lo, hi) in ((wil, _wilson(int(k), int(n), conf)),
+                                        (ex, _clopper_pearson(int(k), int(n), conf))):
+                    got = table.loc[key]
+                    assert got[f"{side}_{rate}_low"] == pytest.approx(lo, rel=1e-9, abs=1e-15)
+                    assert got[f"{side}_{rate}_high"] == pytest.approx(hi, rel=1e-9, abs=1e-15)
 
 
 def test_bernstein_gap_intervals_equal_the_papers_formula():
@@ -319,10 +263,10 @@ def test_bernstein_gap_intervals_equal_the_papers_formula():
                "precision": y}[rate]
         group = np.where(member, grp, 0)
         if rate in ("positive_rate", "tpr"):
-            lo, hi = _bernstein((~hit).astype(float), group, 0.95)
+            lo, hi = _ref_bernstein((~hit).astype(int).tolist(), group.tolist(), 0.95)
             lo, hi = -hi, -lo
         else:
-            lo, hi = _bernstein(hit.astype(float), group, 0.95)
+            lo, hi = _ref_bernstein(hit.astype(int).tolist(), group.tolist(), 0.95)
         assert row[f"{rate}_gap_low"] == pytest.approx(lo, rel=1e-9, abs=1e-12), rate
         assert row[f"{rate}_gap_high"] == pytest.approx(hi, rel=1e-9, abs=1e-12), rate
 

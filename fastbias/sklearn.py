@@ -207,10 +207,29 @@ def _predicted_class_scores(predicted, positive):
     review: with ``pos_label`` the first class, the classes taken as scores ranked the
     negatives first, every AUC reversed); ``positive`` None leaves numbers (0/1 classes, a
     regressor's predictions) as they are, and makes booleans 1.0 where True (found by
-    review: a routed scorer refused every fold of a model fitted on boolean labels)."""
+    review: a routed scorer refused every fold of a model fitted on boolean labels).
+    Predictions of more than one value besides ``positive`` are refused: they are no binary
+    classifier's classes (a regressor's numbers)."""
     predicted = predicted.to_numpy() if isinstance(predicted, pd.Series) else np.asarray(predicted)
     if positive is not None:
-        return (predicted == positive).astype(np.float64)
+        hits = np.asarray(predicted == positive, dtype=bool).reshape(predicted.shape)
+        others = pd.unique(predicted[~hits].ravel())
+        if len(others) > 1:
+            # (found by review: a regressor's numbers compared with pos_label scored every row
+            # 0.0, an AUC of 0.5 for any model, without a word)
+            flat = predicted.ravel()
+            second = int(np.flatnonzero(~hits.ravel() & (flat != others[0]))[0])
+            shown = [v.item() if isinstance(v, np.generic) else v
+                     for v in (others[0], flat[second])]
+            raise ValueError(
+                f"response_method='predict' gave {len(others):,} distinct values besides "
+                f"pos_label={positive!r} (e.g. {shown[0]!r} and, at row {second}, "
+                f"{shown[1]!r}): with pos_label, predictions are read as the classifier's "
+                f"classes (1.0 where it predicts pos_label), and a binary classifier predicts "
+                f"one other class at most. A regressor's predictions are scores: score them "
+                f"without pos_label (labels 0/1 or boolean), or use a classifier's "
+                f"decision_function or predict_proba")
+        return hits.astype(np.float64)
     if predicted.dtype.kind == "b":
         return predicted.astype(np.float64)
     if predicted.dtype.kind not in "biuf":
@@ -229,7 +248,8 @@ def positive_class_scores(estimator, X, response_method=("decision_function", "p
     class, ``classes_[1]``); ``decision_function`` is negated when
     ``pos_label`` is the first class; a classifier's ``predict`` gives 1.0 where
     it predicts that class, 0.0 elsewhere (a regressor's predictions stay as
-    they are). Used by the routing-free scorers.
+    they are; with ``pos_label`` they are refused, being no classes). Used by
+    the routing-free scorers.
 
     Examples
     --------

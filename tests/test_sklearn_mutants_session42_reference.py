@@ -6,8 +6,9 @@ them each user-visible survivor of the suite (a one-row fold of one class other 
 NaN fold warned once per fold by the index-aligned scorer; ``final_metric_score`` ignoring
 ``power``; a string ``subgroup_columns`` split into characters). Equivalent: a one-class fold
 made positives instead of negatives (NaN either way), the last ``predict_proba`` column of two,
-a Series of memberships left a Series. Left: a regressor's ``predict`` with ``pos_label``
-compared with it (the docs do not say). No defect was found.
+a Series of memberships left a Series. One defect, found by the survivor of a regressor's
+``predict`` with ``pos_label``: its numbers were compared with ``pos_label``, every row scored
+0.0 and every fold 0.5 (now refused: the last test).
 
 Every expected value comes from an independent reference: sklearn.metrics.roc_auc_score per
 subgroup on the documented row subsets, the Jigsaw final metric written from its definition
@@ -426,3 +427,49 @@ def test_routed_predict_classes():
                 yt, s = labels[test] == pos_label, (pred == pos_label).astype(float)
             want.append(ref_score(yt, s, {c: G[c].to_numpy()[test] for c in G}, "min_bnsp_auc"))
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+class _ClassesWithoutClassesAttribute(sklearn.base.BaseEstimator):
+    """A classifier that predicts its text classes but keeps no ``classes_`` (as some
+    wrappers): with ``pos_label`` its predictions are read as classes."""
+
+    def fit(self, X, y):
+        self.model_ = LogisticRegression().fit(X[["x", "z"]], y)
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X[["x", "z"]])
+
+
+def test_regressor_predictions_with_pos_label_are_refused_not_scored_one_class():
+    """Found by review (forty-second session): ``response_method="predict"`` with
+    ``pos_label`` compared a regressor's numbers with pos_label, so every row scored 0.0 and
+    every fold's AUC was 0.5 for any model (observed [0.5, 0.5, 0.5], expected an error or the
+    predictions' own AUCs, 0.87 here). Predictions of more than one value besides pos_label
+    are no binary classifier's classes: refused, naming the values and a row. A classifier
+    without ``classes_`` that predicts its classes still scores as the reference."""
+    X, y, G = _data()
+    folds = _folds(len(y))
+    for labels, positive in ((y.astype(int), 1), (np.where(y, 2, 1), 2)):
+        scorer = make_bias_scorer("overall_auc", subgroups=G, response_method="predict",
+                                  pos_label=positive)
+        with pytest.raises(ValueError, match=r"pos_label=.*at row \d+.*regressor"):
+            cross_val_score(LinearRegression(), X, labels, cv=folds, scoring=scorer,
+                            error_score="raise")
+        with sklearn.config_context(enable_metadata_routing=True):
+            routed = make_bias_scorer("overall_auc", response_method="predict",
+                                      pos_label=positive)
+            with pytest.raises(ValueError, match="distinct values besides"):
+                cross_val_score(LinearRegression(), X, labels, cv=folds, scoring=routed,
+                                params={"subgroups": G}, error_score="raise")
+    text = np.where(y, "toxic", "ok")
+    scorer = make_bias_scorer("final", subgroups=G, response_method="predict", pos_label="toxic")
+    got = cross_val_score(_ClassesWithoutClassesAttribute(), X, text, cv=folds, scoring=scorer,
+                          error_score="raise")
+    want = []
+    for train, test in folds:
+        pred = LogisticRegression().fit(X.iloc[train][["x", "z"]], text[train]).predict(
+            X.iloc[test][["x", "z"]])
+        want.append(ref_score(y[test], (pred == "toxic").astype(float),
+                              {c: G[c].to_numpy()[test] for c in G}))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

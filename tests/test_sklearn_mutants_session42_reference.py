@@ -1,6 +1,6 @@
 """A mutation audit of the scikit-learn integration (fastbias/sklearn.py): an independent
 review's tests (2026-11-28, forty-second session). Of 46 hand mutants, 17 were run against the
-suite's scikit-learn tests, which killed 8; this file kills 35 of the 42 run against it, among
+suite's scikit-learn tests, which killed 8; this file kills 34 of the 42 run against it, among
 them each user-visible survivor of the suite (a one-row fold of one class other than
 ``pos_label`` refused; a two-class fold without ``pos_label`` scored NaN instead of refused; a
 NaN fold warned once per fold by the index-aligned scorer; ``final_metric_score`` ignoring

@@ -218,7 +218,8 @@ def _predicted_class_scores(predicted, positive):
             # (found by review: a regressor's numbers compared with pos_label scored every row
             # 0.0, an AUC of 0.5 for any model, without a word)
             flat = predicted.ravel()
-            second = int(np.flatnonzero(~hits.ravel() & (flat != others[0]))[0])
+            like_first = pd.isna(flat) if pd.isna(others[0]) else (flat == others[0])
+            second = int(np.flatnonzero(~hits.ravel() & ~np.asarray(like_first, dtype=bool))[0])
             shown = [v.item() if isinstance(v, np.generic) else v
                      for v in (others[0], flat[second])]
             raise ValueError(

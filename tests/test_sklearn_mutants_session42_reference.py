@@ -33,6 +33,8 @@ from fastbias.sklearn import (
 )
 from fastbias.validate.errors import UndefinedMetricWarning
 
+from ._kernel_ref import power_mean
+
 # ---------------------------------------------------------------- independent references
 
 def _aucs(y, s, G, w=None):
@@ -53,9 +55,9 @@ def _aucs(y, s, G, w=None):
     return sub, bpsn, bnsp, roc_auc_score(y, s, sample_weight=w)
 
 
-def _power_mean(values, p):
-    values = np.asarray(values, dtype=float)
-    return float(np.mean(values ** p) ** (1.0 / p))
+def _power_mean_of(values, p):
+    """The Kaggle kernel's power mean (tests/_kernel_ref.py) of a list of AUCs."""
+    return float(power_mean(np.asarray(values, dtype=float), p))
 
 
 def ref_score(y, s, G, metric="final", w=None, power=-5, overall_weight=0.25):
@@ -68,7 +70,7 @@ def ref_score(y, s, G, metric="final", w=None, power=-5, overall_weight=0.25):
         return min(bpsn)
     if metric == "min_bnsp_auc":
         return min(bnsp)
-    bias = np.mean([_power_mean(m, power) for m in (sub, bpsn, bnsp)])
+    bias = np.mean([_power_mean_of(m, power) for m in (sub, bpsn, bnsp)])
     return overall_weight * overall + (1 - overall_weight) * bias
 
 
@@ -348,8 +350,8 @@ def test_routed_scorer_omit_scores_the_fold():
         bp_r = [roc_auc_score(yt[(r & ~yt) | (~r & yt)], s[(r & ~yt) | (~r & yt)])] \
             if r.any() else []
         bn_r = []
-        bias = np.mean([_power_mean(sub, -5), _power_mean(bpsn + bp_r, -5),
-                        _power_mean(bnsp + bn_r, -5)])
+        bias = np.mean([_power_mean_of(sub, -5), _power_mean_of(bpsn + bp_r, -5),
+                        _power_mean_of(bnsp + bn_r, -5)])
         want.append(0.25 * overall + 0.75 * bias)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 

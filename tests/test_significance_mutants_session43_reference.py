@@ -2,12 +2,12 @@
 fastbias/intervals/significance.py. 67 hand mutants were run against the tests that exercise
 the module (the significance files, the permutation seeds, and the significance tests of
 test_intervals_combinations_reference, test_never_silently_wrong and test_exact_sums): 54
-killed there, 13 lived; the tests here kill 12 of them (each checked to fail with its mutant):
+killed there, 13 lived; the tests here kill all 13 (each checked to fail with its mutant):
 the 300-row boundary of DeLong's tier, the 1,000-row bound of a weighted drawn test, the
 subgroup AUC's redrawn cell taken as the larger, an AEG of -1/2 with no variance taken as 0,
 an adjusted p-value equal to the level, undefined metrics listed as untested, the draw
-budget's cap, the draws' seeds (class, weights, a weight of -0.0) and the counts joined over
-``missing_subgroup="exclude"``'s universes. Left: ``permutation_untested`` counting cells
+budget's cap, the draws' seeds (class, weights, a weight of -0.0), the counts joined over
+``missing_subgroup="exclude"``'s universes, and ``permutation_untested`` counting cells
 already NaN for another reason (a count and a warning's wording). No defect was found.
 
 Expected values come from pair matrices and exact enumeration (tests/test_significance.py's
@@ -344,3 +344,26 @@ def test_exclude_counts_the_permutation_tests_of_every_universe():
     p = table[[f"{m}_pvalue" for m in METRIC_COLUMNS]].to_numpy()
     assert np.isfinite(p).all()
     assert table.attrs["permutation_tests"] == 10
+
+
+def test_a_cell_without_a_variance_is_not_counted_as_a_weighted_cell_left_untested():
+    """The docs count in ``attrs["permutation_untested"]`` the tests not made because a
+    weighted cell of fewer than 30 rows sits beside a cell too large to redraw; a metric whose
+    p-value is NaN for another reason is not one of them. 12 background negatives of weight
+    0.05 each (total 0.6: DeLong's variance undefined, which the one warning says) beside
+    1,100 subgroup negatives: the negative AEG is untested for its variance alone, so the
+    count is 0 and the warning names only that cause. Kills mutant tier_untested_count
+    (observed 1, and the warning adding "1 in a weighted cell of fewer than 30 rows")."""
+    rng = np.random.default_rng(5)
+    y, s, member = _cells(rng, 1100, 600, 12, 400, shift=0.0)
+    w = rng.integers(1, 4, y.size).astype(float)
+    w[(~member) & (~y)] = 0.05
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = fastbias.bias_metrics(y, s, {"g": member}, sample_weight=w,
+                                      significance="holm")
+    assert np.isnan(table.loc["g", "negative_aeg_pvalue"])
+    assert table.attrs["permutation_untested"] == 0
+    untested = [str(c.message) for c in caught if "not tested for significance" in str(c.message)]
+    assert len(untested) == 1
+    assert "total weight at most 1" in untested[0] and "fewer than" not in untested[0]

@@ -40,6 +40,16 @@ def _bernstein_parameters(sigma2, max_cost, gamma) -> tuple:
     return sigma2, max_cost, gamma
 
 
+#: ``bernstein_min_samples`` refuses a ``delta`` needing this many examples or more (2**53:
+#: beyond it float64 holds no longer every whole number, and the guard below cannot step
+#: by one; found by review: 1e-10 gave -9223372036854775808, a float n cast past int64)
+EXACT_EXAMPLES = float(2 ** 53)
+
+
+def _about(count: float) -> str:
+    return f"about {count:.3g}" if np.isfinite(count) else "more than 1.8e+308"
+
+
 def _log_half_alpha(confidence: float) -> float:
     """``log(2 / (1 - confidence))``, the L of the two-sided Bernstein bound."""
     return math.log(2.0 / (1.0 - confidence))
@@ -103,9 +113,14 @@ def bernstein_halfwidth(n, *, sigma2, max_cost=1.0, gamma, confidence: float = 0
 
 def halfwidths(n, sigma2, max_cost, gamma, log_term: float):
     """:func:`bernstein_halfwidth`'s formula, elementwise over checked arrays (or floats) of
-    ``n``, ``sigma2``, ``max_cost`` and ``gamma``, ``log_term`` its ``L``."""
-    b = 2.0 * max_cost * log_term / (3.0 * gamma)
-    return (b + np.sqrt(b * b + 8.0 * n * sigma2 * log_term)) / (2.0 * n)
+    ``n``, ``sigma2``, ``max_cost`` and ``gamma``, ``log_term`` its ``L``.
+
+    Written as ``x + sqrt(x**2 + 2 sigma2 L / n)`` with ``x = B / (2 n)``, the same number,
+    so that no intermediate overflows: ``8 n sigma2 L`` did for n near 1e307 (found by
+    review: a half-width of inf where it is 1.7e-153), and ``hypot`` keeps ``x**2`` from
+    underflowing where sigma2 is 0."""
+    x = 2.0 * max_cost * log_term / (3.0 * gamma) / 2.0 / n
+    return x + np.hypot(x, np.sqrt(2.0 * log_term) * np.sqrt(sigma2) / np.sqrt(n))
 
 
 def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: float = 0.95):
@@ -116,6 +131,13 @@ def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: flo
     ``L = log(2 / (1 - confidence))``; the half-width decreases in n, so the
     answer is the smallest integer above ``n*``. With that many examples an
     estimated disparity of ``delta`` excludes 0 at the given confidence.
+
+    The answer is the smallest ``n`` whose half-width, as :func:`bernstein_halfwidth`
+    computes it in float64, is below ``|delta|`` (so the two functions agree where
+    ``|delta|`` is itself a half-width). Beyond about 10**15 examples the half-widths of
+    ``n`` and ``n + 1`` differ by less than their rounding, and that ``n`` can differ from
+    the exact ``n*``'s by one; a ``delta`` needing 2**53 examples or more, where whole
+    numbers are no longer exact in float64, is refused (ValueError naming it).
 
     Parameters
     ----------
@@ -133,6 +155,12 @@ def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: flo
     -------
     int or ndarray of int64
 
+    Raises
+    ------
+    ValueError
+        A ``delta`` of 0 or not finite, or one needing 2**53 examples or more (its value and,
+        for an array, its position named).
+
     Examples
     --------
     The seed's worked example (C = 1, gamma = 0.5, sigma^2 = 4, rho = 0.95):
@@ -145,7 +173,17 @@ def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: flo
     gap = np.abs(_check_positive(np.abs(np.asarray(delta, dtype=np.float64)), "|delta|"))
     sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
     log_term = _log_half_alpha(confidence)
-    n_star = log_term * (2.0 * sigma2 + 2.0 * max_cost * gap / (3.0 * gamma)) / (gap * gap)
+    with np.errstate(over="ignore", under="ignore"):  # (inf: refused below; 0: one example)
+        # (the formula over gap in two steps: gap * gap overflowed to inf for a gap of 1e308,
+        # and its quotient was NaN; found by review)
+        n_star = log_term * (2.0 * sigma2 / gap / gap + 2.0 / 3.0 * (max_cost / gamma) / gap)
+    too_many = ~(n_star < EXACT_EXAMPLES)
+    if too_many.any():
+        at = np.flatnonzero(too_many.reshape(-1))[0]
+        value = float(np.asarray(delta, dtype=np.float64).reshape(-1)[at])
+        raise ValueError(f"delta={value!r}" + (f" at position {at}" if np.ndim(delta) else "")
+                         + f" needs {_about(float(n_star.reshape(-1)[at]))} examples: at or "
+                         "beyond 2**53, whole numbers of examples are no longer exact in float64")
     n = np.maximum(np.floor(n_star), 0.0) + 1.0
     # guard the floating-point edge: make t(n) < |delta| <= t(n - 1) hold exactly
     for _ in range(3):

@@ -432,3 +432,17 @@ def test_halfwidth_of_a_huge_n_is_finite():
                 flat = fastbias.bernstein_halfwidth(n, sigma2=0, gamma=0.5)
             assert got == pytest.approx(expected, rel=1e-14)
             assert flat == pytest.approx(float(b / Decimal(n)), rel=1e-14)
+
+
+def test_ustatistic_min_samples_names_its_own_argument():
+    """ustatistic_min_samples is bernstein_min_samples with max_cost = gamma = 1 and its
+    argument is ``gap``: its refusals name ``gap`` (they said ``|delta|``, an argument it
+    does not have). n* = log(40) (2 / 4 + 2 gap / 3) / gap^2 is 1.84e16 for a gap of 1e-8."""
+    assert 2 ** 53 < _exact_n_star(1e-8, 0.25, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"^gap=1e-08 needs about 1\.84e\+16 examples"):
+        fastbias.ustatistic_min_samples(1e-8)
+    with pytest.raises(ValueError, match=r"^gap=-1e-09 at position 1 needs about"):
+        fastbias.ustatistic_min_samples([0.1, -1e-9])
+    with pytest.raises(ValueError, match=r"^\|gap\| must be finite and positive"):
+        fastbias.ustatistic_min_samples(0.0)
+    assert fastbias.ustatistic_min_samples(0.05) == int(_exact_n_star(0.05, 0.25, 1.0, 1.0)) + 1

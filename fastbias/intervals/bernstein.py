@@ -169,9 +169,16 @@ def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: flo
     >>> fastbias.bernstein_min_samples(0.05, sigma2=4, max_cost=1, gamma=0.5)
     11903
     """
-    confidence = check_confidence(confidence)
-    gap = np.abs(_check_positive(np.abs(np.asarray(delta, dtype=np.float64)), "|delta|"))
     sigma2, max_cost, gamma = _bernstein_parameters(sigma2, max_cost, gamma)
+    return least_examples(delta, "delta", sigma2, max_cost, gamma, confidence)
+
+
+def least_examples(delta, name: str, sigma2: float, max_cost: float, gamma: float,
+                   confidence: float):
+    """:func:`bernstein_min_samples` of checked parameters, errors naming ``delta`` as the
+    caller's argument ``name``."""
+    confidence = check_confidence(confidence)
+    gap = np.abs(_check_positive(np.abs(np.asarray(delta, dtype=np.float64)), f"|{name}|"))
     log_term = _log_half_alpha(confidence)
     with np.errstate(over="ignore", under="ignore"):  # (inf: refused below; 0: one example)
         # (the formula over gap in two steps: gap * gap overflowed to inf for a gap of 1e308,
@@ -181,7 +188,7 @@ def bernstein_min_samples(delta, *, sigma2, max_cost=1.0, gamma, confidence: flo
     if too_many.any():
         at = np.flatnonzero(too_many.reshape(-1))[0]
         value = float(np.asarray(delta, dtype=np.float64).reshape(-1)[at])
-        raise ValueError(f"delta={value!r}" + (f" at position {at}" if np.ndim(delta) else "")
+        raise ValueError(f"{name}={value!r}" + (f" at position {at}" if np.ndim(delta) else "")
                          + f" needs {_about(float(n_star.reshape(-1)[at]))} examples: at or "
                          "beyond 2**53, whole numbers of examples are no longer exact in float64")
     n = np.maximum(np.floor(n_star), 0.0) + 1.0

@@ -8,7 +8,7 @@ from .bernstein import (
     _check_positive,
     _log_half_alpha,
     _scalar_or_array,
-    bernstein_min_samples,
+    least_examples,
 )
 
 BERNSTEIN_VARIANCES = ("adaptive", "bound")
@@ -125,5 +125,4 @@ def ustatistic_min_samples(gap, *, confidence: float = 0.95, sigma2: float = 0.2
     sigma2 = float(_check_positive(sigma2, "sigma2", allow_zero=True))
     if sigma2 > 0.25:
         raise ValueError(f"a kernel in [0, 1] has variance at most 1/4, got sigma2={sigma2}")
-    return bernstein_min_samples(gap, sigma2=sigma2, max_cost=1.0, gamma=1.0,
-                                 confidence=confidence)
+    return least_examples(gap, "gap", sigma2, 1.0, 1.0, confidence)

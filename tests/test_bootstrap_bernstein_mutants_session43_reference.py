@@ -312,7 +312,7 @@ def test_bernstein_interval_refuses_cost_outside_range_with_position(bad, pos):
     cost = np.array([0.5, 0.0, 1.0, 0.2])
     cost[pos] = bad
     with pytest.raises(ValueError, match=rf"cost must lie in \[0, max_cost=1.0\]: 1 value\(s\) "
-                                         rf"outside, e\.g\. (np\.float64\()?{bad!r}\)? at position {pos}$"):
+                                         rf"outside, e\.g\. {bad!r} at position {pos}$"):
         fastbias.bernstein_interval(cost, [1, 1, -1, -1])
 
 
@@ -443,6 +443,6 @@ def test_ustatistic_min_samples_names_its_own_argument():
         fastbias.ustatistic_min_samples(1e-8)
     with pytest.raises(ValueError, match=r"^gap=-1e-09 at position 1 needs about"):
         fastbias.ustatistic_min_samples([0.1, -1e-9])
-    with pytest.raises(ValueError, match=r"^\|gap\| must be finite and positive"):
+    with pytest.raises(ValueError, match=r"^\|gap\| must be finite and positive, got 0\.0$"):
         fastbias.ustatistic_min_samples(0.0)
     assert fastbias.ustatistic_min_samples(0.05) == int(_exact_n_star(0.05, 0.25, 1.0, 1.0)) + 1

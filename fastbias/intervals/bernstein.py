@@ -23,7 +23,7 @@ def _check_positive(value, name: str, allow_zero: bool = False) -> np.ndarray:
     if bad.any():
         first = arr.reshape(-1)[np.flatnonzero(bad.reshape(-1))[0]]
         what = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{name} must be finite and {what}, got {first!r}")
+        raise ValueError(f"{name} must be finite and {what}, got {float(first)!r}")
     return arr
 
 
@@ -324,7 +324,7 @@ def bernstein_interval(cost, group, *, max_cost=1.0, confidence: float = 0.95,
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
         raise ValueError(f"cost must lie in [0, max_cost={max_cost}]: {int(bad.sum())} value(s) "
-                         f"outside, e.g. {c[first]!r} at position {first}")
+                         f"outside, e.g. {float(c[first])!r} at position {first}")
     n = c.shape[0]
     n_a = int(np.count_nonzero(codes == 1))
     n_b = int(np.count_nonzero(codes == -1))

@@ -116,31 +116,25 @@ def test_integer_weights_exact_path_match_exact_delong():
     _check(t, _expected(y, s, g, w), 0.8)
 
 
-def test_separated_model_aeg_standard_errors_are_not_zero():
-    """Every positive above every negative: the AUC metrics' placements are all equal (se
-    0) but the AEGs compare rows of one class: their standard errors are not 0. Kills
-    the mutant that treats the AEGs as flat when the classes are separated."""
+@pytest.mark.parametrize("s, varied, least", [
+    # every positive above every negative: the AUC metrics' placements are all equal (se 0)
+    # but the AEGs compare rows of one class: their standard errors are not 0
+    ([.1, .2, .3, .15, .25, .05, .6, .7, .9, .65, .8, .95], ("negative_aeg", "positive_aeg"), 0.1),
+    # the top negative tied with the bottom positive: the classes are not separated and the
+    # tied rows' placements differ (1/2 against 1)
+    ([.1, .2, .5, .15, .25, .5, .5, .7, .9, .5, .8, .95], ("subgroup_auc", "overall"), 0.0),
+], ids=["separated", "tie-at-the-boundary"])
+def test_separated_classes_and_a_tie_at_their_boundary(s, varied, least):
+    """Every variance as exact DeLong where the classes are separated and where a tie at
+    their boundary keeps them apart. Kills the mutant that treats the AEGs as flat when the
+    classes are separated (first case) and the separation test taking ``<=`` for ``<``
+    (second)."""
     y = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1])
-    s = np.array([.1, .2, .3, .15, .25, .05, .6, .7, .9, .65, .8, .95])
+    s = np.array(s)
     g = np.array([1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0], bool)
-    w = np.ones(len(y))
     t = fastbias.bias_metrics(y, s, {"g": g}, ci="delong")
-    exp = _expected(y, s, g, w)
-    assert exp["negative_aeg"][1] > 0.1 and exp["positive_aeg"][1] > 0.1
-    _check(t, exp, 0.95)
-
-
-def test_tie_at_the_class_boundary_is_not_separation():
-    """The top negative tied with the bottom positive: the classes are not separated and
-    the tied rows' placements differ (1/2 against 1): every variance as exact DeLong.
-    Kills the separation test that takes ``<=`` for ``<``."""
-    y = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1])
-    s = np.array([.1, .2, .5, .15, .25, .5, .5, .7, .9, .5, .8, .95])
-    g = np.array([1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0], bool)
-    w = np.ones(len(y))
-    t = fastbias.bias_metrics(y, s, {"g": g}, ci="delong")
-    exp = _expected(y, s, g, w)
-    assert exp["subgroup_auc"][1] > 0 and exp["overall"][1] > 0
+    exp = _expected(y, s, g, np.ones(len(y)))
+    assert all(exp[name][1] > least for name in varied)
     _check(t, exp, 0.95)
 
 

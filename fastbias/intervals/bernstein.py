@@ -41,7 +41,7 @@ def _bernstein_parameters(sigma2, max_cost, gamma) -> tuple:
 
 
 #: ``bernstein_min_samples`` refuses a ``delta`` needing this many examples or more (2**53:
-#: beyond it float64 holds no longer every whole number, and the guard below cannot step
+#: beyond it float64 no longer holds every whole number, and the guard below cannot step
 #: by one; found by review: 1e-10 gave -9223372036854775808, a float n cast past int64)
 EXACT_EXAMPLES = float(2 ** 53)
 

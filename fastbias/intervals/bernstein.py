@@ -194,12 +194,10 @@ def least_examples(delta, name: str, sigma2: float, max_cost: float, gamma: floa
     n = np.maximum(np.floor(n_star), 0.0) + 1.0
     # guard the floating-point edge: make t(n) < |delta| <= t(n - 1) hold exactly
     for _ in range(3):
-        t_n = bernstein_halfwidth(n, sigma2=sigma2, max_cost=max_cost, gamma=gamma,
-                                  confidence=confidence)
-        n = np.where(np.asarray(t_n) >= gap, n + 1.0, n)
-        t_prev = bernstein_halfwidth(np.maximum(n - 1.0, 1.0), sigma2=sigma2, max_cost=max_cost,
-                                     gamma=gamma, confidence=confidence)
-        n = np.where((n > 1.0) & (np.asarray(t_prev) < gap), n - 1.0, n)
+        # (the half-widths of bernstein_halfwidth, its parameters checked once above)
+        n = np.where(halfwidths(n, sigma2, max_cost, gamma, log_term) >= gap, n + 1.0, n)
+        t_prev = halfwidths(np.maximum(n - 1.0, 1.0), sigma2, max_cost, gamma, log_term)
+        n = np.where((n > 1.0) & (t_prev < gap), n - 1.0, n)
     out = n.astype(np.int64)
     return int(out) if np.ndim(delta) == 0 else out
 

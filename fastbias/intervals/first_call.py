@@ -337,10 +337,15 @@ class NumpyReplicates:
         """The weighted counts of the replicate ``key`` (certified, as the kernels' are), the
         weights scaled by a power of two before the counts multiply them (weights near
         1.8e308 times a count would overflow; the metrics are the same)."""
-        if self.in_order is None:  # (the base weights gathered once, scaled: exact)
-            self.in_order = self.plan.weights_in_order(self.base / power_of_two_scale(self.base))
+        self.gather_weights()
         return self.plan.replicate_counts(self.in_order,
                                           poisson_counts_in_numpy(key, self.m.n_rows))
+
+    def gather_weights(self) -> None:
+        """The base weights gathered in score order, scaled (exact), once: called before
+        replicates are counted in threads, so that none gathers them while another does."""
+        if self.in_order is None:
+            self.in_order = self.plan.weights_in_order(self.base / power_of_two_scale(self.base))
 
 
 def class_sums_in_numpy(values, cumulative, others, others_cumulative, above: bool,

@@ -19,7 +19,15 @@
 #    100M rows on 16 cores.
 # 3. compare_reference.py: fastbias against the sklearn/scipy loop in one run.
 #
+# Optional: OLD names a folder holding another fastbias tree (e.g. `git archive BASE fastbias`
+# unpacked there): the bootstrap variants' first use then also runs on it, side by side with
+# this checkout's, on cores 8-11 (the other variants share cores 0-3), for a before/after
+# figure from one lease. AGREE=1 ends with threads_agree.py (every kind of call, the same table
+# on 1, 2, 8 and 16 threads). TRIAL="MODULE:NAME=INT ..." adds call_profile.py on the top core
+# count with those constants set, beside the default.
+#
 #   TBB_LIB=.tbb bash benchmarks/device_cores.sh
+#   TBB_LIB=.tbb OLD=.oldtree HUGE=0 AGREE=1 bash benchmarks/device_cores.sh
 #   SMALL=100000 BIG=300000 HUGE=0 CORES="1 2" REF_ROWS=100000 bash benchmarks/device_cores.sh
 set -u
 out=${OUT:-device-out}
@@ -62,7 +70,23 @@ total(np.ones(4)); print('numba threading layer with TBB_LIB:', numba.threading_
 } 2>&1 | tee "$out/machine.txt"
 
 # 1. first use (the group on 0-3 also gives the float32 figure of earlier leases)
-if [ "$(nproc)" -ge 16 ]; then
+old=""
+if [ -n "${OLD:-}" ]; then old="$PWD/$OLD"; fi
+if [ "$(nproc)" -ge 16 ] && [ -n "$old" ]; then
+  first="1 2 3"
+  on_cpus 0-3 timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" \
+    --variants float32 float64 weighted delong --warm-repeats 3 >"$out/first_use_1.md" 2>&1 &
+  on_cpus 4-7 timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" \
+    --variants bootstrap weighted-bootstrap --warm-repeats 3 >"$out/first_use_2.md" 2>&1 &
+  # (run from the OLD folder: a `python -c` child imports from its working directory first)
+  (cd "$old" && on_cpus 8-11 env PYTHONPATH="$old" timeout 240 "$py" \
+    "$OLDPWD/benchmarks/bench_first_use.py" --rows "$small" --variants bootstrap \
+    weighted-bootstrap --warm-repeats 3) >"$out/first_use_3.md" 2>&1 &
+  with_tbb on_cpus 12-15 env NUMBA_CACHE_DIR="$cache" timeout 240 "$py" -m fastbias._warm_up \
+    counting native weighted delong bootstrap >"$out/warm_up.txt" 2>&1 &
+  wait
+  echo "(first_use_3: the OLD tree, $OLD)"
+elif [ "$(nproc)" -ge 16 ]; then
   first="1 2 3"
   on_cpus 0-3 timeout 240 "$py" benchmarks/bench_first_use.py --rows "$small" \
     --variants float32 float64 --warm-repeats 3 >"$out/first_use_1.md" 2>&1 &
@@ -89,9 +113,16 @@ with_tbb timeout 150 "$py" benchmarks/bench_threads.py --rows "$small" "$big" --
   --repeats 9 2>&1 | tee "$out/threads.md"
 with_tbb timeout 60 "$py" benchmarks/call_profile.py --rows "$small" --cores 1 "$top" \
   --repeats 30 2>&1 | tee "$out/profile.md"
-# shellcheck disable=SC2086
-timeout 60 "$py" benchmarks/bench_threads.py --rows "$small" --cores ${cores#* } --repeats 9 \
-  2>&1 | tee "$out/threads_pool.md"
+if [ -n "${TRIAL:-}" ]; then
+  # shellcheck disable=SC2086
+  with_tbb timeout 60 "$py" benchmarks/call_profile.py --rows "$small" --cores "$top" \
+    --repeats 30 --set $TRIAL 2>&1 | tee "$out/profile_trial.md"
+fi
+if [ "${POOL:-1}" = 1 ]; then
+  # shellcheck disable=SC2086
+  timeout 60 "$py" benchmarks/bench_threads.py --rows "$small" --cores ${cores#* } --repeats 9 \
+    2>&1 | tee "$out/threads_pool.md"
+fi
 if [ "$huge" -gt 0 ]; then
   with_tbb timeout 120 "$py" benchmarks/bench_threads.py --rows "$huge" --cores "$top" \
     --repeats 3 2>&1 | tee "$out/threads_huge.md"
@@ -100,3 +131,6 @@ fi
 # 3. against the loop (a plain install: no TBB)
 timeout 100 "$py" benchmarks/compare_reference.py --rows "$ref_rows" --skip-subprocess \
   --repeats 21 2>&1 | tee "$out/compare.txt"
+if [ "${AGREE:-0}" = 1 ]; then
+  with_tbb timeout 150 "$py" benchmarks/threads_agree.py --rows 2000000 2>&1 | tee "$out/agree.txt"
+fi

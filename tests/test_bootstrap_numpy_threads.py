@@ -192,3 +192,25 @@ def test_threads_stop_where_the_rest_would_outlast_the_budget(monkeypatch, caplo
     expected = _kernels_call(monkeypatch, y, s, groups, ci="bootstrap", n_boot=40,
                              random_state=6)
     assert_same_results(got, expected, exact=True)
+
+
+@pytest.mark.usefixtures("compiling")
+def test_an_interrupt_in_the_calling_thread_stops_the_others(monkeypatch):
+    # Ctrl-C reaches the calling thread: it counts replicates too, so the others stop after
+    # the replicate each has taken (not after the whole budget of replicates in numpy)
+    y, s, groups, _ = _data(26)
+    made = []
+    counts = bootstrap.NumpyReplicates.counts
+    caller = threading.get_ident()
+
+    def interrupted(self, key):
+        made.append(key)
+        if threading.get_ident() == caller and len(made) >= 2:
+            raise KeyboardInterrupt
+        return counts(self, key)
+    monkeypatch.setattr(bootstrap.NumpyReplicates, "counts", interrupted)
+    monkeypatch.setattr(bootstrap, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(bootstrap, "still_compiling", lambda name: True)
+    with pytest.raises(KeyboardInterrupt):
+        fastbias.bias_metrics(y, s, groups, ci="bootstrap", n_boot=300, random_state=2)
+    assert len(made) < 40  # (300 would be made without the stop)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._numba_cache import read_only
-from .._threads import usable_cpus
+from .._threads import run_pieces, usable_cpus
 from ..metrics.aggregates import final_metric_values, identity_mask
 from ..metrics.definitions import METRIC_RANGE
 from ..metrics.table import metrics_from_counts
@@ -462,7 +462,8 @@ def _numpy_replicates(numpy_replicates: NumpyReplicates, seeds: list, workers: i
 
     if weighted:
         numpy_replicates.gather_weights()  # (once, before the threads)
-    map_in_threads(work, range(workers), workers)
+    # (this thread counts too, so an interrupt here stops the others after their replicate)
+    run_pieces(work, range(workers), workers)
     return state["taken"]
 
 

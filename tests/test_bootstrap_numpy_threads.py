@@ -20,12 +20,14 @@ import pytest
 import fastbias
 from fastbias import _numba_cache
 from fastbias.intervals import bootstrap
-from fastbias.sweep import _kernels as K
 from fastbias.sweep import first_call
 
-from .reference import pair_fraction
 from .test_bootstrap_reference import ref_counts, ref_key
 from .test_first_call import assert_same_results, cold, compiling  # noqa: F401 (fixtures)
+from .test_first_call_counts_mutants_session44_reference import (
+    CountingBar,
+    _reference_counts,
+)
 
 
 def _data(seed: int, n: int = 3_000, k: int = 4):
@@ -123,15 +125,9 @@ def test_replicates_in_threads_are_the_first_ones_with_their_own_keys(monkeypatc
     seeds = bootstrap.bootstrap_seed(5).spawn(13)
     monkeypatch.setattr(bootstrap, "still_compiling", lambda name: True)
 
-    class Bar:
-        def __init__(self):
-            self.n = 0
-
-        def update(self, k):
-            self.n += k
     out = {}
     for workers in (1, 4):
-        bar = Bar()
+        bar = CountingBar()
         arrays = (np.full((13, m.n_groups, 7), -1.0), np.full((13, 2), -1.0), np.full(13, -1.0))
         done = bootstrap._numpy_replicates(replicates, seeds, workers, bar, *arrays, None)
         assert done == 13 and bar.n == 13
@@ -140,17 +136,11 @@ def test_replicates_in_threads_are_the_first_ones_with_their_own_keys(monkeypatc
         # replicate i by brute force: each row counted its Poisson draw of times (the stream
         # rebuilt from its definition), every pair counted in exact fractions
         d = ref_counts(ref_key(seed), m.n_rows)
-        twice_u = pair_fraction(s[y], s[~y], d[y], d[~y]) * 2 * d[y].sum() * d[~y].sum()
+        expected, neg, pos, twice_u = _reference_counts(y, s, groups, d)
         for workers in (1, 4):
             counts, totals, overall = out[workers]
-            assert tuple(totals[i]) == (d[~y].sum(), d[y].sum()) and overall[i] == twice_u
-            for g in range(groups.shape[1]):
-                neg, pos = groups[:, g] & ~y, groups[:, g] & y
-                assert counts[i, g, K.CELL_SUBGROUP_NEG] == d[neg].sum()
-                assert counts[i, g, K.CELL_SUBGROUP_POS] == d[pos].sum()
-                pairs = pair_fraction(s[pos], s[neg], d[pos], d[neg])
-                assert counts[i, g, K.TWICE_SUBGROUP_U] == (
-                    0 if pairs is None else pairs * 2 * d[pos].sum() * d[neg].sum())
+            assert tuple(totals[i]) == (neg, pos) and overall[i] == twice_u
+            assert [[int(v) for v in row] for row in counts[i]] == expected.tolist()
 
 
 @pytest.mark.usefixtures("compiling")
@@ -159,9 +149,13 @@ def test_an_error_in_one_thread_stops_the_others_and_is_raised(monkeypatch):
     made = []
     counts = bootstrap.NumpyReplicates.counts
 
+    lock = threading.Lock()
+
     def failing(self, key):
-        made.append(key)
-        if len(made) == 3:
+        with lock:  # (the third call fails, whichever thread makes it)
+            made.append(key)
+            third = len(made) == 3
+        if third:
             raise MemoryError("replicate 3")
         return counts(self, key)
     monkeypatch.setattr(bootstrap.NumpyReplicates, "counts", failing)

@@ -26,7 +26,8 @@ among several models is an error (the reference's merges mangle them). Two
 subgroups of exactly equal AUC keep their given order, where sklearn's rounding
 may order them either way. A nullable boolean identity column's ``<NA>`` rows
 are left out of that subgroup and its background, as the copied code's masks
-leave them.
+leave them. An AUC outside [0, 1] in the table given to ``get_final_metric`` is an
+error (the kernel averaged it).
 """
 from __future__ import annotations
 

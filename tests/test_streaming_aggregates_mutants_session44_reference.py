@@ -22,6 +22,7 @@ import pytest
 
 import fastbias
 from fastbias import UndefinedMetricWarning
+from fastbias.compat import get_final_metric
 from fastbias.streaming import evaluate_csv, evaluate_parquet
 
 from . import _kernel_ref as KR
@@ -421,3 +422,38 @@ def test_streamed_intersections_in_pieces_equal_brute_force(tmp_path, monkeypatc
     for m in METRICS:
         assert table.loc["g0 & g1", m] == pytest.approx(expected[m], abs=1e-15)
     assert result.overall_auc["s"] == pytest.approx(pair_probability(s[y], s[~y]), abs=1e-15)
+
+
+@pytest.mark.parametrize(("column", "values", "shown"), [
+    ("subgroup_auc", [81.0, 90.0, 62.0], r"holds 81\.0 for subgroup 'g0' \(row 0\) and 2 more"),
+    ("bpsn_auc", [0.7, -0.1, 0.88], r"holds -0\.1 for subgroup 'g1' \(row 1\);"),
+    ("bnsp_auc", [0.91, 0.77, np.inf], r"holds inf for subgroup 'g2' \(row 2\);"),
+    ("bnsp_auc", [0.91, 1.0000000000000002, 0.5], r"holds 1\.0000000000000002 for subgroup 'g1'"),
+])
+def test_final_metric_refuses_an_auc_outside_zero_one(column, values, shown):
+    """DEFECT fixed: a table of AUCs outside [0, 1] gave a number that looks like a final metric
+    (AUCs in percent, 81 and 90: 61.3; 1.1: 0.767; inf: 0.782) and a negative one NaN with
+    the warning "undefined in every subgroup". Now a ValueError naming the column, the value,
+    the subgroup and its row (found by the reviewer's note)."""
+    t = _table([0.81, 0.9, 0.62], [0.7, 0.95, 0.88], [0.91, 0.77, 0.69])
+    t[column] = values
+    for run in (lambda: fastbias.final_metric(t, 0.87),
+                lambda: get_final_metric(t, 0.87)):
+        with pytest.raises(ValueError, match=f"table column '{column}' {shown}"):
+            run()
+    # an intersection's row (left out of the metric) is an AUC too: refused the same way
+    t = _table([0.81, 0.9, 0.62], [0.7, 0.95, 0.88], [0.91, 0.77, 0.69], ["a", "b", "a & b"])
+    t.attrs["intersections"] = ["a & b"]
+    t.loc[2, "subgroup_auc"] = 75.0
+    with pytest.raises(ValueError, match=r"holds 75\.0 for subgroup 'a & b' \(row 2\)"):
+        fastbias.final_metric(t, 0.87)
+
+
+def test_final_metric_takes_aucs_of_exactly_zero_and_one():
+    """The ends of [0, 1] are AUCs (a subgroup perfectly ranked or reversed): the final metric
+    is the Kaggle kernel's, a zero AUC making its power mean 0 at p = -5."""
+    t = _table([0.0, 1.0, 0.62], [1.0, 0.95, 0.88], [0.91, 0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (the kernel divides by zero)
+        expected = KR.get_final_metric(t, 1.0)
+    assert fastbias.final_metric(t, 1.0) == pytest.approx(expected, rel=1e-14)

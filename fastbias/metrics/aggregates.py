@@ -173,7 +173,8 @@ def final_metric(table, overall_auc=None, *, power: float = -5, overall_weight: 
         One row per subgroup with columns ``subgroup_auc``, ``bpsn_auc`` and
         ``bnsp_auc``: what :func:`fastbias.bias_metrics` returns (or
         ``EvaluationResult.for_model()``, or the frame of
-        ``fastbias.compat.compute_bias_metrics_for_model``).
+        ``fastbias.compat.compute_bias_metrics_for_model``). Each AUC is in
+        [0, 1], or NaN where undefined; any other value is a ``ValueError``.
     overall_auc : float, optional
         AUC of the model over all rows. Default: ``table.attrs["overall_auc"]``,
         which :func:`fastbias.bias_metrics` sets.
@@ -261,8 +262,30 @@ def final_metric_and_note(table, overall_auc=None, *, power: float = -5,
     undefined_policy = check_undefined(undefined, nan_policy, where="final_metric")
     if len(table) == 0:
         raise ValueError("table has no rows (no subgroups)")
+    _check_auc_range(table)
     table = identity_subgroup_rows(table)
     return final_metric_noted(table, overall_auc, power, overall_weight, undefined_policy)
+
+
+def _check_auc_range(table: pd.DataFrame) -> None:
+    """Refuses a per-subgroup AUC outside [0, 1] (NaN, undefined, is let through): a table of
+    AUCs in percent, or one edited by hand, would otherwise give a final metric that looks
+    like one (81 and 90 gave 61.3)."""
+    names = np.asarray(table["subgroup"] if "subgroup" in table.columns else table.index)
+    for metric in AUC_METRICS:
+        values = pd.to_numeric(table[metric], errors="raise").to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isnan(values) & ~((values >= 0.0) & (values <= 1.0)))
+        if bad.size:
+            i = int(bad[0])
+            hint = " (AUCs in percent? divide them by 100)" if (values[bad] > 1.0).any() else ""
+            raise ValueError(f"table column {metric!r} holds {float(values[i])!r} for subgroup "
+                             f"{str(names[i])!r} (row {i}){_and_more(bad.size)}; a per-subgroup "
+                             f"AUC must be in [0, 1], or NaN where undefined{hint}")
+
+
+def _and_more(count: int) -> str:
+    return f" and {count - 1} more value(s) outside [0, 1]" if count > 1 else ""
 
 
 def identity_subgroup_rows(table: pd.DataFrame) -> pd.DataFrame:

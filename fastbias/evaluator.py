@@ -299,12 +299,12 @@ class BiasEvaluator:
                 raise ValueError(f"index is a boolean mask of {arr.shape[0]} rows but the "
                                  f"evaluator has {self.n_rows}")
             return np.flatnonzero(arr)
+        if arr.shape[0] == 0:  # (before the type: numpy reads [] as float64)
+            raise ValueError("index is empty: a fold needs at least one row")
         # (timedelta64 is an integer type to numpy: not row positions; found by review)
         if arr.dtype.kind not in "iu":
             raise TypeError(f"index must hold integer row positions or be a boolean mask, "
                             f"got dtype {arr.dtype}")
-        if arr.shape[0] == 0:
-            raise ValueError("index is empty: a fold needs at least one row")
         # (compared in their own type: 2**64 - 1 as int64 would read as -1)
         bad = (arr < 0) | (arr >= self.n_rows) if arr.dtype.kind == "i" else arr >= self.n_rows
         if bad.any():
@@ -312,14 +312,7 @@ class BiasEvaluator:
             raise ValueError(f"index has {int(bad.sum())} value(s) outside [0, {self.n_rows}) "
                              f"(e.g. {arr[first].item()} at position {first}); it takes row "
                              f"positions of the evaluator's rows")
-        arr = np.ascontiguousarray(arr, dtype=np.int64)
-        bad = (arr < 0) | (arr >= self.n_rows)
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"index has {int(bad.sum())} value(s) outside [0, {self.n_rows}) "
-                             f"(e.g. {int(arr[first])} at position {first}); it takes row "
-                             f"positions of the evaluator's rows")
-        return arr
+        return np.ascontiguousarray(arr, dtype=np.int64)  # (every value below n_rows: exact)
 
     def _check_index_rows(self, index, is_mask: bool) -> None:
         """``index`` takes row positions or a mask over the rows by position; where the

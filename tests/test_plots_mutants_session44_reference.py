@@ -313,7 +313,13 @@ def test_intervals_points_are_brute_force_and_nan_marked(data):
         zero = [ln for ln in ax.lines if ln.get_linestyle() == ":"]
         assert bool(zero) == (metric in AEGS)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["m_a", "m$b$"]
-    assert fig._suptitle.get_text() == "Metrics with 95% intervals (worst first)"
+    # (intervals put in the table by hand: no level is claimed; the settings hold the
+    # default confidence 0.95 of an evaluation that made none. It said "95% intervals")
+    assert fig._suptitle.get_text() == "Metrics with intervals (worst first)"
+    res90 = fastbias.evaluate(df, label="y", scores=["m_a"], subgroups=["plain", "hi"],
+                              ci="delong", confidence=0.9)
+    fig = P.plot_intervals(res90)
+    assert fig._suptitle.get_text().startswith("Metrics with 90% delong intervals")
 
 
 def test_intervals_hollow_point_where_interval_undefined(data):
@@ -338,7 +344,7 @@ def test_intervals_hollow_point_where_interval_undefined(data):
     assert len(hollow) == 1
     assert list(hollow[0].get_ydata()) == [1.0]
     assert hollow[0].get_xdata()[0] == pytest.approx(ref[("m_a", "hi")]["subgroup_auc"])
-    assert fig._suptitle.get_text() == "Metrics with 95% intervals"
+    assert fig._suptitle.get_text() == "Metrics with intervals"
 
 
 def test_max_subgroups_cut_and_title(data):

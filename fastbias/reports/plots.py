@@ -775,7 +775,8 @@ def plot_intervals(result, *, metrics=None, subgroups=None, models=None, max_sub
     confidence = result.settings.get("confidence")
     method = result.settings.get("ci")
     label = f"{method} intervals" if method else "intervals"
-    if confidence:
+    if confidence and method:  # (a level only for intervals the evaluation made at it: the
+        # settings keep the default 0.95 where no interval was asked for)
         label = f"{percent_text(confidence)} {label}"
     fig.suptitle(f"Metrics with {label}{_order_note(given, subgroups, result, models=models)}",
                  fontsize=11)

@@ -406,12 +406,9 @@ def test_streamed_intersections_in_pieces_equal_brute_force(tmp_path, monkeypatc
                        "g0": (rng.random(n) < 0.5).astype(int),
                        "g1": (rng.random(n) < 0.5).astype(int)})
     path = tmp_path / f"x.{fmt}"
-    if fmt == "parquet":
-        df.to_parquet(path)
-        run = evaluate_parquet
-    else:
-        df.to_csv(path, index=False)
-        run = evaluate_csv
+    write, run = {"parquet": (df.to_parquet, evaluate_parquet),
+                  "csv": (lambda to: df.to_csv(to, index=False), evaluate_csv)}[fmt]
+    write(path)
     result = run(path, label="y", scores="s", subgroups=["g0", "g1"], intersections=2,
                  batch_rows=2_300, bucket_rows=800)
     y, s = df["y"].to_numpy() == 1, df["s"].to_numpy()

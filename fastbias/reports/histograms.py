@@ -9,6 +9,7 @@ import pandas as pd
 from ..validate.categories import category_codes
 from ..validate.columns import from_foreign, names_column
 from ..validate.rows import rows_digest
+from ..validate.settings import as_score_range, check_bins
 from ..validate.subgroups import identity_values
 from ..validate.values import as_labels
 
@@ -92,7 +93,9 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     result : fastbias.EvaluationResult
     bins : int, default 40
     score_range : (float, float), optional
-        Default: [0, 1] when all scores lie there, else the scores' range.
+        Default: [0, 1] when all scores lie there, else the scores' range. Two finite
+        numbers, the low end first (else a ValueError naming it); scores outside it are
+        counted in the end bins.
     sample_weight : str or array-like, optional
         The weights given to :func:`fastbias.evaluate` (a column of ``df`` or an
         array): needed where ``nan_policy="omit"`` left out rows of missing weight,
@@ -116,8 +119,9 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
     ...     res.table.loc[0, "subgroup_positives"])
     True
     """
-    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    bins = check_bins(bins)
+    if score_range is not None:
+        score_range = as_score_range(score_range)
     df = from_foreign(df)  # (a polars or pyarrow frame, as evaluate took it: found by review)
     settings = result.settings
     n = df.shape[0]
@@ -178,7 +182,7 @@ def score_histograms(df: pd.DataFrame, result, *, bins: int = 40,
         hi = max((float(np.max(s[ok])) for s, ok in zip(scores, finite) if ok.any()), default=1.0)
         edges = histogram_edges(lo, hi, bins)
     else:
-        edges = histogram_edges(*(float(x) for x in score_range), bins, widen=False)
+        edges = histogram_edges(*score_range, bins, widen=False)
     exclude = settings.get("missing_subgroup", "background") == "exclude"
     threshold = settings.get("subgroup_threshold", 0.5)
     members, universes = [], []

@@ -614,6 +614,7 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
         Subgroup membership.
     bins : int, default 40
     score_range : (float, float), default (0, 1)
+        Two finite numbers, the low end first; scores outside are drawn in the end bins.
     title : str, optional
     ax : matplotlib Axes, optional
         Draw into this axes; a new figure otherwise.
@@ -649,6 +650,7 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
     from ..validate.columns import check_aligned, check_length
     from ..validate.subgroups import identity_values
     from ..validate.values import as_labels, as_scores
+    from ..validate.settings import as_score_range, check_bins
 
     # read and checked as bias_metrics reads them (found by review: text labels, a label 2 or
     # NaN were drawn as positives, NaN memberships as members, Series paired by position)
@@ -658,7 +660,7 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
     read = identity_values(member, "member", subgroup_threshold, label="member")
     g = read.member_mask().astype(bool)
     check_length(g, y.shape[0], "member")
-    edges = np.linspace(score_range[0], score_range[1], bins + 1)
+    edges = np.linspace(*as_score_range(score_range), check_bins(bins) + 1)
     if ax is None:
         Figure, _ = _matplotlib()
         fig = Figure(figsize=(3.4, 2.4), layout="constrained")

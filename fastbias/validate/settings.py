@@ -32,6 +32,35 @@ def check_threshold(threshold, name: str) -> float:
     return value
 
 
+def check_bins(bins, name: str = "bins") -> int:
+    """A histogram's number of bins: a positive integer (not a bool)."""
+    if not isinstance(bins, (int, np.integer)) or isinstance(bins, (bool, np.bool_)) or bins < 1:
+        raise ValueError(f"{name} must be a positive integer, got {bins!r}")
+    return int(bins)
+
+
+def as_score_range(score_range, name: str = "score_range") -> tuple:
+    """``(lo, hi)`` of a histogram's scores: two finite real numbers, ``lo < hi`` (a reversed,
+    NaN or infinite range gave bins of no width, or every row in the first: found by review)."""
+    try:
+        lo, hi = score_range
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (low, high) of numbers, got "
+                        f"{score_range!r}") from None
+    for v in (lo, hi):
+        if isinstance(v, (str, bytes, bool, np.bool_)) \
+                or not isinstance(v, (numbers.Real, decimal.Decimal)):
+            raise TypeError(f"{name} must be a pair (low, high) of numbers, got "
+                            f"{score_range!r}")
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"{name} must be finite, got {score_range!r}")
+    if not lo < hi:
+        raise ValueError(f"{name} must have its low end below its high end, got "
+                         f"{score_range!r}")
+    return lo, hi
+
+
 def refuse_inexact(threshold, value: float, name: str, meaning: str) -> None:
     """A ValueError where ``threshold`` (an int, Fraction or Decimal) is not exactly the
     float64 ``value`` it becomes: ``2**53 + 3``, ``Fraction(1, 3)``. A comparison with it

@@ -14,6 +14,7 @@ sklearn's roc_auc_score, numpy.histogram, or counted by hand.
 """
 import re
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -394,6 +395,8 @@ def test_model_attrs_leave_out_the_overall_auc():
     ((0.5, 0.5), ValueError, "low end below its high end"),
     ((np.nan, 1.0), ValueError, "must be finite"),
     ((0.0, np.inf), ValueError, "must be finite"),
+    ((Decimal("sNaN"), 1.0), ValueError, "must be finite"),
+    ((0, 10 ** 400), ValueError, "must be finite"),
     ((0.0,), TypeError, "pair"),
     ((0.0, "1"), TypeError, "pair"),
     ((True, 1.0), TypeError, "pair"),

@@ -648,9 +648,9 @@ def plot_subgroup_scores(y_true, y_score, member, *, bins: int = 40, score_range
     'toy'
     """
     from ..validate.columns import check_aligned, check_length
+    from ..validate.settings import as_score_range, check_bins
     from ..validate.subgroups import identity_values
     from ..validate.values import as_labels, as_scores
-    from ..validate.settings import as_score_range, check_bins
 
     # read and checked as bias_metrics reads them (found by review: text labels, a label 2 or
     # NaN were drawn as positives, NaN memberships as members, Series paired by position)

@@ -52,7 +52,10 @@ def as_score_range(score_range, name: str = "score_range") -> tuple:
                 or not isinstance(v, (numbers.Real, decimal.Decimal)):
             raise TypeError(f"{name} must be a pair (low, high) of numbers, got "
                             f"{score_range!r}")
-    lo, hi = float(lo), float(hi)
+    try:
+        lo, hi = float(lo), float(hi)
+    except (ValueError, OverflowError):  # (a signalling NaN, an int past the largest double)
+        raise ValueError(f"{name} must be finite, got {score_range!r}") from None
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"{name} must be finite, got {score_range!r}")
     if not lo < hi:

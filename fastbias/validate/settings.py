@@ -16,12 +16,17 @@ UNDEFINED_POLICIES = ("propagate", "omit", "raise")
 MISSING_POLICIES = ("background", "exclude")
 
 
+def _is_real_number(value) -> bool:
+    """A real number (an exact Decimal too), not text and not a bool."""
+    return not isinstance(value, (str, bytes, bool, np.bool_)) \
+        and isinstance(value, (numbers.Real, decimal.Decimal))
+
+
 def check_threshold(threshold, name: str) -> float:
     """A threshold must be a finite real number."""
     # (an exact Decimal is a number too, as thresholds= and the columns' values take it:
     # found by review, refused here alone)
-    if isinstance(threshold, (str, bytes, bool, np.bool_)) \
-            or not isinstance(threshold, (numbers.Real, decimal.Decimal)):
+    if not _is_real_number(threshold):
         raise TypeError(f"{name} must be a number, got {threshold!r}")
     if isinstance(threshold, decimal.Decimal) and threshold.is_snan():
         raise ValueError(f"{name} must be finite, got {threshold!r}")
@@ -47,11 +52,8 @@ def as_score_range(score_range, name: str = "score_range") -> tuple:
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a pair (low, high) of numbers, got "
                         f"{score_range!r}") from None
-    for v in (lo, hi):
-        if isinstance(v, (str, bytes, bool, np.bool_)) \
-                or not isinstance(v, (numbers.Real, decimal.Decimal)):
-            raise TypeError(f"{name} must be a pair (low, high) of numbers, got "
-                            f"{score_range!r}")
+    if not (_is_real_number(lo) and _is_real_number(hi)):
+        raise TypeError(f"{name} must be a pair (low, high) of numbers, got {score_range!r}")
     try:
         lo, hi = float(lo), float(hi)
     except (ValueError, OverflowError):  # (a signalling NaN, an int past the largest double)

@@ -149,6 +149,54 @@ def test_exact_sums_are_only_made_where_they_are_exact():
     assert exact_sums_of(member_walk(sorts), EXACT_MAX_ROWS + 1) is None
 
 
+@pytest.mark.parametrize("unit", [1.0, 0.5, 0.125])
+def test_exact_sums_are_made_up_to_the_units_bound_and_not_beyond(unit):
+    """The bound as documented, at its edge: weights of ``b`` binary digits below the point
+    (``unit = 2**-b``) make exact sums while the heavier class weighs at most 2**25 placement
+    units, ``2**(b + 1) W <= 2**25``, and none one weight unit beyond (a bound a bit looser
+    would let products of placements reach past 2**53 units)."""
+    s, y, groups = _data(4, 200, 7)
+    m = prepare_memberships_dense(y, groups, [f"g{j}" for j in range(groups.shape[1])])
+    sorts = SortedScores(s, m)
+    n = len(y)
+    heavier = y if y.sum() >= (~y).sum() else ~y
+    first = int(np.flatnonzero(heavier)[0])
+    limit = Fraction(2 ** 25, 2) / Fraction(unit).denominator  # W at 2**(b + 1) W = 2**25
+    for extra, made in ((0, True), (unit, False)):
+        w = np.full(n, unit)
+        # (the heavier class weighs ``limit`` (+ one unit): its other rows ``unit`` each)
+        w[first] = float(limit - Fraction(unit) * int(heavier.sum() - 1)) + extra
+        assert Fraction(w[first]) % Fraction(unit) == 0  # (still ``b`` digits)
+        assert sum(map(Fraction, w[heavier].tolist())) == limit + Fraction(extra)
+        found = exact_sums_of(member_walk(sorts, w), n, weight_bits_of(w))
+        assert (found is not None) == made, (unit, extra)
+
+
+def test_exact_sums_keep_the_rounding_of_sums_past_the_doubles_digits():
+    """600,000 rows, heavy ties: the sums of squared placements (multiples of 1/4 near
+    2**53) are not doubles, so the exact sums hold only with each addition's rounding kept
+    beside them and every part read back (the overall AUC's U, sum of squares over the
+    positives and over the negatives; the same three of a subgroup of every row), against
+    pair counts in Python integers."""
+    rng = np.random.default_rng(47)
+    n = 600_000
+    y = rng.random(n) < 0.5
+    s = (rng.integers(0, 5000, n) + 1000 * y).astype(np.float64)
+    groups = np.column_stack([np.ones(n, bool), rng.random(n) < 0.5])
+    m = prepare_memberships_dense(y, groups, ["every row", "half"])
+    exact = exact_sums_of(member_walk(SortedScores(s, m)), n)
+    n_pos = int(y.sum())
+    twice_c = _twice_placements(s[y], s[~y])  # negatives below each positive, ties 1/2
+    twice_d = [2 * n_pos - t for t in _twice_placements(s[~y], s[y])]  # positives above
+    want = (Fraction(sum(twice_c), 2), Fraction(sum(t * t for t in twice_c), 4),
+            Fraction(sum(t * t for t in twice_d), 4))
+    # (the squares' sums are no doubles: a sum without its rounding could not be them)
+    assert all(Fraction(float(v)) != v for v in want[1:])
+    assert exact.overall() == want
+    sums = exact.delong(0)
+    assert (sums[0], sums[5], sums[10]) == want
+
+
 @pytest.fixture
 def exact_path_only(monkeypatch):
     """Every variance whose float sums carry any rounding is taken as unknown (a tolerance of

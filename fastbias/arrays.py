@@ -341,6 +341,10 @@ def _random_state(random_state):
     if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
         return random_state, False
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if not 0 <= random_state < 2 ** 32:  # (numpy's own message names no argument)
+            raise ValueError(f"random_state must be an int from 0 to 2**32 - 1 (a seed of "
+                             f"numpy's RandomState, as pandas' sample takes), got "
+                             f"{random_state!r}")
         return None, True
     raise TypeError(f"random_state must be an int, None, a numpy RandomState or Generator, "
                     f"got {random_state!r}")

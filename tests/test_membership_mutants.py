@@ -52,11 +52,15 @@ def _naive_member(values, threshold):
     return np.array(member, dtype=bool), np.array(annotated, dtype=bool)
 
 
-def _assert_table(table, y, s, members, what):
+def _assert_table(table, y, s, members, what, w=None):
+    """Each named row of ``table`` (its cells' rows and five metrics) against the brute force
+    on ``(y, s, member)``, weighted by ``w`` where given."""
     for name, member in members.items():
-        want = brute_force_metrics(y, s, member)
+        want = brute_force_metrics(y, s, member, w)
         assert int(table.loc[name, "subgroup_positives"]) == int(np.sum(member & y)), (what, name)
         assert int(table.loc[name, "subgroup_negatives"]) == int(np.sum(member & ~y)), (what, name)
+        assert int(table.loc[name, "background_positives"]) == int(np.sum(~member & y)), \
+            (what, name)
         for metric in METRICS:
             got, value = table.loc[name, metric], want[metric]
             assert (np.isnan(got) and np.isnan(value)) or abs(got - value) <= 1e-12, \

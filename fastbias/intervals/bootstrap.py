@@ -140,9 +140,9 @@ class _WeightReplicate:
         self.id_groups = m.row_groups[first].astype(np.int32)
         self.id_rows = m.identity_rows[at]
         self.id_labels = m.identity_labels[at]
-        # one compiled version of the walk (about 11 s to compile): the caller's weights
-        # read-only or not, the scores float64 (float32 ones widen exactly: the same order
-        # and ties)
+        # one compiled version of the walk (about 8 s to compile on a 2-core VM): the
+        # caller's weights read-only or not, the scores float64 (float32 ones widen exactly:
+        # the same order and ties)
         self.base = read_only(np.ascontiguousarray(base, dtype=np.float64))
         self.scale = power_of_two_scale(self.base)
         self.scores = tuple(np.asarray(a, dtype=np.float64)
@@ -253,7 +253,7 @@ def bootstrap_replicates(scores: np.ndarray, memberships: Memberships,
                       progress=progress, n_jobs=n_jobs)
 
 
-#: a first call's bootstrap stops counting in numpy (and compiles its kernels, about 10 s) when
+#: a first call's bootstrap stops counting in numpy (and compiles its kernels, 3-8 s) when
 #: the replicates left would take longer than this there
 NUMPY_REPLICATES_SECONDS = 10.0
 

@@ -541,6 +541,14 @@ def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
                 raise ValueError(f"{argument}: the DataFrame has {count} columns named "
                                  f"{column!r}; rename them so that each name says which one "
                                  f"is meant")
+    for column in columns:
+        # (a name equal to a column's but written otherwise, True for the column 1 or 1.0
+        # for 1, found the column while the tables showed the name given: found by review)
+        own = next(c for c in df.columns if c == column)
+        if str(own) != str(column):
+            raise ValueError(f"{argument}: {column!r} names the column {own!r} (equal in "
+                             f"Python, but written otherwise): name it {own!r}, so that the "
+                             f"tables show the column evaluated")
 
 
 def column_name(value, argument: str):

@@ -10,7 +10,9 @@ such a call computes in numpy:
   equal scores by block, vectorised per subgroup; the standard errors then
   come from :func:`fastbias.intervals.delong.standard_errors_from_sums`, as
   for the kernels. Unweighted, every sum is of integers and halves, so only
-  the order of the float additions differs from the kernel's (a few ulps).
+  the order of the float additions differs from the kernel's: the sums agree to a
+  few ulps, and the standard errors, differences of such sums, to about 1e-13
+  relative (1.8M x 24, measured); the metrics are the same.
 * The bootstrap: each replicate's exact integer counts (:class:`NumpyReplicates`)
   from the same counter-based Poisson(1) draws, so the replicates, and the
   intervals, are those of the kernels bit for bit; replicates switch to the

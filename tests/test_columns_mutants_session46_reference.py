@@ -470,3 +470,10 @@ def test_a_name_equal_to_a_column_but_written_otherwise_is_refused():
                      subgroups=[True]).for_model("s")
     assert list(table.index) == [True]
     _assert_table(table, Y, S, {True: G}, "column True")
+    # (a column named NaN is found by NaN, as pandas finds it; it is no other column's)
+    named_nan = pd.DataFrame({"y": y, "s": S, np.nan: G, 1: ~G})
+    table = _quietly(fastbias.evaluate, named_nan, label="y", scores="s",
+                     subgroups=[float("nan")]).for_model("s")
+    assert len(table.index) == 1 and np.isnan(table.index[0])
+    _assert_table(table.reset_index(drop=True).rename(index={0: "nan"}), Y, S, {"nan": G},
+                  "column NaN")

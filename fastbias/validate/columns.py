@@ -544,7 +544,8 @@ def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
     for column in columns:
         # (a name equal to a column's but written otherwise, True for the column 1 or 1.0
         # for 1, found the column while the tables showed the name given: found by review)
-        own = next(c for c in df.columns if c == column)
+        at = df.columns.get_loc(column)  # (found above; NaN finds a NaN, as pandas does)
+        own = df.columns[at] if isinstance(at, numbers.Integral) else column
         if str(own) != str(column):
             raise ValueError(f"{argument}: {column!r} names the column {own!r} (equal in "
                              f"Python, but written otherwise): name it {own!r}, so that the "

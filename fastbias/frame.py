@@ -256,7 +256,7 @@ def evaluate(df: pd.DataFrame, *, label: str, scores, subgroups=None,
     feature_codes = [category_codes(df[name], name) for name in features]
     warn_features_without_values(features, [codes.values for codes in feature_codes])
     if names_column(df, sample_weight):
-        require_columns(df, [sample_weight], "sample_weight")
+        require_columns(df, [sample_weight], "sample_weight", shown=False)
         weights = as_sample_weight(df[sample_weight], n, f"sample_weight column {sample_weight!r}",
                                    omit=True)
     else:
@@ -525,7 +525,7 @@ def _evaluate_omitting(df: pd.DataFrame, *, label, scores, subgroups, sample_wei
     parts = [(label_name, column_values(df[label], label_name)[1], "missing")]
     weights = sample_weight
     if names_column(df, sample_weight):
-        require_columns(df, [sample_weight], "sample_weight")
+        require_columns(df, [sample_weight], "sample_weight", shown=False)
         name = f"sample_weight column {sample_weight!r}"
         parts.append((name, column_values(df[sample_weight], name)[1], "NaN or missing"))
     elif sample_weight is not None:

@@ -527,9 +527,11 @@ def check_aligned(inputs, expected=None) -> pd.Index | None:
     return None if reference is None else reference[1]
 
 
-def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
+def require_columns(df: pd.DataFrame, columns, argument: str, shown: bool = True) -> None:
     """Raise a KeyError naming ``argument`` and the columns of ``df`` it asks for but lacks,
-    or a ValueError when one of them names several columns (a column is found by name)."""
+    or a ValueError when one of them names several columns (a column is found by name), or,
+    for names the tables show (``shown``), one equal to a column's name but written
+    otherwise (``True`` for the column 1)."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise KeyError(f"{argument}: column(s) {missing} not in the DataFrame "
@@ -541,7 +543,7 @@ def require_columns(df: pd.DataFrame, columns, argument: str) -> None:
                 raise ValueError(f"{argument}: the DataFrame has {count} columns named "
                                  f"{column!r}; rename them so that each name says which one "
                                  f"is meant")
-    for column in columns:
+    for column in columns if shown else ():
         # (a name equal to a column's but written otherwise, True for the column 1 or 1.0
         # for 1, found the column while the tables showed the name given: found by review)
         at = df.columns.get_loc(column)  # (found above; NaN finds a NaN, as pandas does)

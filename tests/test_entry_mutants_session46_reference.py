@@ -310,26 +310,27 @@ def test_omit_refuses_a_weight_array_of_another_length(holes):
                               nan_policy="omit", sample_weight=w)
 
 
-def test_omit_with_an_array_of_weights_takes_the_kept_positions(holes):
-    w = holes["w"].fillna(1.0).to_numpy()
+def _evaluated_omitting(holes, **kwargs):
+    """``evaluate`` of model m1 under ``nan_policy="omit"`` (its warnings quiet), and the
+    labels, scores and rows kept (label and score present) worked out here."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = fastbias.evaluate(holes, label="tox", scores="m1", subgroups=["b"],
-                                nan_policy="omit", sample_weight=w)
+        res = fastbias.evaluate(holes, label="tox", scores="m1", nan_policy="omit", **kwargs)
     tox, s = holes["tox"].to_numpy(), holes["m1"].to_numpy()
-    rows = ~np.isnan(tox) & ~np.isnan(s)
+    return res, tox, s, ~np.isnan(tox) & ~np.isnan(s)
+
+
+def test_omit_with_an_array_of_weights_takes_the_kept_positions(holes):
+    w = holes["w"].fillna(1.0).to_numpy()
+    res, tox, s, rows = _evaluated_omitting(holes, subgroups=["b"], sample_weight=w)
     _assert_table(res.for_model("m1"), tox[rows] >= 0.5, s[rows],
                  {"b": _member(holes["b"])[0][rows]}, "array weights", w[rows])
 
 
 @pytest.mark.parametrize("policy", ["background", "exclude"])
 def test_omit_with_sensitive_features(holes, policy):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = fastbias.evaluate(holes, label="tox", scores="m1", sensitive_features=["race"],
-                                nan_policy="omit", missing_subgroup=policy)
-    tox, s = holes["tox"].to_numpy(), holes["m1"].to_numpy()
-    rows = ~np.isnan(tox) & ~np.isnan(s)
+    res, tox, s, rows = _evaluated_omitting(holes, sensitive_features=["race"],
+                                            missing_subgroup=policy)
     if policy == "exclude":
         rows &= holes["race"].notna().to_numpy()
     members = {f"race={v}": (holes["race"] == v).to_numpy()[rows] for v in "xyz"}

@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -407,43 +407,77 @@ _worker_probe.__module__ = "__main__"
 _worker_probe.__qualname__ = "_fastbias_worker_probe"
 
 
-def _check_workers(client, timeout: float) -> None:
+@dataclass
+class _Cluster:
+    """The connected client of one call and how its work is watched; ``lost`` holds the
+    workers already named as lost, so that each is named once, whichever pass saw it go."""
+
+    client: object
+    show: bool
+    worker_timeout: float
+    stall_timeout: float
+    lost: set = field(default_factory=set)
+
+    def worker_left(self, address: str, how: str = "") -> None:
+        if address not in self.lost:
+            self.lost.add(address)
+            logger.warning("fastbias: the Dask worker %s left during the run%s; Dask redoes its "
+                           "work elsewhere and the result stays exact", address, how)
+
+
+def _check_workers(cluster: _Cluster) -> None:
     """Refuse to start unless some worker is connected and every worker imports fastbias at
-    this version; within ``timeout`` seconds, whatever the workers do."""
+    this version; within ``worker_timeout`` seconds, whatever the workers do. A worker whose
+    connection closes as it is asked (an OSError: it left, e.g. killed) is named as lost, not
+    as unable to run fastbias; the others answer for the cluster."""
+    client, timeout = cluster.client, cluster.worker_timeout
     address = getattr(client.scheduler, "address", "the scheduler")
     deadline = time.monotonic() + timeout
-    # any worker counts, paused ones too (client.wait_for_workers counts running ones only;
-    # a paused cluster is the stall watch's to report)
-    while not client.scheduler_info(n_workers=-1)["workers"]:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no Dask worker connected to {address} within {timeout:g} s "
-                               f"(worker_timeout); start workers, or pass a longer "
-                               f"worker_timeout")
+    while True:
+        # any worker counts, paused ones too (client.wait_for_workers counts running ones
+        # only; a paused cluster is the stall watch's to report)
+        while not client.scheduler_info(n_workers=-1)["workers"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no Dask worker connected to {address} within {timeout:g} "
+                                   f"s (worker_timeout); start workers, or pass a longer "
+                                   f"worker_timeout")
+            time.sleep(_POLL_SECONDS / 5)
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        try:  # (an infinite timeout waits without one: Python's timed waits refuse inf)
+            replies = pool.submit(client.run, _worker_probe, on_error="return").result(
+                timeout if math.isfinite(timeout) else None)
+        except concurrent.futures.TimeoutError:
+            raise RuntimeError(f"the Dask workers of {address} did not answer within "
+                               f"{timeout:g} s (worker_timeout) whether they can import "
+                               f"fastbias") from None
+        finally:
+            pool.shutdown(wait=False)
+        broken, left = {}, 0
+        for worker, reply in sorted(replies.items()):
+            if isinstance(reply, OSError):  # (the probe itself returns every error it meets)
+                left += 1
+                cluster.worker_left(worker, f" (as it was asked whether it can import "
+                                            f"fastbias: {type(reply).__name__})")
+            elif isinstance(reply, BaseException):
+                broken[worker] = f"{type(reply).__name__}: {reply}"
+            elif reply["error"] is not None:
+                broken[worker] = reply["error"]
+            elif reply["version"] != __version__:
+                broken[worker] = f"fastbias {reply['version']} (this client has {__version__})"
+        if broken:
+            shown = "; ".join(f"{worker}: {why}" for worker, why in list(broken.items())[:5])
+            more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+            raise RuntimeError(
+                f"{len(broken)} of {len(replies)} Dask worker(s) cannot run fastbias "
+                f"{__version__}: {shown}{more}. Install fastbias[distributed]=={__version__} in "
+                f"the workers' environment (the client and every worker need the same version)")
+        if left < len(replies):
+            return  # some worker answered, and every one that answered can run fastbias
+        if time.monotonic() > deadline:  # every worker asked left as it was asked
+            raise RuntimeError(f"no Dask worker of {address} stayed connected to answer "
+                               f"whether it can import fastbias within {timeout:g} s "
+                               f"(worker_timeout): every one left as it was asked")
         time.sleep(_POLL_SECONDS / 5)
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:  # (an infinite timeout waits without one: Python's timed waits refuse inf)
-        replies = pool.submit(client.run, _worker_probe, on_error="return").result(
-            timeout if math.isfinite(timeout) else None)
-    except concurrent.futures.TimeoutError:
-        raise RuntimeError(f"the Dask workers of {address} did not answer within {timeout:g} s "
-                           f"(worker_timeout) whether they can import fastbias") from None
-    finally:
-        pool.shutdown(wait=False)
-    broken = {}
-    for worker, reply in sorted(replies.items()):
-        if isinstance(reply, BaseException):
-            broken[worker] = f"{type(reply).__name__}: {reply}"
-        elif reply["error"] is not None:
-            broken[worker] = reply["error"]
-        elif reply["version"] != __version__:
-            broken[worker] = f"fastbias {reply['version']} (this client has {__version__})"
-    if broken:
-        shown = "; ".join(f"{worker}: {why}" for worker, why in list(broken.items())[:5])
-        more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
-        raise RuntimeError(
-            f"{len(broken)} of {len(replies)} Dask worker(s) cannot run fastbias {__version__}: "
-            f"{shown}{more}. Install fastbias[distributed]=={__version__} in the workers' "
-            f"environment (the client and every worker need the same version)")
 
 
 class _QuietDask(logging.Filter):
@@ -531,11 +565,12 @@ def _start_progress_bar(client, futures):
     return thread
 
 
-def _watch(client, futures: list, worker_timeout: float, stall_timeout: float) -> list:
+def _watch(cluster: _Cluster, futures: list) -> list:
     """Wait for ``futures``; an error rather than a hang when no worker is left or every
     worker stays paused for memory; one line per worker lost on the way."""
     from distributed import wait
 
+    client, worker_timeout = cluster.client, cluster.worker_timeout
     seen = set(client.scheduler_info(n_workers=-1)["workers"])
     no_worker_since = paused_since = None
     while True:
@@ -549,8 +584,7 @@ def _watch(client, futures: list, worker_timeout: float, stall_timeout: float) -
             break  # result() below raises the task's own exception
         workers = client.scheduler_info(n_workers=-1)["workers"]
         for address in sorted(seen - set(workers)):
-            logger.warning("fastbias: the Dask worker %s left during the run; Dask redoes its "
-                           "work elsewhere and the result stays exact", address)
+            cluster.worker_left(address)
         seen = set(workers)
         now = time.monotonic()
         if not workers:
@@ -565,11 +599,12 @@ def _watch(client, futures: list, worker_timeout: float, stall_timeout: float) -
             no_worker_since = None
         if workers and all(w.get("status") == "paused" for w in workers.values()):
             paused_since = paused_since or now
-            if now - paused_since > stall_timeout:
+            if now - paused_since > cluster.stall_timeout:
                 client.cancel(futures)
                 limits = sorted({_megabytes(w.get("memory_limit")) for w in workers.values()})
                 raise RuntimeError(
-                    f"every Dask worker has been paused for memory for {stall_timeout:g} s "
+                    f"every Dask worker has been paused for memory for "
+                    f"{cluster.stall_timeout:g} s "
                     f"(stall_timeout; memory limit {', '.join(limits)} per worker): the "
                     f"partitions do not fit. Give the workers more memory, or more workers, "
                     f"or more partitions (npartitions=); docs/distributed.md gives the memory "
@@ -583,22 +618,22 @@ def _megabytes(limit) -> str:
     return "no limit" if not limit else f"{limit / 2 ** 20:,.0f} MiB"
 
 
-def _compute(client, tasks: list, progress: bool, worker_timeout: float,
-             stall_timeout: float) -> list:
+def _compute(cluster: _Cluster, tasks: list) -> list:
     """Compute Dask objects: watched on a distributed cluster, plainly on local schedulers."""
     import dask
 
+    client = cluster.client
     if client is None:
-        if progress:
+        if cluster.show:
             from dask.diagnostics import ProgressBar
 
             with ProgressBar():
                 return list(dask.compute(*tasks))
         return list(dask.compute(*tasks))
     futures = client.compute(tasks)
-    bar = _start_progress_bar(client, futures) if progress else None
+    bar = _start_progress_bar(client, futures) if cluster.show else None
     try:
-        return _watch(client, futures, worker_timeout, stall_timeout)
+        return _watch(cluster, futures)
     except BaseException:
         client.cancel(futures)
         raise
@@ -799,17 +834,17 @@ def evaluate(data, *, label: str, scores, subgroups=None,
     spec = replace(spec, intersections=order, min_subgroup_size=min_size, **tests).check_extras()
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
     given = _checked_divisions(divisions, spec.models)
-    show = _show_progress(progress)
     client = _active_client()
+    cluster = _Cluster(client, _show_progress(progress), float(worker_timeout),
+                       float(stall_timeout))
 
     with _quiet_dask():
         if client is not None:
-            _check_workers(client, float(worker_timeout))
+            _check_workers(cluster)
         with _quiet_local_workers(client):
             try:
                 return _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds,
-                            n_input, n_out, persist, compute, show, client,
-                            float(worker_timeout), float(stall_timeout), random_state)
+                            n_input, n_out, persist, compute, cluster, random_state)
             except KeyError as error:
                 lacking = None if parquet is not None else _lacking_column(data, spec.columns)
                 if lacking is None:
@@ -889,7 +924,7 @@ def _checked_boundaries(values, name: str) -> list | None:
 
 
 def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, n_out, persist,
-         compute, show, client, worker_timeout, stall_timeout, random_state):
+         compute, cluster, random_state):
     """The passes of :func:`evaluate` on checked arguments (``meta_kinds``: see
     :func:`_meta_kinds`, for a Dask DataFrame)."""
     import dask
@@ -906,9 +941,8 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
     # 0. the intersections, chosen on all rows (each piece counts its rows' combinations)
     if spec.intersections is not None:
         total = None
-        for cells in _in_order(_compute(client, each_piece([spec.label, *spec.subgroups],
-                                                           _frame_cells, _piece_cells),
-                                        show, worker_timeout, stall_timeout)):
+        for cells in _in_order(_compute(cluster, each_piece([spec.label, *spec.subgroups],
+                                                            _frame_cells, _piece_cells))):
             total = add_combination_cells(total, cells)
         spec = spec.with_combinations(choose_combinations(total, list(spec.subgroups),
                                                           spec.min_subgroup_size))
@@ -916,9 +950,8 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
     # 0b. the sensitive features' values and combinations, found on all rows
     if spec.features:
         summary = None
-        for part in _in_order(_compute(client, each_piece([spec.label, *spec.features],
-                                                          _frame_features, _piece_features),
-                                       show, worker_timeout, stall_timeout)):
+        for part in _in_order(_compute(cluster, each_piece([spec.label, *spec.features],
+                                                           _frame_features, _piece_features))):
             summary = merge_feature_summaries(summary, part)
         spec = spec.with_features(*chosen_features(summary, list(spec.features),
                                                    spec.min_subgroup_size))
@@ -942,7 +975,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
             tasks = [dask.delayed(_captured)(_piece_summary, piece, parquet, spec, sample_rows,
                                              random_state + i)
                      for i, piece in enumerate(pieces)]
-        found = _in_order(_compute(client, tasks, show, worker_timeout, stall_timeout))
+        found = _in_order(_compute(cluster, tasks))
         checker = spec.batch_kinds()
         for i, (_, kinds) in enumerate(found):
             checker.check_kinds(kinds, f"in Dask partition {i}")
@@ -984,7 +1017,7 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
         return dask.delayed(_combine_lazily)(spec, per_model_tasks)
     flat = [task for tasks in per_model_tasks for task in tasks]
     try:
-        chunks = iter(_compute(client, flat, show, worker_timeout, stall_timeout))
+        chunks = iter(_compute(cluster, flat))
     except (ValueError, TypeError):
         # a partition refused as it was encoded (no first pass looked at it: divisions given):
         # the first that refuses, in the frame's order, is named (found by review; a lacking
@@ -996,10 +1029,10 @@ def _run(data, parquet, pieces, spec, given, score_dtypes, meta_kinds, n_input, 
         else:
             tasks = [dask.delayed(_captured)(_read_and_encode, piece, parquet, spec)
                      for piece in pieces]
-        _in_order(_compute(client, tasks, show, worker_timeout, stall_timeout))
+        _in_order(_compute(cluster, tasks))
         raise
     finally:
-        if persist and client is not None:  # (the persisted frame's memory, freed now)
+        if persist and cluster.client is not None:  # (the persisted frame's memory, freed now)
             from distributed import futures_of
 
             for future in futures_of(encoded):

@@ -18,6 +18,7 @@ replicate. Only the determinism checks compare fastbias with itself.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from decimal import Decimal, getcontext
 
@@ -564,10 +565,14 @@ def test_int_random_state_pairs_models_in_evaluate():
                                   _interval_columns(b).to_numpy())
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "0", True])
-def test_bad_random_state_is_a_clear_error(bad):
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (np.int64(-3), ValueError),
+                                        (1.5, TypeError), ("0", TypeError), (True, TypeError)])
+def test_bad_random_state_is_a_clear_error(bad, error):
+    """A negative int has the right type and a wrong value: a ValueError (it was a TypeError,
+    unlike every other entry point's seed); the rest are of a wrong type."""
     y, s, g = data(100, seed=21)
-    with pytest.raises((TypeError, ValueError), match="random_state"):
+    with pytest.raises(error, match=rf"^random_state must be None, a non-negative int, .*"
+                                    rf"got {re.escape(repr(bad))}$"):
         fastbias.bias_metrics(y, s, g, ci="bootstrap", n_boot=5, random_state=bad)
 
 

@@ -50,9 +50,13 @@ def bootstrap_seed(random_state) -> np.random.SeedSequence:
                                       pool_size=random_state.pool_size)
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(int(random_state.integers(0, 2 ** 63)))
-    if random_state is None or (isinstance(random_state, numbers.Integral)
-                                and not isinstance(random_state, bool) and random_state >= 0):
-        return np.random.SeedSequence(None if random_state is None else int(random_state))
+    if random_state is None:
+        return np.random.SeedSequence(None)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:  # an int of the right type: its value is wrong
+            raise ValueError(f"random_state must be None, a non-negative int, a numpy "
+                             f"Generator or a SeedSequence, got {random_state!r}")
+        return np.random.SeedSequence(int(random_state))
     raise TypeError(f"random_state must be None, a non-negative int, a numpy Generator or a "
                     f"SeedSequence, got {random_state!r}")
 

@@ -309,15 +309,12 @@ def test_a_lost_worker_does_not_hide_one_that_cannot_run_fastbias():
 
 
 def test_every_worker_lost_as_it_is_asked_is_asked_again_until_worker_timeout(caplog):
-    import time
-
     answers = _Answers(lambda: {"tcp://a:1": OSError("reset"), "tcp://b:2": OSError("reset")})
-    started = time.monotonic()
     with caplog.at_level("WARNING", logger="fastbias"), pytest.raises(
             RuntimeError, match=r"no Dask worker of tcp://scheduler:1 stayed connected to "
                                 r"answer whether it can import fastbias within 0\.5 s"):
         fdask._check_workers(fdask._Cluster(answers, False, 0.5, 5.0))
-    assert answers.asked >= 2 and time.monotonic() - started < 10
+    assert answers.asked >= 2  # asked again, then refused at the deadline
     assert len(_lost_lines(caplog)) == 2  # one line each, however often they were asked
 
 

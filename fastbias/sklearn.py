@@ -105,12 +105,15 @@ def _one_class_fold(y_true, pos_label) -> tuple:
     """``(y_true, pos_label)`` of a fold, a fold of one class other than ``pos_label`` made
     all negatives (found by review: such a fold of text labels was refused, one of 0/1
     labels scored NaN, warned, as a fold without positives is); otherwise as given, for the
-    labels' own checks (a ``pos_label`` in no row of two classes stays an error)."""
+    labels' own checks (a ``pos_label`` in no row of two classes stays an error, and so does
+    a fold whose one value reads as ``pos_label`` but is not it: ``"1"`` for 1, refused as in
+    a fold of two classes; found by review, it was taken for a fold of negatives)."""
     values = y_true.to_numpy() if isinstance(y_true, pd.Series) else np.asarray(y_true)
     if values.ndim != 1 or values.shape[0] == 0:
         return y_true, pos_label
     distinct = pd.unique(values)
-    if len(distinct) != 1 or pd.isna(distinct[0]) or bool(np.any(values == pos_label)):
+    if len(distinct) != 1 or pd.isna(distinct[0]) or bool(np.any(values == pos_label)) \
+            or str(distinct[0]) == str(pos_label):
         return y_true, pos_label
     negatives = np.zeros(values.shape[0], dtype=bool)
     if isinstance(y_true, pd.Series):

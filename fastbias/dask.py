@@ -789,9 +789,16 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         raise ValueError("persist=True needs compute=True: the frame persisted for the models "
                          "would be released as this call returns, before the lazy result is "
                          "computed; persist the input yourself (data.persist()) instead")
+    seconds = []
     for name, value in (("worker_timeout", worker_timeout), ("stall_timeout", stall_timeout)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        # (numpy's numbers too: found by review, np.int64(30) was refused as not a number)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+                or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        try:
+            seconds.append(float(value))
+        except OverflowError:  # an int beyond a float's range: longer than any wait
+            seconds.append(math.inf)
     order, min_size = check_intersections(intersections, min_subgroup_size)
     random_state = check_sample_seed(random_state)
     tests = checked_extras(significance, confidence, thresholds, threshold_interval,
@@ -835,8 +842,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
     n_out = int(npartitions) if npartitions is not None else max(1, n_input)
     given = _checked_divisions(divisions, spec.models)
     client = _active_client()
-    cluster = _Cluster(client, _show_progress(progress), float(worker_timeout),
-                       float(stall_timeout))
+    cluster = _Cluster(client, _show_progress(progress), *seconds)
 
     with _quiet_dask():
         if client is not None:
@@ -910,15 +916,20 @@ def _checked_boundaries(values, name: str) -> list | None:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real,
                                                                         np.number)):
             raise TypeError(f"{name} must hold numbers, got {value!r} at position {j}")
-        if math.isnan(float(value)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond a float's range bounds the scores as an
+            number = math.inf if value > 0 else -math.inf  # infinity does (it was an
+            # OverflowError)
+        if math.isnan(number):
             raise ValueError(f"{name} must not hold NaN (position {j})")
-        out.append(float(value))
+        out.append(number)
     if len(set(out)) < 2:
         raise ValueError(f"{name} must hold at least two distinct score boundaries (the "
                          f"partitions lie between them), got {values!r}")
     if len(set(out)) < len(out):
         repeated = next(j for j, v in enumerate(out) if v in out[:j])
-        raise ValueError(f"{name} holds {values[repeated]!r} twice (position {repeated}): "
+        raise ValueError(f"{name} holds {out[repeated]!r} twice (position {repeated}): "
                          f"boundaries must be distinct")
     return out
 

@@ -795,10 +795,7 @@ def evaluate(data, *, label: str, scores, subgroups=None,
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
                 or not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        try:
-            seconds.append(float(value))
-        except OverflowError:  # an int beyond a float's range: longer than any wait
-            seconds.append(math.inf)
+        seconds.append(_float_or_infinity(value))  # (a huge int: longer than any wait)
     order, min_size = check_intersections(intersections, min_subgroup_size)
     random_state = check_sample_seed(random_state)
     tests = checked_extras(significance, confidence, thresholds, threshold_interval,
@@ -903,6 +900,15 @@ def _checked_divisions(divisions, models: list) -> list:
     return [checked for _ in models]
 
 
+def _float_or_infinity(value: numbers.Real) -> float:
+    """``float(value)``, an int beyond a float's range as the infinity of its sign (``float``
+    raises OverflowError for it; found by review: a bare OverflowError reached the user)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _checked_boundaries(values, name: str) -> list | None:
     """One model's score boundaries (see :func:`_checked_divisions`), as floats."""
     if values is None:
@@ -916,11 +922,7 @@ def _checked_boundaries(values, name: str) -> list | None:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real,
                                                                         np.number)):
             raise TypeError(f"{name} must hold numbers, got {value!r} at position {j}")
-        try:
-            number = float(value)
-        except OverflowError:  # an int beyond a float's range bounds the scores as an
-            number = math.inf if value > 0 else -math.inf  # infinity does (it was an
-            # OverflowError)
+        number = _float_or_infinity(value)  # (a huge int bounds the scores as inf does)
         if math.isnan(number):
             raise ValueError(f"{name} must not hold NaN (position {j})")
         out.append(number)
